@@ -1,0 +1,148 @@
+//! The DynamoDB receipt store: one conditional `PutItem` per delivery.
+//!
+//! `attribute_not_exists(pk)` lets DynamoDB decide which of two racing
+//! deliveries is first, and `ReturnValuesOnConditionCheckFailure=ALL_OLD`
+//! returns the existing receipt with the failure, so telling a duplicate from
+//! a reused key costs no extra read.
+
+use std::time::Duration;
+
+use aws_sdk_dynamodb::config::retry::RetryConfig;
+use aws_sdk_dynamodb::config::timeout::TimeoutConfig;
+use aws_sdk_dynamodb::error::{ProvideErrorMetadata, SdkError};
+use aws_sdk_dynamodb::operation::put_item::PutItemError;
+use aws_sdk_dynamodb::types::{AttributeValue, ReturnValuesOnConditionCheckFailure};
+use aws_sdk_dynamodb::Client;
+use shared::receipt::attr;
+use shared::Receipt;
+
+use crate::store::{PutOutcome, ReceiptStore, StoreError};
+
+/// The whole store call, retries included, ends within this time, so the
+/// sender gets a 503 well inside its own timeout instead of a hang.
+pub const STORE_CALL_LIMIT: Duration = Duration::from_secs(5);
+const ATTEMPT_LIMIT: Duration = Duration::from_secs(2);
+const CONNECT_LIMIT: Duration = Duration::from_secs(1);
+const MAX_ATTEMPTS: u32 = 3;
+
+/// Loads the SDK configuration (region, credentials, and any
+/// `AWS_ENDPOINT_URL_DYNAMODB` / `AWS_ENDPOINT_URL` override) with bounded
+/// retries and time limits, and builds the client once.
+pub async fn client_from_env() -> Client {
+    let sdk_config = aws_config::from_env()
+        .retry_config(
+            RetryConfig::standard()
+                .with_max_attempts(MAX_ATTEMPTS)
+                .with_initial_backoff(Duration::from_millis(50))
+                .with_max_backoff(Duration::from_millis(500)),
+        )
+        .timeout_config(
+            TimeoutConfig::builder()
+                .connect_timeout(CONNECT_LIMIT)
+                .operation_attempt_timeout(ATTEMPT_LIMIT)
+                .operation_timeout(STORE_CALL_LIMIT)
+                .build(),
+        )
+        .load()
+        .await;
+    Client::new(&sdk_config)
+}
+
+#[derive(Debug, Clone)]
+pub struct DynamoReceiptStore {
+    client: Client,
+    table: String,
+}
+
+impl DynamoReceiptStore {
+    pub fn new(client: Client, table: impl Into<String>) -> Self {
+        DynamoReceiptStore {
+            client,
+            table: table.into(),
+        }
+    }
+
+    /// Opens the connection (DNS, TCP, TLS) during init, which runs with more
+    /// CPU than a 128 MB invocation, instead of on the first webhook. The
+    /// answer does not matter: even an access-denied reply warms the pool.
+    pub async fn warm_up(&self) {
+        let _ = self
+            .client
+            .describe_table()
+            .table_name(&self.table)
+            .send()
+            .await;
+    }
+}
+
+impl ReceiptStore for DynamoReceiptStore {
+    async fn put_if_absent(&self, receipt: &Receipt) -> Result<PutOutcome, StoreError> {
+        let item = serde_dynamo::to_item(receipt)
+            .map_err(|_| StoreError::Failed("ReceiptNotSerialisable".to_owned()))?;
+        let result = self
+            .client
+            .put_item()
+            .table_name(&self.table)
+            .set_item(Some(item))
+            .condition_expression(format!("attribute_not_exists({})", attr::PK))
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+            .send()
+            .await;
+        match result {
+            Ok(_) => Ok(PutOutcome::Stored),
+            Err(SdkError::ServiceError(failure)) => match failure.err() {
+                PutItemError::ConditionalCheckFailedException(existing) => {
+                    Ok(PutOutcome::AlreadyExists {
+                        payload_fingerprint: existing
+                            .item()
+                            .and_then(|item| item.get(attr::PAYLOAD_FINGERPRINT))
+                            .and_then(|value| match value {
+                                AttributeValue::S(text) => Some(text.clone()),
+                                _ => None,
+                            }),
+                    })
+                }
+                service_error => Err(classify_service_error(
+                    service_error,
+                    failure.raw().status().as_u16(),
+                )),
+            },
+            Err(other) => Err(classify_transport_error(&other)),
+        }
+    }
+}
+
+/// Throttling, server errors and write conflicts pass with time; anything
+/// else (a missing table, a validation error, denied access) needs a person.
+fn classify_service_error(error: &PutItemError, http_status: u16) -> StoreError {
+    let code = error.code().unwrap_or("UnknownServiceError").to_owned();
+    let retryable = matches!(
+        error,
+        PutItemError::ProvisionedThroughputExceededException(_)
+            | PutItemError::RequestLimitExceeded(_)
+            | PutItemError::ThrottlingException(_)
+            | PutItemError::InternalServerError(_)
+            | PutItemError::TransactionConflictException(_)
+            | PutItemError::ReplicatedWriteConflictException(_)
+    ) || matches!(
+        error.code(),
+        Some("ThrottlingException" | "ServiceUnavailable" | "InternalFailure")
+    ) || http_status >= 500;
+    if retryable {
+        StoreError::Unavailable(code)
+    } else {
+        StoreError::Failed(code)
+    }
+}
+
+/// No answer from DynamoDB at all: the caller should retry later. A request
+/// that could not even be built is our fault, not DynamoDB's.
+fn classify_transport_error<E, R>(error: &SdkError<E, R>) -> StoreError {
+    match error {
+        SdkError::ConstructionFailure(_) => StoreError::Failed("RequestNotBuilt".to_owned()),
+        SdkError::TimeoutError(_) => StoreError::Unavailable("Timeout".to_owned()),
+        SdkError::DispatchFailure(_) => StoreError::Unavailable("ConnectionFailed".to_owned()),
+        SdkError::ResponseError(_) => StoreError::Unavailable("UnreadableResponse".to_owned()),
+        _ => StoreError::Unavailable("Unknown".to_owned()),
+    }
+}

@@ -1,0 +1,234 @@
+//! One webhook delivery, in order: authenticate, bound and type the body,
+//! parse the envelope, check the idempotency key, store the receipt. Each
+//! step decides before the next runs; `respond` is the one place where an
+//! outcome becomes an HTTP response.
+
+use std::time::{Instant, SystemTime};
+
+use http::header::{CONTENT_TYPE, RETRY_AFTER, WWW_AUTHENTICATE};
+use lambda_http::{Body, Request, RequestExt, Response};
+use serde_json::json;
+use shared::envelope::is_json_media_type;
+use shared::idempotency::HEADER_NAME as IDEMPOTENCY_KEY_HEADER;
+use shared::outcome::existing_receipt_outcome;
+use shared::{
+    EnvelopeError, FormSubmission, IdempotencyKey, KeyError, Outcome, Receipt, Retention,
+    SubmissionId,
+};
+
+use crate::auth::{AuthPolicy, Unauthenticated};
+use crate::config::Config;
+use crate::store::{PutOutcome, ReceiptStore, StoreError};
+
+/// Seconds a sender should wait before retrying after a 503.
+pub const RETRY_AFTER_SECONDS: &str = "2";
+
+/// Everything that stops a delivery short of a durable receipt.
+#[derive(Debug, thiserror::Error)]
+pub enum IngestError {
+    #[error(transparent)]
+    Unauthenticated(#[from] Unauthenticated),
+    #[error("the body is larger than {limit} bytes")]
+    PayloadTooLarge { limit: usize },
+    #[error("Content-Type must be application/json")]
+    UnsupportedMediaType,
+    #[error(transparent)]
+    Envelope(#[from] EnvelopeError),
+    #[error(transparent)]
+    IdempotencyKey(#[from] KeyError),
+    #[error("this Idempotency-Key was already used for a different payload; the original is kept")]
+    KeyReusedForDifferentPayload,
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+impl IngestError {
+    pub fn outcome(&self) -> Outcome {
+        match self {
+            IngestError::Unauthenticated(_) => Outcome::Unauthorized,
+            IngestError::PayloadTooLarge { .. } => Outcome::PayloadTooLarge,
+            IngestError::UnsupportedMediaType => Outcome::UnsupportedMediaType,
+            IngestError::Envelope(EnvelopeError::MalformedJson) => Outcome::MalformedJson,
+            IngestError::Envelope(_) => Outcome::InvalidEnvelope,
+            IngestError::IdempotencyKey(_) => Outcome::InvalidIdempotencyKey,
+            IngestError::KeyReusedForDifferentPayload => Outcome::KeyReusedForDifferentPayload,
+            IngestError::Store(StoreError::Unavailable(_)) => Outcome::StoreUnavailable,
+            IngestError::Store(StoreError::Failed(_)) => Outcome::StoreFailed,
+        }
+    }
+}
+
+/// The ingest handler over any receipt store. Built once at init.
+pub struct Ingest<S> {
+    store: S,
+    auth: AuthPolicy,
+    max_body_bytes: usize,
+    retention: Retention,
+    clock: fn() -> SystemTime,
+}
+
+impl<S: ReceiptStore> Ingest<S> {
+    pub fn new(store: S, config: &Config) -> Self {
+        Ingest {
+            store,
+            auth: config.auth.clone(),
+            max_body_bytes: config.max_body_bytes,
+            retention: config.retention,
+            clock: SystemTime::now,
+        }
+    }
+
+    /// Replaces the wall clock, for tests of time-dependent fields.
+    pub fn with_clock(mut self, clock: fn() -> SystemTime) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    pub fn store(&self) -> &S {
+        &self.store
+    }
+
+    /// Handles one delivery and logs one line about it. Never fails: every
+    /// error is an HTTP answer.
+    pub async fn handle(&self, request: Request) -> Response<Body> {
+        let started = Instant::now();
+        let mut submission_id = None;
+        let result = self.accept(&request, &mut submission_id).await;
+        log_delivery(&request, submission_id.as_ref(), &result, started);
+        respond(&result)
+    }
+
+    async fn accept(
+        &self,
+        request: &Request,
+        submission_id: &mut Option<SubmissionId>,
+    ) -> Result<Outcome, IngestError> {
+        self.auth.authenticate(request.headers())?;
+
+        let body: &[u8] = request.body().as_ref();
+        if body.len() > self.max_body_bytes {
+            return Err(IngestError::PayloadTooLarge {
+                limit: self.max_body_bytes,
+            });
+        }
+        if let Some(content_type) = request.headers().get(CONTENT_TYPE) {
+            if !content_type.to_str().is_ok_and(is_json_media_type) {
+                return Err(IngestError::UnsupportedMediaType);
+            }
+        }
+
+        let submission = FormSubmission::parse(body)?;
+        *submission_id = Some(submission.submission_id.clone());
+
+        let key = IdempotencyKey::for_submission(submission.event, &submission.submission_id);
+        let sent_keys: Vec<&[u8]> = request
+            .headers()
+            .get_all(IDEMPOTENCY_KEY_HEADER)
+            .iter()
+            .map(|value| value.as_bytes())
+            .collect();
+        key.verify_header(&sent_keys)?;
+
+        let receipt = Receipt::new(&submission, (self.clock)(), self.retention);
+        match self.store.put_if_absent(&receipt).await? {
+            PutOutcome::Stored => Ok(Outcome::Accepted),
+            PutOutcome::AlreadyExists {
+                payload_fingerprint,
+            } => match existing_receipt_outcome(
+                payload_fingerprint.as_deref(),
+                &receipt.payload_fingerprint,
+            ) {
+                Outcome::Duplicate => Ok(Outcome::Duplicate),
+                _ => Err(IngestError::KeyReusedForDifferentPayload),
+            },
+        }
+    }
+}
+
+/// The one mapping from a delivery's result to what the sender sees.
+fn respond(result: &Result<Outcome, IngestError>) -> Response<Body> {
+    let (outcome, body) = match result {
+        Ok(outcome) => (
+            *outcome,
+            json!({"accepted": true, "duplicate": *outcome == Outcome::Duplicate}),
+        ),
+        Err(error) => {
+            let outcome = error.outcome();
+            // Store details are for our logs; the sender only needs to retry.
+            let message = match error {
+                IngestError::Store(_) => {
+                    "no durable receipt could be stored; retry later".to_owned()
+                }
+                other => other.to_string(),
+            };
+            (
+                outcome,
+                json!({"accepted": false, "error": outcome.code(), "message": message}),
+            )
+        }
+    };
+    let mut response = Response::builder()
+        .status(outcome.status())
+        .header(CONTENT_TYPE, "application/json");
+    match result {
+        Err(IngestError::Unauthenticated(Unauthenticated {
+            challenge: Some(challenge),
+        })) => response = response.header(WWW_AUTHENTICATE, *challenge),
+        Err(error) if error.outcome() == Outcome::StoreUnavailable => {
+            response = response.header(RETRY_AFTER, RETRY_AFTER_SECONDS)
+        }
+        _ => {}
+    }
+    response
+        .body(Body::from(body.to_string()))
+        .unwrap_or_else(|_| {
+            // Only reachable if a status or header constant above were
+            // invalid; answer 500 rather than panic.
+            let mut fallback = Response::new(Body::Empty);
+            *fallback.status_mut() = http::StatusCode::INTERNAL_SERVER_ERROR;
+            fallback
+        })
+}
+
+/// One line per delivery: identifiers, outcome and timing, never the body,
+/// form fields or credentials.
+fn log_delivery(
+    request: &Request,
+    submission_id: Option<&SubmissionId>,
+    result: &Result<Outcome, IngestError>,
+    started: Instant,
+) {
+    let request_id = request
+        .lambda_context_ref()
+        .map(|context| context.request_id.as_str());
+    let submission_id = submission_id.map(SubmissionId::as_str);
+    let duration_ms = started.elapsed().as_millis() as u64;
+    match result {
+        Ok(outcome) => tracing::info!(
+            request_id,
+            submission_id,
+            outcome = outcome.code(),
+            status = outcome.status(),
+            duration_ms,
+            "webhook delivery handled"
+        ),
+        Err(error) if error.outcome().status() >= 500 => tracing::error!(
+            request_id,
+            submission_id,
+            outcome = error.outcome().code(),
+            status = error.outcome().status(),
+            duration_ms,
+            error = %error,
+            "webhook delivery not stored"
+        ),
+        Err(error) => tracing::warn!(
+            request_id,
+            submission_id,
+            outcome = error.outcome().code(),
+            status = error.outcome().status(),
+            duration_ms,
+            error = %error,
+            "webhook delivery refused"
+        ),
+    }
+}

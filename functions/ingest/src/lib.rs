@@ -1,0 +1,14 @@
+//! The ingest function: authenticate a Static Forms delivery, check it, and
+//! store one receipt per submission with a conditional write.
+//!
+//! `main.rs` only wires these parts together; the handler is generic over
+//! the receipt store so it runs in tests without AWS.
+
+pub mod auth;
+pub mod config;
+pub mod dynamo;
+pub mod handler;
+pub mod store;
+
+pub use config::Config;
+pub use handler::Ingest;

@@ -1,0 +1,67 @@
+//! The receipt store capability the handler needs: put a receipt unless one
+//! with its key exists. The DynamoDB adapter is in `dynamo`; the in-memory
+//! one here enforces the same condition for logic tests.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::Mutex;
+
+use shared::Receipt;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PutOutcome {
+    /// The receipt is now durable.
+    Stored,
+    /// A receipt with this key already exists; it was not changed.
+    AlreadyExists { payload_fingerprint: Option<String> },
+}
+
+/// Why the store could not decide. The texts are error codes, never data.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum StoreError {
+    /// Throttled, timed out or unreachable: worth retrying later.
+    #[error("receipt store unavailable ({0})")]
+    Unavailable(String),
+    #[error("receipt store failed ({0})")]
+    Failed(String),
+}
+
+pub trait ReceiptStore: Send + Sync {
+    fn put_if_absent(
+        &self,
+        receipt: &Receipt,
+    ) -> impl Future<Output = Result<PutOutcome, StoreError>> + Send;
+}
+
+/// Receipts in a map behind a lock: the check and the insert are one step,
+/// as DynamoDB's conditional put is.
+#[derive(Debug, Default)]
+pub struct MemoryReceiptStore {
+    receipts: Mutex<HashMap<String, Receipt>>,
+}
+
+impl MemoryReceiptStore {
+    pub fn receipts(&self) -> Vec<Receipt> {
+        self.lock().values().cloned().collect()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Receipt>> {
+        // A panic elsewhere in a test must not hide this store's contents.
+        self.receipts
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+impl ReceiptStore for MemoryReceiptStore {
+    async fn put_if_absent(&self, receipt: &Receipt) -> Result<PutOutcome, StoreError> {
+        let mut receipts = self.lock();
+        if let Some(existing) = receipts.get(&receipt.pk) {
+            return Ok(PutOutcome::AlreadyExists {
+                payload_fingerprint: Some(existing.payload_fingerprint.clone()),
+            });
+        }
+        receipts.insert(receipt.pk.clone(), receipt.clone());
+        Ok(PutOutcome::Stored)
+    }
+}

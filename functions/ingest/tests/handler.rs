@@ -1,0 +1,394 @@
+//! The ingest handler over an in-memory store that enforces the conditional
+//! write: the decision table, the seed's tests, and every event in events/.
+
+mod common;
+
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use common::*;
+use ingest::store::{MemoryReceiptStore, PutOutcome, StoreError};
+use ingest::Ingest;
+use shared::ReceiptStatus;
+
+fn memory_ingest() -> Ingest<MemoryReceiptStore> {
+    Ingest::new(MemoryReceiptStore::default(), &bearer_config())
+}
+
+#[tokio::test]
+async fn seed_test_1_stores_one_receipt_and_acknowledges_a_retry() {
+    let ingest = memory_ingest();
+
+    let first = ingest.handle(delivery("sub_123")).await;
+    let retry = ingest.handle(delivery("sub_123")).await;
+
+    assert_eq!(first.status(), 202);
+    assert_eq!(
+        json_body(&first),
+        serde_json::json!({"accepted": true, "duplicate": false})
+    );
+    assert_eq!(retry.status(), 200);
+    assert_eq!(
+        json_body(&retry),
+        serde_json::json!({"accepted": true, "duplicate": true})
+    );
+    assert_eq!(ingest.store().receipts().len(), 1);
+}
+
+#[tokio::test]
+async fn seed_test_2_a_mismatched_key_never_reaches_the_store() {
+    let store = ScriptedStore::new(Ok(PutOutcome::Stored));
+    let ingest = Ingest::new(store, &bearer_config());
+    let request = common::request(
+        &[
+            ("authorization", &format!("Bearer {TOKEN}")),
+            ("idempotency-key", "wrong"),
+        ],
+        body_json("sub_123", "ada@example.com"),
+    );
+
+    let response = ingest.handle(request).await;
+
+    assert_eq!(response.status(), 400);
+    assert_eq!(json_body(&response)["error"], "invalid_idempotency_key");
+    assert_eq!(ingest.store().calls(), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sixteen_concurrent_identical_deliveries_give_one_202_and_fifteen_200s() {
+    let ingest = Arc::new(memory_ingest());
+    let deliveries: Vec<_> = (0..16)
+        .map(|_| {
+            let ingest = Arc::clone(&ingest);
+            tokio::spawn(async move { ingest.handle(delivery("sub_race")).await.status() })
+        })
+        .collect();
+
+    let mut statuses = Vec::new();
+    for delivery in deliveries {
+        statuses.push(delivery.await.expect("delivery task").as_u16());
+    }
+
+    assert_eq!(
+        statuses.iter().filter(|s| **s == 202).count(),
+        1,
+        "{statuses:?}"
+    );
+    assert_eq!(
+        statuses.iter().filter(|s| **s == 200).count(),
+        15,
+        "{statuses:?}"
+    );
+    assert_eq!(ingest.store().receipts().len(), 1);
+}
+
+/// A case name, the headers, the body, the status and the error code.
+type RefusalCase<'a> = (&'a str, Vec<(&'a str, &'a str)>, String, u16, &'a str);
+
+/// Each row of the issue's decision table, through the whole handler.
+#[tokio::test]
+async fn every_refusal_answers_its_status_and_writes_nothing() {
+    let bearer = format!("Bearer {TOKEN}");
+    let good_body = body_json("sub_1", "ada@example.com");
+    let huge_body = format!("{{\"pad\":\"{}\"}}", "x".repeat(300 * 1024));
+    let cases: Vec<RefusalCase> = vec![
+        (
+            "no credentials",
+            vec![("idempotency-key", KEY)],
+            good_body.clone(),
+            401,
+            "unauthorized",
+        ),
+        (
+            "wrong token",
+            vec![
+                ("authorization", "Bearer nope-nope-nope-nope"),
+                ("idempotency-key", KEY),
+            ],
+            good_body.clone(),
+            401,
+            "unauthorized",
+        ),
+        (
+            "credentials checked before the body is parsed",
+            vec![("authorization", "Bearer nope")],
+            "{not json".to_owned(),
+            401,
+            "unauthorized",
+        ),
+        (
+            "body over the limit",
+            vec![("authorization", &bearer)],
+            huge_body,
+            413,
+            "payload_too_large",
+        ),
+        (
+            "form-encoded body",
+            vec![
+                ("authorization", &bearer),
+                ("content-type", "application/x-www-form-urlencoded"),
+            ],
+            good_body.clone(),
+            415,
+            "unsupported_media_type",
+        ),
+        (
+            "not JSON",
+            vec![
+                ("authorization", &bearer),
+                ("content-type", "application/json"),
+            ],
+            "{\"event\":".to_owned(),
+            400,
+            "malformed_json",
+        ),
+        (
+            "empty body",
+            vec![("authorization", &bearer)],
+            String::new(),
+            400,
+            "malformed_json",
+        ),
+        (
+            "other event",
+            vec![("authorization", &bearer)],
+            r#"{"event":"form.deleted","data":{"submissionId":"s"}}"#.to_owned(),
+            400,
+            "invalid_envelope",
+        ),
+        (
+            "no submission id",
+            vec![("authorization", &bearer)],
+            r#"{"event":"form.submitted","data":{}}"#.to_owned(),
+            400,
+            "invalid_envelope",
+        ),
+        (
+            "missing key",
+            vec![("authorization", &bearer)],
+            good_body.clone(),
+            400,
+            "invalid_idempotency_key",
+        ),
+        (
+            "key of another submission",
+            vec![
+                ("authorization", &bearer),
+                ("idempotency-key", "staticforms:form.submitted:sub_2"),
+            ],
+            good_body.clone(),
+            400,
+            "invalid_idempotency_key",
+        ),
+    ];
+    for (name, headers, body, status, code) in cases {
+        let ingest = memory_ingest();
+        let response = ingest.handle(request(&headers, body)).await;
+        assert_eq!(response.status(), status, "case {name}");
+        let json = json_body(&response);
+        assert_eq!(json["accepted"], false, "case {name}");
+        assert_eq!(json["error"], code, "case {name}");
+        assert!(
+            json["message"].as_str().is_some_and(|m| !m.is_empty()),
+            "case {name}"
+        );
+        assert!(
+            ingest.store().receipts().is_empty(),
+            "case {name}: nothing written"
+        );
+    }
+}
+
+#[tokio::test]
+async fn bearer_refusal_carries_a_challenge() {
+    let response = memory_ingest().handle(request(&[], "{}")).await;
+    assert_eq!(response.status(), 401);
+    assert_eq!(
+        response.headers()["www-authenticate"],
+        "Bearer realm=\"webhooks\""
+    );
+}
+
+#[tokio::test]
+async fn a_rotated_secret_is_accepted_alongside_the_current_one() {
+    let ingest = memory_ingest();
+    let request = common::request(
+        &[
+            ("authorization", "Bearer rotated-token-000000001"),
+            ("idempotency-key", "staticforms:form.submitted:sub_rot"),
+        ],
+        body_json("sub_rot", "ada@example.com"),
+    );
+    assert_eq!(ingest.handle(request).await.status(), 202);
+}
+
+#[tokio::test]
+async fn the_same_key_with_different_content_is_422_and_keeps_the_original() {
+    let ingest = memory_ingest();
+    assert_eq!(ingest.handle(delivery("sub_1")).await.status(), 202);
+    let original = ingest.store().receipts();
+
+    let other_content = request(
+        &[
+            ("authorization", &format!("Bearer {TOKEN}")),
+            ("idempotency-key", "staticforms:form.submitted:sub_1"),
+        ],
+        body_json("sub_1", "someone.else@example.com"),
+    );
+    let response = ingest.handle(other_content).await;
+
+    assert_eq!(response.status(), 422);
+    assert_eq!(
+        json_body(&response)["error"],
+        "key_reused_for_different_payload"
+    );
+    assert_eq!(ingest.store().receipts(), original);
+}
+
+#[tokio::test]
+async fn a_retry_with_reordered_keys_and_a_new_timestamp_is_a_duplicate() {
+    let ingest = memory_ingest();
+    assert_eq!(ingest.handle(delivery("sub_1")).await.status(), 202);
+    let reformatted = r#"{
+        "timestamp": 1795999999,
+        "data": {"apiKey": "sf_live_api_key_0000001",
+                 "formData": {"message": "Call me", "email": "ada@example.com", "name": "Ada Lovelace"},
+                 "submissionId": "sub_1"},
+        "event": "form.submitted"
+    }"#;
+    let retry = request(
+        &[
+            ("authorization", &format!("Bearer {TOKEN}")),
+            ("Idempotency-Key", "staticforms:form.submitted:sub_1"),
+        ],
+        reformatted,
+    );
+    assert_eq!(ingest.handle(retry).await.status(), 200);
+}
+
+#[tokio::test]
+async fn store_failures_never_answer_2xx() {
+    let cases = [
+        (
+            StoreError::Unavailable("ThrottlingException".into()),
+            503,
+            "store_unavailable",
+            Some("2"),
+        ),
+        (
+            StoreError::Unavailable("Timeout".into()),
+            503,
+            "store_unavailable",
+            Some("2"),
+        ),
+        (
+            StoreError::Failed("ResourceNotFoundException".into()),
+            500,
+            "store_failed",
+            None,
+        ),
+    ];
+    for (error, status, code, retry_after) in cases {
+        let ingest = Ingest::new(ScriptedStore::new(Err(error.clone())), &bearer_config());
+        let response = ingest.handle(delivery("sub_1")).await;
+        assert_eq!(response.status(), status, "{error:?}");
+        assert_eq!(json_body(&response)["error"], code);
+        assert_eq!(
+            response
+                .headers()
+                .get("retry-after")
+                .map(|v| v.to_str().unwrap()),
+            retry_after
+        );
+        // The store's internal error code is for our logs, not the sender.
+        let text = String::from_utf8_lossy(response.body().as_ref()).to_string();
+        assert!(!text.contains("Exception"), "{text}");
+        assert_eq!(ingest.store().calls(), 1);
+    }
+}
+
+#[tokio::test]
+async fn an_existing_receipt_without_fingerprint_counts_as_a_duplicate() {
+    let store = ScriptedStore::new(Ok(PutOutcome::AlreadyExists {
+        payload_fingerprint: None,
+    }));
+    let ingest = Ingest::new(store, &bearer_config());
+    assert_eq!(ingest.handle(delivery("sub_1")).await.status(), 200);
+}
+
+#[tokio::test]
+async fn the_receipt_holds_what_the_worker_needs_and_no_credential() {
+    fn fixed_clock() -> SystemTime {
+        UNIX_EPOCH + Duration::from_millis(1_795_941_528_250)
+    }
+    let ingest = memory_ingest().with_clock(fixed_clock);
+    assert_eq!(
+        ingest.handle(event("ingest-valid.json")).await.status(),
+        202
+    );
+
+    let receipts = ingest.store().receipts();
+    let receipt = &receipts[0];
+    assert_eq!(receipt.pk, KEY);
+    assert_eq!(receipt.submission_id, SUBMISSION_ID);
+    assert_eq!(receipt.event, "form.submitted");
+    assert_eq!(receipt.status, ReceiptStatus::Received);
+    assert_eq!(receipt.received_at, "2026-11-29T08:38:48.250Z");
+    assert_eq!(receipt.expires_at, 1_795_941_528 + 30 * 86_400);
+    assert_eq!(receipt.payload_fingerprint.len(), 64);
+    assert!(
+        !receipt.payload.contains("sf_demo_api_key"),
+        "apiKey is removed"
+    );
+    let payload: serde_json::Value = serde_json::from_str(&receipt.payload).unwrap();
+    assert_eq!(payload["data"]["formData"]["email"], "ada@example.com");
+}
+
+/// Every ingest event file, through the handler, so the files and the code
+/// cannot drift apart. A new file must be added to this table.
+#[tokio::test]
+async fn every_ingest_event_in_events_is_handled() {
+    // Fed in this order to one handler: the duplicate follows the original.
+    let in_sequence = [
+        ("ingest-valid.json", 202),
+        ("ingest-duplicate.json", 200),
+        ("ingest-wrong-key.json", 400),
+        ("ingest-unauthorized.json", 401),
+    ];
+    let ingest = memory_ingest();
+    for (file, status) in in_sequence {
+        assert_eq!(ingest.handle(event(file)).await.status(), status, "{file}");
+    }
+    assert_eq!(ingest.store().receipts().len(), 1);
+    let reference = ingest.store().receipts().remove(0);
+
+    // The same delivery behind each other front door, some base64-encoded.
+    let front_doors = [
+        "ingest-rest-api-v1.json",
+        "ingest-alb-base64.json",
+        "ingest-function-url-base64.json",
+    ];
+    for file in front_doors {
+        let ingest = memory_ingest();
+        assert_eq!(ingest.handle(event(file)).await.status(), 202, "{file}");
+        let receipt = ingest.store().receipts().remove(0);
+        assert_eq!(receipt.pk, reference.pk, "{file}");
+        assert_eq!(receipt.payload, reference.payload, "{file}");
+        assert_eq!(
+            receipt.payload_fingerprint, reference.payload_fingerprint,
+            "{file}"
+        );
+    }
+
+    let mut listed: Vec<&str> = in_sequence.iter().map(|(f, _)| *f).collect();
+    listed.extend(front_doors);
+    listed.sort();
+    let mut on_disk: Vec<String> = std::fs::read_dir(events_dir())
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|name| name.starts_with("ingest-"))
+        .collect();
+    on_disk.sort();
+    assert_eq!(on_disk, listed, "every ingest event in events/ is tested");
+}

@@ -1,0 +1,117 @@
+//! The idempotency key: `staticforms:<event>:<submissionId>`, the identity of
+//! a delivery across every retry. It is built from the body and must equal
+//! the `Idempotency-Key` header, so a mapping mistake or a broken proxy is
+//! refused before anything is written.
+
+use crate::envelope::{EventType, SubmissionId};
+
+/// The header's name, lower case as `http::HeaderName` stores it.
+pub const HEADER_NAME: &str = "idempotency-key";
+
+const PREFIX: &str = "staticforms";
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct IdempotencyKey(String);
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum KeyError {
+    #[error("the Idempotency-Key header is missing")]
+    Missing,
+    #[error("the Idempotency-Key header is sent more than once")]
+    Repeated,
+    #[error("the Idempotency-Key header does not equal staticforms:<event>:<data.submissionId> built from the body")]
+    Mismatch,
+}
+
+impl IdempotencyKey {
+    pub fn for_submission(event: EventType, submission_id: &SubmissionId) -> Self {
+        IdempotencyKey(format!(
+            "{PREFIX}:{}:{}",
+            event.as_str(),
+            submission_id.as_str()
+        ))
+    }
+
+    /// Rebuilds a key that was stored earlier (a receipt's `pk`).
+    pub fn from_stored(stored: String) -> Self {
+        IdempotencyKey(stored)
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// Checks the values of every `Idempotency-Key` header the request
+    /// carried: exactly one, byte for byte equal to this key.
+    pub fn verify_header(&self, values: &[&[u8]]) -> Result<(), KeyError> {
+        match values {
+            [] => Err(KeyError::Missing),
+            [value] if *value == self.0.as_bytes() => Ok(()),
+            [_] => Err(KeyError::Mismatch),
+            _ => Err(KeyError::Repeated),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(id: &str) -> IdempotencyKey {
+        IdempotencyKey::for_submission(EventType::FormSubmitted, &SubmissionId::parse(id).unwrap())
+    }
+
+    #[test]
+    fn key_is_built_from_event_and_submission_id() {
+        assert_eq!(
+            key("sub_123").as_str(),
+            "staticforms:form.submitted:sub_123"
+        );
+        assert_eq!(key("a:b").as_str(), "staticforms:form.submitted:a:b");
+    }
+
+    /// A case name, the header values sent, and the verdict.
+    type HeaderCase = (&'static str, &'static [&'static [u8]], Result<(), KeyError>);
+
+    #[test]
+    fn header_rules() {
+        let expected = key("sub_123");
+        let cases: [HeaderCase; 9] = [
+            ("exact", &[b"staticforms:form.submitted:sub_123"], Ok(())),
+            ("missing", &[], Err(KeyError::Missing)),
+            (
+                "other submission",
+                &[b"staticforms:form.submitted:sub_124"],
+                Err(KeyError::Mismatch),
+            ),
+            ("bare submission id", &[b"sub_123"], Err(KeyError::Mismatch)),
+            (
+                "other prefix",
+                &[b"stripe:form.submitted:sub_123"],
+                Err(KeyError::Mismatch),
+            ),
+            (
+                "case differs",
+                &[b"StaticForms:form.submitted:sub_123"],
+                Err(KeyError::Mismatch),
+            ),
+            (
+                "trailing space",
+                &[b"staticforms:form.submitted:sub_123 "],
+                Err(KeyError::Mismatch),
+            ),
+            ("not utf-8", &[b"\xff\xfe"], Err(KeyError::Mismatch)),
+            (
+                "sent twice",
+                &[
+                    b"staticforms:form.submitted:sub_123",
+                    b"staticforms:form.submitted:sub_123",
+                ],
+                Err(KeyError::Repeated),
+            ),
+        ];
+        for (name, values, result) in cases {
+            assert_eq!(expected.verify_header(values), result, "case {name}");
+        }
+    }
+}

@@ -1,0 +1,18 @@
+//! The rules for taking a Static Forms webhook into a CRM without duplicates.
+//!
+//! Everything here is plain data and pure functions: no AWS types, no network.
+//! The Lambda functions parse their events into these types at the edge and
+//! hand the decisions back to their adapters.
+
+pub mod envelope;
+pub mod fingerprint;
+pub mod idempotency;
+pub mod logging;
+pub mod outcome;
+pub mod receipt;
+
+pub use envelope::{EnvelopeError, EventType, FormSubmission, SubmissionId};
+pub use fingerprint::PayloadFingerprint;
+pub use idempotency::{IdempotencyKey, KeyError};
+pub use outcome::Outcome;
+pub use receipt::{Receipt, ReceiptStatus, Retention};

@@ -1,0 +1,131 @@
+//! The decision table: every way a delivery can end, and the HTTP status that
+//! tells the sender the truth about it. 2xx only when a durable receipt
+//! exists; 4xx when retrying the same request cannot help; 5xx when it can.
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// A new receipt is stored: durable work now exists.
+    Accepted,
+    /// The receipt already exists with the same content: safely acknowledged.
+    Duplicate,
+    Unauthorized,
+    PayloadTooLarge,
+    UnsupportedMediaType,
+    MalformedJson,
+    InvalidEnvelope,
+    InvalidIdempotencyKey,
+    /// The key exists with different content; the original stays untouched.
+    KeyReusedForDifferentPayload,
+    /// Throttled or unreachable store: no durable acceptance, retry later.
+    StoreUnavailable,
+    StoreFailed,
+}
+
+impl Outcome {
+    pub fn status(self) -> u16 {
+        match self {
+            Outcome::Accepted => 202,
+            Outcome::Duplicate => 200,
+            Outcome::Unauthorized => 401,
+            Outcome::PayloadTooLarge => 413,
+            Outcome::UnsupportedMediaType => 415,
+            Outcome::MalformedJson | Outcome::InvalidEnvelope | Outcome::InvalidIdempotencyKey => {
+                400
+            }
+            Outcome::KeyReusedForDifferentPayload => 422,
+            Outcome::StoreUnavailable => 503,
+            Outcome::StoreFailed => 500,
+        }
+    }
+
+    /// A stable name for logs, metrics filters and error bodies.
+    pub fn code(self) -> &'static str {
+        match self {
+            Outcome::Accepted => "accepted",
+            Outcome::Duplicate => "duplicate",
+            Outcome::Unauthorized => "unauthorized",
+            Outcome::PayloadTooLarge => "payload_too_large",
+            Outcome::UnsupportedMediaType => "unsupported_media_type",
+            Outcome::MalformedJson => "malformed_json",
+            Outcome::InvalidEnvelope => "invalid_envelope",
+            Outcome::InvalidIdempotencyKey => "invalid_idempotency_key",
+            Outcome::KeyReusedForDifferentPayload => "key_reused_for_different_payload",
+            Outcome::StoreUnavailable => "store_unavailable",
+            Outcome::StoreFailed => "store_failed",
+        }
+    }
+
+    /// Whether the sender may stop retrying: a receipt is durable.
+    pub fn is_accepted(self) -> bool {
+        matches!(self, Outcome::Accepted | Outcome::Duplicate)
+    }
+}
+
+/// What an existing receipt means for this delivery. A receipt stored before
+/// fingerprints existed cannot prove a difference, so it counts as the same.
+/// Expiry does not matter: TTL is storage cleanup, not a correctness boundary.
+pub fn existing_receipt_outcome(
+    stored_fingerprint: Option<&str>,
+    incoming_fingerprint: &str,
+) -> Outcome {
+    match stored_fingerprint {
+        Some(stored) if stored != incoming_fingerprint => Outcome::KeyReusedForDifferentPayload,
+        _ => Outcome::Duplicate,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fingerprint::PayloadFingerprint;
+    use serde_json::json;
+
+    #[test]
+    fn decision_table() {
+        let rows = [
+            (Outcome::Unauthorized, 401, false),
+            (Outcome::PayloadTooLarge, 413, false),
+            (Outcome::UnsupportedMediaType, 415, false),
+            (Outcome::MalformedJson, 400, false),
+            (Outcome::InvalidEnvelope, 400, false),
+            (Outcome::InvalidIdempotencyKey, 400, false),
+            (Outcome::Accepted, 202, true),
+            (Outcome::Duplicate, 200, true),
+            (Outcome::KeyReusedForDifferentPayload, 422, false),
+            (Outcome::StoreUnavailable, 503, false),
+            (Outcome::StoreFailed, 500, false),
+        ];
+        for (outcome, status, accepted) in rows {
+            assert_eq!(outcome.status(), status, "{outcome:?}");
+            assert_eq!(outcome.is_accepted(), accepted, "{outcome:?}");
+            // Only a durable receipt may be answered with 2xx.
+            assert_eq!(
+                (200..300).contains(&outcome.status()),
+                accepted,
+                "{outcome:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn existing_receipt_rules() {
+        let incoming = PayloadFingerprint::of(&json!({"submissionId": "s1"}));
+        let other = PayloadFingerprint::of(&json!({"submissionId": "s2"}));
+        let rows = [
+            ("same content", Some(incoming.as_str()), Outcome::Duplicate),
+            (
+                "different content",
+                Some(other.as_str()),
+                Outcome::KeyReusedForDifferentPayload,
+            ),
+            ("receipt without fingerprint", None, Outcome::Duplicate),
+        ];
+        for (name, stored, expected) in rows {
+            assert_eq!(
+                existing_receipt_outcome(stored, incoming.as_str()),
+                expected,
+                "{name}"
+            );
+        }
+    }
+}
