@@ -4,15 +4,19 @@
 //! The Lambda functions parse their events into these types at the edge and
 //! hand the decisions back to their adapters.
 
+pub mod delivery;
 pub mod envelope;
 pub mod fingerprint;
 pub mod idempotency;
+pub mod lead;
 pub mod logging;
 pub mod outcome;
 pub mod receipt;
+pub mod store_errors;
 
 pub use envelope::{EnvelopeError, EventType, FormSubmission, SubmissionId};
 pub use fingerprint::PayloadFingerprint;
 pub use idempotency::{IdempotencyKey, KeyError};
+pub use lead::{Lead, LeadError};
 pub use outcome::Outcome;
 pub use receipt::{Receipt, ReceiptStatus, Retention};

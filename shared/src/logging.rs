@@ -22,6 +22,26 @@ where
         .finish()
 }
 
+/// Our crates log at `level`; every dependency is held at WARN whatever the
+/// level, so a TRACE setting cannot make an HTTP library print headers.
+pub fn filter_for(level: &str) -> EnvFilter {
+    // tracing parses an empty string as ERROR; unset means INFO here.
+    let level = match level.trim() {
+        "" => LevelFilter::INFO,
+        text => text
+            .to_ascii_lowercase()
+            .parse()
+            .unwrap_or(LevelFilter::INFO),
+    };
+    let ours: Vec<String> = OUR_CRATES
+        .iter()
+        .map(|name| format!("{name}={level}"))
+        .collect();
+    EnvFilter::builder().parse_lossy(format!("warn,{}", ours.join(",")))
+}
+
+const OUR_CRATES: &[&str] = &["ingest", "worker", "shared", "devtools"];
+
 /// Installs the JSON subscriber on stdout. The level comes from Lambda's
 /// `AWS_LAMBDA_LOG_LEVEL` (set by the function's LoggingConfig), else
 /// `RUST_LOG`, else INFO.
@@ -29,9 +49,30 @@ pub fn init() {
     let level = std::env::var("AWS_LAMBDA_LOG_LEVEL")
         .or_else(|_| std::env::var("RUST_LOG"))
         .unwrap_or_default();
-    let filter = EnvFilter::builder()
-        .with_default_directive(LevelFilter::INFO.into())
-        .parse_lossy(level.to_ascii_lowercase());
     // A second init (only possible in tests) keeps the first subscriber.
-    let _ = tracing::subscriber::set_global_default(json_subscriber(std::io::stdout, filter));
+    let _ = tracing::subscriber::set_global_default(json_subscriber(
+        std::io::stdout,
+        filter_for(&level),
+    ));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn our_crates_follow_the_level_and_dependencies_stay_at_warn() {
+        let rows = [
+            ("trace", "ingest=trace"),
+            ("DEBUG", "worker=debug"),
+            ("", "ingest=info"),
+            ("nonsense", "shared=info"),
+        ];
+        for (level, expected) in rows {
+            let filter = filter_for(level).to_string();
+            assert!(filter.contains(expected), "{level:?}: {filter}");
+            assert!(filter.contains("warn"), "{level:?}: {filter}");
+            assert!(!filter.contains("hyper"), "{filter}");
+        }
+    }
 }

@@ -72,11 +72,14 @@ pub struct Receipt {
     /// than a DynamoDB map: a map is limited to 32 levels of nesting and
     /// 38-digit numbers, and cannot hold empty keys; text holds any body.
     pub payload: String,
+    /// Absent only on receipts written before fingerprints existed.
+    #[serde(default)]
     pub payload_fingerprint: String,
     pub status: ReceiptStatus,
     /// RFC 3339 in UTC with milliseconds, so text order is time order.
     pub received_at: String,
     /// Epoch seconds after which TTL may delete the receipt.
+    #[serde(default)]
     pub expires_at: u64,
 }
 

@@ -14,6 +14,7 @@ use aws_sdk_dynamodb::operation::put_item::PutItemError;
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnValuesOnConditionCheckFailure};
 use aws_sdk_dynamodb::Client;
 use shared::receipt::attr;
+use shared::store_errors::is_transient;
 use shared::Receipt;
 
 use crate::store::{PutOutcome, ReceiptStore, StoreError};
@@ -112,23 +113,9 @@ impl ReceiptStore for DynamoReceiptStore {
     }
 }
 
-/// Throttling, server errors and write conflicts pass with time; anything
-/// else (a missing table, a validation error, denied access) needs a person.
 fn classify_service_error(error: &PutItemError, http_status: u16) -> StoreError {
     let code = error.code().unwrap_or("UnknownServiceError").to_owned();
-    let retryable = matches!(
-        error,
-        PutItemError::ProvisionedThroughputExceededException(_)
-            | PutItemError::RequestLimitExceeded(_)
-            | PutItemError::ThrottlingException(_)
-            | PutItemError::InternalServerError(_)
-            | PutItemError::TransactionConflictException(_)
-            | PutItemError::ReplicatedWriteConflictException(_)
-    ) || matches!(
-        error.code(),
-        Some("ThrottlingException" | "ServiceUnavailable" | "InternalFailure")
-    ) || http_status >= 500;
-    if retryable {
+    if is_transient(error.code(), http_status) {
         StoreError::Unavailable(code)
     } else {
         StoreError::Failed(code)

@@ -392,3 +392,25 @@ async fn every_ingest_event_in_events_is_handled() {
     on_disk.sort();
     assert_eq!(on_disk, listed, "every ingest event in events/ is tested");
 }
+
+/// events/worker-insert.json is the stream record of the receipt this
+/// function stores for events/ingest-valid.json: the two fixtures agree.
+#[tokio::test]
+async fn the_worker_fixture_holds_the_receipt_ingest_stores() {
+    fn fixture_clock() -> SystemTime {
+        UNIX_EPOCH + Duration::from_millis(1_795_941_528_250)
+    }
+    let ingest = memory_ingest().with_clock(fixture_clock);
+    assert_eq!(
+        ingest.handle(event("ingest-valid.json")).await.status(),
+        202
+    );
+    let stored = ingest.store().receipts().remove(0);
+
+    let text = std::fs::read_to_string(events_dir().join("worker-insert.json")).unwrap();
+    let stream: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let image: serde_dynamo::Item =
+        serde_json::from_value(stream["Records"][0]["dynamodb"]["NewImage"].clone()).unwrap();
+    let in_fixture: shared::Receipt = serde_dynamo::from_item(image).unwrap();
+    assert_eq!(in_fixture, stored);
+}

@@ -1,0 +1,243 @@
+//! A CRM on 127.0.0.1 that upserts leads by external id, the way a real CRM
+//! with a native upsert does: `PUT /leads/{externalId}` creates or replaces.
+//! Tests script its answers (429 with Retry-After, 503, 400...) and a delay
+//! per call, and read back what it holds and how many calls ran at once.
+
+use std::collections::{HashMap, VecDeque};
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::put;
+use axum::{Json, Router};
+use serde_json::Value;
+
+/// A lead as the stub holds it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredLead {
+    pub body: Value,
+    pub idempotency_key: Option<String>,
+    pub authorization: Option<String>,
+    /// How many successful upserts wrote this lead.
+    pub writes: u32,
+}
+
+/// One request the stub received, successful or not.
+#[derive(Debug, Clone)]
+pub struct Call {
+    pub external_id: String,
+    pub idempotency_key: Option<String>,
+    pub at: Instant,
+}
+
+/// A scripted answer: status and optional Retry-After value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Answer {
+    pub status: u16,
+    pub retry_after: Option<String>,
+}
+
+impl Answer {
+    pub fn status(status: u16) -> Self {
+        Answer {
+            status,
+            retry_after: None,
+        }
+    }
+
+    pub fn retry_after(status: u16, value: &str) -> Self {
+        Answer {
+            status,
+            retry_after: Some(value.to_owned()),
+        }
+    }
+}
+
+#[derive(Default)]
+struct StubState {
+    leads: Mutex<HashMap<String, StoredLead>>,
+    calls: Mutex<Vec<Call>>,
+    /// Answers given once each, in order, per external id.
+    scripted: Mutex<HashMap<String, VecDeque<Answer>>>,
+    /// Answers given every time, per external id.
+    fixed: Mutex<HashMap<String, Answer>>,
+    delay: Mutex<Duration>,
+    in_flight: AtomicUsize,
+    max_in_flight: AtomicUsize,
+    log_upserts: bool,
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// A running stub; it stops when dropped.
+pub struct CrmStub {
+    address: SocketAddr,
+    state: Arc<StubState>,
+    server: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for CrmStub {
+    fn drop(&mut self) {
+        self.server.abort();
+    }
+}
+
+impl CrmStub {
+    /// Starts on a free loopback port.
+    pub async fn start() -> std::io::Result<CrmStub> {
+        Self::start_on(SocketAddr::from(([127, 0, 0, 1], 0)), false).await
+    }
+
+    /// Starts on `address`; with `log_upserts`, prints one line per upsert
+    /// (external id and write count only: no lead data).
+    pub async fn start_on(address: SocketAddr, log_upserts: bool) -> std::io::Result<CrmStub> {
+        let listener = tokio::net::TcpListener::bind(address).await?;
+        let address = listener.local_addr()?;
+        let state = Arc::new(StubState {
+            log_upserts,
+            ..StubState::default()
+        });
+        let app = Router::new()
+            .route("/leads/{external_id}", put(upsert).get(read))
+            .with_state(Arc::clone(&state));
+        let server = tokio::spawn(async move {
+            let _ = axum::serve(listener, app).await;
+        });
+        Ok(CrmStub {
+            address,
+            state,
+            server,
+        })
+    }
+
+    /// The URL template for `CRM_URL`.
+    pub fn leads_url(&self) -> String {
+        format!("http://{}/leads/{{externalId}}", self.address)
+    }
+
+    pub fn address(&self) -> SocketAddr {
+        self.address
+    }
+
+    /// Answers for `external_id`, used once each before normal upserts.
+    pub fn script(&self, external_id: &str, answers: impl IntoIterator<Item = Answer>) {
+        lock(&self.state.scripted)
+            .entry(external_id.to_owned())
+            .or_default()
+            .extend(answers);
+    }
+
+    /// Answers every call for `external_id` with `answer`.
+    pub fn always(&self, external_id: &str, answer: Answer) {
+        lock(&self.state.fixed).insert(external_id.to_owned(), answer);
+    }
+
+    /// Every call takes at least this long.
+    pub fn set_delay(&self, delay: Duration) {
+        *lock(&self.state.delay) = delay;
+    }
+
+    pub fn lead(&self, external_id: &str) -> Option<StoredLead> {
+        lock(&self.state.leads).get(external_id).cloned()
+    }
+
+    pub fn lead_count(&self) -> usize {
+        lock(&self.state.leads).len()
+    }
+
+    pub fn calls(&self) -> Vec<Call> {
+        lock(&self.state.calls).clone()
+    }
+
+    pub fn calls_for(&self, external_id: &str) -> Vec<Call> {
+        self.calls()
+            .into_iter()
+            .filter(|c| c.external_id == external_id)
+            .collect()
+    }
+
+    pub fn max_in_flight(&self) -> usize {
+        self.state.max_in_flight.load(Ordering::SeqCst)
+    }
+}
+
+async fn upsert(
+    State(state): State<Arc<StubState>>,
+    Path(external_id): Path<String>,
+    headers: HeaderMap,
+    Json(body): Json<Value>,
+) -> Response {
+    let now_in_flight = state.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+    state
+        .max_in_flight
+        .fetch_max(now_in_flight, Ordering::SeqCst);
+    let header = |name: &str| {
+        headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned)
+    };
+    lock(&state.calls).push(Call {
+        external_id: external_id.clone(),
+        idempotency_key: header("idempotency-key"),
+        at: Instant::now(),
+    });
+
+    let delay = *lock(&state.delay);
+    if !delay.is_zero() {
+        tokio::time::sleep(delay).await;
+    }
+
+    let scripted = lock(&state.scripted)
+        .get_mut(&external_id)
+        .and_then(VecDeque::pop_front);
+    let answer = scripted.or_else(|| lock(&state.fixed).get(&external_id).cloned());
+    let response = match answer {
+        Some(answer) => {
+            let status =
+                StatusCode::from_u16(answer.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+            let mut response = status.into_response();
+            if let Some(value) = answer.retry_after.and_then(|v| v.parse().ok()) {
+                response.headers_mut().insert("retry-after", value);
+            }
+            response
+        }
+        None => {
+            let mut leads = lock(&state.leads);
+            let writes = leads.get(&external_id).map_or(0, |lead| lead.writes) + 1;
+            leads.insert(
+                external_id.clone(),
+                StoredLead {
+                    body: body.clone(),
+                    idempotency_key: header("idempotency-key"),
+                    authorization: header("authorization"),
+                    writes,
+                },
+            );
+            if state.log_upserts {
+                println!(
+                    "crm-stub: upserted lead externalId={external_id} writes={writes} leads={}",
+                    leads.len()
+                );
+            }
+            (StatusCode::OK, Json(body)).into_response()
+        }
+    };
+    state.in_flight.fetch_sub(1, Ordering::SeqCst);
+    response
+}
+
+async fn read(State(state): State<Arc<StubState>>, Path(external_id): Path<String>) -> Response {
+    match lock(&state.leads).get(&external_id) {
+        Some(lead) => (StatusCode::OK, Json(lead.body.clone())).into_response(),
+        None => StatusCode::NOT_FOUND.into_response(),
+    }
+}

@@ -1,0 +1,7 @@
+//! Local stand-ins for the parts users have in AWS and in their CRM, so the
+//! pipeline runs and is tested on one machine: a CRM that upserts by
+//! external id over real HTTP, and stream events in Lambda's shape.
+//! Never deployed.
+
+pub mod crm_stub;
+pub mod stream_event;

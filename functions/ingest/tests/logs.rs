@@ -1,0 +1,182 @@
+//! What the ingest function logs: one JSON line per delivery with the request
+//! id, submission id, outcome and status, and never a credential, form data
+//! or the body.
+
+mod common;
+
+use std::io::Write;
+use std::sync::{Arc, Mutex};
+
+use common::*;
+use ingest::store::{MemoryReceiptStore, StoreError};
+use ingest::Ingest;
+use lambda_http::{Context, RequestExt};
+use tracing_subscriber::fmt::MakeWriter;
+
+/// Collects everything the subscriber writes.
+#[derive(Clone, Default)]
+struct Captured(Arc<Mutex<Vec<u8>>>);
+
+impl Captured {
+    fn text(&self) -> String {
+        String::from_utf8(self.0.lock().unwrap().clone()).expect("logs are UTF-8")
+    }
+}
+
+impl Write for Captured {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl<'w> MakeWriter<'w> for Captured {
+    type Writer = Captured;
+    fn make_writer(&'w self) -> Self::Writer {
+        self.clone()
+    }
+}
+
+const EMAIL: &str = "grace.hopper@example.com";
+const NAME: &str = "Grace Brewster Hopper";
+const MESSAGE: &str = "my phone number is 555-0100";
+const API_KEY: &str = "sf_live_key_that_must_not_leak";
+const WRONG_TOKEN: &str = "attacker-guess-000000000001";
+
+fn sensitive_body(submission_id: &str) -> String {
+    serde_json::json!({
+        "event": "form.submitted",
+        "data": {
+            "submissionId": submission_id,
+            "apiKey": API_KEY,
+            "formData": {"name": NAME, "email": EMAIL, "message": MESSAGE}
+        }
+    })
+    .to_string()
+}
+
+fn with_request_id(request: lambda_http::Request, id: &str) -> lambda_http::Request {
+    let mut context = Context::default();
+    context.request_id = id.to_owned();
+    request.with_lambda_context(context)
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn logs_one_json_line_per_delivery_without_secrets_or_personal_data() {
+    let captured = Captured::default();
+    let subscriber =
+        shared::logging::json_subscriber(captured.clone(), shared::logging::filter_for("trace"));
+    let _guard = tracing::subscriber::set_default(subscriber);
+
+    let bearer = format!("Bearer {TOKEN}");
+    let key = "staticforms:form.submitted:sub_log_1";
+    let good = || {
+        request(
+            &[("authorization", &bearer), ("idempotency-key", key)],
+            sensitive_body("sub_log_1"),
+        )
+    };
+    let ingest = Ingest::new(MemoryReceiptStore::default(), &bearer_config());
+    let deliveries = [
+        ("req-accepted", good(), 202),
+        ("req-duplicate", good(), 200),
+        (
+            "req-wrong-token",
+            request(
+                &[
+                    ("authorization", &format!("Bearer {WRONG_TOKEN}")),
+                    ("idempotency-key", key),
+                ],
+                sensitive_body("sub_log_1"),
+            ),
+            401,
+        ),
+        (
+            "req-wrong-key",
+            request(
+                &[
+                    ("authorization", &bearer),
+                    ("idempotency-key", "staticforms:form.submitted:x"),
+                ],
+                sensitive_body("sub_log_1"),
+            ),
+            400,
+        ),
+        (
+            "req-other-content",
+            request(
+                &[("authorization", &bearer), ("idempotency-key", key)],
+                sensitive_body("sub_log_1").replace(MESSAGE, "changed"),
+            ),
+            422,
+        ),
+    ];
+    for (request_id, request, status) in deliveries {
+        let response = ingest.handle(with_request_id(request, request_id)).await;
+        assert_eq!(response.status(), status, "{request_id}");
+    }
+    let unavailable = Ingest::new(
+        ScriptedStore::new(Err(StoreError::Unavailable("ThrottlingException".into()))),
+        &bearer_config(),
+    );
+    let response = unavailable
+        .handle(with_request_id(good(), "req-throttled"))
+        .await;
+    assert_eq!(response.status(), 503);
+
+    let text = captured.text();
+    for secret_or_personal in [
+        EMAIL,
+        NAME,
+        MESSAGE,
+        API_KEY,
+        TOKEN,
+        WRONG_TOKEN,
+        "555-0100",
+    ] {
+        assert!(
+            !text.contains(secret_or_personal),
+            "{secret_or_personal:?} leaked into:\n{text}"
+        );
+    }
+
+    let lines: Vec<serde_json::Value> = text
+        .lines()
+        .map(|line| serde_json::from_str(line).expect("every log line is one JSON object"))
+        .collect();
+    assert_eq!(lines.len(), 6, "one line per delivery:\n{text}");
+    let expected = [
+        ("req-accepted", "accepted", 202, "INFO"),
+        ("req-duplicate", "duplicate", 200, "INFO"),
+        ("req-wrong-token", "unauthorized", 401, "WARN"),
+        ("req-wrong-key", "invalid_idempotency_key", 400, "WARN"),
+        (
+            "req-other-content",
+            "key_reused_for_different_payload",
+            422,
+            "WARN",
+        ),
+        ("req-throttled", "store_unavailable", 503, "ERROR"),
+    ];
+    for (line, (request_id, outcome, status, level)) in lines.iter().zip(expected) {
+        assert_eq!(line["request_id"], request_id, "{line}");
+        assert_eq!(line["outcome"], outcome, "{line}");
+        assert_eq!(line["status"], status, "{line}");
+        assert_eq!(line["level"], level, "{line}");
+        assert!(line["message"].is_string(), "{line}");
+        assert!(line["duration_ms"].is_u64(), "{line}");
+    }
+    // The submission id is logged once the body is parsed, not before.
+    assert!(
+        lines[2].get("submission_id").is_none(),
+        "401 is decided before parsing"
+    );
+    assert_eq!(lines[0]["submission_id"], "sub_log_1");
+    assert_eq!(
+        lines[5]["error"],
+        "receipt store unavailable (ThrottlingException)"
+    );
+}

@@ -1,0 +1,352 @@
+//! The worker's configuration, read and checked once at init. Invalid
+//! combinations stop start-up with one message naming the variable; the CRM
+//! token is never part of a message.
+
+pub const RECEIPTS_TABLE: &str = "RECEIPTS_TABLE";
+pub const DESTINATION: &str = "DESTINATION";
+pub const CRM_URL: &str = "CRM_URL";
+pub const CRM_TOKEN: &str = "CRM_TOKEN";
+pub const LEADS_TABLE: &str = "LEADS_TABLE";
+pub const LEAD_KEY: &str = "LEAD_KEY";
+pub const WORKER_CONCURRENCY: &str = "WORKER_CONCURRENCY";
+
+pub const DEFAULT_CONCURRENCY: usize = 8;
+pub const MAX_CONCURRENCY: usize = 100;
+
+/// The placeholder in `CRM_URL` replaced by the URL-encoded submission id.
+pub const EXTERNAL_ID_PLACEHOLDER: &str = "{externalId}";
+
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub receipts_table: String,
+    pub destination: DestinationConfig,
+    pub concurrency: usize,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DestinationConfig {
+    Http {
+        url: String,
+        token: Option<CrmToken>,
+    },
+    Dynamodb {
+        leads_table: String,
+        lead_key: LeadKey,
+    },
+}
+
+/// How the leads table identifies a lead.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LeadKey {
+    /// One lead per submission.
+    Submission,
+    /// One lead per person (normalised email); the newest submission wins.
+    Email,
+}
+
+/// The CRM's bearer token. Its `Debug` never shows it.
+#[derive(Clone, PartialEq, Eq)]
+pub struct CrmToken(String);
+
+impl CrmToken {
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for CrmToken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("CrmToken(***)")
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ConfigError {
+    #[error("{0} is required but not set")]
+    Missing(&'static str),
+    #[error("{name} is invalid: {reason}")]
+    Invalid { name: &'static str, reason: String },
+}
+
+fn invalid(name: &'static str, reason: impl Into<String>) -> ConfigError {
+    ConfigError::Invalid {
+        name,
+        reason: reason.into(),
+    }
+}
+
+impl Config {
+    pub fn from_env() -> Result<Self, ConfigError> {
+        Self::from_lookup(|name| std::env::var(name).ok())
+    }
+
+    /// Reads the configuration through `lookup`; empty values count as unset.
+    pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
+        let get = |name: &str| lookup(name).filter(|value| !value.trim().is_empty());
+        let forbid = |name: &'static str, destination: &str| match get(name) {
+            Some(_) => Err(invalid(
+                name,
+                format!("does not apply to DESTINATION={destination}; unset it"),
+            )),
+            None => Ok(()),
+        };
+
+        let receipts_table = get(RECEIPTS_TABLE).ok_or(ConfigError::Missing(RECEIPTS_TABLE))?;
+
+        let destination = match get(DESTINATION).as_deref().map(str::trim) {
+            None => return Err(ConfigError::Missing(DESTINATION)),
+            Some("http") => {
+                forbid(LEADS_TABLE, "http")?;
+                forbid(LEAD_KEY, "http")?;
+                let url = get(CRM_URL).ok_or(ConfigError::Missing(CRM_URL))?;
+                check_crm_url(url.trim())?;
+                let token = get(CRM_TOKEN).map(|token| CrmToken(token.trim().to_owned()));
+                DestinationConfig::Http {
+                    url: url.trim().to_owned(),
+                    token,
+                }
+            }
+            Some("dynamodb") => {
+                forbid(CRM_URL, "dynamodb")?;
+                forbid(CRM_TOKEN, "dynamodb")?;
+                let leads_table = get(LEADS_TABLE).ok_or(ConfigError::Missing(LEADS_TABLE))?;
+                let lead_key = match get(LEAD_KEY).as_deref().map(str::trim) {
+                    None | Some("submission") => LeadKey::Submission,
+                    Some("email") => LeadKey::Email,
+                    Some(_) => return Err(invalid(LEAD_KEY, "expected submission or email")),
+                };
+                DestinationConfig::Dynamodb {
+                    leads_table: leads_table.trim().to_owned(),
+                    lead_key,
+                }
+            }
+            Some(_) => return Err(invalid(DESTINATION, "expected http or dynamodb")),
+        };
+
+        let concurrency = match get(WORKER_CONCURRENCY) {
+            None => DEFAULT_CONCURRENCY,
+            Some(raw) => raw
+                .trim()
+                .parse()
+                .ok()
+                .filter(|n| (1..=MAX_CONCURRENCY).contains(n))
+                .ok_or_else(|| {
+                    invalid(
+                        WORKER_CONCURRENCY,
+                        format!("expected a whole number from 1 to {MAX_CONCURRENCY}"),
+                    )
+                })?,
+        };
+
+        Ok(Config {
+            receipts_table: receipts_table.trim().to_owned(),
+            destination,
+            concurrency,
+        })
+    }
+}
+
+/// `CRM_URL` must be an absolute http(s) URL once the placeholder is filled.
+/// The message never quotes the URL: it may carry a credential.
+fn check_crm_url(url: &str) -> Result<(), ConfigError> {
+    let filled = url.replace(EXTERNAL_ID_PLACEHOLDER, "x");
+    let parsed =
+        reqwest::Url::parse(&filled).map_err(|_| invalid(CRM_URL, "is not an absolute URL"))?;
+    if !matches!(parsed.scheme(), "http" | "https") || parsed.host_str().is_none() {
+        return Err(invalid(
+            CRM_URL,
+            "must be an http:// or https:// URL with a host",
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    /// A case name, the environment, and the error it must give.
+    type ConfigCase = (&'static str, Vec<(&'static str, &'static str)>, ConfigError);
+
+    fn load(pairs: &[(&str, &str)]) -> Result<Config, ConfigError> {
+        let env: HashMap<String, String> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        Config::from_lookup(|name| env.get(name).cloned())
+    }
+
+    const TABLE: (&str, &str) = (RECEIPTS_TABLE, "receipts");
+
+    #[test]
+    fn valid_configurations() {
+        let http = load(&[
+            TABLE,
+            (DESTINATION, "http"),
+            (CRM_URL, "https://crm.example.com/leads/{externalId}"),
+            (CRM_TOKEN, "t0ken"),
+        ])
+        .unwrap();
+        assert_eq!(http.concurrency, 8);
+        assert!(
+            matches!(http.destination, DestinationConfig::Http { ref token, .. } if token.as_ref().map(CrmToken::expose) == Some("t0ken"))
+        );
+
+        let by_email = load(&[
+            TABLE,
+            (DESTINATION, "dynamodb"),
+            (LEADS_TABLE, "leads"),
+            (LEAD_KEY, "email"),
+            (WORKER_CONCURRENCY, "16"),
+        ])
+        .unwrap();
+        assert_eq!(
+            by_email.destination,
+            DestinationConfig::Dynamodb {
+                leads_table: "leads".into(),
+                lead_key: LeadKey::Email
+            }
+        );
+        assert_eq!(by_email.concurrency, 16);
+
+        let by_submission =
+            load(&[TABLE, (DESTINATION, "dynamodb"), (LEADS_TABLE, "leads")]).unwrap();
+        assert!(matches!(
+            by_submission.destination,
+            DestinationConfig::Dynamodb {
+                lead_key: LeadKey::Submission,
+                ..
+            }
+        ));
+    }
+
+    #[test]
+    fn invalid_configurations_name_their_variable() {
+        let cases: Vec<ConfigCase> = vec![
+            (
+                "no table",
+                vec![(DESTINATION, "http"), (CRM_URL, "https://crm")],
+                ConfigError::Missing(RECEIPTS_TABLE),
+            ),
+            (
+                "no destination",
+                vec![TABLE],
+                ConfigError::Missing(DESTINATION),
+            ),
+            (
+                "unknown destination",
+                vec![TABLE, (DESTINATION, "hubspot")],
+                invalid(DESTINATION, "expected http or dynamodb"),
+            ),
+            (
+                "http without url",
+                vec![TABLE, (DESTINATION, "http")],
+                ConfigError::Missing(CRM_URL),
+            ),
+            (
+                "relative url",
+                vec![TABLE, (DESTINATION, "http"), (CRM_URL, "/leads")],
+                invalid(CRM_URL, "is not an absolute URL"),
+            ),
+            (
+                "ftp url",
+                vec![TABLE, (DESTINATION, "http"), (CRM_URL, "ftp://crm/leads")],
+                invalid(CRM_URL, "must be an http:// or https:// URL with a host"),
+            ),
+            (
+                "http with a leads table",
+                vec![
+                    TABLE,
+                    (DESTINATION, "http"),
+                    (CRM_URL, "https://crm"),
+                    (LEADS_TABLE, "leads"),
+                ],
+                invalid(LEADS_TABLE, "does not apply to DESTINATION=http; unset it"),
+            ),
+            (
+                "http with a lead key",
+                vec![
+                    TABLE,
+                    (DESTINATION, "http"),
+                    (CRM_URL, "https://crm"),
+                    (LEAD_KEY, "email"),
+                ],
+                invalid(LEAD_KEY, "does not apply to DESTINATION=http; unset it"),
+            ),
+            (
+                "dynamodb without table",
+                vec![TABLE, (DESTINATION, "dynamodb")],
+                ConfigError::Missing(LEADS_TABLE),
+            ),
+            (
+                "dynamodb with a crm url",
+                vec![
+                    TABLE,
+                    (DESTINATION, "dynamodb"),
+                    (LEADS_TABLE, "leads"),
+                    (CRM_URL, "https://crm"),
+                ],
+                invalid(CRM_URL, "does not apply to DESTINATION=dynamodb; unset it"),
+            ),
+            (
+                "dynamodb with a crm token",
+                vec![
+                    TABLE,
+                    (DESTINATION, "dynamodb"),
+                    (LEADS_TABLE, "leads"),
+                    (CRM_TOKEN, "t"),
+                ],
+                invalid(
+                    CRM_TOKEN,
+                    "does not apply to DESTINATION=dynamodb; unset it",
+                ),
+            ),
+            (
+                "unknown lead key",
+                vec![
+                    TABLE,
+                    (DESTINATION, "dynamodb"),
+                    (LEADS_TABLE, "leads"),
+                    (LEAD_KEY, "phone"),
+                ],
+                invalid(LEAD_KEY, "expected submission or email"),
+            ),
+            (
+                "zero concurrency",
+                vec![
+                    TABLE,
+                    (DESTINATION, "dynamodb"),
+                    (LEADS_TABLE, "leads"),
+                    (WORKER_CONCURRENCY, "0"),
+                ],
+                invalid(WORKER_CONCURRENCY, "expected a whole number from 1 to 100"),
+            ),
+            (
+                "huge concurrency",
+                vec![
+                    TABLE,
+                    (DESTINATION, "dynamodb"),
+                    (LEADS_TABLE, "leads"),
+                    (WORKER_CONCURRENCY, "1000"),
+                ],
+                invalid(WORKER_CONCURRENCY, "expected a whole number from 1 to 100"),
+            ),
+        ];
+        for (name, pairs, expected) in cases {
+            assert_eq!(load(&pairs).unwrap_err(), expected, "case {name}");
+        }
+    }
+
+    #[test]
+    fn the_token_never_shows_in_debug_output() {
+        let config = load(&[
+            TABLE,
+            (DESTINATION, "http"),
+            (CRM_URL, "https://crm"),
+            (CRM_TOKEN, "super-secret-token"),
+        ])
+        .unwrap();
+        assert!(!format!("{config:?}").contains("super-secret-token"));
+    }
+}

@@ -1,0 +1,134 @@
+//! The `http` destination: `PUT CRM_URL` with `{externalId}` filled in, the
+//! lead as JSON and the receipt key as `Idempotency-Key` on every attempt.
+//! This fits a CRM with a native upsert by external id, and one that honours
+//! idempotency keys on create.
+
+use std::time::{Duration, SystemTime};
+
+use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
+use reqwest::header::RETRY_AFTER;
+use shared::delivery::{classify_status, parse_retry_after, StatusClass};
+use shared::{IdempotencyKey, Lead};
+
+use crate::config::{CrmToken, EXTERNAL_ID_PLACEHOLDER};
+use crate::destination::{Destination, DestinationError, Upserted};
+
+/// Characters left as they are in a path segment (RFC 3986 unreserved).
+const PATH_SEGMENT: &AsciiSet = &NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'.')
+    .remove(b'_')
+    .remove(b'~');
+
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
+
+pub struct HttpCrm {
+    client: reqwest::Client,
+    url_template: String,
+    token: Option<CrmToken>,
+}
+
+impl HttpCrm {
+    /// Builds the HTTP client once: rustls, connect and request timeouts,
+    /// and no redirects (a redirected PUT is a misconfigured URL, and
+    /// following it could send the token elsewhere).
+    pub fn new(url_template: String, token: Option<CrmToken>) -> Result<Self, reqwest::Error> {
+        let client = reqwest::Client::builder()
+            .connect_timeout(CONNECT_TIMEOUT)
+            .timeout(REQUEST_TIMEOUT)
+            .redirect(reqwest::redirect::Policy::none())
+            .build()?;
+        Ok(HttpCrm {
+            client,
+            url_template,
+            token,
+        })
+    }
+
+    fn url_for(&self, external_id: &str) -> String {
+        let encoded = utf8_percent_encode(external_id, PATH_SEGMENT).to_string();
+        self.url_template.replace(EXTERNAL_ID_PLACEHOLDER, &encoded)
+    }
+}
+
+impl Destination for HttpCrm {
+    fn name(&self) -> &'static str {
+        "http"
+    }
+
+    async fn upsert(
+        &self,
+        lead: &Lead,
+        key: &IdempotencyKey,
+    ) -> Result<Upserted, DestinationError> {
+        let mut request = self
+            .client
+            .put(self.url_for(&lead.external_id))
+            .header("Idempotency-Key", key.as_str())
+            .json(lead);
+        if let Some(token) = &self.token {
+            request = request.bearer_auth(token.expose());
+        }
+        // reqwest's own error text includes the URL, which may carry a
+        // credential: report only the kind of failure.
+        let response = request.send().await.map_err(|error| {
+            if error.is_builder() {
+                DestinationError::Permanent {
+                    status: None,
+                    reason: "request could not be built".to_owned(),
+                }
+            } else if error.is_timeout() {
+                DestinationError::retryable("timeout")
+            } else if error.is_connect() {
+                DestinationError::retryable("connection failed")
+            } else {
+                DestinationError::retryable("transport error")
+            }
+        })?;
+        let status = response.status().as_u16();
+        match classify_status(status) {
+            StatusClass::Success => Ok(Upserted::Written),
+            StatusClass::Retryable => Err(DestinationError::Retryable {
+                status: Some(status),
+                retry_after: response
+                    .headers()
+                    .get(RETRY_AFTER)
+                    .and_then(|value| value.to_str().ok())
+                    .and_then(|value| parse_retry_after(value, SystemTime::now())),
+                reason: format!("HTTP {status}"),
+            }),
+            StatusClass::Permanent => Err(DestinationError::Permanent {
+                status: Some(status),
+                reason: format!("HTTP {status}"),
+            }),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn external_id_is_encoded_as_one_path_segment() {
+        let crm = HttpCrm::new(
+            "https://crm.example.com/leads/{externalId}?upsert=1".into(),
+            None,
+        )
+        .unwrap();
+        let rows = [
+            ("sub_123", "https://crm.example.com/leads/sub_123?upsert=1"),
+            ("a/b", "https://crm.example.com/leads/a%2Fb?upsert=1"),
+            ("a?b#c", "https://crm.example.com/leads/a%3Fb%23c?upsert=1"),
+            ("x y", "https://crm.example.com/leads/x%20y?upsert=1"),
+            (
+                "../admin",
+                "https://crm.example.com/leads/..%2Fadmin?upsert=1",
+            ),
+        ];
+        for (id, url) in rows {
+            assert_eq!(crm.url_for(id), url, "{id}");
+        }
+    }
+}

@@ -1,0 +1,138 @@
+//! The `dynamodb` destination: a leads table we control. The write itself
+//! decides, under a condition, so a replay updates the same lead and never
+//! creates a second one:
+//!
+//! - `LEAD_KEY=submission`: one lead per submission id.
+//! - `LEAD_KEY=email`: one lead per normalised email, and an older
+//!   submission never overwrites a newer one (the receive times are compared
+//!   inside the condition, not read first).
+
+use aws_sdk_dynamodb::error::{ProvideErrorMetadata, SdkError};
+use aws_sdk_dynamodb::operation::put_item::PutItemError;
+use aws_sdk_dynamodb::types::AttributeValue;
+use aws_sdk_dynamodb::Client;
+use shared::store_errors::is_transient;
+use shared::{IdempotencyKey, Lead};
+
+use crate::config::LeadKey;
+use crate::destination::{Destination, DestinationError, Upserted};
+
+/// Attribute names of a lead item.
+pub mod attr {
+    pub const PK: &str = "pk";
+    pub const RECEIVED_AT: &str = "receivedAt";
+}
+
+/// Newer or equal wins: an equal time is a replay of the same submission.
+const NEWEST_WINS: &str = "attribute_not_exists(pk) OR receivedAt <= :receivedAt";
+
+pub struct LeadsTable {
+    client: Client,
+    table: String,
+    lead_key: LeadKey,
+}
+
+impl LeadsTable {
+    pub fn new(client: Client, table: impl Into<String>, lead_key: LeadKey) -> Self {
+        LeadsTable {
+            client,
+            table: table.into(),
+            lead_key,
+        }
+    }
+}
+
+/// The lead's key in the table. A lead without an email cannot be keyed by
+/// it, so it is keyed by its submission: it still exists, once.
+pub fn lead_pk(lead: &Lead, lead_key: LeadKey) -> String {
+    match (lead_key, lead.normalised_email()) {
+        (LeadKey::Email, Some(email)) => format!("email#{email}"),
+        _ => format!("submission#{}", lead.external_id),
+    }
+}
+
+impl Destination for LeadsTable {
+    fn name(&self) -> &'static str {
+        "dynamodb"
+    }
+
+    async fn upsert(
+        &self,
+        lead: &Lead,
+        key: &IdempotencyKey,
+    ) -> Result<Upserted, DestinationError> {
+        let s = |text: &str| AttributeValue::S(text.to_owned());
+        let fields = serde_json::Value::Object(lead.fields.clone()).to_string();
+        let result = self
+            .client
+            .put_item()
+            .table_name(&self.table)
+            .item(attr::PK, s(&lead_pk(lead, self.lead_key)))
+            .item("externalId", s(&lead.external_id))
+            .item("name", s(&lead.name))
+            .item("email", s(&lead.email))
+            .item("message", s(&lead.message))
+            .item("fields", s(&fields))
+            .item(attr::RECEIVED_AT, s(&lead.received_at))
+            .item("idempotencyKey", s(key.as_str()))
+            .condition_expression(NEWEST_WINS)
+            .expression_attribute_values(":receivedAt", s(&lead.received_at))
+            .send()
+            .await;
+        match result {
+            Ok(_) => Ok(Upserted::Written),
+            Err(SdkError::ServiceError(failure)) => match failure.err() {
+                PutItemError::ConditionalCheckFailedException(_) => Ok(Upserted::Stale),
+                error => {
+                    let code = error.code().unwrap_or("UnknownServiceError").to_owned();
+                    // A missing table or denied access is fixed by an
+                    // operator; retrying (then the DLQ) keeps the lead.
+                    // Only a lead the table cannot hold is permanent.
+                    if is_transient(error.code(), failure.raw().status().as_u16())
+                        || !matches!(error.code(), Some("ValidationException"))
+                    {
+                        Err(DestinationError::retryable(code))
+                    } else {
+                        Err(DestinationError::Permanent {
+                            status: None,
+                            reason: code,
+                        })
+                    }
+                }
+            },
+            Err(_) => Err(DestinationError::retryable("store unreachable")),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lead(email: &str) -> Lead {
+        Lead {
+            external_id: "sub_1".into(),
+            name: String::new(),
+            email: email.into(),
+            message: String::new(),
+            fields: Default::default(),
+            received_at: String::new(),
+        }
+    }
+
+    #[test]
+    fn lead_keys() {
+        let rows = [
+            (LeadKey::Submission, "ada@example.com", "submission#sub_1"),
+            (LeadKey::Email, " Ada@Example.com", "email#ada@example.com"),
+            (LeadKey::Email, "", "submission#sub_1"),
+        ];
+        for (lead_key, email, pk) in rows {
+            assert_eq!(
+                lead_pk(&lead(email), lead_key),
+                pk,
+                "{lead_key:?} {email:?}"
+            );
+        }
+    }
+}

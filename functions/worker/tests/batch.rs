@@ -1,0 +1,412 @@
+//! The worker's batch logic against a real HTTP CRM on 127.0.0.1 (the
+//! devtools stub) and an in-memory receipt ledger that keeps DynamoDB's
+//! "update only if it exists" rule.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant, SystemTime};
+
+use aws_lambda_events::event::dynamodb::Event;
+use devtools::crm_stub::{Answer, CrmStub};
+use devtools::stream_event;
+use serde_json::Value;
+use shared::delivery::RetryPolicy;
+use shared::{FormSubmission, Receipt, ReceiptStatus, Retention};
+use worker::config::CrmToken;
+use worker::http_crm::HttpCrm;
+use worker::ledger::{Failure, LedgerError, Marked, MemoryLedger, ReceiptLedger};
+use worker::Worker;
+
+fn receipt(submission_id: &str, email: &str) -> Receipt {
+    let body = serde_json::json!({
+        "event": "form.submitted",
+        "data": {
+            "submissionId": submission_id,
+            "formData": {"name": "Ada", "email": email, "message": "Hello", "company": "AE"}
+        }
+    });
+    let submission = FormSubmission::parse(body.to_string().as_bytes()).unwrap();
+    Receipt::new(&submission, SystemTime::now(), Retention::default())
+}
+
+fn insert(receipt: &Receipt, sequence_number: &str) -> Value {
+    stream_event::record("INSERT", receipt, sequence_number)
+}
+
+fn event(records: Vec<Value>) -> Event {
+    serde_json::from_value(stream_event::event(records)).expect("a Lambda DynamoDB event")
+}
+
+fn in_seconds(seconds: u64) -> Instant {
+    Instant::now() + Duration::from_secs(seconds)
+}
+
+fn failed_sequence_numbers(
+    response: &aws_lambda_events::event::streams::DynamoDbEventResponse,
+) -> Vec<Option<String>> {
+    response
+        .batch_item_failures
+        .iter()
+        .map(|f| f.item_identifier.clone())
+        .collect()
+}
+
+/// Quick retries so the tests take milliseconds, not seconds.
+fn fast_retries() -> RetryPolicy {
+    RetryPolicy {
+        base_delay: Duration::from_millis(10),
+        max_delay: Duration::from_millis(50),
+        safety_margin: Duration::from_millis(200),
+    }
+}
+
+fn http_worker(crm: &CrmStub, ledger: MemoryLedger) -> Worker<HttpCrm, MemoryLedger> {
+    let destination = HttpCrm::new(crm.leads_url(), None).unwrap();
+    Worker::new(destination, ledger, 8).with_retry_policy(fast_retries())
+}
+
+#[tokio::test]
+async fn seed_test_3_repeated_stream_delivery_still_produces_one_logical_lead() {
+    let crm = CrmStub::start().await.unwrap();
+    let receipt = receipt("sub_123", "ada@example.com");
+    let worker = http_worker(&crm, MemoryLedger::with_received([receipt.pk.as_str()]));
+    let record = insert(&receipt, "100");
+
+    let first = worker
+        .handle(event(vec![record.clone()]), in_seconds(30))
+        .await;
+    let second = worker.handle(event(vec![record]), in_seconds(30)).await;
+
+    assert!(first.batch_item_failures.is_empty());
+    assert!(second.batch_item_failures.is_empty());
+    assert_eq!(crm.lead_count(), 1);
+    let lead = crm.lead("sub_123").unwrap();
+    assert_eq!(lead.writes, 2, "the second run updated the same lead");
+    assert_eq!(lead.body["email"], "ada@example.com");
+    assert_eq!(lead.body["externalId"], "sub_123");
+    assert_eq!(lead.body["fields"]["company"], "AE");
+    assert_eq!(
+        lead.idempotency_key.as_deref(),
+        Some("staticforms:form.submitted:sub_123")
+    );
+    assert_eq!(
+        worker.ledger().get(&receipt.pk).unwrap().status,
+        ReceiptStatus::Completed
+    );
+}
+
+/// A ledger whose first `mark_completed` fails, as if the worker crashed
+/// between the upsert and the receipt update.
+struct FailsOnceLedger {
+    inner: MemoryLedger,
+    completions: AtomicUsize,
+}
+
+impl ReceiptLedger for FailsOnceLedger {
+    async fn mark_completed(&self, key: &str, at: &str) -> Result<Marked, LedgerError> {
+        if self.completions.fetch_add(1, Ordering::SeqCst) == 0 {
+            return Err(LedgerError("InternalServerError".into()));
+        }
+        self.inner.mark_completed(key, at).await
+    }
+
+    async fn mark_failed(
+        &self,
+        key: &str,
+        failure: &Failure,
+        at: &str,
+    ) -> Result<Marked, LedgerError> {
+        self.inner.mark_failed(key, failure, at).await
+    }
+}
+
+#[tokio::test]
+async fn seed_failure_case_3_upsert_succeeds_then_the_receipt_update_fails() {
+    let crm = CrmStub::start().await.unwrap();
+    let receipt = receipt("sub_crash", "ada@example.com");
+    let ledger = FailsOnceLedger {
+        inner: MemoryLedger::with_received([receipt.pk.as_str()]),
+        completions: AtomicUsize::new(0),
+    };
+    let worker = Worker::new(HttpCrm::new(crm.leads_url(), None).unwrap(), ledger, 8);
+    let record = insert(&receipt, "200");
+
+    let first = worker
+        .handle(event(vec![record.clone()]), in_seconds(30))
+        .await;
+    assert_eq!(
+        failed_sequence_numbers(&first),
+        vec![Some("200".to_owned())]
+    );
+    assert_eq!(
+        worker.ledger().inner.get(&receipt.pk).unwrap().status,
+        ReceiptStatus::Received
+    );
+
+    // The event source mapping delivers the record again.
+    let again = worker.handle(event(vec![record]), in_seconds(30)).await;
+    assert!(again.batch_item_failures.is_empty());
+    assert_eq!(crm.lead_count(), 1, "updated, not duplicated");
+    assert_eq!(crm.lead("sub_crash").unwrap().writes, 2);
+    assert_eq!(
+        worker.ledger().inner.get(&receipt.pk).unwrap().status,
+        ReceiptStatus::Completed
+    );
+}
+
+#[tokio::test]
+async fn a_receipt_deleted_before_completion_is_not_recreated() {
+    let crm = CrmStub::start().await.unwrap();
+    let receipt = receipt("sub_expired", "ada@example.com");
+    let worker = http_worker(&crm, MemoryLedger::default());
+
+    let response = worker
+        .handle(event(vec![insert(&receipt, "300")]), in_seconds(30))
+        .await;
+
+    assert!(
+        response.batch_item_failures.is_empty(),
+        "a vanished receipt counts as done"
+    );
+    assert_eq!(crm.lead_count(), 1);
+    assert!(worker.ledger().is_empty(), "no receipt was re-created");
+}
+
+#[tokio::test]
+async fn a_429_with_retry_after_is_waited_out_then_succeeds() {
+    let crm = CrmStub::start().await.unwrap();
+    crm.script("sub_429", [Answer::retry_after(429, "1")]);
+    let receipt = receipt("sub_429", "ada@example.com");
+    let worker = http_worker(&crm, MemoryLedger::with_received([receipt.pk.as_str()]));
+
+    let response = worker
+        .handle(event(vec![insert(&receipt, "400")]), in_seconds(30))
+        .await;
+
+    assert!(response.batch_item_failures.is_empty());
+    let calls = crm.calls_for("sub_429");
+    assert_eq!(calls.len(), 2);
+    assert!(
+        calls[1].at - calls[0].at >= Duration::from_millis(950),
+        "Retry-After: 1 was honoured"
+    );
+    assert!(
+        calls
+            .iter()
+            .all(|c| c.idempotency_key.as_deref() == Some(receipt.pk.as_str())),
+        "same key on every attempt"
+    );
+    assert_eq!(
+        worker.ledger().get(&receipt.pk).unwrap().status,
+        ReceiptStatus::Completed
+    );
+}
+
+#[tokio::test]
+async fn two_503s_then_success() {
+    let crm = CrmStub::start().await.unwrap();
+    crm.script("sub_503", [Answer::status(503), Answer::status(503)]);
+    let receipt = receipt("sub_503", "ada@example.com");
+    let worker = http_worker(&crm, MemoryLedger::with_received([receipt.pk.as_str()]));
+
+    let response = worker
+        .handle(event(vec![insert(&receipt, "500")]), in_seconds(30))
+        .await;
+
+    assert!(response.batch_item_failures.is_empty());
+    assert_eq!(crm.calls_for("sub_503").len(), 3);
+    assert_eq!(crm.lead_count(), 1);
+    assert_eq!(
+        worker.ledger().get(&receipt.pk).unwrap().status,
+        ReceiptStatus::Completed
+    );
+}
+
+#[tokio::test]
+async fn a_retryable_failure_that_outlasts_the_invocation_is_reported_by_sequence_number() {
+    let crm = CrmStub::start().await.unwrap();
+    crm.always("sub_down", Answer::status(503));
+    let down = receipt("sub_down", "a@example.com");
+    let fine = receipt("sub_fine", "b@example.com");
+    let worker = http_worker(
+        &crm,
+        MemoryLedger::with_received([down.pk.as_str(), fine.pk.as_str()]),
+    );
+
+    let deadline = Instant::now() + Duration::from_millis(1500);
+    let response = worker
+        .handle(
+            event(vec![insert(&fine, "600"), insert(&down, "601")]),
+            deadline,
+        )
+        .await;
+
+    assert!(
+        Instant::now() < deadline,
+        "the worker gave up before the invocation timed out"
+    );
+    assert_eq!(
+        failed_sequence_numbers(&response),
+        vec![Some("601".to_owned())]
+    );
+    assert!(
+        crm.calls_for("sub_down").len() >= 2,
+        "it retried while there was time"
+    );
+    assert_eq!(
+        worker.ledger().get(&down.pk).unwrap().status,
+        ReceiptStatus::Received
+    );
+    assert_eq!(
+        worker.ledger().get(&fine.pk).unwrap().status,
+        ReceiptStatus::Completed
+    );
+}
+
+#[tokio::test]
+async fn a_permanent_400_marks_the_receipt_failed_and_the_batch_goes_on() {
+    let crm = CrmStub::start().await.unwrap();
+    crm.always("sub_bad", Answer::status(400));
+    let bad = receipt("sub_bad", "a@example.com");
+    let others: Vec<Receipt> = (0..3)
+        .map(|i| receipt(&format!("sub_ok_{i}"), "b@example.com"))
+        .collect();
+    let mut keys: Vec<&str> = others.iter().map(|r| r.pk.as_str()).collect();
+    keys.push(&bad.pk);
+    let worker = http_worker(&crm, MemoryLedger::with_received(keys));
+
+    let mut records = vec![insert(&bad, "700")];
+    records.extend(
+        others
+            .iter()
+            .enumerate()
+            .map(|(i, r)| insert(r, &format!("70{}", i + 1))),
+    );
+    let response = worker.handle(event(records), in_seconds(30)).await;
+
+    assert!(
+        response.batch_item_failures.is_empty(),
+        "a permanent failure does not block the shard"
+    );
+    assert_eq!(crm.calls_for("sub_bad").len(), 1, "a 400 is not retried");
+    let failed = worker.ledger().get(&bad.pk).unwrap();
+    assert_eq!(failed.status, ReceiptStatus::Failed);
+    assert_eq!(
+        failed.failure,
+        Some(Failure {
+            reason: "HTTP 400".into(),
+            status: Some(400)
+        })
+    );
+    for other in &others {
+        assert_eq!(
+            worker.ledger().get(&other.pk).unwrap().status,
+            ReceiptStatus::Completed
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_batch_of_100_runs_with_bounded_concurrency() {
+    let crm = CrmStub::start().await.unwrap();
+    crm.set_delay(Duration::from_millis(50));
+    let receipts: Vec<Receipt> = (0..100)
+        .map(|i| receipt(&format!("sub_{i:03}"), "x@example.com"))
+        .collect();
+    let worker = http_worker(
+        &crm,
+        MemoryLedger::with_received(receipts.iter().map(|r| r.pk.as_str())),
+    );
+    let records = receipts
+        .iter()
+        .enumerate()
+        .map(|(i, r)| insert(r, &format!("{}", 1000 + i)))
+        .collect();
+
+    let response = worker.handle(event(records), in_seconds(60)).await;
+
+    assert!(response.batch_item_failures.is_empty());
+    assert_eq!(crm.lead_count(), 100);
+    assert_eq!(
+        crm.max_in_flight(),
+        8,
+        "exactly WORKER_CONCURRENCY calls ran at once"
+    );
+}
+
+#[tokio::test]
+async fn records_that_need_no_work_are_skipped() {
+    let crm = CrmStub::start().await.unwrap();
+    let receipt = receipt("sub_skip", "a@example.com");
+    let mut completed = receipt.clone();
+    completed.status = ReceiptStatus::Completed;
+    let worker = http_worker(&crm, MemoryLedger::with_received([receipt.pk.as_str()]));
+
+    let records = vec![
+        stream_event::record("MODIFY", &completed, "800"),
+        stream_event::record("REMOVE", &receipt, "801"),
+        stream_event::record("INSERT", &completed, "802"),
+    ];
+    let response = worker.handle(event(records), in_seconds(30)).await;
+
+    assert!(response.batch_item_failures.is_empty());
+    assert!(crm.calls().is_empty());
+    assert_eq!(
+        worker.ledger().get(&receipt.pk).unwrap().status,
+        ReceiptStatus::Received
+    );
+}
+
+#[tokio::test]
+async fn an_unreadable_receipt_is_marked_failed() {
+    let crm = CrmStub::start().await.unwrap();
+    let mut broken = receipt("sub_broken", "a@example.com");
+    broken.payload = "{not json".into();
+    let worker = http_worker(&crm, MemoryLedger::with_received([broken.pk.as_str()]));
+
+    let response = worker
+        .handle(event(vec![insert(&broken, "900")]), in_seconds(30))
+        .await;
+
+    assert!(response.batch_item_failures.is_empty());
+    assert!(crm.calls().is_empty());
+    assert_eq!(
+        worker.ledger().get(&broken.pk).unwrap().status,
+        ReceiptStatus::Failed
+    );
+}
+
+#[tokio::test]
+async fn the_crm_token_is_sent_as_a_bearer_token() {
+    let crm = CrmStub::start().await.unwrap();
+    let receipt = receipt("sub_auth", "a@example.com");
+    let worker = Worker::new(
+        HttpCrm::new(crm.leads_url(), Some(test_token())).unwrap(),
+        MemoryLedger::with_received([receipt.pk.as_str()]),
+        8,
+    );
+    worker
+        .handle(event(vec![insert(&receipt, "950")]), in_seconds(30))
+        .await;
+    assert_eq!(
+        crm.lead("sub_auth").unwrap().authorization.as_deref(),
+        Some("Bearer crm-secret-token")
+    );
+}
+
+/// A token the way production gets one: through the configuration.
+fn test_token() -> CrmToken {
+    let config = worker::Config::from_lookup(|name| match name {
+        "RECEIPTS_TABLE" => Some("receipts".into()),
+        "DESTINATION" => Some("http".into()),
+        "CRM_URL" => Some("http://127.0.0.1/leads/{externalId}".into()),
+        "CRM_TOKEN" => Some("crm-secret-token".into()),
+        _ => None,
+    })
+    .unwrap();
+    match config.destination {
+        worker::config::DestinationConfig::Http {
+            token: Some(token), ..
+        } => token,
+        _ => unreachable!("http configuration with a token"),
+    }
+}

@@ -1,0 +1,74 @@
+//! Every worker event in events/ through the handler, so the files that
+//! `sam local invoke` and `cargo lambda invoke` use cannot drift from the code.
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use aws_lambda_events::event::dynamodb::Event;
+use devtools::crm_stub::CrmStub;
+use shared::ReceiptStatus;
+use worker::http_crm::HttpCrm;
+use worker::ledger::MemoryLedger;
+use worker::Worker;
+
+const DEMO_KEY: &str = "staticforms:form.submitted:sub_01JDEMO00000000000000000001";
+
+fn events_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../events")
+}
+
+fn stream_event(file: &str) -> Event {
+    let text = std::fs::read_to_string(events_dir().join(file)).expect("event file exists");
+    serde_json::from_str(&text).expect("a Lambda DynamoDB stream event")
+}
+
+#[tokio::test]
+async fn every_stream_event_in_events_is_handled() {
+    let crm = CrmStub::start().await.unwrap();
+    let worker = Worker::new(
+        HttpCrm::new(crm.leads_url(), None).unwrap(),
+        MemoryLedger::with_received([DEMO_KEY]),
+        8,
+    );
+    let deadline = || Instant::now() + Duration::from_secs(30);
+
+    // The INSERT of the receipt that ingest stores for events/ingest-valid.json.
+    let response = worker
+        .handle(stream_event("worker-insert.json"), deadline())
+        .await;
+    assert!(response.batch_item_failures.is_empty());
+    let lead = crm
+        .lead("sub_01JDEMO00000000000000000001")
+        .expect("the demo lead");
+    assert_eq!(lead.body["name"], "Ada Lovelace");
+    assert_eq!(lead.body["email"], "ada@example.com");
+    assert_eq!(lead.body["fields"]["company"], "Analytical Engines Ltd");
+    assert_eq!(
+        worker.ledger().get(DEMO_KEY).unwrap().status,
+        ReceiptStatus::Completed
+    );
+
+    // `sam local generate-event dynamodb update`: INSERT, MODIFY and REMOVE
+    // of an item that is not a receipt. It parses, and nothing is done.
+    let response = worker
+        .handle(stream_event("dynamodb-update-sample.json"), deadline())
+        .await;
+    assert!(response.batch_item_failures.is_empty());
+    assert_eq!(
+        crm.calls().len(),
+        1,
+        "only the receipt's INSERT reached the CRM"
+    );
+
+    let mut on_disk: Vec<String> = std::fs::read_dir(events_dir())
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|name| !name.starts_with("ingest-"))
+        .collect();
+    on_disk.sort();
+    assert_eq!(
+        on_disk,
+        ["dynamodb-update-sample.json", "worker-insert.json"],
+        "every stream event in events/ is tested"
+    );
+}

@@ -1,0 +1,190 @@
+//! The lead the worker upserts, built from a stored receipt. The submission
+//! id is its external id, so every run for one receipt targets one lead.
+
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+use crate::receipt::Receipt;
+
+/// Form fields that become the lead's own fields; the others are kept as
+/// extra fields.
+const NAME: &str = "name";
+const EMAIL: &str = "email";
+const MESSAGE: &str = "message";
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Lead {
+    pub external_id: String,
+    pub name: String,
+    pub email: String,
+    pub message: String,
+    /// Every other form field, as sent.
+    pub fields: Map<String, Value>,
+    /// When the receipt was stored (RFC 3339, UTC, milliseconds).
+    pub received_at: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum LeadError {
+    #[error("the receipt's payload is not a JSON object")]
+    UnreadablePayload,
+}
+
+impl Lead {
+    /// Missing form fields become empty strings: a lead with a blank name is
+    /// still a lead. Only a payload that is not JSON at all is an error.
+    pub fn from_receipt(receipt: &Receipt) -> Result<Self, LeadError> {
+        let payload: Value =
+            serde_json::from_str(&receipt.payload).map_err(|_| LeadError::UnreadablePayload)?;
+        if !payload.is_object() {
+            return Err(LeadError::UnreadablePayload);
+        }
+        let mut fields = match payload.pointer("/data/formData") {
+            Some(Value::Object(form)) => form.clone(),
+            _ => Map::new(),
+        };
+        let mut take = |name: &str| fields.remove(name).map(text_of).unwrap_or_default();
+        let name = take(NAME);
+        let email = take(EMAIL);
+        let message = take(MESSAGE);
+        Ok(Lead {
+            external_id: receipt.submission_id.clone(),
+            name,
+            email,
+            message,
+            fields,
+            received_at: receipt.received_at.clone(),
+        })
+    }
+
+    /// The email as a key: trimmed and lower-cased, `None` when blank.
+    pub fn normalised_email(&self) -> Option<String> {
+        let email = self.email.trim().to_lowercase();
+        (!email.is_empty()).then_some(email)
+    }
+}
+
+/// A form value as text: strings as they are, null as empty, anything else
+/// as its JSON text.
+fn text_of(value: Value) -> String {
+    match value {
+        Value::String(text) => text,
+        Value::Null => String::new(),
+        other => other.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::receipt::ReceiptStatus;
+    use serde_json::json;
+
+    fn receipt_with(payload: &str) -> Receipt {
+        Receipt {
+            pk: "staticforms:form.submitted:sub_1".into(),
+            event: "form.submitted".into(),
+            submission_id: "sub_1".into(),
+            payload: payload.into(),
+            payload_fingerprint: "f".into(),
+            status: ReceiptStatus::Received,
+            received_at: "2026-11-29T08:00:00.000Z".into(),
+            expires_at: 0,
+        }
+    }
+
+    /// A case name, the payload, and the name, email, message and extra
+    /// fields expected (or the error).
+    type LeadCase = (
+        &'static str,
+        String,
+        Result<(&'static str, &'static str, &'static str, Value), LeadError>,
+    );
+
+    #[test]
+    fn lead_rules() {
+        let full = json!({"data": {"formData": {"name": "Ada", "email": "ada@example.com", "message": "Hi", "company": "AE", "seats": 3}}});
+        let cases: Vec<LeadCase> = vec![
+            (
+                "all fields",
+                full.to_string(),
+                Ok((
+                    "Ada",
+                    "ada@example.com",
+                    "Hi",
+                    json!({"company": "AE", "seats": 3}),
+                )),
+            ),
+            (
+                "no form data",
+                json!({"data": {}}).to_string(),
+                Ok(("", "", "", json!({}))),
+            ),
+            (
+                "form data not an object",
+                json!({"data": {"formData": [1]}}).to_string(),
+                Ok(("", "", "", json!({}))),
+            ),
+            (
+                "null and number values",
+                json!({"data": {"formData": {"name": null, "email": 5}}}).to_string(),
+                Ok(("", "5", "", json!({}))),
+            ),
+            (
+                "payload not JSON",
+                "{oops".to_owned(),
+                Err(LeadError::UnreadablePayload),
+            ),
+            (
+                "payload not an object",
+                "[]".to_owned(),
+                Err(LeadError::UnreadablePayload),
+            ),
+        ];
+        for (case, payload, expected) in cases {
+            let got = Lead::from_receipt(&receipt_with(&payload));
+            match expected {
+                Ok((name, email, message, fields)) => {
+                    let lead = got.unwrap_or_else(|e| panic!("case {case}: {e}"));
+                    assert_eq!(lead.external_id, "sub_1", "case {case}");
+                    assert_eq!(lead.received_at, "2026-11-29T08:00:00.000Z", "case {case}");
+                    assert_eq!(
+                        (
+                            lead.name.as_str(),
+                            lead.email.as_str(),
+                            lead.message.as_str()
+                        ),
+                        (name, email, message),
+                        "case {case}"
+                    );
+                    assert_eq!(Value::Object(lead.fields), fields, "case {case}");
+                }
+                Err(error) => assert_eq!(got, Err(error), "case {case}"),
+            }
+        }
+    }
+
+    #[test]
+    fn email_normalisation() {
+        let mut lead = Lead::from_receipt(&receipt_with("{}")).unwrap();
+        for (raw, expected) in [
+            (" Ada@Example.COM ", Some("ada@example.com")),
+            ("", None),
+            ("   ", None),
+        ] {
+            lead.email = raw.into();
+            assert_eq!(lead.normalised_email().as_deref(), expected, "{raw:?}");
+        }
+    }
+
+    #[test]
+    fn lead_json_uses_camel_case() {
+        let lead =
+            Lead::from_receipt(&receipt_with(r#"{"data":{"formData":{"name":"Ada"}}}"#)).unwrap();
+        let json = serde_json::to_value(&lead).unwrap();
+        assert_eq!(json["externalId"], "sub_1");
+        assert_eq!(json["receivedAt"], "2026-11-29T08:00:00.000Z");
+        assert_eq!(json["name"], "Ada");
+    }
+}
