@@ -4,4 +4,7 @@
 //! Never deployed.
 
 pub mod crm_stub;
+pub mod fault_proxy;
+pub mod pump;
 pub mod stream_event;
+pub mod template;

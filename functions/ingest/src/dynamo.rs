@@ -26,11 +26,17 @@ const ATTEMPT_LIMIT: Duration = Duration::from_secs(2);
 const CONNECT_LIMIT: Duration = Duration::from_secs(1);
 const MAX_ATTEMPTS: u32 = 3;
 
-/// Loads the SDK configuration (region, credentials, and any
-/// `AWS_ENDPOINT_URL_DYNAMODB` / `AWS_ENDPOINT_URL` override) with bounded
-/// retries and time limits, and builds the client once.
+/// Builds the client once, at init, from the environment (region,
+/// credentials, and any `AWS_ENDPOINT_URL_DYNAMODB` / `AWS_ENDPOINT_URL`
+/// override).
 pub async fn client_from_env() -> Client {
-    let sdk_config = aws_config::from_env()
+    Client::new(&sdk_loader().load().await)
+}
+
+/// The SDK configuration with bounded retries and time limits; tests add an
+/// endpoint and credentials to it.
+pub fn sdk_loader() -> aws_config::ConfigLoader {
+    aws_config::from_env()
         .retry_config(
             RetryConfig::standard()
                 .with_max_attempts(MAX_ATTEMPTS)
@@ -44,9 +50,6 @@ pub async fn client_from_env() -> Client {
                 .operation_timeout(STORE_CALL_LIMIT)
                 .build(),
         )
-        .load()
-        .await;
-    Client::new(&sdk_config)
 }
 
 #[derive(Debug, Clone)]

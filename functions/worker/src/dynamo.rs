@@ -13,10 +13,16 @@ use shared::receipt::attr;
 
 use crate::ledger::{Failure, LedgerError, Marked, ReceiptLedger};
 
-/// Loads the SDK configuration once, with bounded retries and time limits:
-/// a stuck call must end while the invocation still has time to report it.
+/// Builds the client once, at init, from the environment.
 pub async fn client_from_env() -> Client {
-    let sdk_config = aws_config::from_env()
+    Client::new(&sdk_loader().load().await)
+}
+
+/// The SDK configuration with bounded retries and time limits: a stuck call
+/// must end while the invocation still has time to report it. Tests add an
+/// endpoint and credentials to it.
+pub fn sdk_loader() -> aws_config::ConfigLoader {
+    aws_config::from_env()
         .retry_config(RetryConfig::standard().with_max_attempts(4))
         .timeout_config(
             TimeoutConfig::builder()
@@ -25,9 +31,6 @@ pub async fn client_from_env() -> Client {
                 .operation_timeout(Duration::from_secs(6))
                 .build(),
         )
-        .load()
-        .await;
-    Client::new(&sdk_config)
 }
 
 pub struct DynamoLedger {

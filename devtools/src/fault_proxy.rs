@@ -1,0 +1,134 @@
+//! A proxy in front of the local DynamoDB server that can be told to fail:
+//! answer 500, or throttle, instead of forwarding. It shows what the ingest
+//! function does when DynamoDB is unavailable, and after it recovers.
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::{HeaderMap, Method, StatusCode, Uri};
+use axum::response::{IntoResponse, Response};
+use axum::Router;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Fault {
+    /// Forward every request to the real server.
+    Healthy = 0,
+    /// Answer 500 InternalServerError.
+    ServerError = 1,
+    /// Answer 400 ThrottlingException, as DynamoDB does under throttling.
+    Throttle = 2,
+}
+
+struct ProxyState {
+    upstream: String,
+    client: reqwest::Client,
+    fault: AtomicU8,
+    requests: AtomicUsize,
+}
+
+pub struct FaultProxy {
+    address: SocketAddr,
+    state: Arc<ProxyState>,
+    server: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for FaultProxy {
+    fn drop(&mut self) {
+        self.server.abort();
+    }
+}
+
+impl FaultProxy {
+    /// Starts on a free loopback port, forwarding to `upstream`.
+    pub async fn start(upstream: &str) -> std::io::Result<FaultProxy> {
+        let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0)).await?;
+        let address = listener.local_addr()?;
+        let state = Arc::new(ProxyState {
+            upstream: upstream.trim_end_matches('/').to_owned(),
+            client: reqwest::Client::new(),
+            fault: AtomicU8::new(Fault::Healthy as u8),
+            requests: AtomicUsize::new(0),
+        });
+        let app = Router::new()
+            .fallback(handle)
+            .with_state(Arc::clone(&state));
+        let server = tokio::spawn(async move {
+            let _ = axum::serve(listener, app).await;
+        });
+        Ok(FaultProxy {
+            address,
+            state,
+            server,
+        })
+    }
+
+    pub fn url(&self) -> String {
+        format!("http://{}", self.address)
+    }
+
+    pub fn set(&self, fault: Fault) {
+        self.state.fault.store(fault as u8, Ordering::SeqCst);
+    }
+
+    /// Requests received, forwarded or not.
+    pub fn requests(&self) -> usize {
+        self.state.requests.load(Ordering::SeqCst)
+    }
+}
+
+fn dynamodb_error(status: StatusCode, kind: &str) -> Response {
+    let body = format!(
+        r#"{{"__type":"com.amazonaws.dynamodb.v20120810#{kind}","message":"injected by fault proxy"}}"#
+    );
+    (
+        status,
+        [("content-type", "application/x-amz-json-1.0")],
+        body,
+    )
+        .into_response()
+}
+
+async fn handle(
+    State(state): State<Arc<ProxyState>>,
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    state.requests.fetch_add(1, Ordering::SeqCst);
+    match state.fault.load(Ordering::SeqCst) {
+        1 => return dynamodb_error(StatusCode::INTERNAL_SERVER_ERROR, "InternalServerError"),
+        2 => return dynamodb_error(StatusCode::BAD_REQUEST, "ThrottlingException"),
+        _ => {}
+    }
+    let url = format!(
+        "{}{}",
+        state.upstream,
+        uri.path_and_query().map_or("/", |p| p.as_str())
+    );
+    let mut request = state.client.request(method, url).body(body);
+    for (name, value) in &headers {
+        if name != "host" && name != "content-length" {
+            request = request.header(name, value);
+        }
+    }
+    match request.send().await {
+        Ok(upstream) => {
+            let status = upstream.status();
+            let headers = upstream.headers().clone();
+            let body = upstream.bytes().await.unwrap_or_default();
+            let mut response = (status, body).into_response();
+            for (name, value) in &headers {
+                if name != "content-length" && name != "transfer-encoding" {
+                    response.headers_mut().insert(name, value.clone());
+                }
+            }
+            response
+        }
+        Err(_) => StatusCode::BAD_GATEWAY.into_response(),
+    }
+}

@@ -1,0 +1,196 @@
+//! Set-up for the integration suite: real SDK clients with the functions'
+//! own retry and timeout settings, pointed at the local DynamoDB-protocol
+//! servers that the README's test command starts, and fresh tables created
+//! as template.yaml defines them.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use aws_sdk_dynamodb::config::{Credentials, Region};
+use aws_sdk_dynamodb::types::AttributeValue;
+use aws_sdk_dynamodb::Client;
+use devtools::template;
+use lambda_http::{Body, Request};
+use serde_json::Value;
+
+/// moto's server: DynamoDB with Streams and TTL.
+pub const DYNAMODB_ENDPOINT: &str = "DYNAMODB_ENDPOINT";
+/// dynalite: serialises conditional writes per key (see the race test).
+pub const DYNALITE_ENDPOINT: &str = "DYNALITE_ENDPOINT";
+
+pub const TOKEN: &str = "integration-token-0001";
+
+/// The endpoint in `variable`, or a loud failure that says how to get one.
+pub fn endpoint(variable: &str) -> String {
+    std::env::var(variable).unwrap_or_else(|_| {
+        panic!(
+            "{variable} is not set. The integration suite needs local DynamoDB servers: \
+             run it with `make test` (scripts/test.sh), which installs moto (PyPI) and \
+             dynalite (npm) into .tools/ and starts them on free ports."
+        )
+    })
+}
+
+fn credentials() -> Credentials {
+    Credentials::new("test", "test", None, None, "integration-tests")
+}
+
+/// A client with the ingest function's own retry and time limits.
+pub async fn ingest_client(endpoint: &str) -> Client {
+    let config = ingest::dynamo::sdk_loader()
+        .endpoint_url(endpoint)
+        .region(Region::new("us-east-1"))
+        .credentials_provider(credentials())
+        .load()
+        .await;
+    Client::new(&config)
+}
+
+/// A client with the worker function's own retry and time limits.
+pub async fn worker_client(endpoint: &str) -> Client {
+    let config = worker::dynamo::sdk_loader()
+        .endpoint_url(endpoint)
+        .region(Region::new("us-east-1"))
+        .credentials_provider(credentials())
+        .load()
+        .await;
+    Client::new(&config)
+}
+
+pub async fn streams_client(endpoint: &str) -> aws_sdk_dynamodbstreams::Client {
+    let config = aws_config::from_env()
+        .endpoint_url(endpoint)
+        .region(Region::new("us-east-1"))
+        .credentials_provider(credentials())
+        .load()
+        .await;
+    aws_sdk_dynamodbstreams::Client::new(&config)
+}
+
+/// A table name no other test uses.
+pub fn unique_name(prefix: &str) -> String {
+    static COUNTER: AtomicUsize = AtomicUsize::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    format!(
+        "{prefix}-{}-{}-{nanos}",
+        std::process::id(),
+        COUNTER.fetch_add(1, Ordering::SeqCst)
+    )
+}
+
+fn spec(logical_id: &str) -> template::TableSpec {
+    let template = template::load(&template::workspace_template()).expect("template.yaml");
+    template::table_spec(&template, logical_id).expect("table in template.yaml")
+}
+
+/// Creates a fresh table shaped like `logical_id` in template.yaml.
+pub async fn create_table(client: &Client, logical_id: &str) -> String {
+    create(client, spec(logical_id), logical_id).await
+}
+
+/// The same table with only its key: dynalite has neither Streams nor TTL.
+pub async fn create_table_key_only(client: &Client, logical_id: &str) -> String {
+    let spec = template::TableSpec {
+        stream_view: None,
+        ttl_attribute: None,
+        ..spec(logical_id)
+    };
+    create(client, spec, logical_id).await
+}
+
+async fn create(client: &Client, spec: template::TableSpec, logical_id: &str) -> String {
+    let name = unique_name(logical_id);
+    template::create_table(client, &spec, &name)
+        .await
+        .expect("table created");
+    name
+}
+
+pub fn ingest_config(receipts_table: &str) -> ingest::Config {
+    ingest::Config::from_lookup(|name| match name {
+        "RECEIPTS_TABLE" => Some(receipts_table.to_owned()),
+        "WEBHOOK_AUTH" => Some("bearer".to_owned()),
+        "WEBHOOK_SECRETS" => Some(TOKEN.to_owned()),
+        _ => None,
+    })
+    .expect("valid ingest configuration")
+}
+
+pub fn body(submission_id: &str, email: &str) -> String {
+    serde_json::json!({
+        "event": "form.submitted",
+        "timestamp": 1_795_941_528,
+        "data": {
+            "submissionId": submission_id,
+            "apiKey": "sf_integration_key",
+            "formData": {"name": "Ada", "email": email, "message": "Hello"}
+        }
+    })
+    .to_string()
+}
+
+/// An authenticated delivery with the given Idempotency-Key.
+pub fn delivery_with_key(body: String, key: &str) -> Request {
+    http::Request::builder()
+        .method("POST")
+        .uri("/webhooks/staticforms")
+        .header("authorization", format!("Bearer {TOKEN}"))
+        .header("content-type", "application/json")
+        .header("idempotency-key", key)
+        .body(Body::from(body))
+        .expect("valid request")
+}
+
+/// A correct delivery of `submission_id`.
+pub fn delivery(submission_id: &str, email: &str) -> Request {
+    delivery_with_key(
+        body(submission_id, email),
+        &format!("staticforms:form.submitted:{submission_id}"),
+    )
+}
+
+pub async fn scan(client: &Client, table: &str) -> Vec<HashMap<String, AttributeValue>> {
+    let mut items = Vec::new();
+    let mut start = None;
+    loop {
+        let page = client
+            .scan()
+            .table_name(table)
+            .set_exclusive_start_key(start)
+            .consistent_read(true)
+            .send()
+            .await
+            .expect("scan");
+        items.extend(page.items().iter().cloned());
+        start = page.last_evaluated_key().cloned();
+        if start.is_none() {
+            return items;
+        }
+    }
+}
+
+pub fn text(item: &HashMap<String, AttributeValue>, name: &str) -> String {
+    match item.get(name) {
+        Some(AttributeValue::S(text)) => text.clone(),
+        other => panic!("{name} is not a string attribute: {other:?}"),
+    }
+}
+
+/// Invokes a worker the way the event source mapping does, in-process.
+pub async fn invoke_worker<D, L>(
+    worker: &worker::Worker<D, L>,
+    event: Value,
+) -> Result<Value, String>
+where
+    D: worker::destination::Destination,
+    L: worker::ledger::ReceiptLedger,
+{
+    let event = serde_json::from_value(event).map_err(|e| e.to_string())?;
+    let response = worker
+        .handle(event, Instant::now() + Duration::from_secs(30))
+        .await;
+    serde_json::to_value(response).map_err(|e| e.to_string())
+}

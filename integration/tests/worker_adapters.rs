@@ -1,0 +1,216 @@
+//! The worker's DynamoDB adapters against a real server: the leads table's
+//! conditional upsert and the receipt ledger's "only if it still exists".
+
+use std::time::{Duration, UNIX_EPOCH};
+
+use aws_sdk_dynamodb::types::AttributeValue;
+use devtools::stream_event;
+use integration::*;
+use shared::{FormSubmission, IdempotencyKey, Lead, Receipt, Retention};
+use worker::config::LeadKey;
+use worker::destination::{Destination, Upserted};
+use worker::dynamo::DynamoLedger;
+use worker::leads_table::LeadsTable;
+use worker::ledger::{Failure, Marked, ReceiptLedger};
+use worker::Worker;
+
+fn receipt_at(submission_id: &str, email: &str, message: &str, at_ms: u64) -> Receipt {
+    let body = serde_json::json!({
+        "event": "form.submitted",
+        "data": {"submissionId": submission_id, "formData": {"name": "Ada", "email": email, "message": message}}
+    });
+    let submission = FormSubmission::parse(body.to_string().as_bytes()).unwrap();
+    Receipt::new(
+        &submission,
+        UNIX_EPOCH + Duration::from_millis(at_ms),
+        Retention::default(),
+    )
+}
+
+async fn put_receipt(client: &aws_sdk_dynamodb::Client, table: &str, receipt: &Receipt) {
+    client
+        .put_item()
+        .table_name(table)
+        .set_item(Some(serde_dynamo::to_item(receipt).unwrap()))
+        .send()
+        .await
+        .unwrap();
+}
+
+#[tokio::test]
+async fn lead_key_email_keeps_the_newest_submission_when_processed_newest_first() {
+    let moto = endpoint(DYNAMODB_ENDPOINT);
+    let client = worker_client(&moto).await;
+    let receipts = create_table(&client, "ReceiptsTable").await;
+    let leads = create_table(&client, "LeadsTable").await;
+    let older = receipt_at(
+        "sub_old",
+        "Ada@Example.com",
+        "first message",
+        1_795_900_000_000,
+    );
+    let newer = receipt_at(
+        "sub_new",
+        "ada@example.com ",
+        "second message",
+        1_795_900_060_000,
+    );
+    put_receipt(&client, &receipts, &older).await;
+    put_receipt(&client, &receipts, &newer).await;
+    let worker = Worker::new(
+        LeadsTable::new(client.clone(), &leads, LeadKey::Email),
+        DynamoLedger::new(client.clone(), &receipts),
+        8,
+    );
+
+    // Newest first, in two batches, as two shards or a retry could deliver them.
+    for receipt in [&newer, &older] {
+        let event = stream_event::event(vec![stream_event::record("INSERT", receipt, "1")]);
+        let response = invoke_worker(&worker, event).await.unwrap();
+        assert_eq!(response["batchItemFailures"], serde_json::json!([]));
+    }
+
+    let items = scan(&client, &leads).await;
+    assert_eq!(items.len(), 1, "one lead per person");
+    assert_eq!(text(&items[0], "pk"), "email#ada@example.com");
+    assert_eq!(
+        text(&items[0], "message"),
+        "second message",
+        "the older submission did not overwrite"
+    );
+    assert_eq!(text(&items[0], "externalId"), "sub_new");
+    for item in scan(&client, &receipts).await {
+        assert_eq!(
+            text(&item, "status"),
+            "COMPLETED",
+            "a stale submission is done, not retried"
+        );
+    }
+}
+
+#[tokio::test]
+async fn lead_key_email_lets_a_newer_submission_replace_an_older_one() {
+    let client = worker_client(&endpoint(DYNAMODB_ENDPOINT)).await;
+    let leads = create_table(&client, "LeadsTable").await;
+    let table = LeadsTable::new(client.clone(), &leads, LeadKey::Email);
+    let older = receipt_at("sub_a", "ada@example.com", "first", 1_000);
+    let newer = receipt_at("sub_b", "ada@example.com", "second", 2_000);
+    let key = |r: &Receipt| IdempotencyKey::from_stored(r.pk.clone());
+
+    assert_eq!(
+        table
+            .upsert(&Lead::from_receipt(&older).unwrap(), &key(&older))
+            .await,
+        Ok(Upserted::Written)
+    );
+    assert_eq!(
+        table
+            .upsert(&Lead::from_receipt(&newer).unwrap(), &key(&newer))
+            .await,
+        Ok(Upserted::Written)
+    );
+    assert_eq!(
+        table
+            .upsert(&Lead::from_receipt(&older).unwrap(), &key(&older))
+            .await,
+        Ok(Upserted::Stale)
+    );
+    let items = scan(&client, &leads).await;
+    assert_eq!(items.len(), 1);
+    assert_eq!(text(&items[0], "message"), "second");
+}
+
+#[tokio::test]
+async fn lead_key_submission_replays_update_the_same_lead() {
+    let client = worker_client(&endpoint(DYNAMODB_ENDPOINT)).await;
+    let leads = create_table(&client, "LeadsTable").await;
+    let table = LeadsTable::new(client.clone(), &leads, LeadKey::Submission);
+    let receipt = receipt_at("sub_1", "ada@example.com", "hello", 1_000);
+    let lead = Lead::from_receipt(&receipt).unwrap();
+    let key = IdempotencyKey::from_stored(receipt.pk.clone());
+
+    assert_eq!(table.upsert(&lead, &key).await, Ok(Upserted::Written));
+    assert_eq!(
+        table.upsert(&lead, &key).await,
+        Ok(Upserted::Written),
+        "a replay rewrites the same lead"
+    );
+    let items = scan(&client, &leads).await;
+    assert_eq!(items.len(), 1);
+    assert_eq!(text(&items[0], "pk"), "submission#sub_1");
+    assert_eq!(text(&items[0], "idempotencyKey"), receipt.pk);
+}
+
+#[tokio::test]
+async fn the_ledger_never_recreates_a_deleted_receipt() {
+    let client = worker_client(&endpoint(DYNAMODB_ENDPOINT)).await;
+    let receipts = create_table(&client, "ReceiptsTable").await;
+    let ledger = DynamoLedger::new(client.clone(), &receipts);
+
+    let at = "2026-11-29T09:00:00.000Z";
+    assert_eq!(
+        ledger
+            .mark_completed("staticforms:form.submitted:gone", at)
+            .await,
+        Ok(Marked::ReceiptGone)
+    );
+    let failure = Failure {
+        reason: "HTTP 400".into(),
+        status: Some(400),
+    };
+    assert_eq!(
+        ledger
+            .mark_failed("staticforms:form.submitted:gone", &failure, at)
+            .await,
+        Ok(Marked::ReceiptGone)
+    );
+    assert!(
+        scan(&client, &receipts).await.is_empty(),
+        "no receipt without expiresAt was created"
+    );
+}
+
+#[tokio::test]
+async fn the_ledger_records_completion_and_failure_on_existing_receipts() {
+    let client = worker_client(&endpoint(DYNAMODB_ENDPOINT)).await;
+    let receipts = create_table(&client, "ReceiptsTable").await;
+    let ledger = DynamoLedger::new(client.clone(), &receipts);
+    let done = receipt_at("sub_done", "a@example.com", "m", 1_000);
+    let refused = receipt_at("sub_refused", "b@example.com", "m", 1_000);
+    put_receipt(&client, &receipts, &done).await;
+    put_receipt(&client, &receipts, &refused).await;
+
+    assert_eq!(
+        ledger
+            .mark_completed(&done.pk, "2026-11-29T09:00:00.000Z")
+            .await,
+        Ok(Marked::Updated)
+    );
+    let failure = Failure {
+        reason: "HTTP 400".into(),
+        status: Some(400),
+    };
+    assert_eq!(
+        ledger
+            .mark_failed(&refused.pk, &failure, "2026-11-29T09:00:01.000Z")
+            .await,
+        Ok(Marked::Updated)
+    );
+
+    let items = scan(&client, &receipts).await;
+    let find = |pk: &str| items.iter().find(|i| text(i, "pk") == pk).unwrap().clone();
+    let done_item = find(&done.pk);
+    assert_eq!(text(&done_item, "status"), "COMPLETED");
+    assert_eq!(text(&done_item, "completedAt"), "2026-11-29T09:00:00.000Z");
+    assert_eq!(
+        done_item.get("expiresAt"),
+        Some(&AttributeValue::N(done.expires_at.to_string()))
+    );
+    let refused_item = find(&refused.pk);
+    assert_eq!(text(&refused_item, "status"), "FAILED");
+    assert_eq!(text(&refused_item, "failureReason"), "HTTP 400");
+    assert_eq!(
+        refused_item.get("failureHttpStatus"),
+        Some(&AttributeValue::N("400".into()))
+    );
+}

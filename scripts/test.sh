@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# The test command: everything, from a fresh machine. Installs the pinned
+# local servers into .tools/, starts them on free ports, runs every check
+# and test, and stops them again.
+set -euo pipefail
+source "$(dirname "$0")/lib.sh"
+cd "$ROOT"
+trap stop_servers EXIT
+
+need cargo "install the Rust toolchain (rustup)"
+
+say "format and lints"
+cargo fmt --all -- --check
+cargo clippy --workspace --all-targets --locked -- -D warnings
+
+say "unit, handler, adapter and CRM tests (no server needed)"
+cargo test --workspace --exclude integration --locked
+
+say "integration tests against local DynamoDB-protocol servers"
+ensure_python_tools
+ensure_node_tools
+# Started in this shell (not in a $(...) subshell) so the trap can stop them.
+start_moto >"$TOOLS/moto.url"
+start_dynalite >"$TOOLS/dynalite.url"
+DYNAMODB_ENDPOINT=$(cat "$TOOLS/moto.url") \
+DYNALITE_ENDPOINT=$(cat "$TOOLS/dynalite.url") \
+  cargo test -p integration --locked
+
+say "all checks passed"
