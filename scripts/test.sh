@@ -17,6 +17,8 @@ say "unit, handler, adapter and CRM tests (no server needed)"
 cargo test --workspace --exclude integration --locked
 
 say "integration tests against local DynamoDB-protocol servers"
+# The local-pipeline test runs the real function binaries.
+cargo build --locked -p ingest -p worker -p devtools
 ensure_python_tools
 ensure_node_tools
 # Started in this shell (not in a $(...) subshell) so the trap can stop them.
@@ -24,6 +26,7 @@ start_moto >"$TOOLS/moto.url"
 start_dynalite >"$TOOLS/dynalite.url"
 DYNAMODB_ENDPOINT=$(cat "$TOOLS/moto.url") \
 DYNALITE_ENDPOINT=$(cat "$TOOLS/dynalite.url") \
+FUNCTION_BIN_DIR="$ROOT/target/debug" \
   cargo test -p integration --locked
 
 say "all checks passed"

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::routing::put;
+use axum::routing::{get, put};
 use axum::{Json, Router};
 use serde_json::Value;
 
@@ -106,6 +106,7 @@ impl CrmStub {
             ..StubState::default()
         });
         let app = Router::new()
+            .route("/leads", get(list))
             .route("/leads/{external_id}", put(upsert).get(read))
             .with_state(Arc::clone(&state));
         let server = tokio::spawn(async move {
@@ -240,4 +241,16 @@ async fn read(State(state): State<Arc<StubState>>, Path(external_id): Path<Strin
         Some(lead) => (StatusCode::OK, Json(lead.body.clone())).into_response(),
         None => StatusCode::NOT_FOUND.into_response(),
     }
+}
+
+/// Every lead the stub holds, by external id, with how often it was written.
+async fn list(State(state): State<Arc<StubState>>) -> Response {
+    let leads = lock(&state.leads);
+    let mut ids: Vec<&String> = leads.keys().collect();
+    ids.sort();
+    let listed: Vec<Value> = ids
+        .into_iter()
+        .map(|id| serde_json::json!({"externalId": id, "writes": leads[id].writes, "lead": leads[id].body}))
+        .collect();
+    Json(serde_json::json!({"count": listed.len(), "leads": listed})).into_response()
 }

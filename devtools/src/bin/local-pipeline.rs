@@ -1,0 +1,279 @@
+//! The whole pipeline on one machine, with no cloud: the real `ingest` and
+//! `worker` binaries run against a local Lambda Runtime API, behind a local
+//! HTTP API, with the receipts stream pumped from a local DynamoDB-protocol
+//! server to the worker, and a CRM stub as the destination. Started by
+//! `make run`; Ctrl-C stops it and every process it started.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use aws_sdk_dynamodb::config::{Credentials, Region};
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::{HeaderMap, Method, StatusCode, Uri};
+use axum::response::{IntoResponse, Response};
+use axum::Router;
+use devtools::crm_stub::CrmStub;
+use devtools::http_api::{answer_from, event_for, WEBHOOK_ROUTE};
+use devtools::lambda_emulator::LambdaEmulator;
+use devtools::pump::StreamPump;
+use devtools::template;
+use tokio::process::{Child, Command};
+
+const RECEIPTS_TABLE: &str = "staticforms-receipts";
+/// The token in events/ and in the README's curl examples. Local use only.
+const DEMO_TOKEN: &str = "local-demo-token-change-me";
+const INGEST_TIMEOUT: Duration = Duration::from_secs(10);
+const WORKER_TIMEOUT: Duration = Duration::from_secs(60);
+
+fn setting(name: &str, default: &str) -> String {
+    std::env::var(name).unwrap_or_else(|_| default.to_owned())
+}
+
+fn port(name: &str, default: u16) -> Result<u16, String> {
+    setting(name, &default.to_string())
+        .parse()
+        .map_err(|_| format!("{name} must be a port number"))
+}
+
+#[tokio::main]
+async fn main() {
+    if let Err(error) = run().await {
+        eprintln!("local-pipeline: {error}");
+        std::process::exit(1);
+    }
+}
+
+async fn run() -> Result<(), String> {
+    let dynamodb_endpoint = std::env::var("DYNAMODB_ENDPOINT").map_err(|_| {
+        "DYNAMODB_ENDPOINT is not set; start the pipeline with `make run`".to_owned()
+    })?;
+    let bin_dir = PathBuf::from(setting("FUNCTION_BIN_DIR", "target/debug"));
+    let webhook_port = port("WEBHOOK_PORT", 9000)?;
+    let crm_port = port("CRM_PORT", 9001)?;
+
+    let sdk = aws_config::from_env()
+        .endpoint_url(&dynamodb_endpoint)
+        .region(Region::new("us-east-1"))
+        .credentials_provider(Credentials::new(
+            "local",
+            "local",
+            None,
+            None,
+            "local-pipeline",
+        ))
+        .load()
+        .await;
+    let dynamodb = aws_sdk_dynamodb::Client::new(&sdk);
+    let streams = aws_sdk_dynamodbstreams::Client::new(&sdk);
+
+    let template = template::load(&template::workspace_template())?;
+    let receipts = template::table_spec(&template, "ReceiptsTable")?;
+    template::create_table(&dynamodb, &receipts, RECEIPTS_TABLE).await?;
+
+    let crm = CrmStub::start_on(SocketAddr::from(([127, 0, 0, 1], crm_port)), true)
+        .await
+        .map_err(|e| format!("CRM stub on port {crm_port}: {e}"))?;
+
+    let common_env = [
+        ("AWS_REGION", "us-east-1".to_owned()),
+        ("AWS_ACCESS_KEY_ID", "local".to_owned()),
+        ("AWS_SECRET_ACCESS_KEY", "local".to_owned()),
+        ("AWS_EC2_METADATA_DISABLED", "true".to_owned()),
+        ("AWS_ENDPOINT_URL_DYNAMODB", dynamodb_endpoint.clone()),
+        ("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "128".to_owned()),
+        ("AWS_LAMBDA_FUNCTION_VERSION", "$LATEST".to_owned()),
+        ("RECEIPTS_TABLE", RECEIPTS_TABLE.to_owned()),
+    ];
+    let ingest_runtime = LambdaEmulator::start("ingest")
+        .await
+        .map_err(|e| e.to_string())?;
+    let mut ingest = spawn_function(
+        &bin_dir,
+        "ingest",
+        &ingest_runtime,
+        &common_env,
+        &[
+            ("WEBHOOK_AUTH", "bearer".to_owned()),
+            ("WEBHOOK_SECRETS", DEMO_TOKEN.to_owned()),
+        ],
+    )?;
+    let worker_runtime = LambdaEmulator::start("worker")
+        .await
+        .map_err(|e| e.to_string())?;
+    let crm_url = crm.leads_url();
+    let mut worker = spawn_function(
+        &bin_dir,
+        "worker",
+        &worker_runtime,
+        &common_env,
+        &[("DESTINATION", "http".to_owned()), ("CRM_URL", crm_url)],
+    )?;
+
+    let ingest_runtime = Arc::new(ingest_runtime);
+    let listener = tokio::net::TcpListener::bind(("127.0.0.1", webhook_port))
+        .await
+        .map_err(|e| format!("webhook endpoint on port {webhook_port}: {e}"))?;
+    let app = Router::new()
+        .fallback(http_api_front)
+        .with_state(Arc::clone(&ingest_runtime));
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+
+    let mut pump = StreamPump::for_table(&dynamodb, streams, RECEIPTS_TABLE).await?;
+    let worker_runtime = Arc::new(worker_runtime);
+    let pump_runtime = Arc::clone(&worker_runtime);
+    tokio::spawn(async move {
+        loop {
+            let runtime = Arc::clone(&pump_runtime);
+            match pump
+                .drain(|event| {
+                    let runtime = Arc::clone(&runtime);
+                    async move { runtime.invoke(event, WORKER_TIMEOUT).await }
+                })
+                .await
+            {
+                Ok(report) if !report.given_up.is_empty() => {
+                    eprintln!("local-pipeline: gave up on stream records {:?} (AWS would send them to the dead-letter queue)", report.given_up);
+                }
+                Ok(_) => {}
+                Err(error) => eprintln!("local-pipeline: stream pump: {error}"),
+            }
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
+    });
+
+    println!(
+        "\nLocal pipeline is up (Ctrl-C stops it):\n  webhook   POST http://127.0.0.1:{webhook_port}{}\n  CRM stub  GET  http://127.0.0.1:{crm_port}/leads\n  DynamoDB       {dynamodb_endpoint} (table {RECEIPTS_TABLE})\n",
+        WEBHOOK_ROUTE.1
+    );
+
+    tokio::select! {
+        _ = shutdown_signal() => println!("\nlocal-pipeline: stopping"),
+        status = ingest.wait() => return Err(exit_message("ingest", status, ingest_runtime.init_error())),
+        status = worker.wait() => return Err(exit_message("worker", status, worker_runtime.init_error())),
+    }
+    let _ = ingest.kill().await;
+    let _ = worker.kill().await;
+    Ok(())
+}
+
+/// Ctrl-C (SIGINT) or SIGTERM.
+async fn shutdown_signal() {
+    use tokio::signal::unix::{signal, SignalKind};
+    match signal(SignalKind::terminate()) {
+        Ok(mut terminate) => {
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = terminate.recv() => {}
+            }
+        }
+        Err(_) => {
+            let _ = tokio::signal::ctrl_c().await;
+        }
+    }
+}
+
+fn spawn_function(
+    bin_dir: &std::path::Path,
+    name: &str,
+    runtime: &LambdaEmulator,
+    common_env: &[(&str, String)],
+    env: &[(&str, String)],
+) -> Result<Child, String> {
+    let binary = bin_dir.join(name);
+    let mut command = Command::new(&binary);
+    command
+        .env("AWS_LAMBDA_RUNTIME_API", runtime.runtime_api())
+        .env("AWS_LAMBDA_FUNCTION_NAME", name)
+        .stdin(Stdio::null())
+        .kill_on_drop(true);
+    for (key, value) in common_env.iter().chain(env) {
+        command.env(key, value);
+    }
+    command.spawn().map_err(|e| {
+        format!(
+            "cannot start {}: {e} (build it with `cargo build -p {name}`)",
+            binary.display()
+        )
+    })
+}
+
+fn exit_message(
+    name: &str,
+    status: std::io::Result<std::process::ExitStatus>,
+    init_error: Option<String>,
+) -> String {
+    let status = status.map_or_else(|e| e.to_string(), |s| s.to_string());
+    match init_error {
+        Some(error) => format!("{name} stopped ({status}); its init error: {error}"),
+        None => format!("{name} stopped ({status})"),
+    }
+}
+
+static REQUEST_IDS: AtomicU64 = AtomicU64::new(1);
+
+/// API Gateway's part: route, build the event, invoke, answer.
+async fn http_api_front(
+    State(ingest): State<Arc<LambdaEmulator>>,
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    if (method.as_str(), uri.path()) != WEBHOOK_ROUTE {
+        return (StatusCode::NOT_FOUND, "{\"message\":\"Not Found\"}").into_response();
+    }
+    let headers: Vec<(String, String)> = headers
+        .iter()
+        .filter_map(|(name, value)| {
+            value
+                .to_str()
+                .ok()
+                .map(|v| (name.to_string(), v.to_owned()))
+        })
+        .collect();
+    let request_id = format!(
+        "local-http-{:06}",
+        REQUEST_IDS.fetch_add(1, Ordering::SeqCst)
+    );
+    let event = event_for(
+        method.as_str(),
+        uri.path(),
+        uri.query().unwrap_or(""),
+        &headers,
+        &body,
+        &request_id,
+    );
+    let answer = match ingest
+        .invoke(event, INGEST_TIMEOUT)
+        .await
+        .and_then(|r| answer_from(&r))
+    {
+        Ok(answer) => answer,
+        Err(error) => {
+            eprintln!("local-pipeline: ingest invocation failed: {error}");
+            return (
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "{\"message\":\"Internal Server Error\"}",
+            )
+                .into_response();
+        }
+    };
+    let mut response = (
+        StatusCode::from_u16(answer.status).unwrap_or(StatusCode::BAD_GATEWAY),
+        answer.body,
+    )
+        .into_response();
+    for (name, value) in answer.headers {
+        if let (Ok(name), Ok(value)) = (name.parse::<axum::http::HeaderName>(), value.parse()) {
+            response.headers_mut().insert(name, value);
+        }
+    }
+    response
+}

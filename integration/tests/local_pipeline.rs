@@ -1,0 +1,151 @@
+//! The run command's pipeline, as a user meets it: the real `ingest` and
+//! `worker` binaries behind the local HTTP API, the stream pump and the CRM
+//! stub. The README's curl sequence (202, then 200 duplicate, then one lead)
+//! and a clean Ctrl-C.
+
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use integration::*;
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::Command;
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// The direct children of `pid` (Linux).
+fn children_of(pid: u32) -> Vec<u32> {
+    let mut children = Vec::new();
+    for task in std::fs::read_dir(format!("/proc/{pid}/task"))
+        .into_iter()
+        .flatten()
+        .flatten()
+    {
+        if let Ok(text) = std::fs::read_to_string(task.path().join("children")) {
+            children.extend(
+                text.split_whitespace()
+                    .filter_map(|p| p.parse::<u32>().ok()),
+            );
+        }
+    }
+    children
+}
+
+fn is_running(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .map(|stat| !stat.contains(") Z "))
+        .unwrap_or(false)
+}
+
+#[tokio::test]
+async fn the_local_pipeline_takes_a_delivery_to_one_lead_and_stops_cleanly() {
+    let bin_dir = std::env::var("FUNCTION_BIN_DIR").unwrap_or_else(|_| {
+        panic!("FUNCTION_BIN_DIR is not set: run the suite with `make test`, which builds the function binaries first")
+    });
+    let (webhook_port, crm_port) = (free_port(), free_port());
+    let mut pipeline = Command::new(format!("{bin_dir}/local-pipeline"))
+        .env("DYNAMODB_ENDPOINT", endpoint(DYNAMODB_ENDPOINT))
+        .env("FUNCTION_BIN_DIR", &bin_dir)
+        .env("WEBHOOK_PORT", webhook_port.to_string())
+        .env("CRM_PORT", crm_port.to_string())
+        .stdout(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("local-pipeline starts");
+    let mut lines = BufReader::new(pipeline.stdout.take().unwrap()).lines();
+    let ready = tokio::time::timeout(Duration::from_secs(60), async {
+        while let Ok(Some(line)) = lines.next_line().await {
+            if line.contains("Local pipeline is up") {
+                return true;
+            }
+        }
+        false
+    })
+    .await;
+    assert_eq!(ready, Ok(true), "the pipeline said it is up");
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+
+    let event: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../events/ingest-valid.json"
+        ))
+        .unwrap(),
+    )
+    .unwrap();
+    let http = reqwest::Client::new();
+    let send = || {
+        http.post(format!(
+            "http://127.0.0.1:{webhook_port}/webhooks/staticforms"
+        ))
+        .header("authorization", "Bearer local-demo-token-change-me")
+        .header("content-type", "application/json")
+        .header(
+            "idempotency-key",
+            "staticforms:form.submitted:sub_01JDEMO00000000000000000001",
+        )
+        .body(event["body"].as_str().unwrap().to_owned())
+        .send()
+    };
+    let first = send().await.unwrap();
+    assert_eq!(first.status(), 202);
+    assert_eq!(
+        first.text().await.unwrap(),
+        r#"{"accepted":true,"duplicate":false}"#
+    );
+    let second = send().await.unwrap();
+    assert_eq!(second.status(), 200);
+    assert_eq!(
+        second.text().await.unwrap(),
+        r#"{"accepted":true,"duplicate":true}"#
+    );
+
+    let leads_url = format!("http://127.0.0.1:{crm_port}/leads");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let leads = loop {
+        let leads: serde_json::Value = http
+            .get(&leads_url)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        if leads["count"] == 1 || Instant::now() > deadline {
+            break leads;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    assert_eq!(leads["count"], 1, "{leads}");
+    assert_eq!(
+        leads["leads"][0]["externalId"],
+        "sub_01JDEMO00000000000000000001"
+    );
+    assert_eq!(leads["leads"][0]["writes"], 1);
+
+    let pid = pipeline.id().expect("running");
+    let functions = children_of(pid);
+    assert_eq!(functions.len(), 2, "ingest and worker run as processes");
+    let interrupted = std::process::Command::new("kill")
+        .args(["-INT", &pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(interrupted.success());
+    let exit = tokio::time::timeout(Duration::from_secs(10), pipeline.wait()).await;
+    assert!(
+        matches!(exit, Ok(Ok(status)) if status.success()),
+        "Ctrl-C stops it cleanly: {exit:?}"
+    );
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    for child in functions {
+        assert!(
+            !is_running(child),
+            "function process {child} was left behind"
+        );
+    }
+}

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# The run command: the whole pipeline on this machine, no cloud. Installs
+# moto's server into .tools/, starts it, builds the functions, and runs the
+# local pipeline (webhook endpoint, both functions, stream pump, CRM stub).
+# Ctrl-C stops everything.
+set -euo pipefail
+source "$(dirname "$0")/lib.sh"
+cd "$ROOT"
+trap stop_servers EXIT
+
+need cargo "install the Rust toolchain (rustup)"
+ensure_python_tools
+
+say "building the functions and the local pipeline"
+cargo build --locked -p ingest -p worker -p devtools
+
+say "starting moto's DynamoDB server"
+start_moto >"$TOOLS/moto.url"
+
+# Not exec: the EXIT trap must stop moto when the pipeline ends.
+DYNAMODB_ENDPOINT=$(cat "$TOOLS/moto.url") \
+FUNCTION_BIN_DIR="$ROOT/target/debug" \
+  "$ROOT/target/debug/local-pipeline"
