@@ -5,6 +5,7 @@
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 TOOLS="$ROOT/.tools"
 VENV="$TOOLS/venv"
+SAM_VENV="$TOOLS/sam-venv"
 NODE_PREFIX="$TOOLS/node"
 DYNALITE_VERSION=4.0.0
 SERVER_PIDS=()
@@ -26,6 +27,19 @@ ensure_python_tools() {
   say "installing pinned Python tools into .tools/venv"
   python3 -m venv "$VENV"
   "$VENV/bin/pip" install --quiet --disable-pip-version-check -r "$ROOT/scripts/requirements-local.txt"
+  echo "$wanted" > "$stamp"
+}
+
+# aws-sam-cli, cfn-lint, cargo-lambda and zig into .tools/sam-venv, apart
+# from moto's pins.
+ensure_deploy_tools() {
+  need python3 "install Python 3.11 with pip"
+  local stamp="$SAM_VENV/.installed" wanted
+  wanted=$(sha256sum "$ROOT/scripts/requirements-deploy.txt" | cut -d' ' -f1)
+  if [[ -f "$stamp" && "$(cat "$stamp")" == "$wanted" ]]; then return; fi
+  say "installing pinned SAM, cfn-lint, cargo-lambda and zig into .tools/sam-venv"
+  python3 -m venv "$SAM_VENV"
+  "$SAM_VENV/bin/pip" install --quiet --disable-pip-version-check -r "$ROOT/scripts/requirements-deploy.txt"
   echo "$wanted" > "$stamp"
 }
 

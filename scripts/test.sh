@@ -29,4 +29,17 @@ DYNALITE_ENDPOINT=$(cat "$TOOLS/dynalite.url") \
 FUNCTION_BIN_DIR="$ROOT/target/debug" \
   cargo test -p integration --locked
 
+say "template: cfn-lint, sam validate --lint, sam build"
+ensure_deploy_tools
+export PATH="$SAM_VENV/bin:$PATH" SAM_CLI_TELEMETRY=0
+cfn-lint template.yaml
+sam validate --lint --region us-east-1
+# This machine has only the x86_64 standard library; users build arm64 (README).
+sam build --parameter-overrides Architecture=x86_64 --beta-features
+for function in IngestFunction WorkerFunction; do
+  bootstrap=".aws-sam/build/$function/bootstrap"
+  [[ -x "$bootstrap" ]] || die "sam build produced no $bootstrap"
+  say "$function bootstrap: $(stat -c %s "$bootstrap") bytes"
+done
+
 say "all checks passed"

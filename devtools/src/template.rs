@@ -140,23 +140,156 @@ async fn wait_until_active(client: &Client, name: &str) -> Result<(), String> {
     Err(format!("table {name} did not become ACTIVE within 30 s"))
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
+/// Evaluates a template value the way CloudFormation would for the given
+/// parameter values: `!Ref` of a parameter gives its value, `!Ref` of a
+/// resource gives `<LogicalId>-name`, `!GetAtt` gives `<LogicalId>.<Attr>`,
+/// `!If` picks a branch, `!Sub` is kept as its text, and `AWS::NoValue`
+/// removes the entry. Enough for the checks in the test suite, no more.
+pub struct Evaluator<'t> {
+    template: &'t Value,
+    parameters: std::collections::HashMap<String, String>,
+}
 
-    #[test]
-    fn the_template_defines_the_tables_the_code_uses() {
-        let template = load(&workspace_template()).unwrap();
-        let receipts = table_spec(&template, "ReceiptsTable").unwrap();
-        assert_eq!(receipts.partition_key, shared::receipt::attr::PK);
-        assert_eq!(receipts.stream_view.as_deref(), Some("NEW_IMAGE"));
-        assert_eq!(
-            receipts.ttl_attribute.as_deref(),
-            Some(shared::receipt::attr::EXPIRES_AT)
-        );
-        let leads = table_spec(&template, "LeadsTable").unwrap();
-        assert_eq!(leads.partition_key, "pk");
-        assert_eq!(leads.stream_view, None);
-        assert!(table_spec(&template, "IngestFunction").is_err());
+impl<'t> Evaluator<'t> {
+    /// Parameters take their defaults unless `overrides` gives a value.
+    pub fn new(template: &'t Value, overrides: &[(&str, &str)]) -> Self {
+        let mut parameters = std::collections::HashMap::new();
+        if let Some(declared) = template["Parameters"].as_mapping() {
+            for (name, declaration) in declared {
+                if let (Some(name), Some(default)) =
+                    (name.as_str(), scalar_text(&declaration["Default"]))
+                {
+                    parameters.insert(name.to_owned(), default);
+                }
+            }
+        }
+        for (name, value) in overrides {
+            parameters.insert((*name).to_owned(), (*value).to_owned());
+        }
+        Evaluator {
+            template,
+            parameters,
+        }
     }
+
+    pub fn condition(&self, name: &str) -> bool {
+        self.truth(&self.template["Conditions"][name])
+    }
+
+    fn truth(&self, value: &Value) -> bool {
+        let Value::Tagged(tagged) = value else {
+            return false;
+        };
+        let args = tagged.value.as_sequence().cloned().unwrap_or_default();
+        match tagged.tag.to_string().as_str() {
+            "!Equals" => args.len() == 2 && self.text(&args[0]) == self.text(&args[1]),
+            "!Not" => !args.first().is_some_and(|a| self.truth(a)),
+            "!And" => args.iter().all(|a| self.truth(a)),
+            "!Or" => args.iter().any(|a| self.truth(a)),
+            "!Condition" => tagged.value.as_str().is_some_and(|c| self.condition(c)),
+            _ => false,
+        }
+    }
+
+    fn text(&self, value: &Value) -> Option<String> {
+        match self.evaluate(value)? {
+            Value::String(text) => Some(text),
+            other => scalar_text(&other),
+        }
+    }
+
+    /// `None` when the value is `AWS::NoValue`.
+    pub fn evaluate(&self, value: &Value) -> Option<Value> {
+        match value {
+            Value::Tagged(tagged) => {
+                let tag = tagged.tag.to_string();
+                match tag.as_str() {
+                    "!Ref" => {
+                        let name = tagged.value.as_str().unwrap_or_default();
+                        if name == "AWS::NoValue" {
+                            None
+                        } else if let Some(parameter) = self.parameters.get(name) {
+                            Some(Value::String(parameter.clone()))
+                        } else {
+                            Some(Value::String(format!("{name}-name")))
+                        }
+                    }
+                    "!GetAtt" => Some(Value::String(match &tagged.value {
+                        Value::String(path) => path.clone(),
+                        Value::Sequence(parts) => parts
+                            .iter()
+                            .filter_map(|p| p.as_str())
+                            .collect::<Vec<_>>()
+                            .join("."),
+                        _ => String::new(),
+                    })),
+                    "!If" => {
+                        let args = tagged.value.as_sequence()?;
+                        let branch = if args
+                            .first()
+                            .and_then(Value::as_str)
+                            .is_some_and(|c| self.condition(c))
+                        {
+                            1
+                        } else {
+                            2
+                        };
+                        self.evaluate(args.get(branch)?)
+                    }
+                    "!Sub" => Some(tagged.value.clone()),
+                    _ => Some(value.clone()),
+                }
+            }
+            Value::Mapping(mapping) => {
+                let mut out = serde_norway::Mapping::new();
+                for (key, item) in mapping {
+                    if let Some(item) = self.evaluate(item) {
+                        out.insert(key.clone(), item);
+                    }
+                }
+                Some(Value::Mapping(out))
+            }
+            Value::Sequence(items) => Some(Value::Sequence(
+                items.iter().filter_map(|i| self.evaluate(i)).collect(),
+            )),
+            other => Some(other.clone()),
+        }
+    }
+
+    /// A function's environment variables after evaluation.
+    pub fn environment(&self, function: &str) -> std::collections::HashMap<String, String> {
+        let variables =
+            &self.template["Resources"][function]["Properties"]["Environment"]["Variables"];
+        let mut environment = std::collections::HashMap::new();
+        if let Some(Value::Mapping(evaluated)) = self.evaluate(variables) {
+            for (name, value) in evaluated {
+                if let (Some(name), Some(value)) = (name.as_str(), scalar_text(&value)) {
+                    environment.insert(name.to_owned(), value);
+                }
+            }
+        }
+        environment
+    }
+}
+
+fn scalar_text(value: &Value) -> Option<String> {
+    match value {
+        Value::String(text) => Some(text.clone()),
+        Value::Number(number) => Some(number.to_string()),
+        Value::Bool(flag) => Some(flag.to_string()),
+        _ => None,
+    }
+}
+
+/// Whether a Lambda filter pattern (exact values only, as the template
+/// uses) matches an event record.
+pub fn filter_matches(pattern: &serde_json::Value, record: &serde_json::Value) -> bool {
+    let Some(fields) = pattern.as_object() else {
+        return false;
+    };
+    fields.iter().all(|(name, wanted)| match wanted {
+        serde_json::Value::Array(allowed) => allowed.contains(&record[name]),
+        serde_json::Value::Object(_) => filter_matches(wanted, &record[name]),
+        _ => false,
+    })
 }

@@ -11,7 +11,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use aws_sdk_dynamodb::config::{Credentials, Region};
 use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{HeaderMap, Method, StatusCode, Uri};
@@ -20,13 +19,10 @@ use axum::Router;
 use devtools::crm_stub::CrmStub;
 use devtools::http_api::{answer_from, event_for, WEBHOOK_ROUTE};
 use devtools::lambda_emulator::LambdaEmulator;
+use devtools::local::{self, DEMO_TOKEN, RECEIPTS_TABLE};
 use devtools::pump::StreamPump;
-use devtools::template;
 use tokio::process::{Child, Command};
 
-const RECEIPTS_TABLE: &str = "staticforms-receipts";
-/// The token in events/ and in the README's curl examples. Local use only.
-const DEMO_TOKEN: &str = "local-demo-token-change-me";
 const INGEST_TIMEOUT: Duration = Duration::from_secs(10);
 const WORKER_TIMEOUT: Duration = Duration::from_secs(60);
 
@@ -56,24 +52,10 @@ async fn run() -> Result<(), String> {
     let webhook_port = port("WEBHOOK_PORT", 9000)?;
     let crm_port = port("CRM_PORT", 9001)?;
 
-    let sdk = aws_config::from_env()
-        .endpoint_url(&dynamodb_endpoint)
-        .region(Region::new("us-east-1"))
-        .credentials_provider(Credentials::new(
-            "local",
-            "local",
-            None,
-            None,
-            "local-pipeline",
-        ))
-        .load()
-        .await;
+    let sdk = local::sdk_config(&dynamodb_endpoint).await;
     let dynamodb = aws_sdk_dynamodb::Client::new(&sdk);
     let streams = aws_sdk_dynamodbstreams::Client::new(&sdk);
-
-    let template = template::load(&template::workspace_template())?;
-    let receipts = template::table_spec(&template, "ReceiptsTable")?;
-    template::create_table(&dynamodb, &receipts, RECEIPTS_TABLE).await?;
+    local::create_tables(&dynamodb).await?;
 
     let crm = CrmStub::start_on(SocketAddr::from(([127, 0, 0, 1], crm_port)), true)
         .await

@@ -1,0 +1,269 @@
+//! template.yaml checked against the code: what a deployed function is
+//! given is what its code requires, the tables are shaped the way the code
+//! writes them, and the stream filter passes exactly the records that are
+//! work. Needs no server.
+
+use devtools::template::{self, filter_matches, Evaluator};
+use serde_norway::Value;
+use shared::receipt::attr;
+
+fn load() -> Value {
+    template::load(&template::workspace_template()).expect("template.yaml parses")
+}
+
+fn resource<'a>(template: &'a Value, name: &str) -> &'a Value {
+    &template["Resources"][name]
+}
+
+#[test]
+fn the_template_gives_each_function_the_configuration_its_code_requires() {
+    let template = load();
+    // Secrets have no default; give the ones `sam deploy --guided` asks for.
+    let secrets = [("WebhookSecrets", "a-deployed-secret-0001")];
+    for (destination, extra) in [
+        ("dynamodb", vec![]),
+        ("dynamodb", vec![("LeadKey", "email")]),
+        (
+            "http",
+            vec![("CrmUrl", "https://crm.example.com/leads/{externalId}")],
+        ),
+        (
+            "http",
+            vec![
+                ("CrmUrl", "https://crm.example.com/leads/{externalId}"),
+                ("CrmToken", "t"),
+            ],
+        ),
+    ] {
+        let mut overrides = vec![("Destination", destination)];
+        overrides.extend(secrets);
+        overrides.extend(extra.iter().copied());
+        let evaluator = Evaluator::new(&template, &overrides);
+
+        let ingest_env = evaluator.environment("IngestFunction");
+        let ingest = ingest::Config::from_lookup(|name| ingest_env.get(name).cloned())
+            .unwrap_or_else(|e| panic!("ingest with Destination={destination}: {e}"));
+        assert_eq!(ingest.receipts_table, "ReceiptsTable-name");
+
+        let worker_env = evaluator.environment("WorkerFunction");
+        let worker = worker::Config::from_lookup(|name| worker_env.get(name).cloned())
+            .unwrap_or_else(|e| panic!("worker with {overrides:?}: {e}"));
+        assert_eq!(worker.receipts_table, "ReceiptsTable-name");
+        match (destination, worker.destination) {
+            ("http", worker::config::DestinationConfig::Http { .. }) => {}
+            ("dynamodb", worker::config::DestinationConfig::Dynamodb { leads_table, .. }) => {
+                assert_eq!(leads_table, "LeadsTable-name");
+            }
+            (wanted, got) => panic!("Destination={wanted} configured {got:?}"),
+        }
+    }
+}
+
+#[test]
+fn the_tables_are_shaped_as_the_code_writes_them() {
+    let template = load();
+    let receipts = template::table_spec(&template, "ReceiptsTable").unwrap();
+    assert_eq!(receipts.partition_key, attr::PK);
+    assert_eq!(
+        receipts.stream_view.as_deref(),
+        Some("NEW_IMAGE"),
+        "the worker reads NewImage"
+    );
+    assert_eq!(receipts.ttl_attribute.as_deref(), Some(attr::EXPIRES_AT));
+    let leads = template::table_spec(&template, "LeadsTable").unwrap();
+    assert_eq!(leads.partition_key, worker::leads_table::attr::PK);
+
+    for table in ["ReceiptsTable", "LeadsTable"] {
+        let table_resource = resource(&template, table);
+        assert_eq!(
+            table_resource["DeletionPolicy"].as_str(),
+            Some("Retain"),
+            "{table}"
+        );
+        assert_eq!(
+            table_resource["UpdateReplacePolicy"].as_str(),
+            Some("Retain"),
+            "{table}"
+        );
+        let properties = &table_resource["Properties"];
+        assert_eq!(
+            properties["BillingMode"].as_str(),
+            Some("PAY_PER_REQUEST"),
+            "{table}"
+        );
+        assert_eq!(
+            properties["PointInTimeRecoverySpecification"]["PointInTimeRecoveryEnabled"].as_bool(),
+            Some(true),
+            "{table}"
+        );
+        assert_eq!(
+            properties["SSESpecification"]["SSEEnabled"].as_bool(),
+            Some(true),
+            "{table}"
+        );
+    }
+}
+
+fn stream_event(file: &str) -> serde_json::Value {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../events/").to_owned() + file;
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+#[test]
+fn the_worker_filter_passes_inserts_and_rejects_everything_else() {
+    let template = load();
+    let event = &resource(&template, "WorkerFunction")["Properties"]["Events"]["ReceiptStream"]
+        ["Properties"];
+    let filters = event["FilterCriteria"]["Filters"]
+        .as_sequence()
+        .expect("filters");
+    assert_eq!(filters.len(), 1);
+    let pattern: serde_json::Value =
+        serde_json::from_str(filters[0]["Pattern"].as_str().unwrap()).unwrap();
+
+    let insert = &stream_event("worker-insert.json")["Records"][0];
+    assert!(
+        filter_matches(&pattern, insert),
+        "the receipt INSERT reaches the worker"
+    );
+    let sample = stream_event("dynamodb-update-sample.json");
+    let by_name = |name: &str| {
+        sample["Records"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["eventName"] == name)
+            .unwrap()
+            .clone()
+    };
+    assert!(
+        !filter_matches(&pattern, &by_name("MODIFY")),
+        "the worker's own updates never invoke it"
+    );
+    assert!(
+        !filter_matches(&pattern, &by_name("REMOVE")),
+        "TTL deletions never invoke it"
+    );
+
+    assert_eq!(event["StartingPosition"].as_str(), Some("TRIM_HORIZON"));
+    assert_eq!(
+        event["FunctionResponseTypes"][0].as_str(),
+        Some("ReportBatchItemFailures")
+    );
+    assert_eq!(event["BisectBatchOnFunctionError"].as_bool(), Some(true));
+    assert!(event["MaximumRetryAttempts"]
+        .as_u64()
+        .is_some_and(|n| n > 0 && n <= 10000));
+    assert!(event["MaximumRecordAgeInSeconds"].as_u64().is_some());
+    assert_eq!(
+        event["DestinationConfig"]["OnFailure"]["Type"].as_str(),
+        Some("SQS")
+    );
+}
+
+fn statements(
+    template: &Value,
+    function: &str,
+    overrides: &[(&str, &str)],
+) -> Vec<serde_json::Value> {
+    let evaluator = Evaluator::new(template, overrides);
+    let policies = evaluator
+        .evaluate(&resource(template, function)["Properties"]["Policies"])
+        .unwrap();
+    let json: serde_json::Value = serde_json::to_value(&policies).unwrap();
+    json.as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|p| p["Statement"].as_array().unwrap().clone())
+        .collect()
+}
+
+#[test]
+fn each_function_may_do_only_what_it_needs() {
+    let template = load();
+    let ingest = statements(&template, "IngestFunction", &[]);
+    assert_eq!(ingest.len(), 1);
+    assert_eq!(ingest[0]["Action"], "dynamodb:PutItem");
+    assert_eq!(ingest[0]["Resource"], "ReceiptsTable.Arn");
+
+    let actions = |statements: &[serde_json::Value]| -> Vec<(String, String)> {
+        statements
+            .iter()
+            .flat_map(|s| {
+                let resource = s["Resource"].as_str().unwrap_or_default().to_owned();
+                match &s["Action"] {
+                    serde_json::Value::String(a) => vec![(a.clone(), resource)],
+                    serde_json::Value::Array(list) => list
+                        .iter()
+                        .map(|a| (a.as_str().unwrap().to_owned(), resource.clone()))
+                        .collect(),
+                    _ => vec![],
+                }
+            })
+            .collect()
+    };
+    let with_leads = actions(&statements(
+        &template,
+        "WorkerFunction",
+        &[("Destination", "dynamodb")],
+    ));
+    assert!(with_leads.contains(&("dynamodb:UpdateItem".into(), "ReceiptsTable.Arn".into())));
+    assert!(with_leads.contains(&(
+        "dynamodb:GetRecords".into(),
+        "ReceiptsTable.StreamArn".into()
+    )));
+    assert!(with_leads.contains(&("sqs:SendMessage".into(), "DeadLetterQueue.Arn".into())));
+    assert!(with_leads.contains(&("dynamodb:PutItem".into(), "LeadsTable.Arn".into())));
+    assert!(
+        !with_leads
+            .iter()
+            .any(|(a, r)| a == "dynamodb:PutItem" && r == "ReceiptsTable.Arn"),
+        "the worker never creates receipts"
+    );
+    let with_crm = actions(&statements(
+        &template,
+        "WorkerFunction",
+        &[("Destination", "http")],
+    ));
+    assert!(
+        !with_crm.iter().any(|(_, r)| r == "LeadsTable.Arn"),
+        "no leads table access for the http destination"
+    );
+}
+
+#[test]
+fn functions_are_built_and_sized_for_lambda() {
+    let template = load();
+    let globals = &template["Globals"]["Function"];
+    assert_eq!(globals["Runtime"].as_str(), Some("provided.al2023"));
+    assert_eq!(globals["Handler"].as_str(), Some("bootstrap"));
+    assert_eq!(globals["MemorySize"].as_u64(), Some(128));
+    assert_eq!(globals["LoggingConfig"]["LogFormat"].as_str(), Some("JSON"));
+    assert_eq!(
+        template["Parameters"]["Architecture"]["Default"].as_str(),
+        Some("arm64")
+    );
+    for (function, binary) in [("IngestFunction", "ingest"), ("WorkerFunction", "worker")] {
+        let metadata = &resource(&template, function)["Metadata"];
+        assert_eq!(metadata["BuildMethod"].as_str(), Some("rust-cargolambda"));
+        assert_eq!(metadata["BuildProperties"]["Binary"].as_str(), Some(binary));
+    }
+    // The store call's own limit must end before Lambda kills the function.
+    let ingest_timeout = resource(&template, "IngestFunction")["Properties"]["Timeout"]
+        .as_u64()
+        .unwrap();
+    assert!(ingest::dynamo::STORE_CALL_LIMIT.as_secs() < ingest_timeout);
+}
+
+#[test]
+fn secrets_are_never_template_text() {
+    let template = load();
+    for parameter in ["WebhookSecrets", "CrmToken"] {
+        let declared = &template["Parameters"][parameter];
+        assert_eq!(declared["NoEcho"].as_bool(), Some(true), "{parameter}");
+        assert!(
+            declared["Default"].as_str().is_none_or(str::is_empty),
+            "{parameter} has no default value"
+        );
+    }
+}
