@@ -27,6 +27,7 @@ start_dynalite >"$TOOLS/dynalite.url"
 DYNAMODB_ENDPOINT=$(cat "$TOOLS/moto.url") \
 DYNALITE_ENDPOINT=$(cat "$TOOLS/dynalite.url") \
 FUNCTION_BIN_DIR="$ROOT/target/debug" \
+STANDARDWEBHOOKS_PYTHON="$VENV/bin/python" \
   cargo test -p integration --locked
 
 say "template: cfn-lint, sam validate --lint, sam build"

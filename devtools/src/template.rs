@@ -142,7 +142,8 @@ async fn wait_until_active(client: &Client, name: &str) -> Result<(), String> {
 
 /// Evaluates a template value the way CloudFormation would for the given
 /// parameter values: `!Ref` of a parameter gives its value, `!Ref` of a
-/// resource gives `<LogicalId>-name`, `!GetAtt` gives `<LogicalId>.<Attr>`,
+/// secret gives an ARN ending in its logical id, of another resource
+/// `<LogicalId>-name`, `!GetAtt` gives `<LogicalId>.<Attr>`,
 /// `!If` picks a branch, `!Sub` is kept as its text, and `AWS::NoValue`
 /// removes the entry. Enough for the checks in the test suite, no more.
 pub struct Evaluator<'t> {
@@ -210,6 +211,13 @@ impl<'t> Evaluator<'t> {
                             None
                         } else if let Some(parameter) = self.parameters.get(name) {
                             Some(Value::String(parameter.clone()))
+                        } else if self.template["Resources"][name]["Type"].as_str()
+                            == Some("AWS::SecretsManager::Secret")
+                        {
+                            // A secret's Ref is its ARN.
+                            Some(Value::String(format!(
+                                "arn:aws:secretsmanager:us-east-1:123456789012:secret:{name}"
+                            )))
                         } else {
                             Some(Value::String(format!("{name}-name")))
                         }

@@ -109,6 +109,15 @@ async fn create(client: &Client, spec: template::TableSpec, logical_id: &str) ->
     name
 }
 
+/// The ingest handler over `store` with the inline test secret.
+pub fn ingest_over<S: ingest::store::ReceiptStore>(
+    store: S,
+    config: &ingest::Config,
+) -> ingest::Ingest<S> {
+    let auth = ingest::auth::Authenticator::inline(&config.auth).expect("inline secrets");
+    ingest::Ingest::new(store, auth, config)
+}
+
 pub fn ingest_config(receipts_table: &str) -> ingest::Config {
     ingest::Config::from_lookup(|name| match name {
         "RECEIPTS_TABLE" => Some(receipts_table.to_owned()),

@@ -7,7 +7,6 @@ use std::collections::HashSet;
 use devtools::crm_stub::CrmStub;
 use devtools::pump::StreamPump;
 use ingest::dynamo::DynamoReceiptStore;
-use ingest::Ingest;
 use integration::*;
 use worker::dynamo::DynamoLedger;
 use worker::http_crm::HttpCrm;
@@ -18,7 +17,7 @@ async fn case_6_two_hundred_deliveries_leave_one_lead_per_valid_submission() {
     let moto = endpoint(DYNAMODB_ENDPOINT);
     let client = ingest_client(&moto).await;
     let table = create_table(&client, "ReceiptsTable").await;
-    let ingest = Ingest::new(
+    let ingest = ingest_over(
         DynamoReceiptStore::new(client.clone(), &table),
         &ingest_config(&table),
     );

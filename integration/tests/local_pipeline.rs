@@ -10,12 +10,15 @@ use integration::*;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::Command;
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+/// Two distinct free ports: both sockets are held until both are known, or
+/// the kernel could hand out the same port twice.
+fn two_free_ports() -> (u16, u16) {
+    let first = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let second = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    (
+        first.local_addr().unwrap().port(),
+        second.local_addr().unwrap().port(),
+    )
 }
 
 /// The direct children of `pid` (Linux).
@@ -47,7 +50,7 @@ async fn the_local_pipeline_takes_a_delivery_to_one_lead_and_stops_cleanly() {
     let bin_dir = std::env::var("FUNCTION_BIN_DIR").unwrap_or_else(|_| {
         panic!("FUNCTION_BIN_DIR is not set: run the suite with `make test`, which builds the function binaries first")
     });
-    let (webhook_port, crm_port) = (free_port(), free_port());
+    let (webhook_port, crm_port) = two_free_ports();
     let mut pipeline = Command::new(format!("{bin_dir}/local-pipeline"))
         .env("DYNAMODB_ENDPOINT", endpoint(DYNAMODB_ENDPOINT))
         .env("FUNCTION_BIN_DIR", &bin_dir)

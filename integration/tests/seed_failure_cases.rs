@@ -8,7 +8,6 @@ use devtools::crm_stub::CrmStub;
 use devtools::fault_proxy::{Fault, FaultProxy};
 use devtools::pump::StreamPump;
 use ingest::dynamo::DynamoReceiptStore;
-use ingest::Ingest;
 use integration::*;
 use worker::dynamo::DynamoLedger;
 use worker::http_crm::HttpCrm;
@@ -29,7 +28,7 @@ use worker::Worker;
 async fn case_1_concurrent_identical_deliveries_store_one_receipt_per_key() {
     let client = ingest_client(&endpoint(DYNALITE_ENDPOINT)).await;
     let table = create_table_key_only(&client, "ReceiptsTable").await;
-    let ingest = Arc::new(Ingest::new(
+    let ingest = Arc::new(ingest_over(
         DynamoReceiptStore::new(client.clone(), &table),
         &ingest_config(&table),
     ));
@@ -78,7 +77,7 @@ async fn case_1_concurrent_identical_deliveries_store_one_receipt_per_key() {
 async fn case_2_same_body_different_key_is_refused_and_stores_nothing() {
     let client = ingest_client(&endpoint(DYNAMODB_ENDPOINT)).await;
     let table = create_table(&client, "ReceiptsTable").await;
-    let ingest = Ingest::new(
+    let ingest = ingest_over(
         DynamoReceiptStore::new(client.clone(), &table),
         &ingest_config(&table),
     );
@@ -126,7 +125,7 @@ async fn case_3_a_crash_after_the_upsert_is_redelivered_and_completes_once() {
     let moto = endpoint(DYNAMODB_ENDPOINT);
     let client = ingest_client(&moto).await;
     let table = create_table(&client, "ReceiptsTable").await;
-    let ingest = Ingest::new(
+    let ingest = ingest_over(
         DynamoReceiptStore::new(client.clone(), &table),
         &ingest_config(&table),
     );
@@ -183,7 +182,7 @@ async fn case_4_a_failing_store_never_gets_a_2xx_and_recovery_stores_once() {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         format!("http://{}", listener.local_addr().unwrap())
     };
-    let unreachable = Ingest::new(
+    let unreachable = ingest_over(
         DynamoReceiptStore::new(ingest_client(&closed).await, &table),
         &config,
     );
@@ -194,7 +193,7 @@ async fn case_4_a_failing_store_never_gets_a_2xx_and_recovery_stores_once() {
     assert_eq!(response.headers()["retry-after"], "2");
 
     let proxy = FaultProxy::start(&moto).await.unwrap();
-    let behind_proxy = Ingest::new(
+    let behind_proxy = ingest_over(
         DynamoReceiptStore::new(ingest_client(&proxy.url()).await, &table),
         &config,
     );
@@ -242,7 +241,7 @@ async fn case_5_redelivery_after_retention_still_leaves_one_lead() {
     let moto = endpoint(DYNAMODB_ENDPOINT);
     let client = ingest_client(&moto).await;
     let table = create_table(&client, "ReceiptsTable").await;
-    let ingest = Ingest::new(
+    let ingest = ingest_over(
         DynamoReceiptStore::new(client.clone(), &table),
         &ingest_config(&table),
     );

@@ -18,39 +18,54 @@ fn resource<'a>(template: &'a Value, name: &str) -> &'a Value {
 #[test]
 fn the_template_gives_each_function_the_configuration_its_code_requires() {
     let template = load();
-    // Secrets have no default; give the ones `sam deploy --guided` asks for.
-    let secrets = [("WebhookSecrets", "a-deployed-secret-0001")];
+    let crm_url = ("CrmUrl", "https://crm.example.com/leads/{externalId}");
+    let token_secret = (
+        "CrmTokenSecretArn",
+        "arn:aws:secretsmanager:us-east-1:123456789012:secret:crm-token",
+    );
+    let existing_secret = (
+        "WebhookSecretArn",
+        "arn:aws:secretsmanager:us-east-1:123456789012:secret:signing",
+    );
     for (destination, extra) in [
         ("dynamodb", vec![]),
         ("dynamodb", vec![("LeadKey", "email")]),
         (
-            "http",
-            vec![("CrmUrl", "https://crm.example.com/leads/{externalId}")],
+            "dynamodb",
+            vec![("WebhookAuth", "standard-webhooks"), existing_secret],
         ),
-        (
-            "http",
-            vec![
-                ("CrmUrl", "https://crm.example.com/leads/{externalId}"),
-                ("CrmToken", "t"),
-            ],
-        ),
+        ("http", vec![crm_url]),
+        ("http", vec![crm_url, token_secret]),
     ] {
         let mut overrides = vec![("Destination", destination)];
-        overrides.extend(secrets);
         overrides.extend(extra.iter().copied());
         let evaluator = Evaluator::new(&template, &overrides);
 
         let ingest_env = evaluator.environment("IngestFunction");
         let ingest = ingest::Config::from_lookup(|name| ingest_env.get(name).cloned())
-            .unwrap_or_else(|e| panic!("ingest with Destination={destination}: {e}"));
+            .unwrap_or_else(|e| panic!("ingest with {overrides:?}: {e}"));
         assert_eq!(ingest.receipts_table, "ReceiptsTable-name");
+        assert!(
+            matches!(
+                ingest.auth,
+                ingest::config::AuthSetting::SecretsManager { .. }
+            ),
+            "the deployed function reads its secrets from Secrets Manager"
+        );
 
         let worker_env = evaluator.environment("WorkerFunction");
         let worker = worker::Config::from_lookup(|name| worker_env.get(name).cloned())
             .unwrap_or_else(|e| panic!("worker with {overrides:?}: {e}"));
         assert_eq!(worker.receipts_table, "ReceiptsTable-name");
         match (destination, worker.destination) {
-            ("http", worker::config::DestinationConfig::Http { .. }) => {}
+            ("http", worker::config::DestinationConfig::Http { token, .. }) => {
+                let expected = if extra.contains(&token_secret) {
+                    worker::config::TokenSetting::SecretsManager(token_secret.1.to_owned())
+                } else {
+                    worker::config::TokenSetting::None
+                };
+                assert_eq!(token, expected);
+            }
             ("dynamodb", worker::config::DestinationConfig::Dynamodb { leads_table, .. }) => {
                 assert_eq!(leads_table, "LeadsTable-name");
             }
@@ -182,9 +197,24 @@ fn statements(
 fn each_function_may_do_only_what_it_needs() {
     let template = load();
     let ingest = statements(&template, "IngestFunction", &[]);
-    assert_eq!(ingest.len(), 1);
+    assert_eq!(ingest.len(), 2);
     assert_eq!(ingest[0]["Action"], "dynamodb:PutItem");
     assert_eq!(ingest[0]["Resource"], "ReceiptsTable.Arn");
+    assert_eq!(ingest[1]["Action"], "secretsmanager:GetSecretValue");
+    assert_eq!(
+        ingest[1]["Resource"], "arn:aws:secretsmanager:us-east-1:123456789012:secret:WebhookSecret",
+        "exactly the generated secret"
+    );
+    let existing = "arn:aws:secretsmanager:us-east-1:123456789012:secret:mine";
+    let with_existing = statements(
+        &template,
+        "IngestFunction",
+        &[("WebhookSecretArn", existing)],
+    );
+    assert_eq!(
+        with_existing[1]["Resource"], existing,
+        "exactly the given secret"
+    );
 
     let actions = |statements: &[serde_json::Value]| -> Vec<(String, String)> {
         statements
@@ -256,14 +286,42 @@ fn functions_are_built_and_sized_for_lambda() {
 }
 
 #[test]
-fn secrets_are_never_template_text() {
+fn secrets_are_never_template_text_nor_environment() {
     let template = load();
-    for parameter in ["WebhookSecrets", "CrmToken"] {
-        let declared = &template["Parameters"][parameter];
-        assert_eq!(declared["NoEcho"].as_bool(), Some(true), "{parameter}");
-        assert!(
-            declared["Default"].as_str().is_none_or(str::is_empty),
-            "{parameter} has no default value"
-        );
+    let text = std::fs::read_to_string(template::workspace_template()).unwrap();
+    assert!(
+        !text.contains("NoEcho"),
+        "no secret is passed as a parameter"
+    );
+    for (function, forbidden) in [
+        ("IngestFunction", "WEBHOOK_SECRETS"),
+        ("WorkerFunction", "CRM_TOKEN"),
+    ] {
+        for destination in ["dynamodb", "http"] {
+            let env = Evaluator::new(
+                &template,
+                &[
+                    ("Destination", destination),
+                    ("CrmUrl", "https://crm/{externalId}"),
+                ],
+            )
+            .environment(function);
+            assert!(
+                !env.contains_key(forbidden),
+                "{function} gets no {forbidden} value"
+            );
+        }
     }
+    let secret = &resource(&template, "WebhookSecret")["Properties"];
+    assert!(
+        secret["SecretString"].is_null(),
+        "the webhook secret is generated, not written down"
+    );
+    assert!(secret["GenerateSecretString"]["PasswordLength"]
+        .as_u64()
+        .is_some_and(|n| n >= 32));
+    assert!(
+        template["Rules"]["SecretFormatNeedsAnExistingSecret"].is_mapping(),
+        "basic and signatures need a given secret"
+    );
 }

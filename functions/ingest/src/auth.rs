@@ -1,16 +1,25 @@
-//! Sender authentication, before the body is read: a bearer token, HTTP
-//! Basic credentials, or a custom header. Several secrets may be accepted at
-//! once so they can be rotated without downtime.
+//! Sender authentication, before the body is parsed: a bearer token, HTTP
+//! Basic credentials, a custom header, or a Standard Webhooks signature over
+//! the raw body. Several secrets may be accepted at once so they can be
+//! rotated without downtime; secrets kept in Secrets Manager are re-read,
+//! at most once per interval, when a delivery fails.
 //!
-//! Only SHA-256 digests of the secrets are kept, and candidates are compared
-//! digest to digest in constant time against every accepted secret, so
-//! neither timing nor length tells an attacker how close a guess was.
+//! Only SHA-256 digests of shared secrets are kept, and candidates are
+//! compared digest to digest in constant time against every accepted secret,
+//! so neither timing nor length tells an attacker how close a guess was.
+
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, Instant, SystemTime};
 
 use base64::Engine;
 use http::header::{HeaderName, AUTHORIZATION};
 use http::HeaderMap;
 use sha2::{Digest, Sha256};
 use subtle::{Choice, ConstantTimeEq};
+
+use crate::config::{AuthMode, AuthSetting, WEBHOOK_SECRETS_ARN};
+use crate::secrets::SecretSource;
+use crate::standard_webhooks::StandardWebhooks;
 
 /// The digests of the accepted secrets. Its `Debug` shows only how many.
 #[derive(Clone, PartialEq, Eq)]
@@ -61,6 +70,8 @@ pub enum AuthPolicy {
         name: HeaderName,
         secrets: AcceptedSecrets,
     },
+    /// `webhook-signature` over the raw body, within the timestamp tolerance.
+    StandardWebhooks(StandardWebhooks),
 }
 
 /// A refused sender, with the `WWW-Authenticate` challenge to answer with.
@@ -74,9 +85,22 @@ const BEARER_CHALLENGE: &str = "Bearer realm=\"webhooks\"";
 const BASIC_CHALLENGE: &str = "Basic realm=\"webhooks\", charset=\"UTF-8\"";
 
 impl AuthPolicy {
-    pub fn authenticate(&self, headers: &HeaderMap) -> Result<(), Unauthenticated> {
+    /// `body` is the raw body as received; only a signature reads it.
+    pub fn authenticate(
+        &self,
+        headers: &HeaderMap,
+        body: &[u8],
+        now: SystemTime,
+    ) -> Result<(), Unauthenticated> {
         let accepted = match self {
             AuthPolicy::None => true,
+            AuthPolicy::StandardWebhooks(verifier) => match verifier.verify(headers, body, now) {
+                Ok(()) => true,
+                Err(reason) => {
+                    tracing::debug!(reason = %reason, "signature refused");
+                    false
+                }
+            },
             AuthPolicy::Bearer(secrets) => authorization_credentials(headers, "bearer")
                 .is_some_and(|token| secrets.contains(token.as_bytes())),
             AuthPolicy::Basic(secrets) => authorization_credentials(headers, "basic")
@@ -103,7 +127,126 @@ impl AuthPolicy {
         match self {
             AuthPolicy::Bearer(_) => Some(BEARER_CHALLENGE),
             AuthPolicy::Basic(_) => Some(BASIC_CHALLENGE),
-            AuthPolicy::None | AuthPolicy::Header { .. } => None,
+            AuthPolicy::None | AuthPolicy::Header { .. } | AuthPolicy::StandardWebhooks(_) => None,
+        }
+    }
+}
+
+/// Re-reads secrets kept in Secrets Manager after a failed delivery, at most
+/// once per interval, so a rotated secret is picked up without a cold start
+/// and a flood of bad requests cannot become a flood of reads.
+pub struct SecretRefresh {
+    source: Arc<dyn SecretSource>,
+    mode: AuthMode,
+    interval: Duration,
+    last_read: Mutex<Instant>,
+}
+
+impl SecretRefresh {
+    /// `read_at` is when the current secrets were read (init).
+    pub fn new(
+        source: Arc<dyn SecretSource>,
+        mode: AuthMode,
+        interval: Duration,
+        read_at: Instant,
+    ) -> Self {
+        SecretRefresh {
+            source,
+            mode,
+            interval,
+            last_read: Mutex::new(read_at),
+        }
+    }
+
+    /// Claims the next read if one is due: only one caller gets it.
+    fn claim(&self) -> bool {
+        let mut last = self
+            .last_read
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if last.elapsed() >= self.interval {
+            *last = Instant::now();
+            true
+        } else {
+            false
+        }
+    }
+}
+
+/// The policy in force, and how to renew it.
+pub struct Authenticator {
+    policy: RwLock<Arc<AuthPolicy>>,
+    refresh: Option<SecretRefresh>,
+}
+
+impl Authenticator {
+    pub fn fixed(policy: AuthPolicy) -> Self {
+        Authenticator {
+            policy: RwLock::new(Arc::new(policy)),
+            refresh: None,
+        }
+    }
+
+    /// For inline secrets (`WEBHOOK_SECRETS`, or none). `None` when the
+    /// secrets are in Secrets Manager: see `secrets::authenticator`.
+    pub fn inline(setting: &AuthSetting) -> Option<Self> {
+        match setting {
+            AuthSetting::Inline(policy) => Some(Authenticator::fixed(policy.clone())),
+            AuthSetting::SecretsManager { .. } => None,
+        }
+    }
+
+    pub fn refreshing(policy: AuthPolicy, refresh: SecretRefresh) -> Self {
+        Authenticator {
+            policy: RwLock::new(Arc::new(policy)),
+            refresh: Some(refresh),
+        }
+    }
+
+    fn current(&self) -> Arc<AuthPolicy> {
+        Arc::clone(
+            &self
+                .policy
+                .read()
+                .unwrap_or_else(|poisoned| poisoned.into_inner()),
+        )
+    }
+
+    pub async fn authenticate(
+        &self,
+        headers: &HeaderMap,
+        body: &[u8],
+        now: SystemTime,
+    ) -> Result<(), Unauthenticated> {
+        let refused = match self.current().authenticate(headers, body, now) {
+            Ok(()) => return Ok(()),
+            Err(refused) => refused,
+        };
+        let Some(refresh) = self.refresh.as_ref().filter(|r| r.claim()) else {
+            return Err(refused);
+        };
+        let renewed = match refresh.source.fetch().await {
+            Ok(value) => refresh
+                .mode
+                .policy(&value, WEBHOOK_SECRETS_ARN)
+                .map_err(|e| e.to_string()),
+            Err(error) => Err(error.to_string()),
+        };
+        match renewed {
+            Ok(policy) => {
+                tracing::info!("webhook secrets re-read after a failed delivery");
+                let policy = Arc::new(policy);
+                *self
+                    .policy
+                    .write()
+                    .unwrap_or_else(|poisoned| poisoned.into_inner()) = Arc::clone(&policy);
+                policy.authenticate(headers, body, now)
+            }
+            Err(error) => {
+                // Keep the secrets in force; the next read is due after the interval.
+                tracing::warn!(error = %error, "webhook secrets could not be re-read");
+                Err(refused)
+            }
         }
     }
 }
@@ -209,7 +352,7 @@ mod tests {
             ),
         ];
         for (name, pairs, accepted) in cases {
-            let result = policy.authenticate(&headers(&pairs));
+            let result = policy.authenticate(&headers(&pairs), b"", SystemTime::now());
             assert_eq!(result.is_ok(), accepted, "case {name}");
             if let Err(refused) = result {
                 assert_eq!(refused.challenge, Some(BEARER_CHALLENGE), "case {name}");
@@ -235,7 +378,11 @@ mod tests {
             ),
         ];
         for (name, value, accepted) in cases {
-            let result = policy.authenticate(&headers(&[("authorization", value)]));
+            let result = policy.authenticate(
+                &headers(&[("authorization", value)]),
+                b"",
+                SystemTime::now(),
+            );
             assert_eq!(result.is_ok(), accepted, "case {name}");
             if let Err(refused) = result {
                 assert_eq!(refused.challenge, Some(BASIC_CHALLENGE));
@@ -268,7 +415,7 @@ mod tests {
             ("missing", vec![], false),
         ];
         for (name, pairs, accepted) in cases {
-            let result = policy.authenticate(&headers(&pairs));
+            let result = policy.authenticate(&headers(&pairs), b"", SystemTime::now());
             assert_eq!(result.is_ok(), accepted, "case {name}");
             if let Err(refused) = result {
                 assert_eq!(refused.challenge, None);
@@ -278,7 +425,9 @@ mod tests {
 
     #[test]
     fn none_accepts_anything() {
-        assert!(AuthPolicy::None.authenticate(&HeaderMap::new()).is_ok());
+        assert!(AuthPolicy::None
+            .authenticate(&HeaderMap::new(), b"", SystemTime::now())
+            .is_ok());
     }
 
     #[test]

@@ -2,17 +2,26 @@
 //! malformed variable stops start-up with a message naming it; nothing about
 //! authentication has a silent default.
 
+use std::time::Duration;
+
 use http::header::HeaderName;
 use shared::receipt::MAX_PAYLOAD_BYTES;
 use shared::Retention;
 
 use crate::auth::{AcceptedSecrets, AuthPolicy};
+use crate::standard_webhooks::{SigningKeys, StandardWebhooks, DEFAULT_TOLERANCE};
 
 pub const RECEIPTS_TABLE: &str = "RECEIPTS_TABLE";
 pub const RECEIPT_RETENTION_DAYS: &str = "RECEIPT_RETENTION_DAYS";
 pub const WEBHOOK_AUTH: &str = "WEBHOOK_AUTH";
 pub const WEBHOOK_SECRETS: &str = "WEBHOOK_SECRETS";
 pub const MAX_BODY_BYTES: &str = "MAX_BODY_BYTES";
+pub const WEBHOOK_SECRETS_ARN: &str = "WEBHOOK_SECRETS_ARN";
+pub const WEBHOOK_SECRETS_REFRESH_SECONDS: &str = "WEBHOOK_SECRETS_REFRESH_SECONDS";
+pub const WEBHOOK_TOLERANCE_SECONDS: &str = "WEBHOOK_TOLERANCE_SECONDS";
+
+/// How often, at most, a failed delivery may re-read the secret.
+pub const DEFAULT_REFRESH_INTERVAL: Duration = Duration::from_secs(60);
 
 pub const DEFAULT_MAX_BODY_BYTES: usize = 256 * 1024;
 
@@ -23,7 +32,7 @@ pub const MIN_SECRET_CHARS: usize = 16;
 pub struct Config {
     pub receipts_table: String,
     pub retention: Retention,
-    pub auth: AuthPolicy,
+    pub auth: AuthSetting,
     pub max_body_bytes: usize,
 }
 
@@ -87,10 +96,7 @@ impl Config {
                 })?,
         };
 
-        let auth = parse_auth(
-            get(WEBHOOK_AUTH).as_deref(),
-            get(WEBHOOK_SECRETS).as_deref(),
-        )?;
+        let auth = parse_auth(&get)?;
 
         Ok(Config {
             receipts_table,
@@ -101,79 +107,196 @@ impl Config {
     }
 }
 
-fn parse_auth(mode: Option<&str>, secrets: Option<&str>) -> Result<AuthPolicy, ConfigError> {
-    let mode = mode.ok_or(ConfigError::Missing(WEBHOOK_AUTH))?.trim();
-    if mode == "none" {
-        return match secrets {
-            Some(_) => Err(invalid(
-                WEBHOOK_SECRETS,
-                "is set while WEBHOOK_AUTH=none; choose an authentication mode or unset it",
-            )),
-            None => Ok(AuthPolicy::None),
-        };
+/// How the sender proves itself, before secrets are known.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AuthMode {
+    None,
+    Bearer,
+    Basic,
+    Header(HeaderName),
+    StandardWebhooks { tolerance: Duration },
+}
+
+/// Where the accepted secrets come from.
+#[derive(Debug, Clone)]
+pub enum AuthSetting {
+    /// `WEBHOOK_SECRETS` (or no secrets, with `WEBHOOK_AUTH=none`).
+    Inline(AuthPolicy),
+    /// `WEBHOOK_SECRETS_ARN`: read at init, and re-read at most once per
+    /// `refresh_interval` when a delivery fails authentication.
+    SecretsManager {
+        arn: String,
+        mode: AuthMode,
+        refresh_interval: Duration,
+    },
+}
+
+impl AuthMode {
+    /// The policy for this mode with `secrets`, comma-separated as in
+    /// `WEBHOOK_SECRETS` or a Secrets Manager secret's value. Errors name
+    /// `origin` and an entry's position, never its value.
+    pub fn policy(&self, secrets: &str, origin: &'static str) -> Result<AuthPolicy, ConfigError> {
+        let entries: Vec<&str> = secrets.split(',').map(str::trim).collect();
+        for (index, entry) in entries.iter().enumerate() {
+            if entry.chars().any(|c| c.is_whitespace() || c.is_control()) {
+                return Err(invalid(
+                    origin,
+                    format!("entry {} contains whitespace", index + 1),
+                ));
+            }
+        }
+        if let AuthMode::StandardWebhooks { tolerance } = self {
+            let keys = SigningKeys::parse(entries).map_err(|(index, error)| {
+                invalid(origin, format!("entry {} {error}", index + 1))
+            })?;
+            return Ok(AuthPolicy::StandardWebhooks(StandardWebhooks::new(
+                keys, *tolerance,
+            )));
+        }
+        for (index, entry) in entries.iter().enumerate() {
+            let position = index + 1;
+            let secret_part = match (self, entry.split_once(':')) {
+                (AuthMode::Basic, Some((user, password))) if !user.is_empty() => password,
+                (AuthMode::Basic, _) => {
+                    return Err(invalid(
+                        origin,
+                        format!("entry {position} must be user:password for basic authentication"),
+                    ))
+                }
+                _ => entry,
+            };
+            if secret_part.chars().count() < MIN_SECRET_CHARS {
+                return Err(invalid(
+                    origin,
+                    format!("entry {position} is shorter than {MIN_SECRET_CHARS} characters"),
+                ));
+            }
+        }
+        let secrets = AcceptedSecrets::new(entries);
+        Ok(match self {
+            AuthMode::None => AuthPolicy::None,
+            AuthMode::Bearer => AuthPolicy::Bearer(secrets),
+            AuthMode::Basic => AuthPolicy::Basic(secrets),
+            AuthMode::Header(name) => AuthPolicy::Header {
+                name: name.clone(),
+                secrets,
+            },
+            AuthMode::StandardWebhooks { .. } => unreachable!("handled above"),
+        })
     }
-    let header_name = match mode {
-        "bearer" | "basic" => None,
-        _ => match mode.strip_prefix("header:") {
-            Some(name) => Some(HeaderName::from_bytes(name.trim().as_bytes()).map_err(|_| {
+}
+
+fn seconds(
+    raw: Option<String>,
+    name: &'static str,
+    default: Duration,
+    range: std::ops::RangeInclusive<u64>,
+) -> Result<Duration, ConfigError> {
+    match raw {
+        None => Ok(default),
+        Some(raw) => raw
+            .trim()
+            .parse()
+            .ok()
+            .filter(|n| range.contains(n))
+            .map(Duration::from_secs)
+            .ok_or_else(|| {
                 invalid(
-                    WEBHOOK_AUTH,
-                    "header:<Header-Name> needs a valid HTTP header name",
+                    name,
+                    format!(
+                        "expected whole seconds from {} to {}",
+                        range.start(),
+                        range.end()
+                    ),
                 )
-            })?),
+            }),
+    }
+}
+
+fn parse_auth(get: &dyn Fn(&str) -> Option<String>) -> Result<AuthSetting, ConfigError> {
+    let mode_text = get(WEBHOOK_AUTH).ok_or(ConfigError::Missing(WEBHOOK_AUTH))?;
+    let inline = get(WEBHOOK_SECRETS);
+    let arn = get(WEBHOOK_SECRETS_ARN).map(|arn| arn.trim().to_owned());
+    let tolerance_text = get(WEBHOOK_TOLERANCE_SECONDS);
+    let refresh_text = get(WEBHOOK_SECRETS_REFRESH_SECONDS);
+
+    let mode = match mode_text.trim() {
+        "none" => AuthMode::None,
+        "bearer" => AuthMode::Bearer,
+        "basic" => AuthMode::Basic,
+        "standard-webhooks" => AuthMode::StandardWebhooks {
+            tolerance: seconds(
+                tolerance_text.clone(),
+                WEBHOOK_TOLERANCE_SECONDS,
+                DEFAULT_TOLERANCE,
+                1..=3600,
+            )?,
+        },
+        other => match other.strip_prefix("header:") {
+            Some(name) => {
+                AuthMode::Header(HeaderName::from_bytes(name.trim().as_bytes()).map_err(|_| {
+                    invalid(
+                        WEBHOOK_AUTH,
+                        "header:<Header-Name> needs a valid HTTP header name",
+                    )
+                })?)
+            }
             None => {
                 return Err(invalid(
                     WEBHOOK_AUTH,
-                    "expected bearer, basic, header:<Header-Name> or none",
+                    "expected bearer, basic, header:<Header-Name>, standard-webhooks or none",
                 ))
             }
         },
     };
-    let secrets = parse_secrets(
-        secrets.ok_or(ConfigError::Missing(WEBHOOK_SECRETS))?,
-        mode == "basic",
-    )?;
-    Ok(match (mode, header_name) {
-        ("bearer", _) => AuthPolicy::Bearer(secrets),
-        ("basic", _) => AuthPolicy::Basic(secrets),
-        (_, Some(name)) => AuthPolicy::Header { name, secrets },
-        _ => unreachable!("modes were matched above"),
-    })
-}
+    if tolerance_text.is_some() && !matches!(mode, AuthMode::StandardWebhooks { .. }) {
+        return Err(invalid(
+            WEBHOOK_TOLERANCE_SECONDS,
+            "applies only to WEBHOOK_AUTH=standard-webhooks; unset it",
+        ));
+    }
+    if refresh_text.is_some() && arn.is_none() {
+        return Err(invalid(
+            WEBHOOK_SECRETS_REFRESH_SECONDS,
+            "applies only with WEBHOOK_SECRETS_ARN; unset it",
+        ));
+    }
 
-/// Comma-separated secrets. The messages say which entry is wrong by its
-/// position, never by its value.
-fn parse_secrets(raw: &str, basic: bool) -> Result<AcceptedSecrets, ConfigError> {
-    let entries: Vec<&str> = raw.split(',').map(str::trim).collect();
-    for (index, entry) in entries.iter().enumerate() {
-        let position = index + 1;
-        if entry.chars().any(|c| c.is_whitespace() || c.is_control()) {
-            return Err(invalid(
-                WEBHOOK_SECRETS,
-                format!("entry {position} contains whitespace"),
-            ));
+    match (mode, inline, arn) {
+        (AuthMode::None, None, None) => Ok(AuthSetting::Inline(AuthPolicy::None)),
+        (AuthMode::None, _, _) => Err(invalid(
+            WEBHOOK_AUTH,
+            "is none while secrets are set; choose an authentication mode or unset the secrets",
+        )),
+        (_, Some(_), Some(_)) => Err(invalid(
+            WEBHOOK_SECRETS_ARN,
+            "set either WEBHOOK_SECRETS or WEBHOOK_SECRETS_ARN, not both",
+        )),
+        (_, None, None) => Err(ConfigError::Missing(
+            "WEBHOOK_SECRETS or WEBHOOK_SECRETS_ARN",
+        )),
+        (mode, Some(secrets), None) => {
+            Ok(AuthSetting::Inline(mode.policy(&secrets, WEBHOOK_SECRETS)?))
         }
-        let secret_part = if basic {
-            match entry.split_once(':') {
-                Some((user, password)) if !user.is_empty() => password,
-                _ => {
-                    return Err(invalid(
-                        WEBHOOK_SECRETS,
-                        format!("entry {position} must be user:password for basic authentication"),
-                    ))
-                }
+        (mode, None, Some(arn)) => {
+            if !arn.starts_with("arn:") {
+                return Err(invalid(
+                    WEBHOOK_SECRETS_ARN,
+                    "must be a Secrets Manager secret ARN (arn:...)",
+                ));
             }
-        } else {
-            entry
-        };
-        if secret_part.chars().count() < MIN_SECRET_CHARS {
-            return Err(invalid(
-                WEBHOOK_SECRETS,
-                format!("entry {position} is shorter than {MIN_SECRET_CHARS} characters"),
-            ));
+            Ok(AuthSetting::SecretsManager {
+                arn,
+                mode,
+                refresh_interval: seconds(
+                    refresh_text,
+                    WEBHOOK_SECRETS_REFRESH_SECONDS,
+                    DEFAULT_REFRESH_INTERVAL,
+                    1..=86_400,
+                )?,
+            })
         }
     }
-    Ok(AcceptedSecrets::new(entries))
 }
 
 #[cfg(test)]
@@ -189,10 +312,19 @@ mod tests {
         Config::from_lookup(|name| env.get(name).cloned())
     }
 
+    fn inline_policy(pairs: &[(&str, &str)]) -> AuthPolicy {
+        match load(pairs).unwrap().auth {
+            AuthSetting::Inline(policy) => policy,
+            other => panic!("expected inline secrets, got {other:?}"),
+        }
+    }
+
     /// A case name, the environment, and the error it must give.
     type ConfigCase = (&'static str, Vec<(&'static str, &'static str)>, ConfigError);
 
     const TABLE: (&str, &str) = (RECEIPTS_TABLE, "receipts");
+    const WHSEC: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
+    const ARN: &str = "arn:aws:secretsmanager:us-east-1:123456789012:secret:webhook-AbCdEf";
 
     #[test]
     fn defaults_apply_where_a_default_is_safe() {
@@ -205,29 +337,94 @@ mod tests {
         assert_eq!(config.receipts_table, "receipts");
         assert_eq!(config.retention, Retention::default());
         assert_eq!(config.max_body_bytes, 262_144);
-        assert!(matches!(config.auth, AuthPolicy::Bearer(ref s) if s.len() == 1));
+        assert!(
+            matches!(config.auth, AuthSetting::Inline(AuthPolicy::Bearer(ref s)) if s.len() == 1)
+        );
     }
 
     #[test]
     fn auth_modes() {
-        let basic = load(&[
+        let basic = inline_policy(&[
             TABLE,
             (WEBHOOK_AUTH, "basic"),
             (WEBHOOK_SECRETS, "sf:0123456789abcdef,sf2:fedcba9876543210"),
-        ])
-        .unwrap();
-        assert!(matches!(basic.auth, AuthPolicy::Basic(ref s) if s.len() == 2));
-        let header = load(&[
+        ]);
+        assert!(matches!(basic, AuthPolicy::Basic(ref s) if s.len() == 2));
+        let header = inline_policy(&[
             TABLE,
             (WEBHOOK_AUTH, "header:X-Webhook-Token"),
             (WEBHOOK_SECRETS, "0123456789abcdef"),
+        ]);
+        assert!(matches!(header, AuthPolicy::Header { ref name, .. } if name == "x-webhook-token"));
+        let signed = inline_policy(&[
+            TABLE,
+            (WEBHOOK_AUTH, "standard-webhooks"),
+            (WEBHOOK_SECRETS, WHSEC),
+        ]);
+        assert!(matches!(signed, AuthPolicy::StandardWebhooks(_)));
+        assert_eq!(
+            inline_policy(&[TABLE, (WEBHOOK_AUTH, "none")]),
+            AuthPolicy::None
+        );
+    }
+
+    #[test]
+    fn secrets_from_secrets_manager() {
+        let config = load(&[
+            TABLE,
+            (WEBHOOK_AUTH, "standard-webhooks"),
+            (WEBHOOK_SECRETS_ARN, ARN),
+            (WEBHOOK_TOLERANCE_SECONDS, "120"),
+            (WEBHOOK_SECRETS_REFRESH_SECONDS, "5"),
         ])
         .unwrap();
+        match config.auth {
+            AuthSetting::SecretsManager {
+                arn,
+                mode,
+                refresh_interval,
+            } => {
+                assert_eq!(arn, ARN);
+                assert_eq!(
+                    mode,
+                    AuthMode::StandardWebhooks {
+                        tolerance: Duration::from_secs(120)
+                    }
+                );
+                assert_eq!(refresh_interval, Duration::from_secs(5));
+            }
+            other => panic!("{other:?}"),
+        }
+        let default_refresh =
+            load(&[TABLE, (WEBHOOK_AUTH, "bearer"), (WEBHOOK_SECRETS_ARN, ARN)]).unwrap();
         assert!(
-            matches!(header.auth, AuthPolicy::Header { ref name, .. } if name == "x-webhook-token")
+            matches!(default_refresh.auth, AuthSetting::SecretsManager { refresh_interval, .. } if refresh_interval == DEFAULT_REFRESH_INTERVAL)
         );
-        let none = load(&[TABLE, (WEBHOOK_AUTH, "none")]).unwrap();
-        assert_eq!(none.auth, AuthPolicy::None);
+    }
+
+    #[test]
+    fn a_secret_value_is_checked_like_the_variable() {
+        assert!(AuthMode::Bearer
+            .policy("0123456789abcdef,fedcba9876543210", WEBHOOK_SECRETS_ARN)
+            .is_ok());
+        assert_eq!(
+            AuthMode::Bearer
+                .policy("short", WEBHOOK_SECRETS_ARN)
+                .unwrap_err(),
+            invalid(WEBHOOK_SECRETS_ARN, "entry 1 is shorter than 16 characters")
+        );
+        let signed = AuthMode::StandardWebhooks {
+            tolerance: DEFAULT_TOLERANCE,
+        };
+        assert_eq!(
+            signed
+                .policy("0123456789abcdef0123456789", WEBHOOK_SECRETS_ARN)
+                .unwrap_err(),
+            invalid(
+                WEBHOOK_SECRETS_ARN,
+                "entry 1 must be whsec_ followed by base64"
+            )
+        );
     }
 
     #[test]
@@ -237,14 +434,22 @@ mod tests {
             ("no table", vec![(WEBHOOK_AUTH, "none")], ConfigError::Missing(RECEIPTS_TABLE)),
             ("blank table", vec![(RECEIPTS_TABLE, " "), (WEBHOOK_AUTH, "none")], ConfigError::Missing(RECEIPTS_TABLE)),
             ("no auth mode: no silent default", vec![TABLE], ConfigError::Missing(WEBHOOK_AUTH)),
-            ("unknown auth mode", vec![TABLE, (WEBHOOK_AUTH, "hmac"), good_secret], invalid(WEBHOOK_AUTH, "expected bearer, basic, header:<Header-Name> or none")),
+            ("unknown auth mode", vec![TABLE, (WEBHOOK_AUTH, "hmac"), good_secret], invalid(WEBHOOK_AUTH, "expected bearer, basic, header:<Header-Name>, standard-webhooks or none")),
             ("bad header name", vec![TABLE, (WEBHOOK_AUTH, "header:bad name"), good_secret], invalid(WEBHOOK_AUTH, "header:<Header-Name> needs a valid HTTP header name")),
-            ("bearer without secrets", vec![TABLE, (WEBHOOK_AUTH, "bearer")], ConfigError::Missing(WEBHOOK_SECRETS)),
+            ("bearer without secrets", vec![TABLE, (WEBHOOK_AUTH, "bearer")], ConfigError::Missing("WEBHOOK_SECRETS or WEBHOOK_SECRETS_ARN")),
+            ("both secret forms", vec![TABLE, (WEBHOOK_AUTH, "bearer"), good_secret, (WEBHOOK_SECRETS_ARN, ARN)], invalid(WEBHOOK_SECRETS_ARN, "set either WEBHOOK_SECRETS or WEBHOOK_SECRETS_ARN, not both")),
+            ("not an ARN", vec![TABLE, (WEBHOOK_AUTH, "bearer"), (WEBHOOK_SECRETS_ARN, "webhook-secret")], invalid(WEBHOOK_SECRETS_ARN, "must be a Secrets Manager secret ARN (arn:...)")),
             ("short secret", vec![TABLE, (WEBHOOK_AUTH, "bearer"), (WEBHOOK_SECRETS, "short")], invalid(WEBHOOK_SECRETS, "entry 1 is shorter than 16 characters")),
             ("empty entry", vec![TABLE, (WEBHOOK_AUTH, "bearer"), (WEBHOOK_SECRETS, "0123456789abcdef,")], invalid(WEBHOOK_SECRETS, "entry 2 is shorter than 16 characters")),
             ("basic without user", vec![TABLE, (WEBHOOK_AUTH, "basic"), good_secret], invalid(WEBHOOK_SECRETS, "entry 1 must be user:password for basic authentication")),
             ("secret with space", vec![TABLE, (WEBHOOK_AUTH, "bearer"), (WEBHOOK_SECRETS, "0123456789 abcdef")], invalid(WEBHOOK_SECRETS, "entry 1 contains whitespace")),
-            ("secrets with auth none", vec![TABLE, (WEBHOOK_AUTH, "none"), good_secret], invalid(WEBHOOK_SECRETS, "is set while WEBHOOK_AUTH=none; choose an authentication mode or unset it")),
+            ("signing secret not whsec", vec![TABLE, (WEBHOOK_AUTH, "standard-webhooks"), good_secret], invalid(WEBHOOK_SECRETS, "entry 1 must be whsec_ followed by base64")),
+            ("signing secret too short", vec![TABLE, (WEBHOOK_AUTH, "standard-webhooks"), (WEBHOOK_SECRETS, "whsec_c2hvcnQ=")], invalid(WEBHOOK_SECRETS, "entry 1 must decode to at least 24 bytes")),
+            ("tolerance zero", vec![TABLE, (WEBHOOK_AUTH, "standard-webhooks"), (WEBHOOK_SECRETS, WHSEC), (WEBHOOK_TOLERANCE_SECONDS, "0")], invalid(WEBHOOK_TOLERANCE_SECONDS, "expected whole seconds from 1 to 3600")),
+            ("tolerance without signatures", vec![TABLE, (WEBHOOK_AUTH, "bearer"), good_secret, (WEBHOOK_TOLERANCE_SECONDS, "60")], invalid(WEBHOOK_TOLERANCE_SECONDS, "applies only to WEBHOOK_AUTH=standard-webhooks; unset it")),
+            ("refresh without an ARN", vec![TABLE, (WEBHOOK_AUTH, "bearer"), good_secret, (WEBHOOK_SECRETS_REFRESH_SECONDS, "60")], invalid(WEBHOOK_SECRETS_REFRESH_SECONDS, "applies only with WEBHOOK_SECRETS_ARN; unset it")),
+            ("secrets with auth none", vec![TABLE, (WEBHOOK_AUTH, "none"), good_secret], invalid(WEBHOOK_AUTH, "is none while secrets are set; choose an authentication mode or unset the secrets")),
+            ("an ARN with auth none", vec![TABLE, (WEBHOOK_AUTH, "none"), (WEBHOOK_SECRETS_ARN, ARN)], invalid(WEBHOOK_AUTH, "is none while secrets are set; choose an authentication mode or unset the secrets")),
             ("retention zero", vec![TABLE, (WEBHOOK_AUTH, "none"), (RECEIPT_RETENTION_DAYS, "0")], invalid(RECEIPT_RETENTION_DAYS, "expected whole days from 1 to 3650")),
             ("retention text", vec![TABLE, (WEBHOOK_AUTH, "none"), (RECEIPT_RETENTION_DAYS, "a month")], invalid(RECEIPT_RETENTION_DAYS, "expected whole days from 1 to 3650")),
             ("body limit over the item limit", vec![TABLE, (WEBHOOK_AUTH, "none"), (MAX_BODY_BYTES, "400000")], invalid(MAX_BODY_BYTES, "expected bytes from 1 to 393216 (a receipt must stay under DynamoDB's 400 KB item limit)")),

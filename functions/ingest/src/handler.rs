@@ -16,7 +16,7 @@ use shared::{
     SubmissionId,
 };
 
-use crate::auth::{AuthPolicy, Unauthenticated};
+use crate::auth::{Authenticator, Unauthenticated};
 use crate::config::Config;
 use crate::store::{PutOutcome, ReceiptStore, StoreError};
 
@@ -61,17 +61,19 @@ impl IngestError {
 /// The ingest handler over any receipt store. Built once at init.
 pub struct Ingest<S> {
     store: S,
-    auth: AuthPolicy,
+    auth: Authenticator,
     max_body_bytes: usize,
     retention: Retention,
     clock: fn() -> SystemTime,
 }
 
 impl<S: ReceiptStore> Ingest<S> {
-    pub fn new(store: S, config: &Config) -> Self {
+    /// `auth` comes from the configuration: `Authenticator::inline`, or
+    /// `secrets::authenticator` when the secrets are in Secrets Manager.
+    pub fn new(store: S, auth: Authenticator, config: &Config) -> Self {
         Ingest {
             store,
-            auth: config.auth.clone(),
+            auth,
             max_body_bytes: config.max_body_bytes,
             retention: config.retention,
             clock: SystemTime::now,
@@ -103,9 +105,12 @@ impl<S: ReceiptStore> Ingest<S> {
         request: &Request,
         submission_id: &mut Option<SubmissionId>,
     ) -> Result<Outcome, IngestError> {
-        self.auth.authenticate(request.headers())?;
-
+        // Raw bytes only: a signature is checked before anything parses them.
         let body: &[u8] = request.body().as_ref();
+        self.auth
+            .authenticate(request.headers(), body, (self.clock)())
+            .await?;
+
         if body.len() > self.max_body_bytes {
             return Err(IngestError::PayloadTooLarge {
                 limit: self.max_body_bytes,

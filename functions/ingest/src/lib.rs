@@ -8,6 +8,7 @@ pub mod auth;
 pub mod config;
 pub mod dynamo;
 pub mod handler;
+pub mod secrets;
 pub mod standard_webhooks;
 pub mod store;
 

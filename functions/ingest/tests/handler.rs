@@ -12,7 +12,7 @@ use ingest::Ingest;
 use shared::ReceiptStatus;
 
 fn memory_ingest() -> Ingest<MemoryReceiptStore> {
-    Ingest::new(MemoryReceiptStore::default(), &bearer_config())
+    ingest_with(MemoryReceiptStore::default(), &bearer_config())
 }
 
 #[tokio::test]
@@ -38,7 +38,7 @@ async fn seed_test_1_stores_one_receipt_and_acknowledges_a_retry() {
 #[tokio::test]
 async fn seed_test_2_a_mismatched_key_never_reaches_the_store() {
     let store = ScriptedStore::new(Ok(PutOutcome::Stored));
-    let ingest = Ingest::new(store, &bearer_config());
+    let ingest = ingest_with(store, &bearer_config());
     let request = common::request(
         &[
             ("authorization", &format!("Bearer {TOKEN}")),
@@ -290,7 +290,7 @@ async fn store_failures_never_answer_2xx() {
         ),
     ];
     for (error, status, code, retry_after) in cases {
-        let ingest = Ingest::new(ScriptedStore::new(Err(error.clone())), &bearer_config());
+        let ingest = ingest_with(ScriptedStore::new(Err(error.clone())), &bearer_config());
         let response = ingest.handle(delivery("sub_1")).await;
         assert_eq!(response.status(), status, "{error:?}");
         assert_eq!(json_body(&response)["error"], code);
@@ -313,7 +313,7 @@ async fn an_existing_receipt_without_fingerprint_counts_as_a_duplicate() {
     let store = ScriptedStore::new(Ok(PutOutcome::AlreadyExists {
         payload_fingerprint: None,
     }));
-    let ingest = Ingest::new(store, &bearer_config());
+    let ingest = ingest_with(store, &bearer_config());
     assert_eq!(ingest.handle(delivery("sub_1")).await.status(), 200);
 }
 

@@ -9,7 +9,6 @@ use std::sync::{Arc, Mutex};
 
 use common::*;
 use ingest::store::{MemoryReceiptStore, StoreError};
-use ingest::Ingest;
 use lambda_http::{Context, RequestExt};
 use tracing_subscriber::fmt::MakeWriter;
 
@@ -79,7 +78,7 @@ async fn logs_one_json_line_per_delivery_without_secrets_or_personal_data() {
             sensitive_body("sub_log_1"),
         )
     };
-    let ingest = Ingest::new(MemoryReceiptStore::default(), &bearer_config());
+    let ingest = ingest_with(MemoryReceiptStore::default(), &bearer_config());
     let deliveries = [
         ("req-accepted", good(), 202),
         ("req-duplicate", good(), 200),
@@ -118,7 +117,7 @@ async fn logs_one_json_line_per_delivery_without_secrets_or_personal_data() {
         let response = ingest.handle(with_request_id(request, request_id)).await;
         assert_eq!(response.status(), status, "{request_id}");
     }
-    let unavailable = Ingest::new(
+    let unavailable = ingest_with(
         ScriptedStore::new(Err(StoreError::Unavailable("ThrottlingException".into()))),
         &bearer_config(),
     );

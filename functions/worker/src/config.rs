@@ -6,6 +6,7 @@ pub const RECEIPTS_TABLE: &str = "RECEIPTS_TABLE";
 pub const DESTINATION: &str = "DESTINATION";
 pub const CRM_URL: &str = "CRM_URL";
 pub const CRM_TOKEN: &str = "CRM_TOKEN";
+pub const CRM_TOKEN_SECRET_ARN: &str = "CRM_TOKEN_SECRET_ARN";
 pub const LEADS_TABLE: &str = "LEADS_TABLE";
 pub const LEAD_KEY: &str = "LEAD_KEY";
 pub const WORKER_CONCURRENCY: &str = "WORKER_CONCURRENCY";
@@ -27,12 +28,22 @@ pub struct Config {
 pub enum DestinationConfig {
     Http {
         url: String,
-        token: Option<CrmToken>,
+        token: TokenSetting,
     },
     Dynamodb {
         leads_table: String,
         lead_key: LeadKey,
     },
+}
+
+/// Where the CRM token comes from, if the CRM needs one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TokenSetting {
+    None,
+    /// `CRM_TOKEN`, for local use.
+    Inline(CrmToken),
+    /// `CRM_TOKEN_SECRET_ARN`: read from Secrets Manager once, at init.
+    SecretsManager(String),
 }
 
 /// How the leads table identifies a lead.
@@ -49,6 +60,12 @@ pub enum LeadKey {
 pub struct CrmToken(String);
 
 impl CrmToken {
+    /// Blank tokens are no tokens.
+    pub fn new(token: &str) -> Option<Self> {
+        let token = token.trim();
+        (!token.is_empty()).then(|| CrmToken(token.to_owned()))
+    }
+
     pub fn expose(&self) -> &str {
         &self.0
     }
@@ -100,7 +117,28 @@ impl Config {
                 forbid(LEAD_KEY, "http")?;
                 let url = get(CRM_URL).ok_or(ConfigError::Missing(CRM_URL))?;
                 check_crm_url(url.trim())?;
-                let token = get(CRM_TOKEN).map(|token| CrmToken(token.trim().to_owned()));
+                let token = match (
+                    get(CRM_TOKEN).as_deref().and_then(CrmToken::new),
+                    get(CRM_TOKEN_SECRET_ARN),
+                ) {
+                    (None, None) => TokenSetting::None,
+                    (Some(token), None) => TokenSetting::Inline(token),
+                    (None, Some(arn)) if arn.trim().starts_with("arn:") => {
+                        TokenSetting::SecretsManager(arn.trim().to_owned())
+                    }
+                    (None, Some(_)) => {
+                        return Err(invalid(
+                            CRM_TOKEN_SECRET_ARN,
+                            "must be a Secrets Manager secret ARN (arn:...)",
+                        ))
+                    }
+                    (Some(_), Some(_)) => {
+                        return Err(invalid(
+                            CRM_TOKEN_SECRET_ARN,
+                            "set either CRM_TOKEN or CRM_TOKEN_SECRET_ARN, not both",
+                        ))
+                    }
+                };
                 DestinationConfig::Http {
                     url: url.trim().to_owned(),
                     token,
@@ -109,6 +147,7 @@ impl Config {
             Some("dynamodb") => {
                 forbid(CRM_URL, "dynamodb")?;
                 forbid(CRM_TOKEN, "dynamodb")?;
+                forbid(CRM_TOKEN_SECRET_ARN, "dynamodb")?;
                 let leads_table = get(LEADS_TABLE).ok_or(ConfigError::Missing(LEADS_TABLE))?;
                 let lead_key = match get(LEAD_KEY).as_deref().map(str::trim) {
                     None | Some("submission") => LeadKey::Submission,
@@ -190,8 +229,31 @@ mod tests {
         .unwrap();
         assert_eq!(http.concurrency, 8);
         assert!(
-            matches!(http.destination, DestinationConfig::Http { ref token, .. } if token.as_ref().map(CrmToken::expose) == Some("t0ken"))
+            matches!(http.destination, DestinationConfig::Http { token: TokenSetting::Inline(ref token), .. } if token.expose() == "t0ken")
         );
+        let arn = "arn:aws:secretsmanager:us-east-1:123456789012:secret:crm-AbCdEf";
+        let from_secret = load(&[
+            TABLE,
+            (DESTINATION, "http"),
+            (CRM_URL, "https://crm/leads/{externalId}"),
+            (CRM_TOKEN_SECRET_ARN, arn),
+        ])
+        .unwrap();
+        assert_eq!(
+            from_secret.destination,
+            DestinationConfig::Http {
+                url: "https://crm/leads/{externalId}".into(),
+                token: TokenSetting::SecretsManager(arn.into())
+            }
+        );
+        let no_token = load(&[TABLE, (DESTINATION, "http"), (CRM_URL, "https://crm")]).unwrap();
+        assert!(matches!(
+            no_token.destination,
+            DestinationConfig::Http {
+                token: TokenSetting::None,
+                ..
+            }
+        ));
 
         let by_email = load(&[
             TABLE,
@@ -299,6 +361,46 @@ mod tests {
                 ],
                 invalid(
                     CRM_TOKEN,
+                    "does not apply to DESTINATION=dynamodb; unset it",
+                ),
+            ),
+            (
+                "both token forms",
+                vec![
+                    TABLE,
+                    (DESTINATION, "http"),
+                    (CRM_URL, "https://crm"),
+                    (CRM_TOKEN, "t"),
+                    (CRM_TOKEN_SECRET_ARN, "arn:aws:secretsmanager:x"),
+                ],
+                invalid(
+                    CRM_TOKEN_SECRET_ARN,
+                    "set either CRM_TOKEN or CRM_TOKEN_SECRET_ARN, not both",
+                ),
+            ),
+            (
+                "token secret not an ARN",
+                vec![
+                    TABLE,
+                    (DESTINATION, "http"),
+                    (CRM_URL, "https://crm"),
+                    (CRM_TOKEN_SECRET_ARN, "crm-token"),
+                ],
+                invalid(
+                    CRM_TOKEN_SECRET_ARN,
+                    "must be a Secrets Manager secret ARN (arn:...)",
+                ),
+            ),
+            (
+                "dynamodb with a token secret",
+                vec![
+                    TABLE,
+                    (DESTINATION, "dynamodb"),
+                    (LEADS_TABLE, "leads"),
+                    (CRM_TOKEN_SECRET_ARN, "arn:aws:secretsmanager:x"),
+                ],
+                invalid(
+                    CRM_TOKEN_SECRET_ARN,
                     "does not apply to DESTINATION=dynamodb; unset it",
                 ),
             ),

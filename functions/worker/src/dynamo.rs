@@ -13,11 +13,6 @@ use shared::receipt::attr;
 
 use crate::ledger::{Failure, LedgerError, Marked, ReceiptLedger};
 
-/// Builds the client once, at init, from the environment.
-pub async fn client_from_env() -> Client {
-    Client::new(&sdk_loader().load().await)
-}
-
 /// The SDK configuration with bounded retries and time limits: a stuck call
 /// must end while the invocation still has time to report it. Tests add an
 /// endpoint and credentials to it.

@@ -12,6 +12,7 @@ pub mod handler;
 pub mod http_crm;
 pub mod leads_table;
 pub mod ledger;
+pub mod secrets;
 
 pub use config::Config;
 pub use handler::Worker;

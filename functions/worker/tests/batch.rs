@@ -405,7 +405,8 @@ fn test_token() -> CrmToken {
     .unwrap();
     match config.destination {
         worker::config::DestinationConfig::Http {
-            token: Some(token), ..
+            token: worker::config::TokenSetting::Inline(token),
+            ..
         } => token,
         _ => unreachable!("http configuration with a token"),
     }

@@ -11,7 +11,7 @@ use devtools::crm_stub::{Answer, CrmStub};
 use devtools::stream_event;
 use shared::{FormSubmission, Receipt, Retention};
 use tracing_subscriber::fmt::MakeWriter;
-use worker::config::DestinationConfig;
+use worker::config::{DestinationConfig, TokenSetting};
 use worker::http_crm::HttpCrm;
 use worker::ledger::MemoryLedger;
 use worker::{Config, Worker};
@@ -72,13 +72,17 @@ async fn logs_one_line_per_record_without_personal_data_or_tokens() {
         _ => None,
     })
     .unwrap();
-    let DestinationConfig::Http { url, token } = config.destination else {
-        unreachable!()
+    let DestinationConfig::Http {
+        url,
+        token: TokenSetting::Inline(token),
+    } = config.destination
+    else {
+        unreachable!("an http configuration with an inline token")
     };
     let ok = receipt("sub_ok");
     let refused = receipt("sub_refused");
     let worker = Worker::new(
-        HttpCrm::new(url, token).unwrap(),
+        HttpCrm::new(url, Some(token)).unwrap(),
         MemoryLedger::with_received([ok.pk.as_str(), refused.pk.as_str()]),
         8,
     );

@@ -4,8 +4,9 @@
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use ingest::auth::Authenticator;
 use ingest::store::{PutOutcome, ReceiptStore, StoreError};
-use ingest::Config;
+use ingest::{Config, Ingest};
 use lambda_http::{Body, Request};
 use shared::Receipt;
 
@@ -21,6 +22,13 @@ pub fn bearer_config() -> Config {
         _ => None,
     })
     .expect("test configuration is valid")
+}
+
+/// The handler with the configuration's inline secrets.
+pub fn ingest_with<S: ReceiptStore>(store: S, config: &Config) -> Ingest<S> {
+    let auth =
+        Authenticator::inline(&config.auth).expect("test configurations have inline secrets");
+    Ingest::new(store, auth, config)
 }
 
 pub fn events_dir() -> PathBuf {

@@ -1,0 +1,386 @@
+//! Signed deliveries and secrets in Secrets Manager, against independent
+//! parts: signatures made by the Standard Webhooks reference implementation
+//! (the `standardwebhooks` package from PyPI), and secrets served by moto's
+//! Secrets Manager over HTTP with the real SDK.
+
+use std::process::Command;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use aws_sdk_dynamodb::config::{Credentials, Region};
+use ingest::auth::Authenticator;
+use ingest::config::{AuthSetting, Config, WEBHOOK_SECRETS_ARN};
+use ingest::secrets::{self, SecretsManagerSource};
+use ingest::store::MemoryReceiptStore;
+use ingest::Ingest;
+use integration::*;
+
+const SECRET_A: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
+const SECRET_B: &str = "whsec_C2FtcGxlLXNlY3JldC1iLTAxMjM0NTY3ODk=";
+
+/// Python with the reference package, installed by the test command.
+fn python() -> String {
+    std::env::var("STANDARDWEBHOOKS_PYTHON").unwrap_or_else(|_| {
+        panic!("STANDARDWEBHOOKS_PYTHON is not set: run the suite with `make test`, which installs the standardwebhooks package into .tools/venv")
+    })
+}
+
+/// The `webhook-signature` value the reference implementation produces.
+fn reference_signature(secret: &str, msg_id: &str, timestamp: u64, body: &str) -> String {
+    let script = "import sys, datetime\nfrom standardwebhooks.webhooks import Webhook\n\
+                  secret, msg_id, ts, body = sys.argv[1:5]\n\
+                  at = datetime.datetime.fromtimestamp(int(ts), tz=datetime.timezone.utc)\n\
+                  print(Webhook(secret).sign(msg_id, at, body))";
+    let output = Command::new(python())
+        .args(["-c", script, secret, msg_id, &timestamp.to_string(), body])
+        .output()
+        .expect("python runs");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8(output.stdout).unwrap().trim().to_owned()
+}
+
+fn now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+}
+
+fn signed_request(
+    body: &str,
+    submission_id: &str,
+    headers: &[(&str, String)],
+) -> lambda_http::Request {
+    let mut builder = http::Request::builder()
+        .method("POST")
+        .uri("/webhooks/staticforms")
+        .header("content-type", "application/json")
+        .header(
+            "idempotency-key",
+            format!("staticforms:form.submitted:{submission_id}"),
+        );
+    for (name, value) in headers {
+        builder = builder.header(*name, value);
+    }
+    builder
+        .body(lambda_http::Body::from(body.to_owned()))
+        .unwrap()
+}
+
+fn signature_headers(secret: &str, timestamp: u64, body: &str) -> Vec<(&'static str, String)> {
+    vec![
+        ("webhook-id", "msg_2KWPBgLlAfxdpx2AI54pPJ85f4W".to_owned()),
+        ("webhook-timestamp", timestamp.to_string()),
+        (
+            "webhook-signature",
+            reference_signature(secret, "msg_2KWPBgLlAfxdpx2AI54pPJ85f4W", timestamp, body),
+        ),
+    ]
+}
+
+fn signed_ingest() -> Ingest<MemoryReceiptStore> {
+    let config = Config::from_lookup(|name| match name {
+        "RECEIPTS_TABLE" => Some("receipts".into()),
+        "WEBHOOK_AUTH" => Some("standard-webhooks".into()),
+        "WEBHOOK_SECRETS" => Some(format!("{SECRET_A},{SECRET_B}")),
+        _ => None,
+    })
+    .unwrap();
+    ingest_over(MemoryReceiptStore::default(), &config)
+}
+
+/// A case name, the body, the signature headers and the expected status.
+type DeliveryCase<'a> = (&'a str, String, Vec<(&'a str, String)>, u16);
+
+#[tokio::test]
+async fn signatures_from_the_reference_implementation_are_accepted_and_tampering_is_not() {
+    let body = body("sub_signed", "ada@example.com");
+    // Signing takes a Python start per case: the out-of-tolerance cases are
+    // 100 s past the 300 s edge so the seconds this test takes cannot matter
+    // (the exact edge is unit-tested with a fixed clock).
+    let at = now();
+    let good = signature_headers(SECRET_A, at, &body);
+    let replace = |name: &'static str, value: String| {
+        let mut headers: Vec<(&str, String)> =
+            good.iter().filter(|(n, _)| *n != name).cloned().collect();
+        headers.push((name, value));
+        headers
+    };
+    let mut changed = body.clone().into_bytes();
+    let position = changed.iter().position(|b| *b == b'A').unwrap();
+    changed[position] = b'B';
+    let changed = String::from_utf8(changed).unwrap();
+    let good_signature = good[2].1.clone();
+
+    let cases: Vec<DeliveryCase> = vec![
+        ("signed with secret A", body.clone(), good.clone(), 202),
+        (
+            "signed with secret B (rotation)",
+            body.clone(),
+            signature_headers(SECRET_B, at, &body),
+            202,
+        ),
+        (
+            "a bad signature before the good one",
+            body.clone(),
+            replace(
+                "webhook-signature",
+                format!("v1,AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA= {good_signature}"),
+            ),
+            202,
+        ),
+        ("one byte of the body changed", changed, good.clone(), 401),
+        (
+            "a secret not accepted",
+            body.clone(),
+            signature_headers("whsec_d3Jvbmctc2VjcmV0LXdyb25nLXNlY3JldC0wMQ==", at, &body),
+            401,
+        ),
+        (
+            "stale timestamp",
+            body.clone(),
+            signature_headers(SECRET_A, at - 400, &body),
+            401,
+        ),
+        (
+            "future timestamp",
+            body.clone(),
+            signature_headers(SECRET_A, at + 400, &body),
+            401,
+        ),
+        (
+            "missing webhook-id",
+            body.clone(),
+            good.iter()
+                .filter(|(n, _)| *n != "webhook-id")
+                .cloned()
+                .collect(),
+            401,
+        ),
+        (
+            "malformed signature list",
+            body.clone(),
+            replace(
+                "webhook-signature",
+                good_signature.replacen("v1,", "v1 ", 1),
+            ),
+            401,
+        ),
+    ];
+    for (name, body, headers, status) in cases {
+        let ingest = signed_ingest();
+        let response = ingest
+            .handle(signed_request(&body, "sub_signed", &headers))
+            .await;
+        assert_eq!(response.status(), status, "case {name}");
+        let stored = ingest.store().receipts().len();
+        assert_eq!(
+            stored,
+            usize::from(status == 202),
+            "case {name}: written only when accepted"
+        );
+    }
+}
+
+async fn secrets_client(endpoint: &str) -> aws_sdk_secretsmanager::Client {
+    let config = secrets::sdk_loader()
+        .endpoint_url(endpoint)
+        .region(Region::new("us-east-1"))
+        .credentials_provider(Credentials::new(
+            "test",
+            "test",
+            None,
+            None,
+            "integration-tests",
+        ))
+        .load()
+        .await;
+    aws_sdk_secretsmanager::Client::new(&config)
+}
+
+fn arn_config(arn: &str, refresh_seconds: &str) -> Config {
+    let (arn, refresh) = (arn.to_owned(), refresh_seconds.to_owned());
+    Config::from_lookup(move |name| match name {
+        "RECEIPTS_TABLE" => Some("receipts".into()),
+        "WEBHOOK_AUTH" => Some("bearer".into()),
+        "WEBHOOK_SECRETS_ARN" => Some(arn.clone()),
+        "WEBHOOK_SECRETS_REFRESH_SECONDS" => Some(refresh.clone()),
+        _ => None,
+    })
+    .unwrap()
+}
+
+/// What main does with `WEBHOOK_SECRETS_ARN`.
+async fn start_with_secret(
+    client: aws_sdk_secretsmanager::Client,
+    config: &Config,
+) -> Result<Authenticator, ingest::config::ConfigError> {
+    let AuthSetting::SecretsManager {
+        arn,
+        mode,
+        refresh_interval,
+    } = &config.auth
+    else {
+        panic!("expected the ARN form");
+    };
+    secrets::authenticator(
+        Arc::new(SecretsManagerSource::new(client, arn)),
+        mode,
+        *refresh_interval,
+    )
+    .await
+}
+
+fn bearer(token: &str, submission_id: &str) -> lambda_http::Request {
+    let mut request = delivery(submission_id, "ada@example.com");
+    request
+        .headers_mut()
+        .insert("authorization", format!("Bearer {token}").parse().unwrap());
+    request
+}
+
+#[tokio::test]
+async fn the_function_starts_from_secrets_manager_and_picks_up_a_rotated_secret() {
+    let client = secrets_client(&endpoint(DYNAMODB_ENDPOINT)).await;
+    let name = unique_name("webhook-secret");
+    let created = client
+        .create_secret()
+        .name(&name)
+        .secret_string("first-token-0000001")
+        .send()
+        .await
+        .unwrap();
+    let arn = created.arn().unwrap().to_owned();
+    let config = arn_config(&arn, "1");
+    let ingest = Ingest::new(
+        MemoryReceiptStore::default(),
+        start_with_secret(client.clone(), &config).await.unwrap(),
+        &config,
+    );
+
+    assert_eq!(
+        ingest
+            .handle(bearer("first-token-0000001", "sub_a"))
+            .await
+            .status(),
+        202
+    );
+
+    // Rotation: the secret now holds the new token only.
+    client
+        .put_secret_value()
+        .secret_id(&arn)
+        .secret_string("second-token-000002")
+        .send()
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    assert_eq!(
+        ingest
+            .handle(bearer("second-token-000002", "sub_b"))
+            .await
+            .status(),
+        202,
+        "picked up without a restart"
+    );
+    assert_eq!(
+        ingest
+            .handle(bearer("first-token-0000001", "sub_c"))
+            .await
+            .status(),
+        401,
+        "the old token is gone"
+    );
+}
+
+#[tokio::test]
+async fn a_flood_of_bad_tokens_does_not_flood_secrets_manager() {
+    let moto = endpoint(DYNAMODB_ENDPOINT);
+    let proxy = devtools::fault_proxy::FaultProxy::start(&moto)
+        .await
+        .unwrap();
+    let client = secrets_client(&proxy.url()).await;
+    let name = unique_name("webhook-secret");
+    let arn = client
+        .create_secret()
+        .name(&name)
+        .secret_string("first-token-0000001")
+        .send()
+        .await
+        .unwrap()
+        .arn()
+        .unwrap()
+        .to_owned();
+    let config = arn_config(&arn, "60");
+    let ingest = Ingest::new(
+        MemoryReceiptStore::default(),
+        start_with_secret(client, &config).await.unwrap(),
+        &config,
+    );
+    let before = proxy.requests();
+
+    for n in 0..30 {
+        assert_eq!(
+            ingest
+                .handle(bearer("guess-guess-guess-0001", &format!("sub_{n}")))
+                .await
+                .status(),
+            401
+        );
+    }
+    assert_eq!(proxy.requests(), before, "no re-read within the interval");
+}
+
+#[tokio::test]
+async fn a_missing_secret_fails_init_with_a_clear_message() {
+    let client = secrets_client(&endpoint(DYNAMODB_ENDPOINT)).await;
+    let config = arn_config(
+        "arn:aws:secretsmanager:us-east-1:123456789012:secret:does-not-exist-AbCdEf",
+        "60",
+    );
+    let error = start_with_secret(client, &config)
+        .await
+        .err()
+        .expect("init fails");
+    let message = error.to_string();
+    assert!(message.starts_with(WEBHOOK_SECRETS_ARN), "{message}");
+    assert!(message.contains("ResourceNotFoundException"), "{message}");
+}
+
+#[tokio::test]
+async fn the_worker_reads_its_crm_token_from_secrets_manager() {
+    let client = secrets_client(&endpoint(DYNAMODB_ENDPOINT)).await;
+    let arn = client
+        .create_secret()
+        .name(unique_name("crm-token"))
+        .secret_string("crm-token-from-secrets")
+        .send()
+        .await
+        .unwrap()
+        .arn()
+        .unwrap()
+        .to_owned();
+    let token =
+        worker::secrets::resolve_token(worker::config::TokenSetting::SecretsManager(arn), || {
+            client.clone()
+        })
+        .await
+        .unwrap();
+    assert_eq!(
+        token.map(|t| t.expose().to_owned()),
+        Some("crm-token-from-secrets".to_owned())
+    );
+
+    let missing = worker::config::TokenSetting::SecretsManager(
+        "arn:aws:secretsmanager:us-east-1:123456789012:secret:nope-AbCdEf".into(),
+    );
+    let error = worker::secrets::resolve_token(missing, || client.clone())
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(error.starts_with("CRM_TOKEN_SECRET_ARN"), "{error}");
+}
