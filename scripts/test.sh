@@ -30,9 +30,30 @@ FUNCTION_BIN_DIR="$ROOT/target/debug" \
 STANDARDWEBHOOKS_PYTHON="$VENV/bin/python" \
   cargo test -p integration --locked
 
-say "template: cfn-lint, sam validate --lint, sam build"
 ensure_deploy_tools
 export PATH="$SAM_VENV/bin:$PATH" SAM_CLI_TELEMETRY=0
+
+say "cargo lambda watch: each function invoked with events/"
+stop_servers
+watch_port=$(free_port)
+WATCH_PORT=$watch_port setsid scripts/watch.sh >"$TOOLS/watch.log" 2>&1 &
+watch_group=$!
+stop_watch() { kill -TERM -- "-$watch_group" 2>/dev/null || true; wait "$watch_group" 2>/dev/null || true; }
+trap 'stop_watch; stop_servers' EXIT
+for _ in $(seq 1 240); do
+  grep -q "starting Runtime server" "$TOOLS/watch.log" && break
+  sleep 0.5
+done
+grep -q "starting Runtime server" "$TOOLS/watch.log" || { cat "$TOOLS/watch.log" >&2; die "cargo lambda watch did not start"; }
+invoke() { cargo lambda invoke -A 127.0.0.1 -P "$watch_port" "$1" --data-file "events/$2"; }
+invoke ingest ingest-valid.json | grep '"statusCode":202' >/dev/null || die "ingest-valid.json did not answer 202 under cargo lambda watch"
+invoke ingest ingest-duplicate.json | grep '"statusCode":200' >/dev/null || die "ingest-duplicate.json did not answer 200"
+invoke ingest ingest-wrong-key.json | grep '"statusCode":400' >/dev/null || die "ingest-wrong-key.json did not answer 400"
+invoke worker worker-insert.json | grep '"batchItemFailures":\[\]' >/dev/null || die "worker-insert.json left batch item failures"
+stop_watch
+trap stop_servers EXIT
+
+say "template: cfn-lint, sam validate --lint, sam build"
 cfn-lint template.yaml
 sam validate --lint --region us-east-1
 # This machine has only the x86_64 standard library; users build arm64 (README).

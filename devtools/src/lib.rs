@@ -8,6 +8,7 @@ pub mod fault_proxy;
 pub mod http_api;
 pub mod lambda_emulator;
 pub mod local;
+pub mod log_capture;
 pub mod pump;
 pub mod stream_event;
 pub mod template;

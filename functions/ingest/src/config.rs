@@ -5,6 +5,8 @@
 use std::time::Duration;
 
 use http::header::HeaderName;
+pub use shared::config::ConfigError;
+use shared::config::{invalid, non_empty, number_in};
 use shared::receipt::MAX_PAYLOAD_BYTES;
 use shared::Retention;
 
@@ -36,22 +38,6 @@ pub struct Config {
     pub max_body_bytes: usize,
 }
 
-/// Never carries a secret's value, so it is safe to log.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum ConfigError {
-    #[error("{0} is required but not set")]
-    Missing(&'static str),
-    #[error("{name} is invalid: {reason}")]
-    Invalid { name: &'static str, reason: String },
-}
-
-fn invalid(name: &'static str, reason: impl Into<String>) -> ConfigError {
-    ConfigError::Invalid {
-        name,
-        reason: reason.into(),
-    }
-}
-
 impl Config {
     pub fn from_env() -> Result<Self, ConfigError> {
         Self::from_lookup(|name| std::env::var(name).ok())
@@ -60,7 +46,7 @@ impl Config {
     /// Reads the configuration through `lookup`, so tests need no process
     /// environment. Empty values count as unset.
     pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
-        let get = |name: &str| lookup(name).filter(|value| !value.trim().is_empty());
+        let get = non_empty(lookup);
 
         let receipts_table = get(RECEIPTS_TABLE).ok_or(ConfigError::Missing(RECEIPTS_TABLE))?;
 
@@ -81,12 +67,7 @@ impl Config {
 
         let max_body_bytes = match get(MAX_BODY_BYTES) {
             None => DEFAULT_MAX_BODY_BYTES,
-            Some(raw) => raw
-                .trim()
-                .parse()
-                .ok()
-                .filter(|bytes| (1..=MAX_PAYLOAD_BYTES).contains(bytes))
-                .ok_or_else(|| {
+            Some(raw) => number_in(&raw, 1..=MAX_PAYLOAD_BYTES).ok_or_else(|| {
                     invalid(
                         MAX_BODY_BYTES,
                         format!(
@@ -194,11 +175,7 @@ fn seconds(
 ) -> Result<Duration, ConfigError> {
     match raw {
         None => Ok(default),
-        Some(raw) => raw
-            .trim()
-            .parse()
-            .ok()
-            .filter(|n| range.contains(n))
+        Some(raw) => number_in(&raw, range.clone())
             .map(Duration::from_secs)
             .ok_or_else(|| {
                 invalid(

@@ -4,40 +4,10 @@
 
 mod common;
 
-use std::io::Write;
-use std::sync::{Arc, Mutex};
-
 use common::*;
+use devtools::log_capture::CapturedLogs;
 use ingest::store::{MemoryReceiptStore, StoreError};
 use lambda_http::{Context, RequestExt};
-use tracing_subscriber::fmt::MakeWriter;
-
-/// Collects everything the subscriber writes.
-#[derive(Clone, Default)]
-struct Captured(Arc<Mutex<Vec<u8>>>);
-
-impl Captured {
-    fn text(&self) -> String {
-        String::from_utf8(self.0.lock().unwrap().clone()).expect("logs are UTF-8")
-    }
-}
-
-impl Write for Captured {
-    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(bytes);
-        Ok(bytes.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-impl<'w> MakeWriter<'w> for Captured {
-    type Writer = Captured;
-    fn make_writer(&'w self) -> Self::Writer {
-        self.clone()
-    }
-}
 
 const EMAIL: &str = "grace.hopper@example.com";
 const NAME: &str = "Grace Brewster Hopper";
@@ -65,10 +35,8 @@ fn with_request_id(request: lambda_http::Request, id: &str) -> lambda_http::Requ
 
 #[tokio::test(flavor = "current_thread")]
 async fn logs_one_json_line_per_delivery_without_secrets_or_personal_data() {
-    let captured = Captured::default();
-    let subscriber =
-        shared::logging::json_subscriber(captured.clone(), shared::logging::filter_for("trace"));
-    let _guard = tracing::subscriber::set_default(subscriber);
+    let captured = CapturedLogs::default();
+    let _guard = captured.install();
 
     let bearer = format!("Bearer {TOKEN}");
     let key = "staticforms:form.submitted:sub_log_1";

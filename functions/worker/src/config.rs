@@ -2,6 +2,9 @@
 //! combinations stop start-up with one message naming the variable; the CRM
 //! token is never part of a message.
 
+pub use shared::config::ConfigError;
+use shared::config::{invalid, non_empty, number_in};
+
 pub const RECEIPTS_TABLE: &str = "RECEIPTS_TABLE";
 pub const DESTINATION: &str = "DESTINATION";
 pub const CRM_URL: &str = "CRM_URL";
@@ -77,21 +80,6 @@ impl std::fmt::Debug for CrmToken {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum ConfigError {
-    #[error("{0} is required but not set")]
-    Missing(&'static str),
-    #[error("{name} is invalid: {reason}")]
-    Invalid { name: &'static str, reason: String },
-}
-
-fn invalid(name: &'static str, reason: impl Into<String>) -> ConfigError {
-    ConfigError::Invalid {
-        name,
-        reason: reason.into(),
-    }
-}
-
 impl Config {
     pub fn from_env() -> Result<Self, ConfigError> {
         Self::from_lookup(|name| std::env::var(name).ok())
@@ -99,7 +87,7 @@ impl Config {
 
     /// Reads the configuration through `lookup`; empty values count as unset.
     pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
-        let get = |name: &str| lookup(name).filter(|value| !value.trim().is_empty());
+        let get = non_empty(lookup);
         let forbid = |name: &'static str, destination: &str| match get(name) {
             Some(_) => Err(invalid(
                 name,
@@ -164,17 +152,12 @@ impl Config {
 
         let concurrency = match get(WORKER_CONCURRENCY) {
             None => DEFAULT_CONCURRENCY,
-            Some(raw) => raw
-                .trim()
-                .parse()
-                .ok()
-                .filter(|n| (1..=MAX_CONCURRENCY).contains(n))
-                .ok_or_else(|| {
-                    invalid(
-                        WORKER_CONCURRENCY,
-                        format!("expected a whole number from 1 to {MAX_CONCURRENCY}"),
-                    )
-                })?,
+            Some(raw) => number_in(&raw, 1..=MAX_CONCURRENCY).ok_or_else(|| {
+                invalid(
+                    WORKER_CONCURRENCY,
+                    format!("expected a whole number from 1 to {MAX_CONCURRENCY}"),
+                )
+            })?,
         };
 
         Ok(Config {

@@ -118,6 +118,7 @@ impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
     /// Handles one batch; `deadline` is when the invocation times out.
     pub async fn handle(&self, event: Event, deadline: Instant) -> DynamoDbEventResponse {
         let started = Instant::now();
+        let time_given_ms = deadline.saturating_duration_since(started).as_millis() as u64;
         let groups = group_by_receipt(event.records);
         let mut reports: Vec<RecordReport> = stream::iter(groups)
             .map(|group| self.process_group(group, deadline))
@@ -136,6 +137,7 @@ impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
             failed_retryable = count(RecordOutcome::FailedRetryable),
             failed_permanent = count(RecordOutcome::FailedPermanent),
             duration_ms = started.elapsed().as_millis() as u64,
+            time_given_ms,
             "stream batch handled"
         );
 
@@ -386,17 +388,45 @@ fn group_by_receipt(records: Vec<EventRecord>) -> Vec<Vec<(usize, EventRecord)>>
     groups
 }
 
-/// Remaining invocation time as an `Instant`, from Lambda's deadline.
+/// Time assumed when the runtime gives a deadline that has already passed.
+/// AWS never does; some local emulators (`cargo lambda watch`) do.
+pub const ASSUMED_TIME_WITHOUT_DEADLINE: Duration = Duration::from_secs(30);
+
+/// The invocation's deadline as an `Instant`, from Lambda's deadline.
 pub fn deadline_from(lambda_deadline: SystemTime) -> Instant {
-    let remaining = lambda_deadline
-        .duration_since(SystemTime::now())
-        .unwrap_or(Duration::ZERO);
+    let remaining = match lambda_deadline.duration_since(SystemTime::now()) {
+        Ok(remaining) if !remaining.is_zero() => remaining,
+        _ => {
+            tracing::warn!(
+                assumed_ms = ASSUMED_TIME_WITHOUT_DEADLINE.as_millis() as u64,
+                "the invocation deadline is not in the future (a local emulator?)"
+            );
+            ASSUMED_TIME_WITHOUT_DEADLINE
+        }
+    };
     Instant::now() + remaining
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn deadlines() {
+        let in_ten = deadline_from(SystemTime::now() + Duration::from_secs(10));
+        let left = in_ten.saturating_duration_since(Instant::now());
+        assert!(
+            left > Duration::from_secs(9) && left <= Duration::from_secs(10),
+            "{left:?}"
+        );
+        for past in [
+            SystemTime::UNIX_EPOCH,
+            SystemTime::now() - Duration::from_secs(1),
+        ] {
+            let assumed = deadline_from(past).saturating_duration_since(Instant::now());
+            assert!(assumed > Duration::from_secs(29), "{assumed:?}");
+        }
+    }
 
     #[test]
     fn skip_rules() {

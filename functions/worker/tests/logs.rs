@@ -2,39 +2,17 @@
 //! destination, outcome, attempts, duration) plus a batch summary, and never
 //! form data, names, emails, messages or the CRM token.
 
-use std::io::Write;
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
 use aws_lambda_events::event::dynamodb::Event;
 use devtools::crm_stub::{Answer, CrmStub};
+use devtools::log_capture::CapturedLogs;
 use devtools::stream_event;
 use shared::{FormSubmission, Receipt, Retention};
-use tracing_subscriber::fmt::MakeWriter;
 use worker::config::{DestinationConfig, TokenSetting};
 use worker::http_crm::HttpCrm;
 use worker::ledger::MemoryLedger;
 use worker::{Config, Worker};
-
-#[derive(Clone, Default)]
-struct Captured(Arc<Mutex<Vec<u8>>>);
-
-impl Write for Captured {
-    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(bytes);
-        Ok(bytes.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-impl<'w> MakeWriter<'w> for Captured {
-    type Writer = Captured;
-    fn make_writer(&'w self) -> Self::Writer {
-        self.clone()
-    }
-}
 
 const EMAIL: &str = "grace.hopper@example.com";
 const NAME: &str = "Grace Brewster Hopper";
@@ -55,11 +33,8 @@ fn receipt(submission_id: &str) -> Receipt {
 
 #[tokio::test(flavor = "current_thread")]
 async fn logs_one_line_per_record_without_personal_data_or_tokens() {
-    let captured = Captured::default();
-    let _guard = tracing::subscriber::set_default(shared::logging::json_subscriber(
-        captured.clone(),
-        shared::logging::filter_for("trace"),
-    ));
+    let captured = CapturedLogs::default();
+    let _guard = captured.install();
 
     let crm = CrmStub::start().await.unwrap();
     crm.always("sub_refused", Answer::status(400));
@@ -101,7 +76,7 @@ async fn logs_one_line_per_record_without_personal_data_or_tokens() {
         Some(&*format!("Bearer {TOKEN}"))
     );
 
-    let text = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
+    let text = captured.text();
     for leaked in [EMAIL, NAME, MESSAGE, TOKEN, "555-0100"] {
         assert!(!text.contains(leaked), "{leaked:?} leaked into:\n{text}");
     }
