@@ -17,30 +17,28 @@ need() {
   command -v "$1" >/dev/null 2>&1 || die "$1 is required: $2"
 }
 
-# Python tools (moto's server; later linters) into .tools/venv, once per
-# change of scripts/requirements-local.txt.
-ensure_python_tools() {
+# Installs a pinned requirements file into a project-local virtualenv,
+# again only when the file changes.
+ensure_venv() {
+  local venv=$1 requirements=$2 what=$3
   need python3 "install Python 3.11 with pip"
-  local stamp="$VENV/.installed" wanted
-  wanted=$(sha256sum "$ROOT/scripts/requirements-local.txt" | cut -d' ' -f1)
+  local stamp="$venv/.installed" wanted
+  wanted=$(sha256sum "$requirements" | cut -d' ' -f1)
   if [[ -f "$stamp" && "$(cat "$stamp")" == "$wanted" ]]; then return; fi
-  say "installing pinned Python tools into .tools/venv"
-  python3 -m venv "$VENV"
-  "$VENV/bin/pip" install --quiet --disable-pip-version-check -r "$ROOT/scripts/requirements-local.txt"
+  say "installing pinned $what into ${venv#"$ROOT"/}"
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install --quiet --disable-pip-version-check -r "$requirements"
   echo "$wanted" > "$stamp"
 }
 
-# aws-sam-cli, cfn-lint, cargo-lambda and zig into .tools/sam-venv, apart
-# from moto's pins.
+# moto's server and the standardwebhooks reference package.
+ensure_python_tools() {
+  ensure_venv "$VENV" "$ROOT/scripts/requirements-local.txt" "local servers"
+}
+
+# aws-sam-cli, cfn-lint, cargo-lambda and zig, apart from moto's pins.
 ensure_deploy_tools() {
-  need python3 "install Python 3.11 with pip"
-  local stamp="$SAM_VENV/.installed" wanted
-  wanted=$(sha256sum "$ROOT/scripts/requirements-deploy.txt" | cut -d' ' -f1)
-  if [[ -f "$stamp" && "$(cat "$stamp")" == "$wanted" ]]; then return; fi
-  say "installing pinned SAM, cfn-lint, cargo-lambda and zig into .tools/sam-venv"
-  python3 -m venv "$SAM_VENV"
-  "$SAM_VENV/bin/pip" install --quiet --disable-pip-version-check -r "$ROOT/scripts/requirements-deploy.txt"
-  echo "$wanted" > "$stamp"
+  ensure_venv "$SAM_VENV" "$ROOT/scripts/requirements-deploy.txt" "SAM, cfn-lint, cargo-lambda and zig"
 }
 
 # dynalite into .tools/node.
