@@ -13,8 +13,13 @@ say "format and lints"
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --locked -- -D warnings
 
+# Every cargo test run is also written here, to count the tests at the end.
+results="$TOOLS/test-results.log"
+mkdir -p "$TOOLS"
+: >"$results"
+
 say "unit, handler, adapter and CRM tests (no server needed)"
-cargo test --workspace --exclude integration --locked
+cargo test --workspace --exclude integration --locked 2>&1 | tee -a "$results"
 
 say "integration tests against local DynamoDB-protocol servers"
 # The local-pipeline test runs the real function binaries.
@@ -28,7 +33,7 @@ DYNAMODB_ENDPOINT=$(cat "$TOOLS/moto.url") \
 DYNALITE_ENDPOINT=$(cat "$TOOLS/dynalite.url") \
 FUNCTION_BIN_DIR="$ROOT/target/debug" \
 STANDARDWEBHOOKS_PYTHON="$VENV/bin/python" \
-  cargo test -p integration --locked
+  cargo test -p integration --locked 2>&1 | tee -a "$results"
 
 ensure_deploy_tools
 export PATH="$SAM_VENV/bin:$PATH" SAM_CLI_TELEMETRY=0
@@ -65,3 +70,4 @@ for function in IngestFunction WorkerFunction; do
 done
 
 say "all checks passed"
+awk '/^test result:/ { passed += $4; failed += $6 } END { printf "tests: %d passed, %d failed\n", passed, failed }' "$results"
