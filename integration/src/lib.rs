@@ -118,6 +118,28 @@ pub fn ingest_over<S: ingest::store::ReceiptStore>(
     ingest::Ingest::new(store, auth, config)
 }
 
+/// A fresh receipts table on the server at `endpoint` and the ingest
+/// handler storing into it, as most failure cases start.
+pub struct ReceiptsWithIngest {
+    pub client: Client,
+    pub table: String,
+    pub ingest: ingest::Ingest<ingest::dynamo::DynamoReceiptStore>,
+}
+
+pub async fn receipts_with_ingest(endpoint: &str) -> ReceiptsWithIngest {
+    let client = ingest_client(endpoint).await;
+    let table = create_table(&client, "ReceiptsTable").await;
+    let ingest = ingest_over(
+        ingest::dynamo::DynamoReceiptStore::new(client.clone(), &table),
+        &ingest_config(&table),
+    );
+    ReceiptsWithIngest {
+        client,
+        table,
+        ingest,
+    }
+}
+
 pub fn ingest_config(receipts_table: &str) -> ingest::Config {
     ingest::Config::from_lookup(|name| match name {
         "RECEIPTS_TABLE" => Some(receipts_table.to_owned()),

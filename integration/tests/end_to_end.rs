@@ -6,7 +6,6 @@ use std::collections::HashSet;
 
 use devtools::crm_stub::CrmStub;
 use devtools::pump::StreamPump;
-use ingest::dynamo::DynamoReceiptStore;
 use integration::*;
 use worker::dynamo::DynamoLedger;
 use worker::http_crm::HttpCrm;
@@ -15,12 +14,11 @@ use worker::Worker;
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn case_6_two_hundred_deliveries_leave_one_lead_per_valid_submission() {
     let moto = endpoint(DYNAMODB_ENDPOINT);
-    let client = ingest_client(&moto).await;
-    let table = create_table(&client, "ReceiptsTable").await;
-    let ingest = ingest_over(
-        DynamoReceiptStore::new(client.clone(), &table),
-        &ingest_config(&table),
-    );
+    let ReceiptsWithIngest {
+        client,
+        table,
+        ingest,
+    } = receipts_with_ingest(&moto).await;
     let crm = CrmStub::start().await.unwrap();
     let worker = Worker::new(
         HttpCrm::new(crm.leads_url(), None).unwrap(),

@@ -75,12 +75,11 @@ async fn case_1_concurrent_identical_deliveries_store_one_receipt_per_key() {
 /// Case 2. The same body with a different key: 400 and no receipt.
 #[tokio::test]
 async fn case_2_same_body_different_key_is_refused_and_stores_nothing() {
-    let client = ingest_client(&endpoint(DYNAMODB_ENDPOINT)).await;
-    let table = create_table(&client, "ReceiptsTable").await;
-    let ingest = ingest_over(
-        DynamoReceiptStore::new(client.clone(), &table),
-        &ingest_config(&table),
-    );
+    let ReceiptsWithIngest {
+        client,
+        table,
+        ingest,
+    } = receipts_with_ingest(&endpoint(DYNAMODB_ENDPOINT)).await;
 
     let response = ingest
         .handle(delivery_with_key(
@@ -123,12 +122,11 @@ impl ReceiptLedger for CrashBeforeCompletion {
 #[tokio::test]
 async fn case_3_a_crash_after_the_upsert_is_redelivered_and_completes_once() {
     let moto = endpoint(DYNAMODB_ENDPOINT);
-    let client = ingest_client(&moto).await;
-    let table = create_table(&client, "ReceiptsTable").await;
-    let ingest = ingest_over(
-        DynamoReceiptStore::new(client.clone(), &table),
-        &ingest_config(&table),
-    );
+    let ReceiptsWithIngest {
+        client,
+        table,
+        ingest,
+    } = receipts_with_ingest(&moto).await;
     assert_eq!(
         ingest
             .handle(delivery("sub_crash", "ada@example.com"))
@@ -239,12 +237,11 @@ async fn case_4_a_failing_store_never_gets_a_2xx_and_recovery_stores_once() {
 #[tokio::test]
 async fn case_5_redelivery_after_retention_still_leaves_one_lead() {
     let moto = endpoint(DYNAMODB_ENDPOINT);
-    let client = ingest_client(&moto).await;
-    let table = create_table(&client, "ReceiptsTable").await;
-    let ingest = ingest_over(
-        DynamoReceiptStore::new(client.clone(), &table),
-        &ingest_config(&table),
-    );
+    let ReceiptsWithIngest {
+        client,
+        table,
+        ingest,
+    } = receipts_with_ingest(&moto).await;
     let crm = CrmStub::start().await.unwrap();
     let worker = Worker::new(
         HttpCrm::new(crm.leads_url(), None).unwrap(),
