@@ -2,6 +2,10 @@
 //! with a native upsert does: `PUT /leads/{externalId}` creates or replaces.
 //! Tests script its answers (429 with Retry-After, 503, 400...) and a delay
 //! per call, and read back what it holds and how many calls ran at once.
+//!
+//! A person can break it too, over HTTP, to watch the pipeline recover:
+//! `POST /faults` with `{"status": 503}` (optionally `"retryAfter": "5"`)
+//! makes every upsert fail so; `DELETE /faults` restores it.
 
 use std::collections::{HashMap, VecDeque};
 use std::net::SocketAddr;
@@ -12,7 +16,7 @@ use std::time::{Duration, Instant};
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, put};
+use axum::routing::{get, post, put};
 use axum::{Json, Router};
 use serde_json::Value;
 
@@ -66,6 +70,10 @@ struct StubState {
     /// Answers given every time, per external id.
     fixed: Mutex<HashMap<String, Answer>>,
     delay: Mutex<Duration>,
+    /// Answers every call when set (an outage, from `POST /faults`).
+    fault: Mutex<Option<Answer>>,
+    /// When set, a call without `Authorization: Bearer <token>` gets 401.
+    required_bearer: Mutex<Option<String>>,
     in_flight: AtomicUsize,
     max_in_flight: AtomicUsize,
     log_upserts: bool,
@@ -108,6 +116,7 @@ impl CrmStub {
         let app = Router::new()
             .route("/leads", get(list))
             .route("/leads/{external_id}", put(upsert).get(read))
+            .route("/faults", post(set_fault).delete(clear_fault))
             .with_state(Arc::clone(&state));
         let server = tokio::spawn(async move {
             let _ = axum::serve(listener, app).await;
@@ -139,6 +148,20 @@ impl CrmStub {
     /// Answers every call for `external_id` with `answer`.
     pub fn always(&self, external_id: &str, answer: Answer) {
         lock(&self.state.fixed).insert(external_id.to_owned(), answer);
+    }
+
+    /// Every call gets `answer` until [`CrmStub::recover`] (an outage).
+    pub fn fail_all(&self, answer: Answer) {
+        *lock(&self.state.fault) = Some(answer);
+    }
+
+    pub fn recover(&self) {
+        *lock(&self.state.fault) = None;
+    }
+
+    /// Calls without `Authorization: Bearer <token>` get 401 from now on.
+    pub fn require_bearer(&self, token: &str) {
+        *lock(&self.state.required_bearer) = Some(format!("Bearer {token}"));
     }
 
     /// Every call takes at least this long.
@@ -200,7 +223,15 @@ async fn upsert(
     let scripted = lock(&state.scripted)
         .get_mut(&external_id)
         .and_then(VecDeque::pop_front);
-    let answer = scripted.or_else(|| lock(&state.fixed).get(&external_id).cloned());
+    let required = lock(&state.required_bearer).clone();
+    let unauthorized = required
+        .filter(|required| header("authorization").as_ref() != Some(required))
+        .map(|_| Answer::status(401));
+    let answer = lock(&state.fault)
+        .clone()
+        .or(unauthorized)
+        .or(scripted)
+        .or_else(|| lock(&state.fixed).get(&external_id).cloned());
     let response = match answer {
         Some(answer) => {
             let status =
@@ -241,6 +272,31 @@ async fn read(State(state): State<Arc<StubState>>, Path(external_id): Path<Strin
         Some(lead) => (StatusCode::OK, Json(lead.body.clone())).into_response(),
         None => StatusCode::NOT_FOUND.into_response(),
     }
+}
+
+#[derive(serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Fault {
+    status: u16,
+    retry_after: Option<String>,
+}
+
+async fn set_fault(State(state): State<Arc<StubState>>, Json(fault): Json<Fault>) -> Response {
+    println!(
+        "crm-stub: failing every upsert with HTTP {} until DELETE /faults",
+        fault.status
+    );
+    *lock(&state.fault) = Some(Answer {
+        status: fault.status,
+        retry_after: fault.retry_after,
+    });
+    StatusCode::NO_CONTENT.into_response()
+}
+
+async fn clear_fault(State(state): State<Arc<StubState>>) -> Response {
+    println!("crm-stub: recovered; upserts succeed again");
+    *lock(&state.fault) = None;
+    StatusCode::NO_CONTENT.into_response()
 }
 
 /// Every lead the stub holds, by external id, with how often it was written.

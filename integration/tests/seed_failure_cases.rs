@@ -9,9 +9,10 @@ use devtools::fault_proxy::{Fault, FaultProxy};
 use devtools::pump::StreamPump;
 use ingest::dynamo::DynamoReceiptStore;
 use integration::*;
+use worker::decide::AttemptError;
 use worker::dynamo::DynamoLedger;
 use worker::http_crm::HttpCrm;
-use worker::ledger::{Failure, LedgerError, Marked, ReceiptLedger};
+use worker::ledger::{AttemptRecord, LedgerError, Marked, ReceiptLedger};
 use worker::Worker;
 
 /// Case 1. The same payload and key sent 16 at a time over 50 keys: exactly
@@ -100,19 +101,32 @@ struct CrashBeforeCompletion {
 }
 
 impl ReceiptLedger for CrashBeforeCompletion {
-    async fn mark_completed(&self, key: &str, at: &str) -> Result<Marked, LedgerError> {
+    async fn mark_completed(
+        &self,
+        key: &str,
+        attempt: &AttemptRecord,
+    ) -> Result<Marked, LedgerError> {
         if !self.crashed.swap(true, std::sync::atomic::Ordering::SeqCst) {
             return Err(LedgerError("crashed before the receipt update".into()));
         }
-        self.inner.mark_completed(key, at).await
+        self.inner.mark_completed(key, attempt).await
     }
     async fn mark_failed(
         &self,
         key: &str,
-        failure: &Failure,
-        at: &str,
+        failure: &AttemptError,
+        attempt: &AttemptRecord,
     ) -> Result<Marked, LedgerError> {
-        self.inner.mark_failed(key, failure, at).await
+        self.inner.mark_failed(key, failure, attempt).await
+    }
+    async fn defer(
+        &self,
+        key: &str,
+        next_attempt_at: &str,
+        error: &AttemptError,
+        attempt: &AttemptRecord,
+    ) -> Result<Marked, LedgerError> {
+        self.inner.defer(key, next_attempt_at, error, attempt).await
     }
 }
 

@@ -8,10 +8,11 @@ use devtools::stream_event;
 use integration::*;
 use shared::{FormSubmission, IdempotencyKey, Lead, Receipt, Retention};
 use worker::config::LeadKey;
+use worker::decide::AttemptError;
 use worker::destination::{Destination, Upserted};
 use worker::dynamo::DynamoLedger;
 use worker::leads_table::LeadsTable;
-use worker::ledger::{Failure, Marked, ReceiptLedger};
+use worker::ledger::{AttemptRecord, Marked, ReceiptLedger};
 use worker::Worker;
 
 fn receipt_at(submission_id: &str, email: &str, message: &str, at_ms: u64) -> Receipt {
@@ -141,28 +142,41 @@ async fn lead_key_submission_replays_update_the_same_lead() {
     assert_eq!(text(&items[0], "idempotencyKey"), receipt.pk);
 }
 
+fn attempt(attempts: u32, at: &str) -> AttemptRecord {
+    AttemptRecord {
+        attempts,
+        at: at.to_owned(),
+    }
+}
+
+fn refused_400() -> AttemptError {
+    AttemptError {
+        code: "HTTP 400".into(),
+        status: Some(400),
+    }
+}
+
 #[tokio::test]
 async fn the_ledger_never_recreates_a_deleted_receipt() {
     let client = worker_client(&endpoint(DYNAMODB_ENDPOINT)).await;
     let receipts = create_table(&client, "ReceiptsTable").await;
     let ledger = DynamoLedger::new(client.clone(), &receipts);
 
-    let at = "2026-11-29T09:00:00.000Z";
+    let at = attempt(1, "2026-11-29T09:00:00.000Z");
+    let gone = "staticforms:form.submitted:gone";
     assert_eq!(
-        ledger
-            .mark_completed("staticforms:form.submitted:gone", at)
-            .await,
-        Ok(Marked::ReceiptGone)
+        ledger.mark_completed(gone, &at).await,
+        Ok(Marked::NotPending)
     );
-    let failure = Failure {
-        reason: "HTTP 400".into(),
-        status: Some(400),
-    };
+    assert_eq!(
+        ledger.mark_failed(gone, &refused_400(), &at).await,
+        Ok(Marked::NotPending)
+    );
     assert_eq!(
         ledger
-            .mark_failed("staticforms:form.submitted:gone", &failure, at)
+            .defer(gone, "2026-11-29T10:00:00.000Z", &refused_400(), &at)
             .await,
-        Ok(Marked::ReceiptGone)
+        Ok(Marked::NotPending)
     );
     assert!(
         scan(&client, &receipts).await.is_empty(),
@@ -171,7 +185,7 @@ async fn the_ledger_never_recreates_a_deleted_receipt() {
 }
 
 #[tokio::test]
-async fn the_ledger_records_completion_and_failure_on_existing_receipts() {
+async fn the_ledger_records_attempts_completion_and_failure_once() {
     let client = worker_client(&endpoint(DYNAMODB_ENDPOINT)).await;
     let receipts = create_table(&client, "ReceiptsTable").await;
     let ledger = DynamoLedger::new(client.clone(), &receipts);
@@ -180,35 +194,81 @@ async fn the_ledger_records_completion_and_failure_on_existing_receipts() {
     put_receipt(&client, &receipts, &done).await;
     put_receipt(&client, &receipts, &refused).await;
 
-    assert_eq!(
-        ledger
-            .mark_completed(&done.pk, "2026-11-29T09:00:00.000Z")
-            .await,
-        Ok(Marked::Updated)
-    );
-    let failure = Failure {
-        reason: "HTTP 400".into(),
-        status: Some(400),
+    let unavailable = AttemptError {
+        code: "HTTP 503".into(),
+        status: Some(503),
     };
     assert_eq!(
         ledger
-            .mark_failed(&refused.pk, &failure, "2026-11-29T09:00:01.000Z")
+            .defer(
+                &done.pk,
+                "2026-11-29T09:05:00.000Z",
+                &unavailable,
+                &attempt(3, "2026-11-29T08:59:00.000Z")
+            )
+            .await,
+        Ok(Marked::Updated)
+    );
+    let items = scan(&client, &receipts).await;
+    let find = |items: &[std::collections::HashMap<String, AttributeValue>], pk: &str| {
+        items.iter().find(|i| text(i, "pk") == pk).unwrap().clone()
+    };
+    let deferred = find(&items, &done.pk);
+    assert_eq!(text(&deferred, "status"), "RECEIVED");
+    assert_eq!(text(&deferred, "pending"), "PENDING");
+    assert_eq!(text(&deferred, "nextAttemptAt"), "2026-11-29T09:05:00.000Z");
+    assert_eq!(text(&deferred, "lastError"), "HTTP 503");
+    assert_eq!(
+        deferred.get("attempts"),
+        Some(&AttributeValue::N("3".into()))
+    );
+    assert_eq!(
+        deferred.get("lastHttpStatus"),
+        Some(&AttributeValue::N("503".into()))
+    );
+
+    assert_eq!(
+        ledger
+            .mark_completed(&done.pk, &attempt(1, "2026-11-29T09:00:00.000Z"))
+            .await,
+        Ok(Marked::Updated)
+    );
+    assert_eq!(
+        ledger
+            .mark_completed(&done.pk, &attempt(1, "2026-11-29T09:00:02.000Z"))
+            .await,
+        Ok(Marked::NotPending),
+        "a receipt is completed once"
+    );
+    assert_eq!(
+        ledger
+            .mark_failed(
+                &refused.pk,
+                &refused_400(),
+                &attempt(1, "2026-11-29T09:00:01.000Z")
+            )
             .await,
         Ok(Marked::Updated)
     );
 
     let items = scan(&client, &receipts).await;
-    let find = |pk: &str| items.iter().find(|i| text(i, "pk") == pk).unwrap().clone();
-    let done_item = find(&done.pk);
+    let done_item = find(&items, &done.pk);
     assert_eq!(text(&done_item, "status"), "COMPLETED");
     assert_eq!(text(&done_item, "completedAt"), "2026-11-29T09:00:00.000Z");
+    assert_eq!(
+        done_item.get("attempts"),
+        Some(&AttributeValue::N("4".into()))
+    );
+    assert!(!done_item.contains_key("pending"), "left the pending index");
+    assert!(!done_item.contains_key("nextAttemptAt"));
     assert_eq!(
         done_item.get("expiresAt"),
         Some(&AttributeValue::N(done.expires_at.to_string()))
     );
-    let refused_item = find(&refused.pk);
+    let refused_item = find(&items, &refused.pk);
     assert_eq!(text(&refused_item, "status"), "FAILED");
     assert_eq!(text(&refused_item, "failureReason"), "HTTP 400");
+    assert!(!refused_item.contains_key("pending"));
     assert_eq!(
         refused_item.get("failureHttpStatus"),
         Some(&AttributeValue::N("400".into()))

@@ -82,16 +82,15 @@ mod tests {
     use serde_json::json;
 
     fn receipt_with(payload: &str) -> Receipt {
-        Receipt {
-            pk: "staticforms:form.submitted:sub_1".into(),
-            event: "form.submitted".into(),
-            submission_id: "sub_1".into(),
-            payload: payload.into(),
-            payload_fingerprint: "f".into(),
-            status: ReceiptStatus::Received,
-            received_at: "2026-11-29T08:00:00.000Z".into(),
-            expires_at: 0,
-        }
+        serde_json::from_value(json!({
+            "pk": "staticforms:form.submitted:sub_1",
+            "event": "form.submitted",
+            "submissionId": "sub_1",
+            "payload": payload,
+            "status": ReceiptStatus::Received,
+            "receivedAt": "2026-11-29T08:00:00.000Z",
+        }))
+        .unwrap()
     }
 
     /// A case name, the payload, and the name, email, message and extra

@@ -13,6 +13,7 @@ pub mod lead;
 pub mod logging;
 pub mod outcome;
 pub mod receipt;
+pub mod refresh;
 pub mod store_errors;
 
 pub use envelope::{EnvelopeError, EventType, FormSubmission, SubmissionId};

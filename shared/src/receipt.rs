@@ -15,9 +15,34 @@ pub mod attr {
     pub const PK: &str = "pk";
     pub const STATUS: &str = "status";
     pub const PAYLOAD_FINGERPRINT: &str = "payloadFingerprint";
+    pub const RECEIVED_AT: &str = "receivedAt";
     /// The TTL attribute (epoch seconds).
     pub const EXPIRES_AT: &str = "expiresAt";
+    /// Present, as [`super::PENDING`], only while the receipt is RECEIVED:
+    /// the partition key of the sparse [`super::PENDING_INDEX`].
+    pub const PENDING: &str = "pending";
+    /// When the next delivery attempt is due: the index's sort key.
+    pub const NEXT_ATTEMPT_AT: &str = "nextAttemptAt";
+    pub const ATTEMPTS: &str = "attempts";
+    pub const LAST_ATTEMPT_AT: &str = "lastAttemptAt";
+    pub const LAST_ERROR: &str = "lastError";
+    pub const LAST_HTTP_STATUS: &str = "lastHttpStatus";
+    pub const COMPLETED_AT: &str = "completedAt";
+    pub const FAILED_AT: &str = "failedAt";
+    pub const FAILURE_REASON: &str = "failureReason";
+    pub const FAILURE_HTTP_STATUS: &str = "failureHttpStatus";
 }
+
+/// The sparse global secondary index of receipts still waiting for
+/// delivery. Only items that carry `pending` are in it, so finding the due
+/// ones costs in proportion to what is pending, never to the receipts kept
+/// for the retention window.
+pub const PENDING_INDEX: &str = "pending-by-next-attempt";
+
+/// The value of `pending` on every pending receipt: one partition of the
+/// index. Pending receipts are few (a CRM outage's worth), well within one
+/// partition's throughput.
+pub const PENDING: &str = "PENDING";
 
 /// Largest body a receipt can hold. DynamoDB items are limited to 400 KiB,
 /// counting attribute names and the other attributes (a key of up to ~300
@@ -49,7 +74,7 @@ impl Retention {
             .then_some(Retention { days })
     }
 
-    fn as_duration(self) -> Duration {
+    pub fn as_duration(self) -> Duration {
         Duration::from_secs(u64::from(self.days) * 24 * 60 * 60)
     }
 }
@@ -81,11 +106,39 @@ pub struct Receipt {
     /// Epoch seconds after which TTL may delete the receipt.
     #[serde(default)]
     pub expires_at: u64,
+    /// [`PENDING`] while the receipt waits for delivery, absent after.
+    /// Absent too on receipts written before the index existed: `receipts
+    /// redrive` puts those back in the queue.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pending: Option<String>,
+    /// When the next attempt is due (same format as `received_at`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_attempt_at: Option<String>,
+    /// Delivery attempts made so far, by the stream and the reconciler.
+    #[serde(default)]
+    pub attempts: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_attempt_at: Option<String>,
+    /// A short code of the last failed attempt (`http-503`, `timeout`...),
+    /// never lead data.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_error: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_http_status: Option<u16>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub completed_at: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failed_at: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure_reason: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure_http_status: Option<u16>,
 }
 
 impl Receipt {
     pub fn new(submission: &FormSubmission, received_at: SystemTime, retention: Retention) -> Self {
         let key = IdempotencyKey::for_submission(submission.event, &submission.submission_id);
+        let received = format_timestamp(received_at);
         Receipt {
             pk: key.as_str().to_owned(),
             event: submission.event.as_str().to_owned(),
@@ -95,15 +148,42 @@ impl Receipt {
                 .as_str()
                 .to_owned(),
             status: ReceiptStatus::Received,
-            received_at: format_timestamp(received_at),
+            // Due at once: the stream delivers it first, and the reconciler
+            // only looks at receipts older than its grace time.
+            pending: Some(PENDING.to_owned()),
+            next_attempt_at: Some(received.clone()),
+            received_at: received,
             expires_at: epoch_seconds(received_at + retention.as_duration()),
+            attempts: 0,
+            last_attempt_at: None,
+            last_error: None,
+            last_http_status: None,
+            completed_at: None,
+            failed_at: None,
+            failure_reason: None,
+            failure_http_status: None,
         }
+    }
+
+    /// The key this receipt is stored under, as the type that rules use.
+    pub fn key(&self) -> IdempotencyKey {
+        IdempotencyKey::from_stored(self.pk.clone())
+    }
+
+    /// When it was received; `None` if the stored text is not a timestamp.
+    pub fn received_time(&self) -> Option<SystemTime> {
+        parse_timestamp(&self.received_at)
     }
 }
 
 /// RFC 3339, UTC, always with milliseconds (`2026-11-29T08:38:48.123Z`).
 pub fn format_timestamp(at: SystemTime) -> String {
     humantime::format_rfc3339_millis(at).to_string()
+}
+
+/// Reads a timestamp written by [`format_timestamp`] (any RFC 3339 in UTC).
+pub fn parse_timestamp(text: &str) -> Option<SystemTime> {
+    humantime::parse_rfc3339(text).ok()
 }
 
 fn epoch_seconds(at: SystemTime) -> u64 {
@@ -138,6 +218,14 @@ mod tests {
         assert_eq!(receipt.status, ReceiptStatus::Received);
         assert_eq!(receipt.received_at, "2025-11-29T07:58:48.123Z");
         assert_eq!(receipt.expires_at, 1_764_403_128 + 30 * 86_400);
+        assert_eq!(receipt.pending.as_deref(), Some(PENDING));
+        assert_eq!(
+            receipt.next_attempt_at.as_deref(),
+            Some("2025-11-29T07:58:48.123Z"),
+            "a new receipt is due at once"
+        );
+        assert_eq!(receipt.attempts, 0);
+        assert_eq!(receipt.received_time(), Some(at));
         assert!(!receipt.payload.contains("sf_live_secret"));
         let payload: serde_json::Value = serde_json::from_str(&receipt.payload).unwrap();
         assert_eq!(payload["data"]["formData"]["name"], "Ada");
@@ -164,11 +252,55 @@ mod tests {
             attr::PK,
             attr::STATUS,
             attr::PAYLOAD_FINGERPRINT,
+            attr::RECEIVED_AT,
             attr::EXPIRES_AT,
+            attr::PENDING,
+            attr::NEXT_ATTEMPT_AT,
+            attr::ATTEMPTS,
         ] {
             assert!(value.get(name).is_some(), "{name}");
         }
         assert_eq!(value[attr::STATUS], "RECEIVED");
+    }
+
+    #[test]
+    fn attempt_fields_use_the_attribute_constants_and_old_receipts_still_read() {
+        let mut receipt = Receipt::new(&submission(), SystemTime::now(), Retention::default());
+        receipt.last_attempt_at = Some("t".into());
+        receipt.last_error = Some("http-503".into());
+        receipt.last_http_status = Some(503);
+        receipt.completed_at = Some("t".into());
+        receipt.failed_at = Some("t".into());
+        receipt.failure_reason = Some("gave-up".into());
+        receipt.failure_http_status = Some(503);
+        let value = serde_json::to_value(&receipt).unwrap();
+        for name in [
+            attr::LAST_ATTEMPT_AT,
+            attr::LAST_ERROR,
+            attr::LAST_HTTP_STATUS,
+            attr::COMPLETED_AT,
+            attr::FAILED_AT,
+            attr::FAILURE_REASON,
+            attr::FAILURE_HTTP_STATUS,
+        ] {
+            assert!(value.get(name).is_some(), "{name}");
+        }
+
+        // A receipt stored before attempts existed.
+        let mut old = serde_json::to_value(Receipt::new(
+            &submission(),
+            SystemTime::now(),
+            Retention::default(),
+        ))
+        .unwrap();
+        for name in [attr::PENDING, attr::NEXT_ATTEMPT_AT, attr::ATTEMPTS] {
+            old.as_object_mut().unwrap().remove(name);
+        }
+        let old: Receipt = serde_json::from_value(old).unwrap();
+        assert_eq!(
+            (old.pending, old.next_attempt_at, old.attempts),
+            (None, None, 0)
+        );
     }
 
     #[test]

@@ -8,7 +8,7 @@
 //! compared digest to digest in constant time against every accepted secret,
 //! so neither timing nor length tells an attacker how close a guess was.
 
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant, SystemTime};
 
 use base64::Engine;
@@ -20,6 +20,7 @@ use subtle::{Choice, ConstantTimeEq};
 use crate::config::{AuthMode, AuthSetting, WEBHOOK_SECRETS_ARN};
 use crate::secrets::SecretSource;
 use crate::standard_webhooks::StandardWebhooks;
+use shared::refresh::RefreshGate;
 
 /// The digests of the accepted secrets. Its `Debug` shows only how many.
 #[derive(Clone, PartialEq, Eq)]
@@ -138,8 +139,7 @@ impl AuthPolicy {
 pub struct SecretRefresh {
     source: Arc<dyn SecretSource>,
     mode: AuthMode,
-    interval: Duration,
-    last_read: Mutex<Instant>,
+    gate: RefreshGate,
 }
 
 impl SecretRefresh {
@@ -153,22 +153,7 @@ impl SecretRefresh {
         SecretRefresh {
             source,
             mode,
-            interval,
-            last_read: Mutex::new(read_at),
-        }
-    }
-
-    /// Claims the next read if one is due: only one caller gets it.
-    fn claim(&self) -> bool {
-        let mut last = self
-            .last_read
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
-        if last.elapsed() >= self.interval {
-            *last = Instant::now();
-            true
-        } else {
-            false
+            gate: RefreshGate::new(interval, read_at),
         }
     }
 }
@@ -222,7 +207,11 @@ impl Authenticator {
             Ok(()) => return Ok(()),
             Err(refused) => refused,
         };
-        let Some(refresh) = self.refresh.as_ref().filter(|r| r.claim()) else {
+        let Some(refresh) = self
+            .refresh
+            .as_ref()
+            .filter(|r| r.gate.claim(Instant::now()))
+        else {
             return Err(refused);
         };
         let renewed = match refresh.source.fetch().await {

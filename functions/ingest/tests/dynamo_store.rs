@@ -57,7 +57,11 @@ async fn put_is_conditional_returns_the_old_item_and_carries_every_attribute() {
                 // The TTL attribute must be a number of epoch seconds.
                 && item.get("expiresAt") == Some(&AttributeValue::N(expected.expires_at.to_string()))
                 && matches!(item.get("payload"), Some(AttributeValue::S(p)) if !p.contains("sf_key"))
-                && item.len() == 8
+                // In the reconciler's pending index, due at once.
+                && item.get("pending") == Some(&s("PENDING"))
+                && item.get("nextAttemptAt") == Some(&s(&expected.received_at))
+                && item.get("attempts") == Some(&AttributeValue::N("0".into()))
+                && item.len() == 11
         })
         .then_output(|| PutItemOutput::builder().build());
     let client = mock_client!(aws_sdk_dynamodb, [&put]);

@@ -2,8 +2,16 @@
 //! combinations stop start-up with one message naming the variable; the CRM
 //! token is never part of a message.
 
+use std::time::Duration;
+
 pub use shared::config::ConfigError;
 use shared::config::{invalid, non_empty, number_in};
+use shared::delivery::Redelivery;
+use shared::Retention;
+
+use crate::decide::{DeliveryRules, DEFAULT_MAX_AGE_SECONDS};
+pub use crate::http_crm::{CrmToken, EXTERNAL_ID_PLACEHOLDER};
+pub use crate::leads_table::LeadKey;
 
 pub const RECEIPTS_TABLE: &str = "RECEIPTS_TABLE";
 pub const DESTINATION: &str = "DESTINATION";
@@ -13,18 +21,24 @@ pub const CRM_TOKEN_SECRET_ARN: &str = "CRM_TOKEN_SECRET_ARN";
 pub const LEADS_TABLE: &str = "LEADS_TABLE";
 pub const LEAD_KEY: &str = "LEAD_KEY";
 pub const WORKER_CONCURRENCY: &str = "WORKER_CONCURRENCY";
+pub const DELIVERY_MAX_AGE_SECONDS: &str = "DELIVERY_MAX_AGE_SECONDS";
+pub const RECEIPT_RETENTION_DAYS: &str = "RECEIPT_RETENTION_DAYS";
+pub const RECONCILE_AFTER_SECONDS: &str = "RECONCILE_AFTER_SECONDS";
+pub const REDELIVERY_BASE_SECONDS: &str = "REDELIVERY_BASE_SECONDS";
 
 pub const DEFAULT_CONCURRENCY: usize = 8;
 pub const MAX_CONCURRENCY: usize = 100;
-
-/// The placeholder in `CRM_URL` replaced by the URL-encoded submission id.
-pub const EXTERNAL_ID_PLACEHOLDER: &str = "{externalId}";
+/// Ten minutes: the stream has long since had its turn.
+pub const DEFAULT_RECONCILE_AFTER_SECONDS: u64 = 600;
 
 #[derive(Debug, Clone)]
 pub struct Config {
     pub receipts_table: String,
     pub destination: DestinationConfig,
     pub concurrency: usize,
+    pub delivery: DeliveryRules,
+    /// A reconciliation pass leaves receipts younger than this to the stream.
+    pub reconcile_after: Duration,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -47,37 +61,6 @@ pub enum TokenSetting {
     Inline(CrmToken),
     /// `CRM_TOKEN_SECRET_ARN`: read from Secrets Manager once, at init.
     SecretsManager(String),
-}
-
-/// How the leads table identifies a lead.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum LeadKey {
-    /// One lead per submission.
-    Submission,
-    /// One lead per person (normalised email); the newest submission wins.
-    Email,
-}
-
-/// The CRM's bearer token. Its `Debug` never shows it.
-#[derive(Clone, PartialEq, Eq)]
-pub struct CrmToken(String);
-
-impl CrmToken {
-    /// Blank tokens are no tokens.
-    pub fn new(token: &str) -> Option<Self> {
-        let token = token.trim();
-        (!token.is_empty()).then(|| CrmToken(token.to_owned()))
-    }
-
-    pub fn expose(&self) -> &str {
-        &self.0
-    }
-}
-
-impl std::fmt::Debug for CrmToken {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("CrmToken(***)")
-    }
 }
 
 impl Config {
@@ -160,11 +143,72 @@ impl Config {
             })?,
         };
 
+        let retention = match get(RECEIPT_RETENTION_DAYS) {
+            None => Retention::default(),
+            Some(raw) => number_in(&raw, 1..=Retention::MAX_DAYS)
+                .and_then(Retention::days)
+                .ok_or_else(|| {
+                    invalid(
+                        RECEIPT_RETENTION_DAYS,
+                        format!(
+                            "expected a whole number of days from 1 to {}",
+                            Retention::MAX_DAYS
+                        ),
+                    )
+                })?,
+        };
+        let max_age = seconds(&get, DELIVERY_MAX_AGE_SECONDS, DEFAULT_MAX_AGE_SECONDS)?;
+        // A receipt must outlive its last attempt, or TTL deletes a lead
+        // that is still waiting and nobody is told.
+        if max_age >= retention.as_duration() {
+            return Err(invalid(
+                DELIVERY_MAX_AGE_SECONDS,
+                format!(
+                    "must be shorter than the receipts' retention ({RECEIPT_RETENTION_DAYS}, {} s)",
+                    retention.as_duration().as_secs()
+                ),
+            ));
+        }
+        let base = seconds(
+            &get,
+            REDELIVERY_BASE_SECONDS,
+            Redelivery::default().base.as_secs(),
+        )?;
+        let delivery = DeliveryRules {
+            max_age,
+            redelivery: Redelivery {
+                base,
+                ..Redelivery::default()
+            },
+        };
+        let reconcile_after = seconds(
+            &get,
+            RECONCILE_AFTER_SECONDS,
+            DEFAULT_RECONCILE_AFTER_SECONDS,
+        )?;
+
         Ok(Config {
             receipts_table: receipts_table.trim().to_owned(),
             destination,
             concurrency,
+            delivery,
+            reconcile_after,
         })
+    }
+}
+
+/// A whole number of seconds from 1 to ten years, or `default`.
+fn seconds(
+    get: &impl Fn(&str) -> Option<String>,
+    name: &'static str,
+    default: u64,
+) -> Result<Duration, ConfigError> {
+    const TEN_YEARS: u64 = 3650 * 24 * 60 * 60;
+    match get(name) {
+        None => Ok(Duration::from_secs(default)),
+        Some(raw) => number_in(&raw, 1..=TEN_YEARS)
+            .map(Duration::from_secs)
+            .ok_or_else(|| invalid(name, "expected a whole number of seconds, at least 1")),
     }
 }
 
@@ -211,6 +255,8 @@ mod tests {
         ])
         .unwrap();
         assert_eq!(http.concurrency, 8);
+        assert_eq!(http.delivery, DeliveryRules::default());
+        assert_eq!(http.reconcile_after, Duration::from_secs(600));
         assert!(
             matches!(http.destination, DestinationConfig::Http { token: TokenSetting::Inline(ref token), .. } if token.expose() == "t0ken")
         );
@@ -254,6 +300,20 @@ mod tests {
             }
         );
         assert_eq!(by_email.concurrency, 16);
+
+        let tuned = load(&[
+            TABLE,
+            (DESTINATION, "dynamodb"),
+            (LEADS_TABLE, "leads"),
+            (RECEIPT_RETENTION_DAYS, "7"),
+            (DELIVERY_MAX_AGE_SECONDS, "86400"),
+            (RECONCILE_AFTER_SECONDS, "5"),
+            (REDELIVERY_BASE_SECONDS, "2"),
+        ])
+        .unwrap();
+        assert_eq!(tuned.delivery.max_age, Duration::from_secs(86_400));
+        assert_eq!(tuned.delivery.redelivery.base, Duration::from_secs(2));
+        assert_eq!(tuned.reconcile_after, Duration::from_secs(5));
 
         let by_submission =
             load(&[TABLE, (DESTINATION, "dynamodb"), (LEADS_TABLE, "leads")]).unwrap();
@@ -406,6 +466,72 @@ mod tests {
                     (WORKER_CONCURRENCY, "0"),
                 ],
                 invalid(WORKER_CONCURRENCY, "expected a whole number from 1 to 100"),
+            ),
+            (
+                "max age not shorter than the retention",
+                vec![
+                    TABLE,
+                    (DESTINATION, "dynamodb"),
+                    (LEADS_TABLE, "leads"),
+                    (RECEIPT_RETENTION_DAYS, "1"),
+                    (DELIVERY_MAX_AGE_SECONDS, "86400"),
+                ],
+                invalid(
+                    DELIVERY_MAX_AGE_SECONDS,
+                    "must be shorter than the receipts' retention (RECEIPT_RETENTION_DAYS, 86400 s)",
+                ),
+            ),
+            (
+                "default max age against a two-day retention",
+                vec![
+                    TABLE,
+                    (DESTINATION, "dynamodb"),
+                    (LEADS_TABLE, "leads"),
+                    (RECEIPT_RETENTION_DAYS, "2"),
+                ],
+                invalid(
+                    DELIVERY_MAX_AGE_SECONDS,
+                    "must be shorter than the receipts' retention (RECEIPT_RETENTION_DAYS, 172800 s)",
+                ),
+            ),
+            (
+                "zero max age",
+                vec![
+                    TABLE,
+                    (DESTINATION, "dynamodb"),
+                    (LEADS_TABLE, "leads"),
+                    (DELIVERY_MAX_AGE_SECONDS, "0"),
+                ],
+                invalid(
+                    DELIVERY_MAX_AGE_SECONDS,
+                    "expected a whole number of seconds, at least 1",
+                ),
+            ),
+            (
+                "retention not a number",
+                vec![
+                    TABLE,
+                    (DESTINATION, "dynamodb"),
+                    (LEADS_TABLE, "leads"),
+                    (RECEIPT_RETENTION_DAYS, "a month"),
+                ],
+                invalid(
+                    RECEIPT_RETENTION_DAYS,
+                    "expected a whole number of days from 1 to 3650",
+                ),
+            ),
+            (
+                "reconcile after not a number",
+                vec![
+                    TABLE,
+                    (DESTINATION, "dynamodb"),
+                    (LEADS_TABLE, "leads"),
+                    (RECONCILE_AFTER_SECONDS, "soon"),
+                ],
+                invalid(
+                    RECONCILE_AFTER_SECONDS,
+                    "expected a whole number of seconds, at least 1",
+                ),
             ),
             (
                 "huge concurrency",

@@ -1,7 +1,8 @@
-//! The destination capability: upsert a lead so that running it again for
-//! the same receipt changes nothing more. One adapter per kind of
-//! destination (`http_crm`, `leads_table`); HubSpot or Salesforce adapters
-//! implement the same trait without touching the batch logic.
+//! The destination port: upsert a lead so that running it again for the
+//! same receipt changes nothing more. One adapter per kind of destination
+//! (`http_crm`, `leads_table`); HubSpot or Salesforce adapters implement the
+//! same trait without touching the delivery logic. The choice between them
+//! is wiring, in `main.rs`.
 
 use std::future::Future;
 use std::time::Duration;
@@ -25,6 +26,9 @@ pub enum DestinationError {
         retry_after: Option<Duration>,
         reason: String,
     },
+    /// 401/403 even after the adapter renewed its credentials: ours to fix.
+    #[error("destination refused our credentials (HTTP {status})")]
+    Unauthorized { status: u16 },
     #[error("destination refused the lead ({reason})")]
     Permanent { status: Option<u16>, reason: String },
 }
@@ -50,30 +54,4 @@ pub trait Destination: Send + Sync {
         lead: &Lead,
         key: &IdempotencyKey,
     ) -> impl Future<Output = Result<Upserted, DestinationError>> + Send;
-}
-
-/// The destination chosen by `DESTINATION`, as one type for the handler.
-pub enum ConfiguredDestination {
-    Http(crate::http_crm::HttpCrm),
-    LeadsTable(crate::leads_table::LeadsTable),
-}
-
-impl Destination for ConfiguredDestination {
-    fn name(&self) -> &'static str {
-        match self {
-            ConfiguredDestination::Http(crm) => crm.name(),
-            ConfiguredDestination::LeadsTable(table) => table.name(),
-        }
-    }
-
-    async fn upsert(
-        &self,
-        lead: &Lead,
-        key: &IdempotencyKey,
-    ) -> Result<Upserted, DestinationError> {
-        match self {
-            ConfiguredDestination::Http(crm) => crm.upsert(lead, key).await,
-            ConfiguredDestination::LeadsTable(table) => table.upsert(lead, key).await,
-        }
-    }
 }

@@ -1,17 +1,24 @@
-//! The DynamoDB side of the worker: the SDK client, and the receipt ledger
-//! that marks receipts COMPLETED or FAILED only while they still exist.
+//! The DynamoDB side of the worker: the SDK client, and the receipts table
+//! as the ledger (conditional updates of RECEIVED receipts) and as the
+//! queue of pending ones (a query of the sparse pending index).
 
+use std::collections::HashMap;
 use std::time::Duration;
 
+use aws_sdk_dynamodb::config::http::HttpResponse;
 use aws_sdk_dynamodb::config::retry::RetryConfig;
 use aws_sdk_dynamodb::config::timeout::TimeoutConfig;
 use aws_sdk_dynamodb::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 use aws_sdk_dynamodb::types::AttributeValue;
 use aws_sdk_dynamodb::Client;
-use shared::receipt::attr;
+use shared::receipt::{attr, PENDING, PENDING_INDEX};
 
-use crate::ledger::{Failure, LedgerError, Marked, ReceiptLedger};
+use crate::decide::AttemptError;
+use crate::ledger::{
+    AttemptRecord, Cursor, DuePage, DueQuery, LedgerError, Marked, PendingQueue, ReceiptLedger,
+    UnreadableItem,
+};
 
 /// The SDK configuration with bounded retries and time limits: a stuck call
 /// must end while the invocation still has time to report it. Tests add an
@@ -52,42 +59,66 @@ impl DynamoLedger {
             .await;
     }
 
-    async fn update(
+    /// An update of a receipt that is still RECEIVED, counting `attempt`.
+    /// A failed condition means the receipt is gone or already settled.
+    async fn settle(
         &self,
         key: &str,
+        attempt: &AttemptRecord,
         set: &str,
+        remove: &str,
+        names: &[(&str, &str)],
         values: Vec<(&str, AttributeValue)>,
     ) -> Result<Marked, LedgerError> {
+        let expression = format!(
+            "SET #attempts = if_not_exists(#attempts, :zero) + :attempts, #lastAttemptAt = :at, {set}{remove}"
+        );
         let mut request = self
             .client
             .update_item()
             .table_name(&self.table)
-            .key(attr::PK, AttributeValue::S(key.to_owned()))
-            .update_expression(set)
-            .condition_expression(format!("attribute_exists({})", attr::PK))
-            .expression_attribute_names("#status", attr::STATUS);
-        for (name, value) in values {
-            request = request.expression_attribute_values(name, value);
+            .key(attr::PK, s(key))
+            .update_expression(expression)
+            .condition_expression("#status = :received")
+            .expression_attribute_names("#status", attr::STATUS)
+            .expression_attribute_names("#attempts", attr::ATTEMPTS)
+            .expression_attribute_names("#lastAttemptAt", attr::LAST_ATTEMPT_AT)
+            .expression_attribute_values(":received", s("RECEIVED"))
+            .expression_attribute_values(":zero", n(0))
+            .expression_attribute_values(":attempts", n(attempt.attempts))
+            .expression_attribute_values(":at", s(&attempt.at));
+        for (placeholder, attribute) in names {
+            request = request.expression_attribute_names(*placeholder, *attribute);
+        }
+        for (placeholder, value) in values {
+            request = request.expression_attribute_values(placeholder, value);
         }
         match request.send().await {
             Ok(_) => Ok(Marked::Updated),
-            Err(SdkError::ServiceError(failure))
-                if matches!(
-                    failure.err(),
-                    UpdateItemError::ConditionalCheckFailedException(_)
-                ) =>
-            {
-                Ok(Marked::ReceiptGone)
-            }
-            Err(SdkError::ServiceError(failure)) => Err(LedgerError(
-                failure
-                    .err()
-                    .code()
-                    .unwrap_or("UnknownServiceError")
-                    .to_owned(),
-            )),
-            Err(_) => Err(LedgerError("store unreachable".to_owned())),
+            Err(error) => conditional_failure(error).map(|()| Marked::NotPending),
         }
+    }
+}
+
+/// `Ok(())` for a failed condition; any other error as a `LedgerError`.
+fn conditional_failure(error: SdkError<UpdateItemError, HttpResponse>) -> Result<(), LedgerError> {
+    match error {
+        SdkError::ServiceError(failure)
+            if matches!(
+                failure.err(),
+                UpdateItemError::ConditionalCheckFailedException(_)
+            ) =>
+        {
+            Ok(())
+        }
+        SdkError::ServiceError(failure) => Err(LedgerError(
+            failure
+                .err()
+                .code()
+                .unwrap_or("UnknownServiceError")
+                .to_owned(),
+        )),
+        _ => Err(LedgerError("store unreachable".to_owned())),
     }
 }
 
@@ -95,12 +126,34 @@ fn s(text: &str) -> AttributeValue {
     AttributeValue::S(text.to_owned())
 }
 
+fn n(number: impl ToString) -> AttributeValue {
+    AttributeValue::N(number.to_string())
+}
+
+fn status_value(status: Option<u16>) -> AttributeValue {
+    match status {
+        Some(status) => n(status),
+        None => AttributeValue::Null(true),
+    }
+}
+
 impl ReceiptLedger for DynamoLedger {
-    async fn mark_completed(&self, key: &str, at: &str) -> Result<Marked, LedgerError> {
-        self.update(
+    async fn mark_completed(
+        &self,
+        key: &str,
+        attempt: &AttemptRecord,
+    ) -> Result<Marked, LedgerError> {
+        self.settle(
             key,
-            "SET #status = :status, completedAt = :at",
-            vec![(":status", s("COMPLETED")), (":at", s(at))],
+            attempt,
+            "#status = :completed, #completedAt = :at",
+            " REMOVE #pending, #nextAttemptAt",
+            &[
+                ("#completedAt", attr::COMPLETED_AT),
+                ("#pending", attr::PENDING),
+                ("#nextAttemptAt", attr::NEXT_ATTEMPT_AT),
+            ],
+            vec![(":completed", s("COMPLETED"))],
         )
         .await
     }
@@ -108,21 +161,140 @@ impl ReceiptLedger for DynamoLedger {
     async fn mark_failed(
         &self,
         key: &str,
-        failure: &Failure,
-        at: &str,
+        failure: &AttemptError,
+        attempt: &AttemptRecord,
     ) -> Result<Marked, LedgerError> {
-        let mut values = vec![
-            (":status", s("FAILED")),
-            (":at", s(at)),
-            (":reason", s(&failure.reason)),
-        ];
-        let set = match failure.status {
-            Some(status) => {
-                values.push((":httpStatus", AttributeValue::N(status.to_string())));
-                "SET #status = :status, failedAt = :at, failureReason = :reason, failureHttpStatus = :httpStatus"
-            }
-            None => "SET #status = :status, failedAt = :at, failureReason = :reason",
+        self.settle(
+            key,
+            attempt,
+            "#status = :failed, #failedAt = :at, #reason = :reason, #httpStatus = :httpStatus",
+            " REMOVE #pending, #nextAttemptAt",
+            &[
+                ("#failedAt", attr::FAILED_AT),
+                ("#reason", attr::FAILURE_REASON),
+                ("#httpStatus", attr::FAILURE_HTTP_STATUS),
+                ("#pending", attr::PENDING),
+                ("#nextAttemptAt", attr::NEXT_ATTEMPT_AT),
+            ],
+            vec![
+                (":failed", s("FAILED")),
+                (":reason", s(&failure.code)),
+                (":httpStatus", status_value(failure.status)),
+            ],
+        )
+        .await
+    }
+
+    async fn defer(
+        &self,
+        key: &str,
+        next_attempt_at: &str,
+        error: &AttemptError,
+        attempt: &AttemptRecord,
+    ) -> Result<Marked, LedgerError> {
+        self.settle(
+            key,
+            attempt,
+            "#nextAttemptAt = :next, #pending = :pending, #lastError = :error, #httpStatus = :httpStatus",
+            "",
+            &[
+                ("#nextAttemptAt", attr::NEXT_ATTEMPT_AT),
+                ("#pending", attr::PENDING),
+                ("#lastError", attr::LAST_ERROR),
+                ("#httpStatus", attr::LAST_HTTP_STATUS),
+            ],
+            vec![
+                (":next", s(next_attempt_at)),
+                (":pending", s(PENDING)),
+                (":error", s(&error.code)),
+                (":httpStatus", status_value(error.status)),
+            ],
+        )
+        .await
+    }
+}
+
+impl PendingQueue for DynamoLedger {
+    async fn due(&self, query: &DueQuery, from: Option<&Cursor>) -> Result<DuePage, LedgerError> {
+        let start = from.map(|cursor| {
+            HashMap::from([
+                (attr::PK.to_owned(), s(&cursor.key)),
+                (attr::PENDING.to_owned(), s(PENDING)),
+                (attr::NEXT_ATTEMPT_AT.to_owned(), s(&cursor.next_attempt_at)),
+            ])
+        });
+        let output = self
+            .client
+            .query()
+            .table_name(&self.table)
+            .index_name(PENDING_INDEX)
+            .key_condition_expression("#pending = :pending AND #next <= :now")
+            .filter_expression("#receivedAt <= :before")
+            .expression_attribute_names("#pending", attr::PENDING)
+            .expression_attribute_names("#next", attr::NEXT_ATTEMPT_AT)
+            .expression_attribute_names("#receivedAt", attr::RECEIVED_AT)
+            .expression_attribute_values(":pending", s(PENDING))
+            .expression_attribute_values(":now", s(&query.now))
+            .expression_attribute_values(":before", s(&query.received_before))
+            .limit(i32::try_from(query.page_size).unwrap_or(i32::MAX))
+            .set_exclusive_start_key(start)
+            .send()
+            .await
+            .map_err(|error| match error {
+                SdkError::ServiceError(failure) => LedgerError(
+                    failure
+                        .err()
+                        .code()
+                        .unwrap_or("UnknownServiceError")
+                        .to_owned(),
+                ),
+                _ => LedgerError("store unreachable".to_owned()),
+            })?;
+        let text = |item: &HashMap<String, AttributeValue>, name: &str| match item.get(name) {
+            Some(AttributeValue::S(text)) => Some(text.clone()),
+            _ => None,
         };
-        self.update(key, set, values).await
+        let next = output.last_evaluated_key().and_then(|last| {
+            Some(Cursor {
+                key: text(last, attr::PK)?,
+                next_attempt_at: text(last, attr::NEXT_ATTEMPT_AT)?,
+            })
+        });
+        let read = usize::try_from(output.scanned_count()).unwrap_or(0);
+        let receipts = output
+            .items
+            .unwrap_or_default()
+            .into_iter()
+            .map(|item| {
+                let key = text(&item, attr::PK);
+                serde_dynamo::from_item(item).map_err(|_| UnreadableItem { key })
+            })
+            .collect();
+        Ok(DuePage {
+            receipts,
+            read,
+            next,
+        })
+    }
+
+    async fn claim(&self, key: &str, seen: &str, until: &str) -> Result<bool, LedgerError> {
+        let result = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .key(attr::PK, s(key))
+            .update_expression("SET #next = :until")
+            .condition_expression("#status = :received AND #next = :seen")
+            .expression_attribute_names("#status", attr::STATUS)
+            .expression_attribute_names("#next", attr::NEXT_ATTEMPT_AT)
+            .expression_attribute_values(":received", s("RECEIVED"))
+            .expression_attribute_values(":seen", s(seen))
+            .expression_attribute_values(":until", s(until))
+            .send()
+            .await;
+        match result {
+            Ok(_) => Ok(true),
+            Err(error) => conditional_failure(error).map(|()| false),
+        }
     }
 }

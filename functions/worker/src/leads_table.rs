@@ -14,8 +14,16 @@ use aws_sdk_dynamodb::Client;
 use shared::store_errors::is_transient;
 use shared::{IdempotencyKey, Lead};
 
-use crate::config::LeadKey;
 use crate::destination::{Destination, DestinationError, Upserted};
+
+/// How the leads table identifies a lead.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LeadKey {
+    /// One lead per submission.
+    Submission,
+    /// One lead per person (normalised email); the newest submission wins.
+    Email,
+}
 
 /// Attribute names of a lead item.
 pub mod attr {

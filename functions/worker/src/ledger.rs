@@ -1,26 +1,35 @@
-//! The receipt ledger capability: record what became of a receipt. Updates
-//! only touch a receipt that still exists, so a receipt TTL already deleted
-//! is never re-created (it would have no `expiresAt` and live forever).
+//! The receipt ledger ports: record what became of a receipt, and find the
+//! receipts whose next attempt is due.
+//!
+//! Every update is conditional on the receipt still being RECEIVED: a
+//! receipt TTL already deleted is never re-created, and when the stream and
+//! the reconciler deliver the same receipt at once, only one of them moves
+//! it to COMPLETED.
 
 use std::collections::HashMap;
 use std::future::Future;
 use std::sync::Mutex;
 
-use shared::ReceiptStatus;
+use shared::receipt::PENDING;
+use shared::{Receipt, ReceiptStatus};
+
+use crate::decide::AttemptError;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Marked {
     Updated,
-    /// The receipt no longer exists; nothing was written. Counts as done.
-    ReceiptGone,
+    /// The receipt is gone, or another delivery already settled it; nothing
+    /// was written. Counts as done.
+    NotPending,
 }
 
-/// What an operator sees on a receipt that could not be delivered: a short
-/// reason and the destination's HTTP status, no personal data.
+/// What this delivery did, written together with its outcome.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Failure {
-    pub reason: String,
-    pub status: Option<u16>,
+pub struct AttemptRecord {
+    /// Attempts made by this delivery (added to the receipt's count).
+    pub attempts: u32,
+    /// When (RFC 3339, as every receipt timestamp).
+    pub at: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -28,34 +37,91 @@ pub struct Failure {
 pub struct LedgerError(pub String);
 
 pub trait ReceiptLedger: Send + Sync {
+    /// RECEIVED → COMPLETED; leaves the pending index.
     fn mark_completed(
         &self,
         key: &str,
-        at: &str,
+        attempt: &AttemptRecord,
     ) -> impl Future<Output = Result<Marked, LedgerError>> + Send;
 
+    /// RECEIVED → FAILED with the reason; leaves the pending index.
     fn mark_failed(
         &self,
         key: &str,
-        failure: &Failure,
-        at: &str,
+        failure: &AttemptError,
+        attempt: &AttemptRecord,
+    ) -> impl Future<Output = Result<Marked, LedgerError>> + Send;
+
+    /// Stays RECEIVED, due again at `next_attempt_at`.
+    fn defer(
+        &self,
+        key: &str,
+        next_attempt_at: &str,
+        error: &AttemptError,
+        attempt: &AttemptRecord,
     ) -> impl Future<Output = Result<Marked, LedgerError>> + Send;
 }
 
-/// A receipt's state as the in-memory ledger keeps it.
+/// Which pending receipts a reconciliation pass asks for.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LedgerEntry {
-    pub status: ReceiptStatus,
-    pub failure: Option<Failure>,
+pub struct DueQuery {
+    /// Next attempt due at or before this time.
+    pub now: String,
+    /// Received at or before this time: younger ones are the stream's.
+    pub received_before: String,
+    pub page_size: u32,
 }
 
-/// Receipts in a map, with the same "only if it exists" rule, for logic tests.
+/// Where the next page starts: the last receipt of this one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cursor {
+    pub key: String,
+    pub next_attempt_at: String,
+}
+
+/// A pending item that does not read as a receipt.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnreadableItem {
+    pub key: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct DuePage {
+    pub receipts: Vec<Result<Receipt, UnreadableItem>>,
+    /// Items the store read to answer, those filtered out included: the
+    /// pass's cost.
+    pub read: usize,
+    pub next: Option<Cursor>,
+}
+
+pub trait PendingQueue: Send + Sync {
+    fn due(
+        &self,
+        query: &DueQuery,
+        from: Option<&Cursor>,
+    ) -> impl Future<Output = Result<DuePage, LedgerError>> + Send;
+
+    /// Takes a due receipt for this pass: moves its next attempt to `until`
+    /// if it is still RECEIVED and still due at `seen`. `false` when another
+    /// pass or delivery got there first. If this container dies mid-way, the
+    /// receipt is due again at `until`.
+    fn claim(
+        &self,
+        key: &str,
+        seen: &str,
+        until: &str,
+    ) -> impl Future<Output = Result<bool, LedgerError>> + Send;
+}
+
+/// Receipts in a map, with the same conditions, for logic tests.
 #[derive(Debug, Default)]
 pub struct MemoryLedger {
-    entries: Mutex<HashMap<String, LedgerEntry>>,
+    receipts: Mutex<HashMap<String, Receipt>>,
 }
 
 impl MemoryLedger {
+    /// Minimal RECEIVED receipts under `keys` (enough for the stream path,
+    /// which reads the receipt from the stream record, not the ledger).
     pub fn with_received<'a>(keys: impl IntoIterator<Item = &'a str>) -> Self {
         let ledger = MemoryLedger::default();
         for key in keys {
@@ -65,20 +131,29 @@ impl MemoryLedger {
     }
 
     pub fn insert_received(&self, key: &str) {
-        self.lock().insert(
-            key.to_owned(),
-            LedgerEntry {
-                status: ReceiptStatus::Received,
-                failure: None,
-            },
-        );
+        let receipt: Receipt = serde_json::from_value(serde_json::json!({
+            "pk": key,
+            "event": "form.submitted",
+            "submissionId": key.rsplit(':').next().unwrap_or(key),
+            "payload": "{}",
+            "status": "RECEIVED",
+            "receivedAt": "2026-01-01T00:00:00.000Z",
+            "pending": PENDING,
+            "nextAttemptAt": "2026-01-01T00:00:00.000Z",
+        }))
+        .expect("a minimal receipt");
+        self.insert(receipt);
+    }
+
+    pub fn insert(&self, receipt: Receipt) {
+        self.lock().insert(receipt.pk.clone(), receipt);
     }
 
     pub fn remove(&self, key: &str) {
         self.lock().remove(key);
     }
 
-    pub fn get(&self, key: &str) -> Option<LedgerEntry> {
+    pub fn get(&self, key: &str) -> Option<Receipt> {
         self.lock().get(key).cloned()
     }
 
@@ -90,46 +165,124 @@ impl MemoryLedger {
         self.lock().is_empty()
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, LedgerEntry>> {
-        self.entries
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Receipt>> {
+        self.receipts
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    fn update(&self, key: &str, entry: LedgerEntry) -> Marked {
+    /// Applies `change` to a RECEIVED receipt, counting the attempts.
+    fn settle(
+        &self,
+        key: &str,
+        attempt: &AttemptRecord,
+        change: impl FnOnce(&mut Receipt),
+    ) -> Marked {
         match self.lock().get_mut(key) {
-            Some(existing) => {
-                *existing = entry;
+            Some(receipt) if receipt.status == ReceiptStatus::Received => {
+                receipt.attempts += attempt.attempts;
+                receipt.last_attempt_at = Some(attempt.at.clone());
+                change(receipt);
                 Marked::Updated
             }
-            None => Marked::ReceiptGone,
+            _ => Marked::NotPending,
         }
     }
 }
 
 impl ReceiptLedger for MemoryLedger {
-    async fn mark_completed(&self, key: &str, _at: &str) -> Result<Marked, LedgerError> {
-        Ok(self.update(
-            key,
-            LedgerEntry {
-                status: ReceiptStatus::Completed,
-                failure: None,
-            },
-        ))
+    async fn mark_completed(
+        &self,
+        key: &str,
+        attempt: &AttemptRecord,
+    ) -> Result<Marked, LedgerError> {
+        Ok(self.settle(key, attempt, |receipt| {
+            receipt.status = ReceiptStatus::Completed;
+            receipt.completed_at = Some(attempt.at.clone());
+            receipt.pending = None;
+            receipt.next_attempt_at = None;
+        }))
     }
 
     async fn mark_failed(
         &self,
         key: &str,
-        failure: &Failure,
-        _at: &str,
+        failure: &AttemptError,
+        attempt: &AttemptRecord,
     ) -> Result<Marked, LedgerError> {
-        Ok(self.update(
-            key,
-            LedgerEntry {
-                status: ReceiptStatus::Failed,
-                failure: Some(failure.clone()),
-            },
-        ))
+        Ok(self.settle(key, attempt, |receipt| {
+            receipt.status = ReceiptStatus::Failed;
+            receipt.failed_at = Some(attempt.at.clone());
+            receipt.failure_reason = Some(failure.code.clone());
+            receipt.failure_http_status = failure.status;
+            receipt.pending = None;
+            receipt.next_attempt_at = None;
+        }))
+    }
+
+    async fn defer(
+        &self,
+        key: &str,
+        next_attempt_at: &str,
+        error: &AttemptError,
+        attempt: &AttemptRecord,
+    ) -> Result<Marked, LedgerError> {
+        Ok(self.settle(key, attempt, |receipt| {
+            receipt.next_attempt_at = Some(next_attempt_at.to_owned());
+            receipt.last_error = Some(error.code.clone());
+            receipt.last_http_status = error.status;
+        }))
+    }
+}
+
+impl PendingQueue for MemoryLedger {
+    async fn due(&self, query: &DueQuery, from: Option<&Cursor>) -> Result<DuePage, LedgerError> {
+        let receipts = self.lock();
+        let mut pending: Vec<&Receipt> = receipts
+            .values()
+            .filter(|r| r.pending.is_some())
+            .filter(|r| {
+                r.next_attempt_at
+                    .as_deref()
+                    .is_some_and(|at| at <= query.now.as_str())
+            })
+            .filter(|r| {
+                from.is_none_or(|c| {
+                    (r.next_attempt_at.as_deref(), r.pk.as_str())
+                        > (Some(c.next_attempt_at.as_str()), c.key.as_str())
+                })
+            })
+            .collect();
+        pending.sort_by(|a, b| (&a.next_attempt_at, &a.pk).cmp(&(&b.next_attempt_at, &b.pk)));
+        let page: Vec<&Receipt> = pending.into_iter().take(query.page_size as usize).collect();
+        let next = (page.len() == query.page_size as usize)
+            .then(|| page.last())
+            .flatten()
+            .map(|last| Cursor {
+                key: last.pk.clone(),
+                next_attempt_at: last.next_attempt_at.clone().unwrap_or_default(),
+            });
+        Ok(DuePage {
+            read: page.len(),
+            receipts: page
+                .into_iter()
+                .filter(|r| r.received_at.as_str() <= query.received_before.as_str())
+                .map(|r| Ok(r.clone()))
+                .collect(),
+            next,
+        })
+    }
+
+    async fn claim(&self, key: &str, seen: &str, until: &str) -> Result<bool, LedgerError> {
+        match self.lock().get_mut(key) {
+            Some(receipt)
+                if receipt.status == ReceiptStatus::Received
+                    && receipt.next_attempt_at.as_deref() == Some(seen) =>
+            {
+                receipt.next_attempt_at = Some(until.to_owned());
+                Ok(true)
+            }
+            _ => Ok(false),
+        }
     }
 }

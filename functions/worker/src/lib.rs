@@ -1,17 +1,23 @@
 //! The worker function: for each receipt the stream delivers, upsert its lead
 //! into the destination keyed by submission id, then mark the receipt
 //! COMPLETED. The stream delivers at least once; the lead exists once.
+//! On a schedule, the same function runs a reconciliation pass that
+//! delivers the receipts still waiting (`reconcile`).
 //!
-//! `main.rs` only wires these parts together; the batch logic in `handler`
-//! is generic over the destination and the receipt ledger.
+//! Decisions are pure functions in `decide`; `handler` and `reconcile` act on
+//! them through two ports, `destination` and `ledger`, with one adapter each
+//! per kind. `main.rs` only wires these parts together.
 
 pub mod config;
+pub mod decide;
 pub mod destination;
 pub mod dynamo;
 pub mod handler;
 pub mod http_crm;
+pub mod invocation;
 pub mod leads_table;
 pub mod ledger;
+pub mod reconcile;
 pub mod secrets;
 
 pub use config::Config;

@@ -1,17 +1,47 @@
 //! Start-up and wiring only: logging, configuration, the CRM token (from
 //! Secrets Manager when configured so), the SDK and HTTP clients (built and
-//! connected once, at init), then the Lambda event loop.
+//! connected once, at init), the destination `DESTINATION` names, then the
+//! Lambda event loop for both triggers (stream batches and the schedule).
 
-use aws_lambda_events::event::dynamodb::Event;
+use std::sync::Arc;
+
 use lambda_runtime::{run, service_fn, Error, LambdaEvent};
-use worker::config::DestinationConfig;
-use worker::destination::ConfiguredDestination;
+use serde_json::Value;
+use shared::{IdempotencyKey, Lead};
+use worker::config::{DestinationConfig, TokenSetting};
+use worker::destination::{Destination, DestinationError, Upserted};
 use worker::dynamo::{sdk_loader, DynamoLedger};
 use worker::handler::deadline_from;
-use worker::http_crm::HttpCrm;
+use worker::http_crm::{HttpCrm, TOKEN_REFRESH_INTERVAL};
 use worker::leads_table::LeadsTable;
-use worker::secrets::resolve_token;
+use worker::secrets::{resolve_token, SecretsManagerToken};
 use worker::{Config, Worker};
+
+/// The destination chosen by `DESTINATION`, as one type for the handler.
+enum ConfiguredDestination {
+    Http(HttpCrm),
+    LeadsTable(LeadsTable),
+}
+
+impl Destination for ConfiguredDestination {
+    fn name(&self) -> &'static str {
+        match self {
+            ConfiguredDestination::Http(crm) => crm.name(),
+            ConfiguredDestination::LeadsTable(table) => table.name(),
+        }
+    }
+
+    async fn upsert(
+        &self,
+        lead: &Lead,
+        key: &IdempotencyKey,
+    ) -> Result<Upserted, DestinationError> {
+        match self {
+            ConfiguredDestination::Http(crm) => crm.upsert(lead, key).await,
+            ConfiguredDestination::LeadsTable(table) => table.upsert(lead, key).await,
+        }
+    }
+}
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Error> {
@@ -25,12 +55,22 @@ async fn main() -> Result<(), Error> {
     let destination = match config.destination {
         DestinationConfig::Http { url, token } => {
             let secrets_client = aws_sdk_secretsmanager::Client::new(&sdk_config);
+            let source = match &token {
+                TokenSetting::SecretsManager(arn) => {
+                    Some(SecretsManagerToken::new(secrets_client.clone(), arn))
+                }
+                _ => None,
+            };
             let token = resolve_token(token, || secrets_client)
                 .await
                 .inspect_err(|error| {
                     tracing::error!(error = %error, "CRM token unavailable; the function cannot start");
                 })?;
-            ConfiguredDestination::Http(HttpCrm::new(url, token)?)
+            let crm = HttpCrm::new(url, token)?;
+            ConfiguredDestination::Http(match source {
+                Some(source) => crm.refreshing_from(Arc::new(source), TOKEN_REFRESH_INTERVAL),
+                None => crm,
+            })
         }
         DestinationConfig::Dynamodb {
             leads_table,
@@ -43,12 +83,17 @@ async fn main() -> Result<(), Error> {
     };
     let ledger = DynamoLedger::new(client, config.receipts_table);
     ledger.warm_up().await;
-    let worker = Worker::new(destination, ledger, config.concurrency);
+    let worker = Worker::new(destination, ledger, config.concurrency)
+        .with_delivery_rules(config.delivery)
+        .with_reconcile_after(config.reconcile_after);
     let worker = &worker;
 
-    run(service_fn(move |event: LambdaEvent<Event>| async move {
+    run(service_fn(move |event: LambdaEvent<Value>| async move {
         let deadline = deadline_from(event.context.deadline());
-        Ok::<_, Error>(worker.handle(event.payload, deadline).await)
+        worker
+            .invoke(event.payload, deadline)
+            .await
+            .map_err(Error::from)
     }))
     .await
 }

@@ -1,39 +1,75 @@
-//! The CRM token kept in AWS Secrets Manager (`CRM_TOKEN_SECRET_ARN`), read
-//! once at init. A missing or unreadable secret stops start-up with a
-//! message naming the variable, never the value.
+//! The CRM token kept in AWS Secrets Manager (`CRM_TOKEN_SECRET_ARN`): read
+//! at init, and again when the CRM refuses it (see `http_crm`). A missing
+//! or unreadable secret stops start-up with a message naming the variable,
+//! never the value.
+
+use std::future::Future;
+use std::pin::Pin;
 
 use aws_sdk_secretsmanager::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_secretsmanager::Client;
 
-use crate::config::{ConfigError, CrmToken, TokenSetting, CRM_TOKEN_SECRET_ARN};
+use crate::config::{ConfigError, TokenSetting, CRM_TOKEN_SECRET_ARN};
+use crate::http_crm::{CrmToken, TokenError, TokenSource};
 
-fn unreadable(reason: &str) -> ConfigError {
-    ConfigError::Invalid {
-        name: CRM_TOKEN_SECRET_ARN,
-        reason: format!("the secret could not be read ({reason})"),
+pub struct SecretsManagerToken {
+    client: Client,
+    arn: String,
+}
+
+impl SecretsManagerToken {
+    pub fn new(client: Client, arn: impl Into<String>) -> Self {
+        SecretsManagerToken {
+            client,
+            arn: arn.into(),
+        }
     }
 }
 
-/// The token the CRM gets, from the configuration or from Secrets Manager.
-/// `client` is only used (and only needs to exist) for the secret form.
+impl TokenSource for SecretsManagerToken {
+    fn fetch(&self) -> Pin<Box<dyn Future<Output = Result<CrmToken, TokenError>> + Send + '_>> {
+        Box::pin(async move {
+            match self
+                .client
+                .get_secret_value()
+                .secret_id(&self.arn)
+                .send()
+                .await
+            {
+                Ok(output) => output
+                    .secret_string()
+                    .and_then(CrmToken::new)
+                    .ok_or_else(|| TokenError("the secret has no text value".to_owned())),
+                Err(SdkError::ServiceError(failure)) => Err(TokenError(
+                    failure
+                        .err()
+                        .code()
+                        .unwrap_or("UnknownServiceError")
+                        .to_owned(),
+                )),
+                Err(_) => Err(TokenError("Secrets Manager unreachable".to_owned())),
+            }
+        })
+    }
+}
+
+/// The token the CRM gets at start-up, from the configuration or from
+/// Secrets Manager. `client` is only used (and only needs to exist) for the
+/// secret form.
 pub async fn resolve_token(
     setting: TokenSetting,
     client: impl FnOnce() -> Client,
 ) -> Result<Option<CrmToken>, ConfigError> {
-    let arn = match setting {
-        TokenSetting::None => return Ok(None),
-        TokenSetting::Inline(token) => return Ok(Some(token)),
-        TokenSetting::SecretsManager(arn) => arn,
-    };
-    match client().get_secret_value().secret_id(&arn).send().await {
-        Ok(output) => output
-            .secret_string()
-            .and_then(CrmToken::new)
+    match setting {
+        TokenSetting::None => Ok(None),
+        TokenSetting::Inline(token) => Ok(Some(token)),
+        TokenSetting::SecretsManager(arn) => SecretsManagerToken::new(client(), arn)
+            .fetch()
+            .await
             .map(Some)
-            .ok_or_else(|| unreadable("the secret has no text value")),
-        Err(SdkError::ServiceError(failure)) => Err(unreadable(
-            failure.err().code().unwrap_or("UnknownServiceError"),
-        )),
-        Err(_) => Err(unreadable("Secrets Manager unreachable")),
+            .map_err(|error| ConfigError::Invalid {
+                name: CRM_TOKEN_SECRET_ARN,
+                reason: format!("the secret could not be read ({})", error.0),
+            }),
     }
 }

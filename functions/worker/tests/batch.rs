@@ -2,7 +2,10 @@
 //! devtools stub) and an in-memory receipt ledger that keeps DynamoDB's
 //! "update only if it exists" rule.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use aws_lambda_events::event::dynamodb::Event;
@@ -12,8 +15,9 @@ use serde_json::Value;
 use shared::delivery::RetryPolicy;
 use shared::{FormSubmission, Receipt, ReceiptStatus, Retention};
 use worker::config::CrmToken;
-use worker::http_crm::HttpCrm;
-use worker::ledger::{Failure, LedgerError, Marked, MemoryLedger, ReceiptLedger};
+use worker::decide::AttemptError;
+use worker::http_crm::{HttpCrm, TokenError, TokenSource};
+use worker::ledger::{AttemptRecord, LedgerError, Marked, MemoryLedger, ReceiptLedger};
 use worker::Worker;
 
 fn receipt(submission_id: &str, email: &str) -> Receipt {
@@ -56,6 +60,7 @@ fn fast_retries() -> RetryPolicy {
         base_delay: Duration::from_millis(10),
         max_delay: Duration::from_millis(50),
         safety_margin: Duration::from_millis(200),
+        max_attempts: 3,
     }
 }
 
@@ -102,20 +107,34 @@ struct FailsOnceLedger {
 }
 
 impl ReceiptLedger for FailsOnceLedger {
-    async fn mark_completed(&self, key: &str, at: &str) -> Result<Marked, LedgerError> {
+    async fn mark_completed(
+        &self,
+        key: &str,
+        attempt: &AttemptRecord,
+    ) -> Result<Marked, LedgerError> {
         if self.completions.fetch_add(1, Ordering::SeqCst) == 0 {
             return Err(LedgerError("InternalServerError".into()));
         }
-        self.inner.mark_completed(key, at).await
+        self.inner.mark_completed(key, attempt).await
     }
 
     async fn mark_failed(
         &self,
         key: &str,
-        failure: &Failure,
-        at: &str,
+        failure: &AttemptError,
+        attempt: &AttemptRecord,
     ) -> Result<Marked, LedgerError> {
-        self.inner.mark_failed(key, failure, at).await
+        self.inner.mark_failed(key, failure, attempt).await
+    }
+
+    async fn defer(
+        &self,
+        key: &str,
+        next_attempt_at: &str,
+        error: &AttemptError,
+        attempt: &AttemptRecord,
+    ) -> Result<Marked, LedgerError> {
+        self.inner.defer(key, next_attempt_at, error, attempt).await
     }
 }
 
@@ -222,7 +241,7 @@ async fn two_503s_then_success() {
 }
 
 #[tokio::test]
-async fn a_retryable_failure_that_outlasts_the_invocation_is_reported_by_sequence_number() {
+async fn a_failure_that_outlasts_the_invocation_is_deferred_to_the_reconciler() {
     let crm = CrmStub::start().await.unwrap();
     crm.always("sub_down", Answer::status(503));
     let down = receipt("sub_down", "a@example.com");
@@ -233,6 +252,7 @@ async fn a_retryable_failure_that_outlasts_the_invocation_is_reported_by_sequenc
     );
 
     let deadline = Instant::now() + Duration::from_millis(1500);
+    let before = SystemTime::now();
     let response = worker
         .handle(
             event(vec![insert(&fine, "600"), insert(&down, "601")]),
@@ -242,24 +262,170 @@ async fn a_retryable_failure_that_outlasts_the_invocation_is_reported_by_sequenc
 
     assert!(
         Instant::now() < deadline,
-        "the worker gave up before the invocation timed out"
-    );
-    assert_eq!(
-        failed_sequence_numbers(&response),
-        vec![Some("601".to_owned())]
+        "the worker stopped before the invocation timed out"
     );
     assert!(
-        crm.calls_for("sub_down").len() >= 2,
-        "it retried while there was time"
+        response.batch_item_failures.is_empty(),
+        "the shard moves on: the receipt says when to try again"
     );
-    assert_eq!(
-        worker.ledger().get(&down.pk).unwrap().status,
-        ReceiptStatus::Received
+    let calls = crm.calls_for("sub_down").len();
+    assert!(calls >= 2, "it retried while there was time");
+    let waiting = worker.ledger().get(&down.pk).unwrap();
+    assert_eq!(waiting.status, ReceiptStatus::Received);
+    assert_eq!(waiting.attempts as usize, calls);
+    assert_eq!(waiting.last_error.as_deref(), Some("HTTP 503"));
+    assert_eq!(waiting.last_http_status, Some(503));
+    let next =
+        shared::receipt::parse_timestamp(waiting.next_attempt_at.as_deref().unwrap()).unwrap();
+    assert!(
+        next >= before + Duration::from_secs(60),
+        "backed off across invocations by at least a minute"
     );
     assert_eq!(
         worker.ledger().get(&fine.pk).unwrap().status,
         ReceiptStatus::Completed
     );
+}
+
+#[tokio::test]
+async fn a_retry_after_longer_than_the_invocation_sets_the_next_attempt() {
+    let crm = CrmStub::start().await.unwrap();
+    crm.always("sub_later", Answer::retry_after(429, "3600"));
+    let receipt = receipt("sub_later", "a@example.com");
+    let worker = http_worker(&crm, MemoryLedger::with_received([receipt.pk.as_str()]));
+
+    let before = SystemTime::now();
+    let response = worker
+        .handle(event(vec![insert(&receipt, "650")]), in_seconds(30))
+        .await;
+
+    assert!(response.batch_item_failures.is_empty());
+    assert_eq!(
+        crm.calls_for("sub_later").len(),
+        1,
+        "no waiting inside the invocation"
+    );
+    let waiting = worker.ledger().get(&receipt.pk).unwrap();
+    let next =
+        shared::receipt::parse_timestamp(waiting.next_attempt_at.as_deref().unwrap()).unwrap();
+    assert!(
+        next >= before + Duration::from_secs(3600),
+        "Retry-After honoured"
+    );
+    assert!(next < before + Duration::from_secs(3700));
+}
+
+#[tokio::test]
+async fn a_retry_after_too_large_for_time_arithmetic_does_not_panic() {
+    let crm = CrmStub::start().await.unwrap();
+    crm.always(
+        "sub_huge",
+        Answer::retry_after(503, "99999999999999999999999"),
+    );
+    let receipt = receipt("sub_huge", "a@example.com");
+    let worker = http_worker(&crm, MemoryLedger::with_received([receipt.pk.as_str()]));
+
+    let response = worker
+        .handle(event(vec![insert(&receipt, "660")]), in_seconds(30))
+        .await;
+
+    assert!(response.batch_item_failures.is_empty());
+    let waiting = worker.ledger().get(&receipt.pk).unwrap();
+    assert_eq!(waiting.status, ReceiptStatus::Received);
+    assert!(waiting.next_attempt_at.is_some());
+}
+
+/// A token source that hands out the rotated token, counting reads.
+struct RotatedToken {
+    reads: AtomicUsize,
+}
+
+impl TokenSource for RotatedToken {
+    fn fetch(&self) -> Pin<Box<dyn Future<Output = Result<CrmToken, TokenError>> + Send + '_>> {
+        self.reads.fetch_add(1, Ordering::SeqCst);
+        Box::pin(async { Ok(CrmToken::new("rotated-token").unwrap()) })
+    }
+}
+
+#[tokio::test]
+async fn a_401_re_reads_the_token_once_and_delivers() {
+    let crm = CrmStub::start().await.unwrap();
+    crm.require_bearer("rotated-token");
+    let receipts: Vec<Receipt> = (0..5)
+        .map(|i| receipt(&format!("sub_rot_{i}"), "a@example.com"))
+        .collect();
+    let source = Arc::new(RotatedToken {
+        reads: AtomicUsize::new(0),
+    });
+    let crm_client = HttpCrm::new(crm.leads_url(), CrmToken::new("old-token"))
+        .unwrap()
+        .refreshing_from(source.clone(), Duration::ZERO);
+    let worker = Worker::new(
+        crm_client,
+        MemoryLedger::with_received(receipts.iter().map(|r| r.pk.as_str())),
+        1,
+    )
+    .with_retry_policy(fast_retries());
+
+    let records = receipts
+        .iter()
+        .enumerate()
+        .map(|(i, r)| insert(r, &format!("66{i}")))
+        .collect();
+    let response = worker.handle(event(records), in_seconds(30)).await;
+
+    assert!(response.batch_item_failures.is_empty());
+    assert_eq!(crm.lead_count(), 5);
+    assert_eq!(
+        source.reads.load(Ordering::SeqCst),
+        1,
+        "one re-read, then the new token"
+    );
+    for r in &receipts {
+        assert_eq!(
+            worker.ledger().get(&r.pk).unwrap().status,
+            ReceiptStatus::Completed
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_401_that_persists_keeps_the_receipt_pending_never_failed() {
+    let crm = CrmStub::start().await.unwrap();
+    crm.require_bearer("a-token-we-do-not-have");
+    let receipt = receipt("sub_401", "a@example.com");
+    let source = Arc::new(RotatedToken {
+        reads: AtomicUsize::new(0),
+    });
+    let crm_client = HttpCrm::new(crm.leads_url(), CrmToken::new("old-token"))
+        .unwrap()
+        .refreshing_from(source.clone(), Duration::from_secs(60));
+    let worker = Worker::new(
+        crm_client,
+        MemoryLedger::with_received([receipt.pk.as_str()]),
+        8,
+    )
+    .with_retry_policy(fast_retries());
+
+    let response = worker
+        .handle(event(vec![insert(&receipt, "670")]), in_seconds(30))
+        .await;
+
+    assert!(response.batch_item_failures.is_empty());
+    assert_eq!(
+        source.reads.load(Ordering::SeqCst),
+        0,
+        "no read due within the interval"
+    );
+    assert_eq!(
+        crm.calls_for("sub_401").len(),
+        1,
+        "an auth error is not retried in place"
+    );
+    let waiting = worker.ledger().get(&receipt.pk).unwrap();
+    assert_eq!(waiting.status, ReceiptStatus::Received);
+    assert_eq!(waiting.last_error.as_deref(), Some("destination-auth"));
+    assert_eq!(waiting.last_http_status, Some(401));
 }
 
 #[tokio::test]
@@ -290,13 +456,8 @@ async fn a_permanent_400_marks_the_receipt_failed_and_the_batch_goes_on() {
     assert_eq!(crm.calls_for("sub_bad").len(), 1, "a 400 is not retried");
     let failed = worker.ledger().get(&bad.pk).unwrap();
     assert_eq!(failed.status, ReceiptStatus::Failed);
-    assert_eq!(
-        failed.failure,
-        Some(Failure {
-            reason: "HTTP 400".into(),
-            status: Some(400)
-        })
-    );
+    assert_eq!(failed.failure_reason.as_deref(), Some("HTTP 400"));
+    assert_eq!(failed.failure_http_status, Some(400));
     for other in &others {
         assert_eq!(
             worker.ledger().get(&other.pk).unwrap().status,

@@ -2,11 +2,11 @@
 //! `sam local invoke` and `cargo lambda invoke` use cannot drift from the code.
 
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
-use aws_lambda_events::event::dynamodb::Event;
 use devtools::crm_stub::CrmStub;
-use shared::ReceiptStatus;
+use serde_json::Value;
+use shared::{FormSubmission, Receipt, ReceiptStatus, Retention};
 use worker::http_crm::HttpCrm;
 use worker::ledger::MemoryLedger;
 use worker::Worker;
@@ -17,9 +17,9 @@ fn events_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../events")
 }
 
-fn stream_event(file: &str) -> Event {
+fn event(file: &str) -> Value {
     let text = std::fs::read_to_string(events_dir().join(file)).expect("event file exists");
-    serde_json::from_str(&text).expect("a Lambda DynamoDB stream event")
+    serde_json::from_str(&text).expect("JSON")
 }
 
 #[tokio::test]
@@ -34,9 +34,10 @@ async fn every_stream_event_in_events_is_handled() {
 
     // The INSERT of the receipt that ingest stores for events/ingest-valid.json.
     let response = worker
-        .handle(stream_event("worker-insert.json"), deadline())
-        .await;
-    assert!(response.batch_item_failures.is_empty());
+        .invoke(event("worker-insert.json"), deadline())
+        .await
+        .unwrap();
+    assert_eq!(response, serde_json::json!({"batchItemFailures": []}));
     let lead = crm
         .lead("sub_01JDEMO00000000000000000001")
         .expect("the demo lead");
@@ -51,13 +52,38 @@ async fn every_stream_event_in_events_is_handled() {
     // `sam local generate-event dynamodb update`: INSERT, MODIFY and REMOVE
     // of an item that is not a receipt. It parses, and nothing is done.
     let response = worker
-        .handle(stream_event("dynamodb-update-sample.json"), deadline())
-        .await;
-    assert!(response.batch_item_failures.is_empty());
+        .invoke(event("dynamodb-update-sample.json"), deadline())
+        .await
+        .unwrap();
+    assert_eq!(response, serde_json::json!({"batchItemFailures": []}));
     assert_eq!(
         crm.calls().len(),
         1,
         "only the receipt's INSERT reached the CRM"
+    );
+
+    // The schedule's event starts a reconciliation pass: a receipt received
+    // an hour ago and never delivered is delivered now.
+    let body = serde_json::json!({
+        "event": "form.submitted",
+        "data": {"submissionId": "sub_waiting", "formData": {"email": "b@example.com"}}
+    });
+    let waiting = Receipt::new(
+        &FormSubmission::parse(body.to_string().as_bytes()).unwrap(),
+        SystemTime::now() - Duration::from_secs(3600),
+        Retention::default(),
+    );
+    worker.ledger().insert(waiting.clone());
+    let report = worker
+        .invoke(event("worker-reconcile.json"), deadline())
+        .await
+        .unwrap();
+    assert_eq!(report["due"], 1, "{report}");
+    assert_eq!(report["delivered"], 1, "{report}");
+    assert!(crm.lead("sub_waiting").is_some());
+    assert_eq!(
+        worker.ledger().get(&waiting.pk).unwrap().status,
+        ReceiptStatus::Completed
     );
 
     let mut on_disk: Vec<String> = std::fs::read_dir(events_dir())
@@ -68,7 +94,11 @@ async fn every_stream_event_in_events_is_handled() {
     on_disk.sort();
     assert_eq!(
         on_disk,
-        ["dynamodb-update-sample.json", "worker-insert.json"],
-        "every stream event in events/ is tested"
+        [
+            "dynamodb-update-sample.json",
+            "worker-insert.json",
+            "worker-reconcile.json"
+        ],
+        "every worker event in events/ is tested"
     );
 }

@@ -1,0 +1,497 @@
+//! The worker's decisions, as pure functions: what a stream record or a
+//! stored receipt asks for (`decode_*`), and what the destination's answer
+//! means for the receipt (`settle`). The stream handler and the
+//! reconciliation pass both decide here and act in `handler`.
+
+use std::time::{Duration, SystemTime};
+
+use aws_lambda_events::event::dynamodb::EventRecord;
+use serde_dynamo::AttributeValue;
+use shared::delivery::Redelivery;
+use shared::receipt::attr;
+use shared::{Lead, Receipt, ReceiptStatus};
+
+use crate::destination::{DestinationError, Upserted};
+
+/// Why a record needs no work.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SkipReason {
+    NotAnInsert,
+    NoNewImage,
+    NotReceived,
+}
+
+impl SkipReason {
+    pub fn code(self) -> &'static str {
+        match self {
+            SkipReason::NotAnInsert => "not-an-insert",
+            SkipReason::NoNewImage => "no-new-image",
+            SkipReason::NotReceived => "not-received",
+        }
+    }
+}
+
+/// A receipt ready to deliver: its lead, and when it was received.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Delivery {
+    pub receipt: Receipt,
+    pub lead: Lead,
+    pub received: SystemTime,
+}
+
+/// What a stream record or a stored receipt asks of the worker.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Decoded {
+    Skip(SkipReason),
+    /// Cannot ever be delivered: marked FAILED under `key` for an operator
+    /// (or only logged, when even the key is missing).
+    Unreadable {
+        key: Option<String>,
+        reason: &'static str,
+    },
+    Deliver(Box<Delivery>),
+}
+
+/// Only the INSERT of a RECEIVED receipt is work; the worker's own updates
+/// and TTL deletions arrive on the stream too and are skipped.
+pub fn skip_reason(
+    event_name: &str,
+    has_new_image: bool,
+    status: Option<ReceiptStatus>,
+) -> Option<SkipReason> {
+    if event_name != "INSERT" {
+        Some(SkipReason::NotAnInsert)
+    } else if !has_new_image {
+        Some(SkipReason::NoNewImage)
+    } else if status != Some(ReceiptStatus::Received) {
+        Some(SkipReason::NotReceived)
+    } else {
+        None
+    }
+}
+
+/// A stream record: skip it, or decode its receipt.
+pub fn decode_stream_record(record: &EventRecord) -> Decoded {
+    let image = &record.change.new_image;
+    let status = match image.get(attr::STATUS) {
+        Some(AttributeValue::S(status)) => {
+            serde_json::from_value(serde_json::Value::String(status.clone())).ok()
+        }
+        _ => None,
+    };
+    if let Some(reason) = skip_reason(&record.event_name, !image.is_empty(), status) {
+        return Decoded::Skip(reason);
+    }
+    match serde_dynamo::from_item::<_, Receipt>(image.clone()) {
+        Ok(receipt) => decode_receipt(receipt),
+        Err(_) => Decoded::Unreadable {
+            key: match image.get(attr::PK) {
+                Some(AttributeValue::S(key)) => Some(key.clone()),
+                _ => None,
+            },
+            reason: "receipt unreadable",
+        },
+    }
+}
+
+/// A stored receipt (from the stream or the pending index): deliver it if
+/// it is still RECEIVED and its lead can be built.
+pub fn decode_receipt(receipt: Receipt) -> Decoded {
+    if receipt.status != ReceiptStatus::Received {
+        return Decoded::Skip(SkipReason::NotReceived);
+    }
+    let Some(received) = receipt.received_time() else {
+        return Decoded::Unreadable {
+            key: Some(receipt.pk),
+            reason: "receipt has no readable receivedAt",
+        };
+    };
+    match Lead::from_receipt(&receipt) {
+        Ok(lead) => Decoded::Deliver(Box::new(Delivery {
+            receipt,
+            lead,
+            received,
+        })),
+        Err(_) => Decoded::Unreadable {
+            key: Some(receipt.pk),
+            reason: "receipt payload unreadable",
+        },
+    }
+}
+
+/// The rules that turn an answer into what becomes of the receipt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DeliveryRules {
+    /// Past this age since the receipt was received, a failed attempt gives
+    /// up: the receipt becomes FAILED with reason `gave-up`.
+    pub max_age: Duration,
+    pub redelivery: Redelivery,
+}
+
+impl Default for DeliveryRules {
+    fn default() -> Self {
+        DeliveryRules {
+            max_age: Duration::from_secs(DEFAULT_MAX_AGE_SECONDS),
+            redelivery: Redelivery::default(),
+        }
+    }
+}
+
+/// Three days: a long weekend's CRM outage.
+pub const DEFAULT_MAX_AGE_SECONDS: u64 = 3 * 24 * 60 * 60;
+
+/// Why the last attempt failed, as kept on the receipt: a short code and the
+/// destination's HTTP status, never lead data.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AttemptError {
+    pub code: String,
+    pub status: Option<u16>,
+}
+
+/// What becomes of the receipt after this delivery's attempts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Settlement {
+    /// The lead is written (or a newer submission already holds it).
+    Complete { stale: bool },
+    /// FAILED for good, with the reason an operator reads.
+    Fail(AttemptError),
+    /// Still RECEIVED; the reconciler tries again at `at`.
+    Later {
+        at: SystemTime,
+        error: AttemptError,
+        /// Our credentials were refused: a configuration fault.
+        auth: bool,
+    },
+}
+
+/// The reason a receipt that ran out of time is FAILED with.
+pub const GAVE_UP: &str = "gave-up";
+
+/// Settles one delivery. `attempts` counts every attempt the receipt has had,
+/// this delivery's included; `jitter` is uniform in [0, 1).
+pub fn settle(
+    answer: &Result<Upserted, DestinationError>,
+    received: SystemTime,
+    now: SystemTime,
+    attempts: u32,
+    rules: &DeliveryRules,
+    jitter: f64,
+) -> Settlement {
+    let (error, retry_after, auth) = match answer {
+        Ok(Upserted::Written) => return Settlement::Complete { stale: false },
+        Ok(Upserted::Stale) => return Settlement::Complete { stale: true },
+        Err(DestinationError::Permanent { status, reason }) => {
+            return Settlement::Fail(AttemptError {
+                code: reason.clone(),
+                status: *status,
+            })
+        }
+        Err(DestinationError::Retryable {
+            status,
+            retry_after,
+            reason,
+        }) => (
+            AttemptError {
+                code: reason.clone(),
+                status: *status,
+            },
+            *retry_after,
+            false,
+        ),
+        Err(DestinationError::Unauthorized { status }) => (
+            AttemptError {
+                code: "destination-auth".to_owned(),
+                status: Some(*status),
+            },
+            None,
+            true,
+        ),
+    };
+    // A receipt whose clock reads "received in the future" counts as new.
+    let give_up_at = received.checked_add(rules.max_age).unwrap_or(received);
+    if now >= give_up_at {
+        return Settlement::Fail(AttemptError {
+            code: GAVE_UP.to_owned(),
+            status: error.status,
+        });
+    }
+    let wait = rules.redelivery.wait(attempts, retry_after, jitter);
+    // The last try is due when the age limit is reached, not after it.
+    let at = now
+        .checked_add(wait)
+        .map_or(give_up_at, |at| at.min(give_up_at));
+    Settlement::Later { at, error, auth }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use shared::{FormSubmission, Retention};
+    use std::time::UNIX_EPOCH;
+
+    fn receipt() -> Receipt {
+        let body = serde_json::json!({
+            "event": "form.submitted",
+            "data": {"submissionId": "sub_1", "formData": {"email": "ada@example.com"}}
+        });
+        let submission = FormSubmission::parse(body.to_string().as_bytes()).unwrap();
+        Receipt::new(
+            &submission,
+            UNIX_EPOCH + Duration::from_secs(1_800_000_000),
+            Retention::default(),
+        )
+    }
+
+    fn record(event_name: &str, receipt: &Receipt) -> EventRecord {
+        let value = devtools::stream_event::record(event_name, receipt, "1");
+        serde_json::from_value(value).unwrap()
+    }
+
+    #[test]
+    fn skip_rules() {
+        let received = Some(ReceiptStatus::Received);
+        let rows = [
+            ("INSERT", true, received, None),
+            ("MODIFY", true, received, Some(SkipReason::NotAnInsert)),
+            ("REMOVE", false, None, Some(SkipReason::NotAnInsert)),
+            ("INSERT", false, None, Some(SkipReason::NoNewImage)),
+            (
+                "INSERT",
+                true,
+                Some(ReceiptStatus::Completed),
+                Some(SkipReason::NotReceived),
+            ),
+            (
+                "INSERT",
+                true,
+                Some(ReceiptStatus::Failed),
+                Some(SkipReason::NotReceived),
+            ),
+            ("INSERT", true, None, Some(SkipReason::NotReceived)),
+        ];
+        for (event_name, has_image, status, expected) in rows {
+            assert_eq!(
+                skip_reason(event_name, has_image, status),
+                expected,
+                "{event_name} {has_image} {status:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn decoding() {
+        let good = receipt();
+        let mut completed = receipt();
+        completed.status = ReceiptStatus::Completed;
+        let mut not_json = receipt();
+        not_json.payload = "{not json".into();
+        let mut no_time = receipt();
+        no_time.received_at = "yesterday".into();
+
+        let deliver = |r: &Receipt| match decode_receipt(r.clone()) {
+            Decoded::Deliver(delivery) => Some(delivery.lead.external_id),
+            _ => None,
+        };
+        assert_eq!(deliver(&good).as_deref(), Some("sub_1"));
+        assert_eq!(
+            decode_receipt(completed.clone()),
+            Decoded::Skip(SkipReason::NotReceived)
+        );
+        let rows = [
+            (not_json, "receipt payload unreadable"),
+            (no_time, "receipt has no readable receivedAt"),
+        ];
+        for (receipt, reason) in rows {
+            assert_eq!(
+                decode_receipt(receipt.clone()),
+                Decoded::Unreadable {
+                    key: Some(receipt.pk.clone()),
+                    reason
+                }
+            );
+        }
+
+        assert!(matches!(
+            decode_stream_record(&record("INSERT", &good)),
+            Decoded::Deliver(_)
+        ));
+        assert_eq!(
+            decode_stream_record(&record("MODIFY", &good)),
+            Decoded::Skip(SkipReason::NotAnInsert)
+        );
+        assert_eq!(
+            decode_stream_record(&record("INSERT", &completed)),
+            Decoded::Skip(SkipReason::NotReceived)
+        );
+        let mut broken = record("INSERT", &good);
+        broken.change.new_image.remove("payload");
+        assert_eq!(
+            decode_stream_record(&broken),
+            Decoded::Unreadable {
+                key: Some(good.pk.clone()),
+                reason: "receipt unreadable"
+            }
+        );
+        broken.change.new_image.remove(attr::PK);
+        assert_eq!(
+            decode_stream_record(&broken),
+            Decoded::Unreadable {
+                key: None,
+                reason: "receipt unreadable"
+            }
+        );
+    }
+
+    /// A case name, the answer, the time, the attempts so far, and the settlement.
+    type SettleCase = (
+        &'static str,
+        Result<Upserted, DestinationError>,
+        SystemTime,
+        u32,
+        Settlement,
+    );
+
+    #[test]
+    fn settling() {
+        let received = UNIX_EPOCH + Duration::from_secs(1_800_000_000);
+        let rules = DeliveryRules::default();
+        let min = |m: u64| Duration::from_secs(m * 60);
+        let retryable = |status: u16, retry_after: Option<Duration>| {
+            Err(DestinationError::Retryable {
+                status: Some(status),
+                retry_after,
+                reason: format!("HTTP {status}"),
+            })
+        };
+        let error = |code: &str, status: Option<u16>| AttemptError {
+            code: code.into(),
+            status,
+        };
+        let later = |at: SystemTime, code: &str, status: u16, auth: bool| Settlement::Later {
+            at,
+            error: error(code, Some(status)),
+            auth,
+        };
+        let soon = received + min(1);
+        let max_age = received + rules.max_age;
+        let rows: Vec<SettleCase> = vec![
+            (
+                "written",
+                Ok(Upserted::Written),
+                soon,
+                1,
+                Settlement::Complete { stale: false },
+            ),
+            (
+                "stale",
+                Ok(Upserted::Stale),
+                soon,
+                1,
+                Settlement::Complete { stale: true },
+            ),
+            (
+                "refused",
+                Err(DestinationError::Permanent {
+                    status: Some(400),
+                    reason: "HTTP 400".into(),
+                }),
+                soon,
+                1,
+                Settlement::Fail(error("HTTP 400", Some(400))),
+            ),
+            // Backoff from the attempt count: 1 attempt -> 1-2 min (jitter 0 -> 1 min).
+            (
+                "503 first",
+                retryable(503, None),
+                soon,
+                1,
+                later(soon + min(1), "HTTP 503", 503, false),
+            ),
+            (
+                "503 fourth",
+                retryable(503, None),
+                soon,
+                4,
+                later(soon + min(8), "HTTP 503", 503, false),
+            ),
+            // A Retry-After longer than any invocation is honoured.
+            (
+                "429 in an hour",
+                retryable(429, Some(min(60))),
+                soon,
+                1,
+                later(soon + min(60), "HTTP 429", 429, false),
+            ),
+            // 401/403 wait with backoff and are flagged, never FAILED.
+            (
+                "401",
+                Err(DestinationError::Unauthorized { status: 401 }),
+                soon,
+                2,
+                later(soon + min(2), "destination-auth", 401, true),
+            ),
+            // The wait never runs past the age limit: the last try is at it.
+            (
+                "near the limit",
+                retryable(503, Some(min(600))),
+                max_age - min(5),
+                30,
+                later(max_age, "HTTP 503", 503, false),
+            ),
+            (
+                "at the limit",
+                retryable(503, None),
+                max_age,
+                31,
+                Settlement::Fail(error(GAVE_UP, Some(503))),
+            ),
+            (
+                "auth at the limit",
+                Err(DestinationError::Unauthorized { status: 403 }),
+                max_age + min(1),
+                31,
+                Settlement::Fail(error(GAVE_UP, Some(403))),
+            ),
+            (
+                "huge Retry-After",
+                retryable(503, Some(Duration::MAX)),
+                soon,
+                1,
+                later(max_age, "HTTP 503", 503, false),
+            ),
+        ];
+        for (name, answer, now, attempts, expected) in rows {
+            assert_eq!(
+                settle(&answer, received, now, attempts, &rules, 0.0),
+                expected,
+                "{name}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_later_settlement_is_always_due_by_the_age_limit() {
+        // The invariant behind "no receipt is left RECEIVED without a next
+        // attempt": whatever the answer, the time and the attempt count,
+        // Later is due no later than the limit, where the next failure gives up.
+        let received = UNIX_EPOCH + Duration::from_secs(1_800_000_000);
+        let rules = DeliveryRules::default();
+        let limit = received + rules.max_age;
+        for attempts in [1, 2, 10, 100, u32::MAX] {
+            for offset in [0, 60, 3_600, 86_400, 259_199] {
+                for retry_after in [None, Some(Duration::from_secs(10)), Some(Duration::MAX)] {
+                    let answer = Err(DestinationError::Retryable {
+                        status: None,
+                        retry_after,
+                        reason: "timeout".into(),
+                    });
+                    let now = received + Duration::from_secs(offset);
+                    match settle(&answer, received, now, attempts, &rules, 0.99) {
+                        Settlement::Later { at, .. } => assert!(at > now && at <= limit),
+                        other => panic!("{other:?} at {offset}"),
+                    }
+                }
+            }
+        }
+    }
+}

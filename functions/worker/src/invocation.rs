@@ -1,0 +1,105 @@
+//! What invoked the worker: a batch from the receipts stream, or the
+//! schedule that starts a reconciliation pass. Decided from the event's own
+//! shape, so one function serves both triggers.
+
+use std::time::Instant;
+
+use aws_lambda_events::event::dynamodb::Event;
+use serde_json::Value;
+
+use crate::destination::Destination;
+use crate::ledger::{PendingQueue, ReceiptLedger};
+use crate::Worker;
+
+/// The `detail-type` of an EventBridge scheduled event.
+pub const SCHEDULED_EVENT: &str = "Scheduled Event";
+
+#[derive(Debug)]
+pub enum Invocation {
+    Stream(Event),
+    Reconcile,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum InvocationError {
+    #[error("the event has Records but is not a DynamoDB stream batch")]
+    UnreadableStreamEvent,
+    #[error("the event is neither a DynamoDB stream batch nor a scheduled event")]
+    Unrecognised,
+}
+
+impl TryFrom<Value> for Invocation {
+    type Error = InvocationError;
+
+    fn try_from(event: Value) -> Result<Self, Self::Error> {
+        if event.get("Records").is_some() {
+            return serde_json::from_value(event)
+                .map(Invocation::Stream)
+                .map_err(|_| InvocationError::UnreadableStreamEvent);
+        }
+        if event.get("detail-type").and_then(Value::as_str) == Some(SCHEDULED_EVENT) {
+            return Ok(Invocation::Reconcile);
+        }
+        Err(InvocationError::Unrecognised)
+    }
+}
+
+impl<D: Destination, L: ReceiptLedger + PendingQueue> Worker<D, L> {
+    /// Handles one invocation of either kind; the answer is the batch
+    /// response or the pass report, as JSON.
+    pub async fn invoke(&self, event: Value, deadline: Instant) -> Result<Value, InvocationError> {
+        let response = match Invocation::try_from(event)? {
+            Invocation::Stream(batch) => serde_json::to_value(self.handle(batch, deadline).await),
+            Invocation::Reconcile => serde_json::to_value(self.reconcile(deadline).await),
+        };
+        // Both are plain structs of strings and numbers.
+        Ok(response.unwrap_or(Value::Null))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn invocations() {
+        let stream = json!({"Records": []});
+        let scheduled = json!({
+            "version": "0",
+            "id": "53dc4d37-cffa-4f76-80c9-8b7d4a4d2eaa",
+            "detail-type": "Scheduled Event",
+            "source": "aws.events",
+            "time": "2026-11-30T06:00:00Z",
+            "detail": {}
+        });
+        assert!(matches!(
+            Invocation::try_from(stream),
+            Ok(Invocation::Stream(event)) if event.records.is_empty()
+        ));
+        assert!(matches!(
+            Invocation::try_from(scheduled),
+            Ok(Invocation::Reconcile)
+        ));
+        let rows = [
+            (json!({}), InvocationError::Unrecognised),
+            (json!(null), InvocationError::Unrecognised),
+            (json!([1, 2]), InvocationError::Unrecognised),
+            (
+                json!({"detail-type": "Other"}),
+                InvocationError::Unrecognised,
+            ),
+            (
+                json!({"Records": "x"}),
+                InvocationError::UnreadableStreamEvent,
+            ),
+        ];
+        for (event, expected) in rows {
+            assert_eq!(
+                Invocation::try_from(event.clone()).unwrap_err(),
+                expected,
+                "{event}"
+            );
+        }
+    }
+}

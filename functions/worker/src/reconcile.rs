@@ -1,0 +1,153 @@
+//! The reconciliation pass: run on a schedule, it delivers every receipt
+//! still RECEIVED whose next attempt is due and that the stream has had its
+//! chance at (older than `RECONCILE_AFTER_SECONDS`), through the same
+//! decide-and-act path as the stream, within the invocation's time and
+//! `WORKER_CONCURRENCY`.
+//!
+//! It reads the sparse pending index, never the table: its cost follows the
+//! receipts that wait, not the completed ones kept for the retention window.
+//! Each receipt is claimed before delivery, so two passes never deliver it
+//! at once.
+
+use std::time::{Duration, Instant};
+
+use futures_util::stream::{self, StreamExt};
+use serde::Serialize;
+use shared::receipt::format_timestamp;
+
+use crate::decide::{decode_receipt, Decoded};
+use crate::destination::Destination;
+use crate::handler::{RecordOutcome, Via, Worker};
+use crate::ledger::{Cursor, DueQuery, PendingQueue, ReceiptLedger, UnreadableItem};
+
+/// Receipts read per query page.
+pub const PAGE_SIZE: u32 = 100;
+
+/// Added to the invocation's remaining time for a claim: a receipt whose
+/// pass died is due again this long after the invocation's end.
+const CLAIM_MARGIN: Duration = Duration::from_secs(60);
+
+/// What one pass did; also the invocation's response.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PassReport {
+    /// Due receipts found.
+    pub due: usize,
+    pub delivered: usize,
+    pub deferred: usize,
+    pub failed: usize,
+    /// Taken by another pass or delivery first, or no longer RECEIVED.
+    pub skipped: usize,
+    /// Outcomes that could not be recorded; due again at their claim's end.
+    pub unrecorded: usize,
+    /// Items the store read to find them: the pass's cost.
+    pub items_read: usize,
+    /// `false` when time ran out or the store failed before the last page.
+    pub finished: bool,
+}
+
+enum Taken {
+    Outcome(RecordOutcome),
+    /// Another pass or delivery claimed or settled it first.
+    Lost,
+}
+
+impl<D: Destination, L: ReceiptLedger + PendingQueue> Worker<D, L> {
+    /// One pass; `deadline` is when the invocation times out.
+    pub async fn reconcile(&self, deadline: Instant) -> PassReport {
+        let started = Instant::now();
+        let now = (self.clock)();
+        let received_before = now.checked_sub(self.reconcile_after).unwrap_or(now);
+        let query = DueQuery {
+            now: format_timestamp(now),
+            received_before: format_timestamp(received_before),
+            page_size: PAGE_SIZE,
+        };
+        let left = deadline.saturating_duration_since(started);
+        let claim_until = format_timestamp(now + left + CLAIM_MARGIN);
+
+        let mut report = PassReport::default();
+        let mut from: Option<Cursor> = None;
+        loop {
+            // A delivery needs its attempts plus the ledger write.
+            if deadline.saturating_duration_since(Instant::now()) <= self.retry.safety_margin * 2 {
+                break;
+            }
+            let page = match self.ledger.due(&query, from.as_ref()).await {
+                Ok(page) => page,
+                Err(error) => {
+                    tracing::error!(error = %error, "pending receipts could not be read");
+                    break;
+                }
+            };
+            report.items_read += page.read;
+            report.due += page.receipts.len();
+            let taken: Vec<Taken> = stream::iter(page.receipts)
+                .map(|item| self.take(item, &claim_until, deadline))
+                .buffer_unordered(self.concurrency)
+                .collect()
+                .await;
+            for taken in taken {
+                match taken {
+                    Taken::Lost => report.skipped += 1,
+                    Taken::Outcome(outcome) => match outcome {
+                        RecordOutcome::Upserted | RecordOutcome::Stale => report.delivered += 1,
+                        RecordOutcome::Deferred => report.deferred += 1,
+                        RecordOutcome::FailedPermanent => report.failed += 1,
+                        RecordOutcome::FailedRetryable => report.unrecorded += 1,
+                        RecordOutcome::Skipped => report.skipped += 1,
+                    },
+                }
+            }
+            match page.next {
+                Some(next) => from = Some(next),
+                None => {
+                    report.finished = true;
+                    break;
+                }
+            }
+        }
+        tracing::info!(
+            due = report.due,
+            delivered = report.delivered,
+            deferred = report.deferred,
+            failed = report.failed,
+            skipped = report.skipped,
+            unrecorded = report.unrecorded,
+            items_read = report.items_read,
+            finished = report.finished,
+            duration_ms = started.elapsed().as_millis() as u64,
+            "reconciliation pass handled"
+        );
+        report
+    }
+
+    /// Claims one due receipt and acts on it.
+    async fn take(
+        &self,
+        item: Result<shared::Receipt, UnreadableItem>,
+        claim_until: &str,
+        deadline: Instant,
+    ) -> Taken {
+        let decoded = match item {
+            Ok(receipt) => {
+                let Some(seen) = receipt.next_attempt_at.clone() else {
+                    return Taken::Lost;
+                };
+                match self.ledger.claim(&receipt.pk, &seen, claim_until).await {
+                    Ok(true) => decode_receipt(receipt),
+                    Ok(false) => return Taken::Lost,
+                    Err(error) => {
+                        tracing::warn!(submission_id = %receipt.submission_id, error = %error, "receipt could not be claimed; the next pass tries again");
+                        return Taken::Lost;
+                    }
+                }
+            }
+            Err(UnreadableItem { key }) => Decoded::Unreadable {
+                key,
+                reason: "receipt unreadable",
+            },
+        };
+        Taken::Outcome(self.act(decoded, Via::Reconcile, deadline).await)
+    }
+}
