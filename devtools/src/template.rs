@@ -1,11 +1,12 @@
 //! The tables as template.yaml defines them, so local servers get exactly
-//! the key, stream view and TTL attribute that AWS will.
+//! the key, indexes, stream view and TTL attribute that AWS will.
 
 use std::path::Path;
 
 use aws_sdk_dynamodb::types::{
-    AttributeDefinition, BillingMode, KeySchemaElement, KeyType, ScalarAttributeType,
-    StreamSpecification, StreamViewType, TableStatus, TimeToLiveSpecification,
+    AttributeDefinition, BillingMode, GlobalSecondaryIndex, KeySchemaElement, KeyType, Projection,
+    ProjectionType, ScalarAttributeType, StreamSpecification, StreamViewType, TableStatus,
+    TimeToLiveSpecification,
 };
 use aws_sdk_dynamodb::Client;
 use serde_norway::Value;
@@ -17,6 +18,24 @@ pub struct TableSpec {
     pub partition_key: String,
     pub stream_view: Option<String>,
     pub ttl_attribute: Option<String>,
+    pub indexes: Vec<IndexSpec>,
+}
+
+/// One global secondary index: string keys, as every key in the template.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IndexSpec {
+    pub name: String,
+    pub partition_key: String,
+    pub sort_key: Option<String>,
+    pub projection: String,
+}
+
+fn key_named(keys: &Value, key_type: &str) -> Option<String> {
+    keys.as_sequence()?
+        .iter()
+        .find(|k| k["KeyType"].as_str() == Some(key_type))?["AttributeName"]
+        .as_str()
+        .map(str::to_owned)
 }
 
 /// Reads template.yaml. CloudFormation's short tags (`!Ref`, `!If`...) are
@@ -39,12 +58,29 @@ pub fn table_spec(template: &Value, logical_id: &str) -> Result<TableSpec, Strin
         ));
     }
     let properties = &resource["Properties"];
-    let partition_key = properties["KeySchema"]
+    let partition_key = key_named(&properties["KeySchema"], "HASH")
+        .ok_or_else(|| format!("{logical_id} has no HASH key"))?;
+    let indexes = properties["GlobalSecondaryIndexes"]
         .as_sequence()
-        .and_then(|keys| keys.iter().find(|k| k["KeyType"].as_str() == Some("HASH")))
-        .and_then(|key| key["AttributeName"].as_str())
-        .ok_or_else(|| format!("{logical_id} has no HASH key"))?
-        .to_owned();
+        .map(Vec::as_slice)
+        .unwrap_or_default()
+        .iter()
+        .map(|index| {
+            let name = index["IndexName"]
+                .as_str()
+                .ok_or_else(|| format!("{logical_id} has an index without IndexName"))?;
+            Ok(IndexSpec {
+                name: name.to_owned(),
+                partition_key: key_named(&index["KeySchema"], "HASH")
+                    .ok_or_else(|| format!("index {name} has no HASH key"))?,
+                sort_key: key_named(&index["KeySchema"], "RANGE"),
+                projection: index["Projection"]["ProjectionType"]
+                    .as_str()
+                    .unwrap_or("ALL")
+                    .to_owned(),
+            })
+        })
+        .collect::<Result<Vec<_>, String>>()?;
     let ttl = &properties["TimeToLiveSpecification"];
     Ok(TableSpec {
         logical_id: logical_id.to_owned(),
@@ -55,7 +91,16 @@ pub fn table_spec(template: &Value, logical_id: &str) -> Result<TableSpec, Strin
         ttl_attribute: (ttl["Enabled"].as_bool() == Some(true))
             .then(|| ttl["AttributeName"].as_str().map(str::to_owned))
             .flatten(),
+        indexes,
     })
+}
+
+fn string_key(name: &str, key_type: KeyType) -> Result<KeySchemaElement, String> {
+    KeySchemaElement::builder()
+        .attribute_name(name)
+        .key_type(key_type)
+        .build()
+        .map_err(|e| e.to_string())
 }
 
 /// Creates `name` with the spec's key, stream and TTL. The key is a string,
@@ -65,20 +110,39 @@ pub async fn create_table(client: &Client, spec: &TableSpec, name: &str) -> Resu
         .create_table()
         .table_name(name)
         .billing_mode(BillingMode::PayPerRequest)
-        .attribute_definitions(
-            AttributeDefinition::builder()
-                .attribute_name(&spec.partition_key)
-                .attribute_type(ScalarAttributeType::S)
-                .build()
-                .map_err(|e| e.to_string())?,
-        )
-        .key_schema(
-            KeySchemaElement::builder()
-                .attribute_name(&spec.partition_key)
-                .key_type(KeyType::Hash)
+        .key_schema(string_key(&spec.partition_key, KeyType::Hash)?);
+    let mut key_attributes = vec![spec.partition_key.as_str()];
+    for index in &spec.indexes {
+        let mut keys = vec![string_key(&index.partition_key, KeyType::Hash)?];
+        key_attributes.push(&index.partition_key);
+        if let Some(sort_key) = &index.sort_key {
+            keys.push(string_key(sort_key, KeyType::Range)?);
+            key_attributes.push(sort_key);
+        }
+        request = request.global_secondary_indexes(
+            GlobalSecondaryIndex::builder()
+                .index_name(&index.name)
+                .set_key_schema(Some(keys))
+                .projection(
+                    Projection::builder()
+                        .projection_type(ProjectionType::from(index.projection.as_str()))
+                        .build(),
+                )
                 .build()
                 .map_err(|e| e.to_string())?,
         );
+    }
+    key_attributes.sort_unstable();
+    key_attributes.dedup();
+    for attribute in key_attributes {
+        request = request.attribute_definitions(
+            AttributeDefinition::builder()
+                .attribute_name(attribute)
+                .attribute_type(ScalarAttributeType::S)
+                .build()
+                .map_err(|e| e.to_string())?,
+        );
+    }
     if let Some(view) = &spec.stream_view {
         request = request.stream_specification(
             StreamSpecification::builder()

@@ -85,6 +85,17 @@ fn the_tables_are_shaped_as_the_code_writes_them() {
         "the worker reads NewImage"
     );
     assert_eq!(receipts.ttl_attribute.as_deref(), Some(attr::EXPIRES_AT));
+    assert_eq!(
+        receipts.indexes,
+        vec![template::IndexSpec {
+            name: shared::receipt::PENDING_INDEX.to_owned(),
+            partition_key: attr::PENDING.to_owned(),
+            sort_key: Some(attr::NEXT_ATTEMPT_AT.to_owned()),
+            // The pass delivers from the index's items.
+            projection: "ALL".to_owned(),
+        }],
+        "the reconciler queries a sparse index of pending receipts"
+    );
     let leads = template::table_spec(&template, "LeadsTable").unwrap();
     assert_eq!(leads.partition_key, worker::leads_table::attr::PK);
 
@@ -239,6 +250,17 @@ fn each_function_may_do_only_what_it_needs() {
     ));
     assert!(with_leads.contains(&("dynamodb:UpdateItem".into(), "ReceiptsTable.Arn".into())));
     assert!(with_leads.contains(&(
+        "dynamodb:Query".into(),
+        format!(
+            "${{ReceiptsTable.Arn}}/index/{}",
+            shared::receipt::PENDING_INDEX
+        )
+    )));
+    assert!(
+        !with_leads.iter().any(|(a, _)| a == "dynamodb:Scan"),
+        "a pass never scans the table"
+    );
+    assert!(with_leads.contains(&(
         "dynamodb:GetRecords".into(),
         "ReceiptsTable.StreamArn".into()
     )));
@@ -258,6 +280,37 @@ fn each_function_may_do_only_what_it_needs() {
     assert!(
         !with_crm.iter().any(|(_, r)| r == "LeadsTable.Arn"),
         "no leads table access for the http destination"
+    );
+}
+
+#[test]
+fn a_schedule_starts_the_reconciliation_pass() {
+    let template = load();
+    let event = &resource(&template, "WorkerFunction")["Properties"]["Events"]["Reconcile"];
+    assert_eq!(event["Type"].as_str(), Some("Schedule"));
+    let schedule = Evaluator::new(&template, &[])
+        .evaluate(&event["Properties"]["Schedule"])
+        .unwrap();
+    assert_eq!(schedule.as_str(), Some("rate(${ReconcileEvery})"));
+    assert_eq!(
+        template["Parameters"]["ReconcileEvery"]["Default"].as_str(),
+        Some("5 minutes")
+    );
+    // What EventBridge sends for it is a pass, not an unknown event.
+    let sample = stream_event("worker-reconcile.json");
+    assert!(matches!(
+        worker::invocation::Invocation::try_from(sample),
+        Ok(worker::invocation::Invocation::Reconcile)
+    ));
+    // The default age limit is shorter than the default retention.
+    let env = Evaluator::new(&template, &[]).environment("WorkerFunction");
+    let config = worker::Config::from_lookup(|name| env.get(name).cloned()).unwrap();
+    assert_eq!(config.delivery.max_age.as_secs(), 259_200);
+    let short =
+        Evaluator::new(&template, &[("ReceiptRetentionDays", "2")]).environment("WorkerFunction");
+    assert!(
+        worker::Config::from_lookup(|name| short.get(name).cloned()).is_err(),
+        "a retention shorter than the age limit stops the worker at init"
     );
 }
 
