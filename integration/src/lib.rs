@@ -210,6 +210,23 @@ pub fn text(item: &HashMap<String, AttributeValue>, name: &str) -> String {
     }
 }
 
+/// A Secrets Manager client for moto's server, bounded as ingest's is.
+pub async fn secrets_client(endpoint: &str) -> aws_sdk_secretsmanager::Client {
+    let config = ingest::secrets::sdk_loader()
+        .endpoint_url(endpoint)
+        .region(aws_config::Region::new("us-east-1"))
+        .credentials_provider(aws_sdk_dynamodb::config::Credentials::new(
+            "test",
+            "test",
+            None,
+            None,
+            "integration-tests",
+        ))
+        .load()
+        .await;
+    aws_sdk_secretsmanager::Client::new(&config)
+}
+
 /// Invokes a worker the way the event source mapping does, in-process.
 pub async fn invoke_worker<D, L>(
     worker: &worker::Worker<D, L>,

@@ -7,7 +7,6 @@ use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use aws_sdk_dynamodb::config::{Credentials, Region};
 use ingest::auth::Authenticator;
 use ingest::config::{AuthSetting, Config, WEBHOOK_SECRETS_ARN};
 use ingest::secrets::{self, SecretsManagerSource};
@@ -184,22 +183,6 @@ async fn signatures_from_the_reference_implementation_are_accepted_and_tampering
             "case {name}: written only when accepted"
         );
     }
-}
-
-async fn secrets_client(endpoint: &str) -> aws_sdk_secretsmanager::Client {
-    let config = secrets::sdk_loader()
-        .endpoint_url(endpoint)
-        .region(Region::new("us-east-1"))
-        .credentials_provider(Credentials::new(
-            "test",
-            "test",
-            None,
-            None,
-            "integration-tests",
-        ))
-        .load()
-        .await;
-    aws_sdk_secretsmanager::Client::new(&config)
 }
 
 fn arn_config(arn: &str, refresh_seconds: &str) -> Config {

@@ -3,18 +3,16 @@
 //! connected once, at init), the destination `DESTINATION` names, then the
 //! Lambda event loop for both triggers (stream batches and the schedule).
 
-use std::sync::Arc;
-
 use lambda_runtime::{run, service_fn, Error, LambdaEvent};
 use serde_json::Value;
 use shared::{IdempotencyKey, Lead};
-use worker::config::{DestinationConfig, TokenSetting};
+use worker::config::DestinationConfig;
 use worker::destination::{Destination, DestinationError, Upserted};
 use worker::dynamo::{sdk_loader, DynamoLedger};
 use worker::handler::deadline_from;
 use worker::http_crm::{HttpCrm, TOKEN_REFRESH_INTERVAL};
 use worker::leads_table::LeadsTable;
-use worker::secrets::{resolve_token, SecretsManagerToken};
+use worker::secrets::http_crm;
 use worker::{Config, Worker};
 
 /// The destination chosen by `DESTINATION`, as one type for the handler.
@@ -54,23 +52,13 @@ async fn main() -> Result<(), Error> {
     let client = aws_sdk_dynamodb::Client::new(&sdk_config);
     let destination = match config.destination {
         DestinationConfig::Http { url, token } => {
-            let secrets_client = aws_sdk_secretsmanager::Client::new(&sdk_config);
-            let source = match &token {
-                TokenSetting::SecretsManager(arn) => {
-                    Some(SecretsManagerToken::new(secrets_client.clone(), arn))
-                }
-                _ => None,
-            };
-            let token = resolve_token(token, || secrets_client)
+            let secrets_client = || aws_sdk_secretsmanager::Client::new(&sdk_config);
+            let crm = http_crm(url, token, secrets_client, TOKEN_REFRESH_INTERVAL)
                 .await
                 .inspect_err(|error| {
-                    tracing::error!(error = %error, "CRM token unavailable; the function cannot start");
+                    tracing::error!(error = %error, "CRM destination unavailable; the function cannot start");
                 })?;
-            let crm = HttpCrm::new(url, token)?;
-            ConfiguredDestination::Http(match source {
-                Some(source) => crm.refreshing_from(Arc::new(source), TOKEN_REFRESH_INTERVAL),
-                None => crm,
-            })
+            ConfiguredDestination::Http(crm)
         }
         DestinationConfig::Dynamodb {
             leads_table,

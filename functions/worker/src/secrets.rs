@@ -5,12 +5,14 @@
 
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
 
 use aws_sdk_secretsmanager::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_secretsmanager::Client;
 
-use crate::config::{ConfigError, TokenSetting, CRM_TOKEN_SECRET_ARN};
-use crate::http_crm::{CrmToken, TokenError, TokenSource};
+use crate::config::{ConfigError, TokenSetting, CRM_TOKEN_SECRET_ARN, CRM_URL};
+use crate::http_crm::{CrmToken, HttpCrm, TokenError, TokenSource};
 
 pub struct SecretsManagerToken {
     client: Client,
@@ -72,4 +74,34 @@ pub async fn resolve_token(
                 reason: format!("the secret could not be read ({})", error.0),
             }),
     }
+}
+
+/// The `http` destination as `main` builds it: the token read now, and, when
+/// it lives in Secrets Manager, read again after a 401/403 at most once per
+/// `refresh_interval`.
+pub async fn http_crm(
+    url: String,
+    setting: TokenSetting,
+    client: impl FnOnce() -> Client,
+    refresh_interval: Duration,
+) -> Result<HttpCrm, ConfigError> {
+    let (token, source) = match setting {
+        TokenSetting::SecretsManager(arn) => {
+            let source = SecretsManagerToken::new(client(), arn);
+            let token = source.fetch().await.map_err(|error| ConfigError::Invalid {
+                name: CRM_TOKEN_SECRET_ARN,
+                reason: format!("the secret could not be read ({})", error.0),
+            })?;
+            (Some(token), Some(source))
+        }
+        other => (resolve_token(other, client).await?, None),
+    };
+    let crm = HttpCrm::new(url, token).map_err(|_| ConfigError::Invalid {
+        name: CRM_URL,
+        reason: "the HTTP client could not be built".to_owned(),
+    })?;
+    Ok(match source {
+        Some(source) => crm.refreshing_from(Arc::new(source), refresh_interval),
+        None => crm,
+    })
 }

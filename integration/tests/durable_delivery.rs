@@ -1,0 +1,450 @@
+//! Every accepted submission reaches the CRM, or a person is told: the
+//! stream defers what it cannot deliver, the reconciliation pass delivers
+//! it later, through the same path, against a real DynamoDB-protocol server
+//! with the real SDK and a real HTTP CRM on loopback.
+//!
+//! Time is moved forward with the worker's clock instead of waited out.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+
+use aws_sdk_dynamodb::types::{AttributeValue, PutRequest, WriteRequest};
+use aws_sdk_dynamodb::Client;
+use devtools::crm_stub::{Answer, CrmStub};
+use devtools::pump::StreamPump;
+use devtools::stream_event;
+use integration::*;
+use shared::delivery::RetryPolicy;
+use shared::{FormSubmission, Receipt, ReceiptStatus, Retention};
+use worker::config::TokenSetting;
+use worker::decide::AttemptError;
+use worker::dynamo::DynamoLedger;
+use worker::http_crm::HttpCrm;
+use worker::ledger::{
+    AttemptRecord, Cursor, DuePage, DueQuery, LedgerError, Marked, PendingQueue, ReceiptLedger,
+};
+use worker::reconcile::PassReport;
+use worker::Worker;
+
+/// A clock that reads the real time plus an offset the test moves.
+#[derive(Clone, Default)]
+struct TestClock(Arc<AtomicU64>);
+
+impl TestClock {
+    fn advance(&self, by: Duration) {
+        self.0.fetch_add(by.as_secs(), Ordering::SeqCst);
+    }
+
+    fn clock(&self) -> worker::handler::Clock {
+        let offset = Arc::clone(&self.0);
+        Arc::new(move || SystemTime::now() + Duration::from_secs(offset.load(Ordering::SeqCst)))
+    }
+}
+
+fn quick_retries() -> RetryPolicy {
+    RetryPolicy {
+        base_delay: Duration::from_millis(10),
+        max_delay: Duration::from_millis(50),
+        safety_margin: Duration::from_millis(200),
+        max_attempts: 3,
+    }
+}
+
+fn in_seconds(seconds: u64) -> Instant {
+    Instant::now() + Duration::from_secs(seconds)
+}
+
+fn statuses(items: &[HashMap<String, AttributeValue>]) -> HashMap<String, usize> {
+    let mut counts = HashMap::new();
+    for item in items {
+        *counts.entry(text(item, "status")).or_default() += 1;
+    }
+    counts
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_crm_outage_longer_than_every_stream_retry_is_delivered_once_by_the_reconciler() {
+    let moto = endpoint(DYNAMODB_ENDPOINT);
+    let ReceiptsWithIngest {
+        client,
+        table,
+        ingest,
+    } = receipts_with_ingest(&moto).await;
+    let crm = CrmStub::start().await.unwrap();
+    crm.fail_all(Answer::status(503));
+    let clock = TestClock::default();
+    let worker = Worker::new(
+        HttpCrm::new(crm.leads_url(), None).unwrap(),
+        DynamoLedger::new(worker_client(&moto).await, &table),
+        8,
+    )
+    .with_retry_policy(quick_retries())
+    .with_clock(clock.clock());
+
+    let ids: Vec<String> = (0..20).map(|n| format!("sub_outage_{n}")).collect();
+    for id in &ids {
+        assert_eq!(
+            ingest
+                .handle(delivery(id, "ada@example.com"))
+                .await
+                .status(),
+            202
+        );
+    }
+
+    // The stream delivers while the CRM is down: every record is deferred
+    // to the reconciler, none fails the batch or reaches the dead-letter queue.
+    let mut pump = StreamPump::for_table(&client, streams_client(&moto).await, &table)
+        .await
+        .unwrap();
+    let report = pump
+        .drain(|event| invoke_worker(&worker, event))
+        .await
+        .unwrap();
+    assert!(
+        report.given_up.is_empty(),
+        "nothing for the dead-letter queue"
+    );
+    assert_eq!(report.invocations, 1, "no stream retries were needed");
+    assert!(crm.calls().len() >= ids.len());
+    assert_eq!(crm.lead_count(), 0);
+    let items = scan(&client, &table).await;
+    assert_eq!(
+        statuses(&items),
+        HashMap::from([("RECEIVED".into(), ids.len())])
+    );
+    for item in &items {
+        assert_eq!(
+            text(item, "pending"),
+            "PENDING",
+            "in the reconciler's queue"
+        );
+        assert_eq!(text(item, "lastError"), "HTTP 503");
+        assert!(text(item, "nextAttemptAt") > text(item, "receivedAt"));
+    }
+
+    // A pass right away finds nothing due: the backoff has not passed.
+    assert_eq!(worker.reconcile(in_seconds(30)).await.due, 0);
+
+    // An hour later the CRM is still down: the pass tries, and defers again.
+    clock.advance(Duration::from_secs(3600));
+    let still_down = worker.reconcile(in_seconds(30)).await;
+    assert_eq!(
+        (still_down.due, still_down.deferred),
+        (ids.len(), ids.len())
+    );
+    assert_eq!(crm.lead_count(), 0);
+
+    // The CRM recovers; the next due pass delivers every lead once. Six
+    // attempts in, the backoff is 32 to 64 minutes.
+    crm.recover();
+    clock.advance(Duration::from_secs(2 * 3600));
+    let recovered = worker.reconcile(in_seconds(30)).await;
+    assert_eq!(
+        (recovered.due, recovered.delivered, recovered.finished),
+        (ids.len(), ids.len(), true),
+        "{recovered:?}"
+    );
+    for id in &ids {
+        assert_eq!(crm.lead(id).map(|l| l.writes), Some(1), "{id} written once");
+    }
+    let items = scan(&client, &table).await;
+    assert_eq!(
+        statuses(&items),
+        HashMap::from([("COMPLETED".into(), ids.len())])
+    );
+    assert!(
+        items.iter().all(|i| !i.contains_key("pending")),
+        "the queue is empty"
+    );
+
+    // Nothing is left for a later pass.
+    clock.advance(Duration::from_secs(86_400));
+    assert_eq!(
+        worker.reconcile(in_seconds(30)).await,
+        PassReport {
+            finished: true,
+            ..PassReport::default()
+        }
+    );
+}
+
+#[tokio::test]
+async fn a_401_then_a_token_rotated_in_secrets_manager_delivers_and_never_fails_the_lead() {
+    let moto = endpoint(DYNAMODB_ENDPOINT);
+    let ReceiptsWithIngest {
+        client,
+        table,
+        ingest,
+    } = receipts_with_ingest(&moto).await;
+    let secrets = secrets_client(&moto).await;
+    let arn = secrets
+        .create_secret()
+        .name(unique_name("crm-token"))
+        .secret_string("crm-token-before-rotation")
+        .send()
+        .await
+        .unwrap()
+        .arn()
+        .unwrap()
+        .to_owned();
+    let crm = CrmStub::start().await.unwrap();
+    // The CRM was given a new token; the secret still holds the old one.
+    crm.require_bearer("crm-token-after-rotation");
+    let clock = TestClock::default();
+    // What main builds; no wait between re-reads so the test need not sleep
+    // (the once-a-minute bound is a unit test of the gate).
+    let crm_client = worker::secrets::http_crm(
+        crm.leads_url(),
+        TokenSetting::SecretsManager(arn.clone()),
+        || secrets.clone(),
+        Duration::ZERO,
+    )
+    .await
+    .unwrap();
+    let worker = Worker::new(
+        crm_client,
+        DynamoLedger::new(worker_client(&moto).await, &table),
+        8,
+    )
+    .with_retry_policy(quick_retries())
+    .with_clock(clock.clock());
+
+    assert_eq!(
+        ingest
+            .handle(delivery("sub_rotation", "a@example.com"))
+            .await
+            .status(),
+        202
+    );
+    let mut pump = StreamPump::for_table(&client, streams_client(&moto).await, &table)
+        .await
+        .unwrap();
+    pump.drain(|event| invoke_worker(&worker, event))
+        .await
+        .unwrap();
+    let items = scan(&client, &table).await;
+    assert_eq!(
+        text(&items[0], "status"),
+        "RECEIVED",
+        "an auth error is never the lead's fault"
+    );
+    assert_eq!(text(&items[0], "lastError"), "destination-auth");
+    assert_eq!(
+        items[0].get("lastHttpStatus"),
+        Some(&AttributeValue::N("401".into()))
+    );
+
+    secrets
+        .put_secret_value()
+        .secret_id(&arn)
+        .secret_string("crm-token-after-rotation")
+        .send()
+        .await
+        .unwrap();
+    clock.advance(Duration::from_secs(3600));
+    let pass = worker.reconcile(in_seconds(30)).await;
+    assert_eq!(pass.delivered, 1, "{pass:?}");
+    let lead = crm.lead("sub_rotation").unwrap();
+    assert_eq!(
+        lead.authorization.as_deref(),
+        Some("Bearer crm-token-after-rotation")
+    );
+    assert_eq!(text(&scan(&client, &table).await[0], "status"), "COMPLETED");
+}
+
+/// `count` receipts received an hour ago, written in batches of 25.
+async fn write_receipts(client: &Client, table: &str, count: usize, prefix: &str, done: bool) {
+    let received = SystemTime::now() - Duration::from_secs(3600);
+    let receipts: Vec<Receipt> = (0..count)
+        .map(|n| {
+            let body = body(&format!("{prefix}{n}"), "x@example.com");
+            let submission = FormSubmission::parse(body.as_bytes()).unwrap();
+            let mut receipt = Receipt::new(&submission, received, Retention::default());
+            if done {
+                receipt.status = ReceiptStatus::Completed;
+                receipt.pending = None;
+                receipt.next_attempt_at = None;
+                receipt.attempts = 1;
+            }
+            receipt
+        })
+        .collect();
+    for chunk in receipts.chunks(25) {
+        let mut unprocessed: Vec<WriteRequest> = chunk
+            .iter()
+            .map(|receipt| {
+                WriteRequest::builder()
+                    .put_request(
+                        PutRequest::builder()
+                            .set_item(Some(serde_dynamo::to_item(receipt).unwrap()))
+                            .build()
+                            .unwrap(),
+                    )
+                    .build()
+            })
+            .collect();
+        while !unprocessed.is_empty() {
+            let output = client
+                .batch_write_item()
+                .request_items(table, unprocessed)
+                .send()
+                .await
+                .unwrap();
+            unprocessed = output
+                .unprocessed_items()
+                .and_then(|items| items.get(table))
+                .cloned()
+                .unwrap_or_default();
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pass_reads_the_pending_receipts_not_the_completed_ones() {
+    let moto = endpoint(DYNAMODB_ENDPOINT);
+    let client = worker_client(&moto).await;
+    let table = create_table(&client, "ReceiptsTable").await;
+    write_receipts(&client, &table, 10_000, "sub_done_", true).await;
+    write_receipts(&client, &table, 10, "sub_waiting_", false).await;
+    assert_eq!(scan(&client, &table).await.len(), 10_010);
+
+    let crm = CrmStub::start().await.unwrap();
+    let worker = Worker::new(
+        HttpCrm::new(crm.leads_url(), None).unwrap(),
+        DynamoLedger::new(client.clone(), &table),
+        8,
+    );
+    let pass = worker.reconcile(in_seconds(60)).await;
+
+    assert_eq!(
+        (pass.due, pass.delivered, pass.finished),
+        (10, 10, true),
+        "{pass:?}"
+    );
+    assert!(
+        pass.items_read <= 100,
+        "a pass read {} items: more than 1% of 10,010",
+        pass.items_read
+    );
+    println!(
+        "one pass over 10,000 completed and 10 pending receipts read {} items",
+        pass.items_read
+    );
+    assert_eq!(crm.lead_count(), 10);
+}
+
+/// The real ledger, counting the receipts it moved to COMPLETED.
+struct CountingLedger {
+    inner: DynamoLedger,
+    completed: Arc<AtomicUsize>,
+}
+
+impl ReceiptLedger for CountingLedger {
+    async fn mark_completed(
+        &self,
+        key: &str,
+        attempt: &AttemptRecord,
+    ) -> Result<Marked, LedgerError> {
+        let marked = self.inner.mark_completed(key, attempt).await;
+        if marked == Ok(Marked::Updated) {
+            self.completed.fetch_add(1, Ordering::SeqCst);
+        }
+        marked
+    }
+
+    async fn mark_failed(
+        &self,
+        key: &str,
+        failure: &AttemptError,
+        attempt: &AttemptRecord,
+    ) -> Result<Marked, LedgerError> {
+        self.inner.mark_failed(key, failure, attempt).await
+    }
+
+    async fn defer(
+        &self,
+        key: &str,
+        next_attempt_at: &str,
+        error: &AttemptError,
+        attempt: &AttemptRecord,
+    ) -> Result<Marked, LedgerError> {
+        self.inner.defer(key, next_attempt_at, error, attempt).await
+    }
+}
+
+impl PendingQueue for CountingLedger {
+    async fn due(&self, query: &DueQuery, from: Option<&Cursor>) -> Result<DuePage, LedgerError> {
+        self.inner.due(query, from).await
+    }
+
+    async fn claim(&self, key: &str, seen: &str, until: &str) -> Result<bool, LedgerError> {
+        self.inner.claim(key, seen, until).await
+    }
+}
+
+/// On dynalite: moto takes no lock around a conditional write's check.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pass_racing_a_stream_delivery_leaves_one_lead_and_one_completion() {
+    let dynalite = endpoint(DYNALITE_ENDPOINT);
+    let client = worker_client(&dynalite).await;
+    let table = create_table_key_only(&client, "ReceiptsTable").await;
+    write_receipts(&client, &table, 10, "sub_race_", false).await;
+    let receipts: Vec<Receipt> = scan(&client, &table)
+        .await
+        .into_iter()
+        .map(|item| serde_dynamo::from_item(item).unwrap())
+        .collect();
+
+    let crm = CrmStub::start().await.unwrap();
+    // Long enough that both deliveries of a receipt are in flight at once.
+    crm.set_delay(Duration::from_millis(300));
+    let completed = Arc::new(AtomicUsize::new(0));
+    let worker_in = |clock: &TestClock| {
+        Worker::new(
+            HttpCrm::new(crm.leads_url(), None).unwrap(),
+            CountingLedger {
+                inner: DynamoLedger::new(client.clone(), &table),
+                completed: Arc::clone(&completed),
+            },
+            10,
+        )
+        .with_clock(clock.clock())
+    };
+    // Two containers: one handles a late stream batch, one runs a pass.
+    let stream_container = worker_in(&TestClock::default());
+    let pass_container = worker_in(&TestClock::default());
+    let records = receipts
+        .iter()
+        .enumerate()
+        .map(|(n, r)| stream_event::record("INSERT", r, &format!("{}", 100 + n)))
+        .collect();
+    let batch = serde_json::from_value(stream_event::event(records)).unwrap();
+
+    let (response, pass) = tokio::join!(
+        stream_container.handle(batch, in_seconds(30)),
+        pass_container.reconcile(in_seconds(30)),
+    );
+
+    assert!(response.batch_item_failures.is_empty());
+    assert_eq!(pass.due, receipts.len(), "{pass:?}");
+    assert_eq!(crm.lead_count(), receipts.len(), "one lead per submission");
+    for receipt in &receipts {
+        let calls = crm.calls_for(&receipt.submission_id).len();
+        let writes = crm.lead(&receipt.submission_id).unwrap().writes as usize;
+        assert_eq!(writes, calls, "one lead write per attempt");
+        assert_eq!(calls, 2, "both containers delivered it");
+    }
+    assert_eq!(
+        completed.load(Ordering::SeqCst),
+        receipts.len(),
+        "each receipt moved to COMPLETED exactly once"
+    );
+    let items = scan(&client, &table).await;
+    assert_eq!(
+        statuses(&items),
+        HashMap::from([("COMPLETED".into(), receipts.len())])
+    );
+}
