@@ -23,7 +23,7 @@ cargo test --workspace --exclude integration --locked 2>&1 | tee -a "$results"
 
 say "integration tests against local DynamoDB-protocol servers"
 # The local-pipeline test runs the real function binaries.
-cargo build --locked -p ingest -p worker -p devtools
+cargo build --locked -p ingest -p worker -p receipts -p devtools
 ensure_python_tools
 ensure_node_tools
 # Started in this shell (not in a $(...) subshell) so the trap can stop them.

@@ -150,6 +150,12 @@ impl CrmStub {
         lock(&self.state.fixed).insert(external_id.to_owned(), answer);
     }
 
+    /// Forgets the answers scripted or fixed for `external_id`.
+    pub fn answer_normally(&self, external_id: &str) {
+        lock(&self.state.scripted).remove(external_id);
+        lock(&self.state.fixed).remove(external_id);
+    }
+
     /// Every call gets `answer` until [`CrmStub::recover`] (an outage).
     pub fn fail_all(&self, answer: Answer) {
         *lock(&self.state.fault) = Some(answer);

@@ -448,3 +448,135 @@ async fn a_pass_racing_a_stream_delivery_leaves_one_lead_and_one_completion() {
         HashMap::from([("COMPLETED".into(), receipts.len())])
     );
 }
+
+/// Runs the `receipts` CLI binary against `table` on moto's server, the way
+/// an operator would with the standard AWS environment.
+fn receipts_cli(table: &str, args: &[&str]) -> (bool, String, String) {
+    let bin_dir = std::env::var("FUNCTION_BIN_DIR").unwrap_or_else(|_| {
+        panic!("FUNCTION_BIN_DIR is not set: run the suite with `make test`, which builds the receipts CLI first")
+    });
+    let output = std::process::Command::new(format!("{bin_dir}/receipts"))
+        .args(args)
+        .env("RECEIPTS_TABLE", table)
+        .env("AWS_ENDPOINT_URL", endpoint(DYNAMODB_ENDPOINT))
+        .env("AWS_REGION", "us-east-1")
+        .env("AWS_ACCESS_KEY_ID", "test")
+        .env("AWS_SECRET_ACCESS_KEY", "test")
+        .env("AWS_EC2_METADATA_DISABLED", "true")
+        .output()
+        .expect("the receipts binary runs");
+    (
+        output.status.success(),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+fn json(text: &str) -> serde_json::Value {
+    serde_json::from_str(text).unwrap_or_else(|e| panic!("{e}: {text}"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_receipt_redriven_with_the_cli_is_delivered_once_at_the_next_pass() {
+    let moto = endpoint(DYNAMODB_ENDPOINT);
+    let ReceiptsWithIngest {
+        client,
+        table,
+        ingest,
+    } = receipts_with_ingest(&moto).await;
+    let crm = CrmStub::start().await.unwrap();
+    crm.always("sub_refused", Answer::status(422));
+    let clock = TestClock::default();
+    let worker = Worker::new(
+        HttpCrm::new(crm.leads_url(), None).unwrap(),
+        DynamoLedger::new(worker_client(&moto).await, &table),
+        8,
+    )
+    .with_clock(clock.clock());
+    for id in ["sub_refused", "sub_fine"] {
+        assert_eq!(
+            ingest
+                .handle(delivery(id, "ada@example.com"))
+                .await
+                .status(),
+            202
+        );
+    }
+    let mut pump = StreamPump::for_table(&client, streams_client(&moto).await, &table)
+        .await
+        .unwrap();
+    pump.drain(|event| invoke_worker(&worker, event))
+        .await
+        .unwrap();
+
+    let (ok, out, err) = receipts_cli(&table, &["list", "--status", "failed", "--json"]);
+    assert!(ok, "{err}");
+    let failed = json(&out);
+    assert_eq!(failed.as_array().map(Vec::len), Some(1), "{out}");
+    assert_eq!(failed[0]["submissionId"], "sub_refused");
+    assert_eq!(failed[0]["failureReason"], "HTTP 422");
+    assert!(
+        !out.contains("ada@example.com"),
+        "no form data without --show-lead"
+    );
+
+    let before = scan(&client, &table).await;
+    let (ok, out, err) = receipts_cli(&table, &["redrive", "--status", "failed", "--dry-run"]);
+    assert!(ok, "{err}");
+    assert!(out.contains("would redrive 1, skipped 0, of 1"), "{out}");
+    assert_eq!(
+        scan(&client, &table).await,
+        before,
+        "--dry-run changes nothing"
+    );
+
+    // The operator fixes the cause, then redrives.
+    crm.answer_normally("sub_refused");
+    let (ok, out, err) = receipts_cli(&table, &["redrive", "--status", "failed"]);
+    assert!(ok, "{err}");
+    assert!(out.contains("redriven 1, skipped 0, of 1"), "{out}");
+    let (ok, out, _) = receipts_cli(&table, &["redrive", "sub_fine"]);
+    assert!(ok);
+    assert!(
+        out.contains("skipped staticforms:form.submitted:sub_fine: COMPLETED"),
+        "{out}"
+    );
+
+    let (ok, out, err) = receipts_cli(&table, &["stats", "--json"]);
+    assert!(ok, "{err}");
+    let stats = json(&out);
+    assert_eq!(stats["byStatus"]["RECEIVED"], 1, "{out}");
+    assert_eq!(stats["byStatus"]["COMPLETED"], 1, "{out}");
+    assert_eq!(stats["byStatus"]["FAILED"], 0, "{out}");
+
+    // The next pass (the stream has had its time) delivers it, once.
+    clock.advance(Duration::from_secs(3600));
+    let pass = worker.reconcile(in_seconds(30)).await;
+    assert_eq!((pass.due, pass.delivered), (1, 1), "{pass:?}");
+    assert_eq!(crm.lead("sub_refused").map(|l| l.writes), Some(1));
+    assert_eq!(
+        crm.calls_for("sub_refused").len(),
+        2,
+        "refused once, delivered once"
+    );
+    assert_eq!(worker.reconcile(in_seconds(30)).await.due, 0);
+
+    let (ok, out, err) = receipts_cli(&table, &["show", "sub_refused", "--json"]);
+    assert!(ok, "{err}");
+    let shown = json(&out);
+    assert_eq!(shown["status"], "COMPLETED", "{out}");
+    assert_eq!(shown["attempts"], 1, "attempts were reset by the redrive");
+    assert!(shown.get("failureReason").is_none(), "{out}");
+    assert!(shown.get("redrivenAt").is_some(), "{out}");
+
+    let (ok, out, _) = receipts_cli(&table, &["list"]);
+    assert!(ok);
+    assert!(out.starts_with("SUBMISSION ID"), "{out}");
+    assert_eq!(out.lines().count(), 3, "{out}");
+    let (ok, _, err) = receipts_cli(&table, &["show", "sub_never"]);
+    assert!(!ok);
+    assert!(
+        err.contains("no receipt staticforms:form.submitted:sub_never"),
+        "{err}"
+    );
+}

@@ -31,6 +31,8 @@ pub mod attr {
     pub const FAILED_AT: &str = "failedAt";
     pub const FAILURE_REASON: &str = "failureReason";
     pub const FAILURE_HTTP_STATUS: &str = "failureHttpStatus";
+    /// When an operator last put the receipt back in the queue.
+    pub const REDRIVEN_AT: &str = "redrivenAt";
 }
 
 /// The sparse global secondary index of receipts still waiting for
@@ -133,6 +135,8 @@ pub struct Receipt {
     pub failure_reason: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failure_http_status: Option<u16>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub redriven_at: Option<String>,
 }
 
 impl Receipt {
@@ -162,6 +166,7 @@ impl Receipt {
             failed_at: None,
             failure_reason: None,
             failure_http_status: None,
+            redriven_at: None,
         }
     }
 
@@ -173,6 +178,14 @@ impl Receipt {
     /// When it was received; `None` if the stored text is not a timestamp.
     pub fn received_time(&self) -> Option<SystemTime> {
         parse_timestamp(&self.received_at)
+    }
+
+    /// Where the delivery age limit counts from: the receipt's arrival, or
+    /// the operator's last redrive, whichever is later.
+    pub fn delivery_started(&self) -> Option<SystemTime> {
+        let received = self.received_time()?;
+        let redriven = self.redriven_at.as_deref().and_then(parse_timestamp);
+        Some(redriven.map_or(received, |redriven| redriven.max(received)))
     }
 }
 
@@ -273,6 +286,7 @@ mod tests {
         receipt.failed_at = Some("t".into());
         receipt.failure_reason = Some("gave-up".into());
         receipt.failure_http_status = Some(503);
+        receipt.redriven_at = Some("2026-11-30T00:00:00.000Z".into());
         let value = serde_json::to_value(&receipt).unwrap();
         for name in [
             attr::LAST_ATTEMPT_AT,
@@ -282,6 +296,7 @@ mod tests {
             attr::FAILED_AT,
             attr::FAILURE_REASON,
             attr::FAILURE_HTTP_STATUS,
+            attr::REDRIVEN_AT,
         ] {
             assert!(value.get(name).is_some(), "{name}");
         }
@@ -301,6 +316,25 @@ mod tests {
             (old.pending, old.next_attempt_at, old.attempts),
             (None, None, 0)
         );
+    }
+
+    #[test]
+    fn the_age_limit_counts_from_the_later_of_arrival_and_redrive() {
+        let at = |text: &str| parse_timestamp(text).unwrap();
+        let mut receipt = Receipt::new(
+            &submission(),
+            at("2026-11-01T00:00:00Z"),
+            Retention::default(),
+        );
+        assert_eq!(receipt.delivery_started(), Some(at("2026-11-01T00:00:00Z")));
+        receipt.redriven_at = Some("2026-11-20T00:00:00.000Z".into());
+        assert_eq!(receipt.delivery_started(), Some(at("2026-11-20T00:00:00Z")));
+        receipt.redriven_at = Some("2026-10-01T00:00:00.000Z".into());
+        assert_eq!(receipt.delivery_started(), Some(at("2026-11-01T00:00:00Z")));
+        receipt.redriven_at = Some("garbage".into());
+        assert_eq!(receipt.delivery_started(), Some(at("2026-11-01T00:00:00Z")));
+        receipt.received_at = "garbage".into();
+        assert_eq!(receipt.delivery_started(), None);
     }
 
     #[test]

@@ -31,12 +31,13 @@ impl SkipReason {
     }
 }
 
-/// A receipt ready to deliver: its lead, and when it was received.
+/// A receipt ready to deliver: its lead, and where its age limit counts
+/// from (arrival, or the operator's last redrive).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Delivery {
     pub receipt: Receipt,
     pub lead: Lead,
-    pub received: SystemTime,
+    pub started: SystemTime,
 }
 
 /// What a stream record or a stored receipt asks of the worker.
@@ -100,7 +101,7 @@ pub fn decode_receipt(receipt: Receipt) -> Decoded {
     if receipt.status != ReceiptStatus::Received {
         return Decoded::Skip(SkipReason::NotReceived);
     }
-    let Some(received) = receipt.received_time() else {
+    let Some(started) = receipt.delivery_started() else {
         return Decoded::Unreadable {
             key: Some(receipt.pk),
             reason: "receipt has no readable receivedAt",
@@ -110,7 +111,7 @@ pub fn decode_receipt(receipt: Receipt) -> Decoded {
         Ok(lead) => Decoded::Deliver(Box::new(Delivery {
             receipt,
             lead,
-            received,
+            started,
         })),
         Err(_) => Decoded::Unreadable {
             key: Some(receipt.pk),
@@ -167,11 +168,12 @@ pub enum Settlement {
 /// The reason a receipt that ran out of time is FAILED with.
 pub const GAVE_UP: &str = "gave-up";
 
-/// Settles one delivery. `attempts` counts every attempt the receipt has had,
-/// this delivery's included; `jitter` is uniform in [0, 1).
+/// Settles one delivery. `started` is where the age limit counts from;
+/// `attempts` counts every attempt the receipt has had, this delivery's
+/// included; `jitter` is uniform in [0, 1).
 pub fn settle(
     answer: &Result<Upserted, DestinationError>,
-    received: SystemTime,
+    started: SystemTime,
     now: SystemTime,
     attempts: u32,
     rules: &DeliveryRules,
@@ -207,8 +209,7 @@ pub fn settle(
             true,
         ),
     };
-    // A receipt whose clock reads "received in the future" counts as new.
-    let give_up_at = received.checked_add(rules.max_age).unwrap_or(received);
+    let give_up_at = started.checked_add(rules.max_age).unwrap_or(started);
     if now >= give_up_at {
         return Settlement::Fail(AttemptError {
             code: GAVE_UP.to_owned(),

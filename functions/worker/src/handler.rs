@@ -245,7 +245,7 @@ impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
             .await;
         let settlement = settle(
             &result,
-            delivery.received,
+            delivery.started,
             (self.clock)(),
             delivery.receipt.attempts.saturating_add(made),
             &self.rules,

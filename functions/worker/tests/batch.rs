@@ -288,6 +288,45 @@ async fn a_failure_that_outlasts_the_invocation_is_deferred_to_the_reconciler() 
 }
 
 #[tokio::test]
+async fn a_crm_that_is_down_holds_a_batch_for_a_few_attempts_not_the_whole_timeout() {
+    let crm = CrmStub::start().await.unwrap();
+    crm.fail_all(Answer::status(503));
+    let receipts: Vec<Receipt> = (0..20)
+        .map(|i| receipt(&format!("sub_down_{i}"), "a@example.com"))
+        .collect();
+    let worker = http_worker(
+        &crm,
+        MemoryLedger::with_received(receipts.iter().map(|r| r.pk.as_str())),
+    );
+    let records = receipts
+        .iter()
+        .enumerate()
+        .map(|(i, r)| insert(r, &format!("{}", 680 + i)))
+        .collect();
+
+    // Fifteen minutes left: the invocation could retry for all of them.
+    let response = worker.handle(event(records), in_seconds(900)).await;
+
+    assert!(response.batch_item_failures.is_empty());
+    for r in &receipts {
+        assert_eq!(
+            crm.calls_for(&r.submission_id).len(),
+            3,
+            "RetryPolicy::max_attempts, then the reconciler owns it"
+        );
+        let waiting = worker.ledger().get(&r.pk).unwrap();
+        assert_eq!(
+            (waiting.status, waiting.attempts),
+            (ReceiptStatus::Received, 3)
+        );
+        assert!(
+            waiting.next_attempt_at.is_some(),
+            "a next attempt is always set"
+        );
+    }
+}
+
+#[tokio::test]
 async fn a_retry_after_longer_than_the_invocation_sets_the_next_attempt() {
     let crm = CrmStub::start().await.unwrap();
     crm.always("sub_later", Answer::retry_after(429, "3600"));

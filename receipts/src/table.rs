@@ -1,0 +1,240 @@
+//! The receipts table, as the CLI reads and changes it. The only adapter of
+//! this crate: everything else is formatting and argument rules.
+
+use std::collections::HashMap;
+
+use aws_sdk_dynamodb::error::{DisplayErrorContext, SdkError};
+use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
+use aws_sdk_dynamodb::types::AttributeValue;
+use aws_sdk_dynamodb::Client;
+use shared::receipt::{attr, PENDING, PENDING_INDEX};
+use shared::{IdempotencyKey, Receipt, SubmissionId};
+
+use crate::args::{StatusFilter, Window};
+
+type Item = HashMap<String, AttributeValue>;
+
+#[derive(Debug, thiserror::Error)]
+pub enum TableError {
+    #[error("DynamoDB: {0}")]
+    Store(String),
+    #[error("{0:?} is not a submission id")]
+    BadId(String),
+}
+
+fn store_error<E: std::error::Error + 'static, R: std::fmt::Debug>(
+    error: SdkError<E, R>,
+) -> TableError {
+    TableError::Store(DisplayErrorContext(error).to_string())
+}
+
+/// What a redrive did to one receipt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Redriven {
+    Queued,
+    /// Delivered already: never redriven.
+    Completed,
+    Missing,
+}
+
+/// Receipts found, and items that did not read as receipts.
+#[derive(Debug, Default)]
+pub struct Found {
+    pub receipts: Vec<Receipt>,
+    pub unreadable: usize,
+}
+
+pub struct ReceiptsTable {
+    client: Client,
+    table: String,
+}
+
+impl ReceiptsTable {
+    pub fn new(client: Client, table: impl Into<String>) -> Self {
+        ReceiptsTable {
+            client,
+            table: table.into(),
+        }
+    }
+
+    /// The key of a submission id, or of a full key given as it is.
+    pub fn key_of(id: &str) -> Result<String, TableError> {
+        if id.starts_with("staticforms:") {
+            return Ok(id.to_owned());
+        }
+        let id = SubmissionId::parse(id).map_err(|_| TableError::BadId(id.to_owned()))?;
+        Ok(
+            IdempotencyKey::for_submission(shared::EventType::FormSubmitted, &id)
+                .as_str()
+                .to_owned(),
+        )
+    }
+
+    pub async fn get(&self, key: &str) -> Result<Option<Receipt>, TableError> {
+        let output = self
+            .client
+            .get_item()
+            .table_name(&self.table)
+            .key(attr::PK, AttributeValue::S(key.to_owned()))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(store_error)?;
+        Ok(output
+            .item
+            .and_then(|item| serde_dynamo::from_item(item).ok()))
+    }
+
+    /// Receipts with `status` received in `window`, at most `limit`;
+    /// `progress` is told the items read after each page. Pending ones come
+    /// from the pending index; the others need a scan, which reads the whole
+    /// table: an operator's tool, not a pass.
+    pub async fn select(
+        &self,
+        status: Option<StatusFilter>,
+        window: &Window,
+        limit: Option<usize>,
+        mut progress: impl FnMut(usize),
+    ) -> Result<Found, TableError> {
+        let mut conditions = Vec::new();
+        let mut names = HashMap::new();
+        let mut values = HashMap::new();
+        let status_text = match status {
+            Some(StatusFilter::Received) => Some("RECEIVED"),
+            Some(StatusFilter::Completed) => Some("COMPLETED"),
+            Some(StatusFilter::Failed) => Some("FAILED"),
+            Some(StatusFilter::Pending) | None => None,
+        };
+        if let Some(text) = status_text {
+            conditions.push("#status = :status");
+            names.insert("#status".to_owned(), attr::STATUS.to_owned());
+            values.insert(":status".to_owned(), AttributeValue::S(text.to_owned()));
+        }
+        if let Some(since) = &window.since {
+            conditions.push("#receivedAt >= :since");
+            values.insert(":since".to_owned(), AttributeValue::S(since.clone()));
+        }
+        if let Some(until) = &window.until {
+            conditions.push("#receivedAt <= :until");
+            values.insert(":until".to_owned(), AttributeValue::S(until.clone()));
+        }
+        if window.since.is_some() || window.until.is_some() {
+            names.insert("#receivedAt".to_owned(), attr::RECEIVED_AT.to_owned());
+        }
+        let filter = (!conditions.is_empty()).then(|| conditions.join(" AND "));
+
+        let mut found = Found::default();
+        let mut read = 0;
+        let mut start: Option<Item> = None;
+        loop {
+            let (items, last, scanned) = if status == Some(StatusFilter::Pending) {
+                let mut names = names.clone();
+                let mut values = values.clone();
+                names.insert("#pending".to_owned(), attr::PENDING.to_owned());
+                values.insert(":pending".to_owned(), AttributeValue::S(PENDING.to_owned()));
+                let output = self
+                    .client
+                    .query()
+                    .table_name(&self.table)
+                    .index_name(PENDING_INDEX)
+                    .key_condition_expression("#pending = :pending")
+                    .set_filter_expression(filter.clone())
+                    .set_expression_attribute_names(Some(names))
+                    .set_expression_attribute_values(Some(values))
+                    .set_exclusive_start_key(start)
+                    .send()
+                    .await
+                    .map_err(store_error)?;
+                let scanned = output.scanned_count() as usize;
+                (
+                    output.items.unwrap_or_default(),
+                    output.last_evaluated_key,
+                    scanned,
+                )
+            } else {
+                let output = self
+                    .client
+                    .scan()
+                    .table_name(&self.table)
+                    .set_filter_expression(filter.clone())
+                    .set_expression_attribute_names((!names.is_empty()).then(|| names.clone()))
+                    .set_expression_attribute_values((!values.is_empty()).then(|| values.clone()))
+                    .set_exclusive_start_key(start)
+                    .send()
+                    .await
+                    .map_err(store_error)?;
+                let scanned = output.scanned_count() as usize;
+                (
+                    output.items.unwrap_or_default(),
+                    output.last_evaluated_key,
+                    scanned,
+                )
+            };
+            read += scanned;
+            progress(read);
+            for item in items {
+                match serde_dynamo::from_item::<_, Receipt>(item) {
+                    Ok(receipt) => found.receipts.push(receipt),
+                    Err(_) => found.unreadable += 1,
+                }
+                if limit.is_some_and(|limit| found.receipts.len() >= limit) {
+                    return Ok(found);
+                }
+            }
+            match last {
+                Some(last) => start = Some(last),
+                None => return Ok(found),
+            }
+        }
+    }
+
+    /// Back into the reconciler's queue: RECEIVED, attempts reset, due at
+    /// `now`, the age limit counted from now. Only a receipt that exists and
+    /// is not COMPLETED.
+    pub async fn redrive(&self, key: &str, now: &str) -> Result<Redriven, TableError> {
+        let result = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .key(attr::PK, AttributeValue::S(key.to_owned()))
+            .update_expression(
+                "SET #status = :received, #attempts = :zero, #next = :now, #pending = :pending, #redrivenAt = :now \
+                 REMOVE #failedAt, #reason, #failureStatus, #lastError, #lastStatus",
+            )
+            .condition_expression("attribute_exists(#pk) AND #status <> :completed")
+            .expression_attribute_names("#pk", attr::PK)
+            .expression_attribute_names("#status", attr::STATUS)
+            .expression_attribute_names("#attempts", attr::ATTEMPTS)
+            .expression_attribute_names("#next", attr::NEXT_ATTEMPT_AT)
+            .expression_attribute_names("#pending", attr::PENDING)
+            .expression_attribute_names("#redrivenAt", attr::REDRIVEN_AT)
+            .expression_attribute_names("#failedAt", attr::FAILED_AT)
+            .expression_attribute_names("#reason", attr::FAILURE_REASON)
+            .expression_attribute_names("#failureStatus", attr::FAILURE_HTTP_STATUS)
+            .expression_attribute_names("#lastError", attr::LAST_ERROR)
+            .expression_attribute_names("#lastStatus", attr::LAST_HTTP_STATUS)
+            .expression_attribute_values(":received", AttributeValue::S("RECEIVED".to_owned()))
+            .expression_attribute_values(":completed", AttributeValue::S("COMPLETED".to_owned()))
+            .expression_attribute_values(":zero", AttributeValue::N("0".to_owned()))
+            .expression_attribute_values(":now", AttributeValue::S(now.to_owned()))
+            .expression_attribute_values(":pending", AttributeValue::S(PENDING.to_owned()))
+            .send()
+            .await;
+        match result {
+            Ok(_) => Ok(Redriven::Queued),
+            Err(SdkError::ServiceError(failure))
+                if matches!(
+                    failure.err(),
+                    UpdateItemError::ConditionalCheckFailedException(_)
+                ) =>
+            {
+                // Say why: the receipt is gone, or it was delivered.
+                Ok(match self.get(key).await? {
+                    Some(_) => Redriven::Completed,
+                    None => Redriven::Missing,
+                })
+            }
+            Err(error) => Err(store_error(error)),
+        }
+    }
+}

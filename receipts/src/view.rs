@@ -1,0 +1,260 @@
+//! How receipts are shown: a readable table, or JSON. Form data (names,
+//! emails, messages) only when asked for with `--show-lead`.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, SystemTime};
+
+use serde_json::{json, Value};
+use shared::receipt::parse_timestamp;
+use shared::{Receipt, ReceiptStatus};
+
+fn status_text(status: ReceiptStatus) -> &'static str {
+    match status {
+        ReceiptStatus::Received => "RECEIVED",
+        ReceiptStatus::Completed => "COMPLETED",
+        ReceiptStatus::Failed => "FAILED",
+    }
+}
+
+/// The last error or the failure reason, with the HTTP status.
+fn problem(receipt: &Receipt) -> String {
+    let (code, status) = match receipt.status {
+        ReceiptStatus::Failed => (&receipt.failure_reason, receipt.failure_http_status),
+        _ => (&receipt.last_error, receipt.last_http_status),
+    };
+    match (code, status) {
+        (Some(code), Some(status)) if !code.contains(&status.to_string()) => {
+            format!("{code} (HTTP {status})")
+        }
+        (Some(code), _) => code.clone(),
+        (None, Some(status)) => format!("HTTP {status}"),
+        (None, None) => String::new(),
+    }
+}
+
+/// The form data of a receipt's payload, or null.
+fn lead_of(receipt: &Receipt) -> Value {
+    serde_json::from_str::<Value>(&receipt.payload)
+        .ok()
+        .and_then(|payload| payload.pointer("/data/formData").cloned())
+        .unwrap_or(Value::Null)
+}
+
+/// A receipt as JSON: every recorded field but the payload, which appears
+/// (as `lead`, the form data) only with `show_lead`.
+pub fn json_of(receipt: &Receipt, show_lead: bool) -> Value {
+    let mut value = serde_json::to_value(receipt).unwrap_or(Value::Null);
+    if let Some(fields) = value.as_object_mut() {
+        fields.remove("payload");
+        fields.remove("payloadFingerprint");
+        if show_lead {
+            fields.insert("lead".to_owned(), lead_of(receipt));
+        }
+    }
+    value
+}
+
+/// One line per receipt under a header.
+pub fn table(receipts: &[Receipt], show_lead: bool) -> String {
+    let mut rows = vec![[
+        "SUBMISSION ID".to_owned(),
+        "STATUS".to_owned(),
+        "RECEIVED".to_owned(),
+        "ATTEMPTS".to_owned(),
+        "NEXT ATTEMPT".to_owned(),
+        "LAST ERROR".to_owned(),
+    ]];
+    for receipt in receipts {
+        rows.push([
+            receipt.submission_id.clone(),
+            status_text(receipt.status).to_owned(),
+            receipt.received_at.clone(),
+            receipt.attempts.to_string(),
+            receipt
+                .next_attempt_at
+                .clone()
+                .unwrap_or_else(|| "-".to_owned()),
+            problem(receipt),
+        ]);
+    }
+    let widths: Vec<usize> = (0..6)
+        .map(|column| {
+            rows.iter()
+                .map(|row| row[column].chars().count())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let mut out = String::new();
+    for (n, row) in rows.iter().enumerate() {
+        let line: Vec<String> = row
+            .iter()
+            .zip(&widths)
+            .map(|(cell, width)| format!("{cell:<width$}"))
+            .collect();
+        out.push_str(line.join("  ").trim_end());
+        out.push('\n');
+        if show_lead && n > 0 {
+            out.push_str(&format!("    lead: {}\n", lead_of(&receipts[n - 1])));
+        }
+    }
+    out
+}
+
+/// `receipts show`: one field a line.
+pub fn details(receipt: &Receipt, show_lead: bool) -> String {
+    let value = json_of(receipt, show_lead);
+    let mut out = String::new();
+    if let Some(fields) = value.as_object() {
+        for (name, field) in fields {
+            let text = match field {
+                Value::String(text) => text.clone(),
+                other => other.to_string(),
+            };
+            out.push_str(&format!("{name:<20} {text}\n"));
+        }
+    }
+    out
+}
+
+/// Counts by status and the age of the oldest receipt still RECEIVED.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Stats {
+    pub by_status: BTreeMap<&'static str, usize>,
+    /// RECEIVED but not in the reconciler's queue (stored before it
+    /// existed): `receipts redrive --status received` queues them.
+    pub received_outside_queue: usize,
+    pub oldest_pending_age: Option<Duration>,
+}
+
+pub fn stats(receipts: &[Receipt], now: SystemTime) -> Stats {
+    let mut by_status = BTreeMap::from([("RECEIVED", 0), ("COMPLETED", 0), ("FAILED", 0)]);
+    let mut received_outside_queue = 0;
+    let mut oldest: Option<SystemTime> = None;
+    for receipt in receipts {
+        *by_status.entry(status_text(receipt.status)).or_default() += 1;
+        if receipt.status == ReceiptStatus::Received {
+            if receipt.pending.is_none() {
+                received_outside_queue += 1;
+            }
+            if let Some(at) = parse_timestamp(&receipt.received_at) {
+                oldest = Some(oldest.map_or(at, |o| o.min(at)));
+            }
+        }
+    }
+    Stats {
+        by_status,
+        received_outside_queue,
+        oldest_pending_age: oldest.map(|at| now.duration_since(at).unwrap_or_default()),
+    }
+}
+
+impl Stats {
+    pub fn json(&self) -> Value {
+        json!({
+            "byStatus": self.by_status,
+            "receivedOutsideQueue": self.received_outside_queue,
+            "oldestPendingAgeSeconds": self.oldest_pending_age.map(|age| age.as_secs()),
+        })
+    }
+
+    pub fn text(&self) -> String {
+        let mut out = String::new();
+        for (status, count) in &self.by_status {
+            out.push_str(&format!("{status:<10} {count}\n"));
+        }
+        let age = self.oldest_pending_age.map_or("-".to_owned(), |age| {
+            humantime::format_duration(Duration::from_secs(age.as_secs())).to_string()
+        });
+        out.push_str(&format!("oldest pending: {age}\n"));
+        if self.received_outside_queue > 0 {
+            out.push_str(&format!(
+                "{} RECEIVED receipt(s) are not in the reconciler's queue: receipts redrive --status received\n",
+                self.received_outside_queue
+            ));
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use shared::{FormSubmission, Retention};
+    use std::time::UNIX_EPOCH;
+
+    fn receipt(id: &str, status: ReceiptStatus, received: u64) -> Receipt {
+        let body = json!({
+            "event": "form.submitted",
+            "data": {"submissionId": id, "formData": {"name": "Ada Lovelace", "email": "ada@example.com"}}
+        });
+        let submission = FormSubmission::parse(body.to_string().as_bytes()).unwrap();
+        let mut receipt = Receipt::new(
+            &submission,
+            UNIX_EPOCH + Duration::from_secs(received),
+            Retention::default(),
+        );
+        receipt.status = status;
+        receipt
+    }
+
+    #[test]
+    fn form_data_only_when_asked() {
+        let mut failed = receipt("sub_1", ReceiptStatus::Failed, 1_800_000_000);
+        failed.failure_reason = Some("HTTP 400".into());
+        failed.failure_http_status = Some(400);
+        let mut waiting = receipt("sub_2", ReceiptStatus::Received, 1_800_000_000);
+        waiting.attempts = 3;
+        waiting.last_error = Some("destination-auth".into());
+        waiting.last_http_status = Some(401);
+        let receipts = [failed, waiting];
+
+        let plain = table(&receipts, false);
+        assert!(
+            !plain.contains("Ada") && !plain.contains("ada@example.com"),
+            "{plain}"
+        );
+        assert!(
+            plain.contains("sub_1") && plain.contains("HTTP 400\n"),
+            "{plain}"
+        );
+        assert!(plain.contains("destination-auth (HTTP 401)"), "{plain}");
+        let shown = table(&receipts, true);
+        assert!(shown.contains("ada@example.com"), "{shown}");
+
+        let json = json_of(&receipts[1], false).to_string();
+        assert!(!json.contains("Ada") && !json.contains("payload"), "{json}");
+        assert!(json_of(&receipts[1], true)["lead"]["email"] == "ada@example.com");
+        let details = details(&receipts[1], false);
+        assert!(
+            details.contains("attempts") && !details.contains("Ada"),
+            "{details}"
+        );
+    }
+
+    #[test]
+    fn counts_and_the_oldest_pending_age() {
+        let now = UNIX_EPOCH + Duration::from_secs(1_800_003_600);
+        let mut legacy = receipt("sub_4", ReceiptStatus::Received, 1_800_001_800);
+        legacy.pending = None;
+        let receipts = [
+            receipt("sub_1", ReceiptStatus::Completed, 1_700_000_000),
+            receipt("sub_2", ReceiptStatus::Received, 1_800_000_000),
+            receipt("sub_3", ReceiptStatus::Failed, 1_800_000_000),
+            legacy,
+        ];
+        let stats = stats(&receipts, now);
+        assert_eq!(
+            stats.by_status,
+            BTreeMap::from([("COMPLETED", 1), ("FAILED", 1), ("RECEIVED", 2)])
+        );
+        assert_eq!(stats.received_outside_queue, 1);
+        assert_eq!(stats.oldest_pending_age, Some(Duration::from_secs(3600)));
+        assert!(
+            stats.text().contains("oldest pending: 1h"),
+            "{}",
+            stats.text()
+        );
+        assert_eq!(stats.json()["oldestPendingAgeSeconds"], 3600);
+    }
+}
