@@ -12,7 +12,7 @@ need cargo "install the Rust toolchain (rustup)"
 ensure_python_tools
 
 say "building the functions and the local pipeline"
-cargo build --locked -p ingest -p worker -p devtools
+cargo build --locked -p ingest -p worker -p receipts -p devtools
 
 say "starting moto's DynamoDB server"
 start_moto >"$TOOLS/moto.url"

@@ -1,7 +1,8 @@
 //! The run command's pipeline, as a user meets it: the real `ingest` and
-//! `worker` binaries behind the local HTTP API, the stream pump and the CRM
-//! stub. The README's curl sequence (202, then 200 duplicate, then one lead)
-//! and a clean Ctrl-C.
+//! `worker` binaries behind the local HTTP API, the stream pump, the
+//! reconciliation passes and the CRM stub. The README's curl sequences (202,
+//! then 200 duplicate, then one lead; the CRM broken, three deliveries, the
+//! CRM mended, three leads once each) and a clean Ctrl-C.
 
 use std::process::Stdio;
 use std::time::{Duration, Instant};
@@ -130,6 +131,66 @@ async fn the_local_pipeline_takes_a_delivery_to_one_lead_and_stops_cleanly() {
         "sub_01JDEMO00000000000000000001"
     );
     assert_eq!(leads["leads"][0]["writes"], 1);
+
+    // The README's outage: break the CRM, deliver, mend it, watch.
+    let faults_url = format!("http://127.0.0.1:{crm_port}/faults");
+    let broken = http
+        .post(&faults_url)
+        .json(&serde_json::json!({"status": 503}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(broken.status(), 204);
+    for n in 1..=3 {
+        let id = format!("sub_outage_{n}");
+        let accepted = http
+            .post(format!("http://127.0.0.1:{webhook_port}/webhooks/staticforms"))
+            .header("authorization", "Bearer local-demo-token-change-me")
+            .header("content-type", "application/json")
+            .header("idempotency-key", format!("staticforms:form.submitted:{id}"))
+            .body(format!(r#"{{"event":"form.submitted","data":{{"submissionId":"{id}","formData":{{"email":"ada@example.com"}}}}}}"#))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(accepted.status(), 202);
+    }
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let during: serde_json::Value = http
+        .get(&leads_url)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        during["count"], 1,
+        "nothing gets through a broken CRM: {during}"
+    );
+    let mended = http.delete(&faults_url).send().await.unwrap();
+    assert_eq!(mended.status(), 204);
+    let deadline = Instant::now() + Duration::from_secs(90);
+    let leads = loop {
+        let leads: serde_json::Value = http
+            .get(&leads_url)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        if leads["count"] == 4 || Instant::now() > deadline {
+            break leads;
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    };
+    assert_eq!(
+        leads["count"], 4,
+        "the reconciler delivered the waiting leads: {leads}"
+    );
+    for lead in leads["leads"].as_array().unwrap() {
+        assert_eq!(lead["writes"], 1, "once each: {lead}");
+    }
 
     let pid = pipeline.id().expect("running");
     let functions = children_of(pid);

@@ -1,7 +1,9 @@
 //! The whole pipeline on one machine, with no cloud: the real `ingest` and
 //! `worker` binaries run against a local Lambda Runtime API, behind a local
 //! HTTP API, with the receipts stream pumped from a local DynamoDB-protocol
-//! server to the worker, and a CRM stub as the destination. Started by
+//! server to the worker, and a CRM stub as the destination. A reconciliation
+//! pass runs every few seconds, as the schedule does in AWS (every
+//! `ReconcileEvery`), with local timings short enough to watch. Started by
 //! `make run`; Ctrl-C stops it and every process it started.
 
 use std::net::SocketAddr;
@@ -25,6 +27,16 @@ use tokio::process::{Child, Command};
 
 const INGEST_TIMEOUT: Duration = Duration::from_secs(10);
 const WORKER_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Local timings, so a newcomer sees a lead arrive seconds after the CRM
+/// recovers: a pass every 5 s (`RECONCILE_EVERY_SECONDS`) takes receipts
+/// older than 10 s, retried 1 s to 15 s apart. In AWS: 5 minutes, 10
+/// minutes, and 2 minutes to 4 hours.
+const LOCAL_DELIVERY_TIMINGS: [(&str, &str); 3] = [
+    ("RECONCILE_AFTER_SECONDS", "10"),
+    ("REDELIVERY_BASE_SECONDS", "1"),
+    ("REDELIVERY_MAX_SECONDS", "15"),
+];
 
 fn setting(name: &str, default: &str) -> String {
     std::env::var(name).unwrap_or_else(|_| default.to_owned())
@@ -51,6 +63,11 @@ async fn run() -> Result<(), String> {
     let bin_dir = PathBuf::from(setting("FUNCTION_BIN_DIR", "target/debug"));
     let webhook_port = port("WEBHOOK_PORT", 9000)?;
     let crm_port = port("CRM_PORT", 9001)?;
+    let reconcile_every = Duration::from_secs(
+        setting("RECONCILE_EVERY_SECONDS", "5")
+            .parse()
+            .map_err(|_| "RECONCILE_EVERY_SECONDS must be a whole number".to_owned())?,
+    );
 
     let sdk = local::sdk_config(&dynamodb_endpoint).await;
     let dynamodb = aws_sdk_dynamodb::Client::new(&sdk);
@@ -88,12 +105,18 @@ async fn run() -> Result<(), String> {
         .await
         .map_err(|e| e.to_string())?;
     let crm_url = crm.leads_url();
+    let mut worker_env = vec![("DESTINATION", "http".to_owned()), ("CRM_URL", crm_url)];
+    worker_env.extend(
+        LOCAL_DELIVERY_TIMINGS
+            .iter()
+            .map(|(name, value)| (*name, (*value).to_owned())),
+    );
     let mut worker = spawn_function(
         &bin_dir,
         "worker",
         &worker_runtime,
         &common_env,
-        &[("DESTINATION", "http".to_owned()), ("CRM_URL", crm_url)],
+        &worker_env,
     )?;
 
     let ingest_runtime = Arc::new(ingest_runtime);
@@ -130,8 +153,30 @@ async fn run() -> Result<(), String> {
         }
     });
 
+    let pass_runtime = Arc::clone(&worker_runtime);
+    tokio::spawn(async move {
+        let scheduled = serde_json::json!({
+            "version": "0",
+            "id": "local-reconcile",
+            "detail-type": "Scheduled Event",
+            "source": "aws.events",
+            "detail": {}
+        });
+        loop {
+            tokio::time::sleep(reconcile_every).await;
+            match pass_runtime.invoke(scheduled.clone(), WORKER_TIMEOUT).await {
+                Ok(report) if report["due"].as_u64().unwrap_or(0) > 0 => println!(
+                    "local-pipeline: reconciliation pass: {} due, {} delivered, {} deferred, {} failed",
+                    report["due"], report["delivered"], report["deferred"], report["failed"]
+                ),
+                Ok(_) => {}
+                Err(error) => eprintln!("local-pipeline: reconciliation pass: {error}"),
+            }
+        }
+    });
+
     println!(
-        "\nLocal pipeline is up (Ctrl-C stops it):\n  webhook   POST http://127.0.0.1:{webhook_port}{}\n  CRM stub  GET  http://127.0.0.1:{crm_port}/leads\n  DynamoDB       {dynamodb_endpoint} (table {RECEIPTS_TABLE})\n",
+        "\nLocal pipeline is up (Ctrl-C stops it):\n  webhook   POST http://127.0.0.1:{webhook_port}{}\n  CRM stub  GET  http://127.0.0.1:{crm_port}/leads   (POST/DELETE /faults to break and mend it)\n  DynamoDB       {dynamodb_endpoint} (table {RECEIPTS_TABLE})\n",
         WEBHOOK_ROUTE.1
     );
 

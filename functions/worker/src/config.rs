@@ -25,6 +25,7 @@ pub const DELIVERY_MAX_AGE_SECONDS: &str = "DELIVERY_MAX_AGE_SECONDS";
 pub const RECEIPT_RETENTION_DAYS: &str = "RECEIPT_RETENTION_DAYS";
 pub const RECONCILE_AFTER_SECONDS: &str = "RECONCILE_AFTER_SECONDS";
 pub const REDELIVERY_BASE_SECONDS: &str = "REDELIVERY_BASE_SECONDS";
+pub const REDELIVERY_MAX_SECONDS: &str = "REDELIVERY_MAX_SECONDS";
 
 pub const DEFAULT_CONCURRENCY: usize = 8;
 pub const MAX_CONCURRENCY: usize = 100;
@@ -174,12 +175,20 @@ impl Config {
             REDELIVERY_BASE_SECONDS,
             Redelivery::default().base.as_secs(),
         )?;
+        let cap = seconds(
+            &get,
+            REDELIVERY_MAX_SECONDS,
+            Redelivery::default().cap.as_secs(),
+        )?;
+        if cap < base {
+            return Err(invalid(
+                REDELIVERY_MAX_SECONDS,
+                format!("must be at least {REDELIVERY_BASE_SECONDS}"),
+            ));
+        }
         let delivery = DeliveryRules {
             max_age,
-            redelivery: Redelivery {
-                base,
-                ..Redelivery::default()
-            },
+            redelivery: Redelivery { base, cap },
         };
         let reconcile_after = seconds(
             &get,
@@ -309,8 +318,10 @@ mod tests {
             (DELIVERY_MAX_AGE_SECONDS, "86400"),
             (RECONCILE_AFTER_SECONDS, "5"),
             (REDELIVERY_BASE_SECONDS, "2"),
+            (REDELIVERY_MAX_SECONDS, "30"),
         ])
         .unwrap();
+        assert_eq!(tuned.delivery.redelivery.cap, Duration::from_secs(30));
         assert_eq!(tuned.delivery.max_age, Duration::from_secs(86_400));
         assert_eq!(tuned.delivery.redelivery.base, Duration::from_secs(2));
         assert_eq!(tuned.reconcile_after, Duration::from_secs(5));
@@ -531,6 +542,20 @@ mod tests {
                 invalid(
                     RECONCILE_AFTER_SECONDS,
                     "expected a whole number of seconds, at least 1",
+                ),
+            ),
+            (
+                "backoff cap below its base",
+                vec![
+                    TABLE,
+                    (DESTINATION, "dynamodb"),
+                    (LEADS_TABLE, "leads"),
+                    (REDELIVERY_BASE_SECONDS, "60"),
+                    (REDELIVERY_MAX_SECONDS, "30"),
+                ],
+                invalid(
+                    REDELIVERY_MAX_SECONDS,
+                    "must be at least REDELIVERY_BASE_SECONDS",
                 ),
             ),
             (
