@@ -1,5 +1,5 @@
 # The two commands (see README): `make run` and `make test`.
-.PHONY: run test watch
+.PHONY: run test watch invoke invoke-stop
 
 run:
 	@scripts/run.sh
@@ -10,3 +10,11 @@ test:
 # Local iteration with cargo lambda watch (see README).
 watch:
 	@scripts/watch.sh
+
+# One function, one event, under the real `sam local invoke` in Docker (see
+# README): make invoke FUNCTION=IngestFunction EVENT=events/ingest-valid.json
+invoke:
+	@FUNCTION="$(FUNCTION)" EVENT="$(EVENT)" scripts/invoke.sh
+
+invoke-stop:
+	@scripts/invoke.sh stop

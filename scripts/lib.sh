@@ -53,8 +53,9 @@ ensure_node_tools() {
   npm install --prefix "$NODE_PREFIX" --no-audit --no-fund --loglevel=error "dynalite@$DYNALITE_VERSION" >/dev/null
 }
 
+# A free TCP port on 127.0.0.1, or on the address given.
 free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+  python3 -c 'import socket, sys; s=socket.socket(); s.bind((sys.argv[1], 0)); print(s.getsockname()[1])' "${1:-127.0.0.1}"
 }
 
 # Waits until a DynamoDB-protocol server on $1 answers ListTables.
@@ -80,14 +81,14 @@ sys.exit(f"{name} did not start on {url} within 30 s")
 PY
 }
 
-# Starts moto's server; prints its URL.
+# Starts moto's server on 127.0.0.1, or on the address given; prints its URL.
 start_moto() {
-  local port log="$TOOLS/moto.log"
-  port=$(free_port)
-  "$VENV/bin/moto_server" -H 127.0.0.1 -p "$port" >"$log" 2>&1 &
+  local host=${1:-127.0.0.1} port log="$TOOLS/moto.log"
+  port=$(free_port "$host")
+  "$VENV/bin/moto_server" -H "$host" -p "$port" >"$log" 2>&1 &
   SERVER_PIDS+=($!)
-  wait_for_dynamodb "http://127.0.0.1:$port" "moto" || { cat "$log" >&2; exit 1; }
-  echo "http://127.0.0.1:$port"
+  wait_for_dynamodb "http://$host:$port" "moto" || { cat "$log" >&2; exit 1; }
+  echo "http://$host:$port"
 }
 
 # Starts dynalite (in memory); prints its URL.
@@ -109,4 +110,110 @@ stop_servers() {
     wait "$pid" 2>/dev/null || true
   done
   SERVER_PIDS=()
+}
+
+# Docker's architecture name for this host, as template.yaml's Architecture.
+host_architecture() {
+  case "$(uname -m)" in
+    x86_64 | amd64) echo x86_64 ;;
+    aarch64 | arm64) echo arm64 ;;
+    *) die "no Lambda architecture for $(uname -m)" ;;
+  esac
+}
+
+# A Docker engine that answers. On a machine without one, as root: installs
+# Debian's docker.io and starts dockerd (its pid in STARTED_DOCKERD, its log
+# in .tools/dockerd.log). Without root, says what to do.
+STARTED_DOCKERD=""
+ensure_docker() {
+  if docker info >/dev/null 2>&1; then return; fi
+  if ! command -v dockerd >/dev/null 2>&1; then
+    [[ $(id -u) == 0 ]] || die "Docker is missing: install Docker (Debian: apt-get install docker.io) and start it"
+    need apt-get "install Docker (a Docker engine with dockerd) for sam local invoke"
+    say "installing Debian's docker.io"
+    apt-get update -qq >/dev/null
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq docker.io >/dev/null
+  fi
+  if ! docker info >/dev/null 2>&1; then
+    [[ $(id -u) == 0 ]] || die "no Docker daemon answers: start it (sudo systemctl start docker)"
+    say "starting dockerd (log: .tools/dockerd.log)"
+    mkdir -p "$TOOLS"
+    setsid dockerd >"$TOOLS/dockerd.log" 2>&1 </dev/null &
+    STARTED_DOCKERD=$!
+    for _ in $(seq 1 60); do
+      docker info >/dev/null 2>&1 && return
+      sleep 0.5
+    done
+    tail -5 "$TOOLS/dockerd.log" >&2
+    die "dockerd did not start within 30 s (Docker cannot run on this machine?): see .tools/dockerd.log"
+  fi
+}
+
+# The image SAM runs provided.al2023 functions in. Offline it cannot be
+# pulled, so a stand-in is built once: a minimal Debian root filesystem
+# (debootstrap, with ca-certificates) imported under the image's name. The
+# function binary is static apart from glibc, and SAM adds its own runtime
+# emulator on top, so the stand-in runs it as Amazon Linux 2023 would. Kept
+# in Docker's image store between runs.
+lambda_base_image() {
+  echo "public.ecr.aws/lambda/provided:al2023-$(host_architecture)"
+}
+
+ensure_base_image() {
+  local image rootfs
+  image=$(lambda_base_image)
+  if docker image inspect "$image" >/dev/null 2>&1; then return; fi
+  if ! command -v debootstrap >/dev/null 2>&1; then
+    [[ $(id -u) == 0 ]] || die "$image is missing and cannot be built: install debootstrap (apt-get install debootstrap), or pull the image"
+    say "installing Debian's debootstrap"
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap >/dev/null
+  fi
+  say "building a stand-in for $image (a minimal Debian root filesystem; a few minutes, once)"
+  rootfs="$TOOLS/lambda-base/rootfs"
+  rm -rf "$rootfs"
+  mkdir -p "$rootfs"
+  debootstrap --variant=minbase --include=ca-certificates bookworm "$rootfs" >"$TOOLS/lambda-base/debootstrap.log" 2>&1 ||
+    { tail -5 "$TOOLS/lambda-base/debootstrap.log" >&2; die "debootstrap failed: see .tools/lambda-base/debootstrap.log"; }
+  tar -C "$rootfs" -c . | docker import - "$image" >/dev/null
+  rm -rf "$rootfs"
+}
+
+# The address of Docker's default bridge on this host: a container reaches
+# servers on the host there (SAM's --docker-network host has no effect).
+docker_bridge_address() {
+  local address
+  address=$(docker network inspect bridge --format '{{range .IPAM.Config}}{{.Gateway}}{{end}}' 2>/dev/null || true)
+  # Docker 20.10 (Debian's docker.io) leaves Gateway out: read docker0.
+  [[ -n "$address" ]] || address=$(ip -4 -o addr show docker0 2>/dev/null | awk '{ split($4, a, "/"); print a[1]; exit }')
+  [[ -n "$address" ]] || die "cannot tell the address of Docker's bridge (docker0)"
+  echo "$address"
+}
+
+# events/local-env.json with its DynamoDB and CRM addresses replaced.
+local_env_for() {
+  local dynamodb=$1 crm=$2
+  python3 - "$ROOT/events/local-env.json" "$dynamodb" "$crm" <<'PY'
+import json, sys
+path, dynamodb, crm = sys.argv[1:]
+env = json.load(open(path))
+for function in env.values():
+    for name, value in function.items():
+        function[name] = value.replace("http://172.17.0.1:9100", dynamodb).replace("http://172.17.0.1:9101", crm)
+print(json.dumps(env, indent=2))
+PY
+}
+
+# The real `sam local invoke` of the built template, for this host's
+# architecture, without pulling images, and without AWS credentials in its
+# environment: with them SAM first asks STS for the account and stalls for
+# ~10 s offline; without them it gives the container fake keys, which local
+# servers accept.
+sam_local_invoke() {
+  local function=$1 event=$2 env_file=$3
+  env -u AWS_ACCESS_KEY_ID -u AWS_SECRET_ACCESS_KEY -u AWS_SESSION_TOKEN -u AWS_PROFILE \
+    SAM_CLI_TELEMETRY=0 sam local invoke "$function" \
+    --template "$ROOT/.aws-sam/build/template.yaml" \
+    --event "$event" --env-vars "$env_file" \
+    --parameter-overrides "Architecture=$(host_architecture)" \
+    --region us-east-1 --skip-pull-image
 }

@@ -69,5 +69,17 @@ for function in IngestFunction WorkerFunction; do
   say "$function bootstrap: $(stat -c %s "$bootstrap") bytes"
 done
 
+say "sam local invoke: every file in events/, in Docker"
+ensure_docker
+stop_dockerd() { [[ -z "$STARTED_DOCKERD" ]] || { kill "$STARTED_DOCKERD" 2>/dev/null; wait "$STARTED_DOCKERD" 2>/dev/null || true; }; }
+trap 'stop_servers; stop_dockerd' EXIT
+ensure_base_image
+bridge=$(docker_bridge_address)
+# moto on Docker's bridge address, where the functions' containers reach it.
+start_moto "$bridge" >"$TOOLS/moto-bridge.url"
+SAM_DYNAMODB_ENDPOINT=$(cat "$TOOLS/moto-bridge.url") \
+DOCKER_BRIDGE_ADDRESS="$bridge" \
+  cargo test -p integration --locked --test sam_local_invoke -- --ignored 2>&1 | tee -a "$results"
+
 say "all checks passed"
 awk '/^test result:/ { passed += $4; failed += $6 } END { printf "tests: %d passed, %d failed\n", passed, failed }' "$results"

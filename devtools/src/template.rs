@@ -329,14 +329,19 @@ impl<'t> Evaluator<'t> {
     }
 
     /// A function's environment variables after evaluation.
+    /// A function's environment as deployed: the `Globals` variables, then
+    /// the function's own (which win), as SAM merges them.
     pub fn environment(&self, function: &str) -> std::collections::HashMap<String, String> {
-        let variables =
-            &self.template["Resources"][function]["Properties"]["Environment"]["Variables"];
         let mut environment = std::collections::HashMap::new();
-        if let Some(Value::Mapping(evaluated)) = self.evaluate(variables) {
-            for (name, value) in evaluated {
-                if let (Some(name), Some(value)) = (name.as_str(), scalar_text(&value)) {
-                    environment.insert(name.to_owned(), value);
+        for variables in [
+            &self.template["Globals"]["Function"]["Environment"]["Variables"],
+            &self.template["Resources"][function]["Properties"]["Environment"]["Variables"],
+        ] {
+            if let Some(Value::Mapping(evaluated)) = self.evaluate(variables) {
+                for (name, value) in evaluated {
+                    if let (Some(name), Some(value)) = (name.as_str(), scalar_text(&value)) {
+                        environment.insert(name.to_owned(), value);
+                    }
                 }
             }
         }

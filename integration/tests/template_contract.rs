@@ -283,6 +283,65 @@ fn each_function_may_do_only_what_it_needs() {
     );
 }
 
+/// The variables declared blank for `sam local invoke` (events/local-env.json
+/// sets them) change nothing in AWS: with and without them, each function
+/// loads the same configuration.
+#[test]
+fn variables_declared_blank_for_local_invokes_change_nothing_deployed() {
+    let template = load();
+    for destination in ["dynamodb", "http"] {
+        let evaluator = Evaluator::new(
+            &template,
+            &[
+                ("Destination", destination),
+                ("CrmUrl", "https://crm/{externalId}"),
+            ],
+        );
+        let ingest_env = evaluator.environment("IngestFunction");
+        let worker_env = evaluator.environment("WorkerFunction");
+        for (name, env) in [
+            ("DYNAMODB_ENDPOINT", &ingest_env),
+            ("DYNAMODB_ENDPOINT", &worker_env),
+            ("WEBHOOK_SECRETS", &ingest_env),
+        ] {
+            assert_eq!(
+                env.get(name).map(String::as_str),
+                Some(""),
+                "{name} is declared blank"
+            );
+        }
+        let without_blanks = |env: &std::collections::HashMap<String, String>| {
+            env.iter()
+                .filter(|(_, value)| !value.is_empty())
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect::<std::collections::HashMap<_, _>>()
+        };
+        let (ingest_bare, worker_bare) = (without_blanks(&ingest_env), without_blanks(&worker_env));
+        assert_eq!(
+            format!(
+                "{:?}",
+                ingest::Config::from_lookup(|n| ingest_env.get(n).cloned()).unwrap()
+            ),
+            format!(
+                "{:?}",
+                ingest::Config::from_lookup(|n| ingest_bare.get(n).cloned()).unwrap()
+            ),
+        );
+        assert_eq!(
+            format!(
+                "{:?}",
+                worker::Config::from_lookup(|n| worker_env.get(n).cloned()).unwrap()
+            ),
+            format!(
+                "{:?}",
+                worker::Config::from_lookup(|n| worker_bare.get(n).cloned()).unwrap()
+            ),
+        );
+        let deployed = ingest::Config::from_lookup(|n| ingest_env.get(n).cloned()).unwrap();
+        assert_eq!(deployed.dynamodb_endpoint, None, "AWS's own endpoint");
+    }
+}
+
 #[test]
 fn a_schedule_starts_the_reconciliation_pass() {
     let template = load();
@@ -360,7 +419,7 @@ fn secrets_are_never_template_text_nor_environment() {
             )
             .environment(function);
             assert!(
-                !env.contains_key(forbidden),
+                env.get(forbidden).is_none_or(|value| value.is_empty()),
                 "{function} gets no {forbidden} value"
             );
         }

@@ -30,9 +30,72 @@ where
     raw.trim().parse().ok().filter(|n| range.contains(n))
 }
 
+/// The variable naming a DynamoDB endpoint other than AWS's, for local
+/// servers. Declared blank in the template so `sam local invoke` can set it:
+/// blank means AWS's own endpoint. (Not the SDK's `AWS_ENDPOINT_URL_DYNAMODB`:
+/// the SDK takes that one, declared blank, as the endpoint itself, and every
+/// call panics; see ingest's `blank_sdk_endpoint` test.)
+pub const DYNAMODB_ENDPOINT: &str = "DYNAMODB_ENDPOINT";
+
+/// `DYNAMODB_ENDPOINT`: unset or blank is `None`; otherwise an absolute
+/// http(s) URL with a host.
+pub fn dynamodb_endpoint(
+    get: &impl Fn(&str) -> Option<String>,
+) -> Result<Option<String>, ConfigError> {
+    let Some(raw) = get(DYNAMODB_ENDPOINT) else {
+        return Ok(None);
+    };
+    let url = raw.trim();
+    let host = url
+        .strip_prefix("http://")
+        .or_else(|| url.strip_prefix("https://"))
+        .map(|rest| rest.split(['/', '?', '#']).next().unwrap_or(""))
+        .unwrap_or("");
+    if host.is_empty() || host.starts_with(':') || url.contains(char::is_whitespace) {
+        return Err(invalid(
+            DYNAMODB_ENDPOINT,
+            "must be an http:// or https:// URL with a host, or blank for AWS",
+        ));
+    }
+    Ok(Some(url.to_owned()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn dynamodb_endpoints() {
+        let read = |value: Option<&str>| {
+            let value = value.map(str::to_owned);
+            dynamodb_endpoint(&non_empty(move |_| value.clone()))
+        };
+        let bad = Err(invalid(
+            DYNAMODB_ENDPOINT,
+            "must be an http:// or https:// URL with a host, or blank for AWS",
+        ));
+        let rows = [
+            (None, Ok(None)),
+            (Some(""), Ok(None)),
+            (Some("   "), Ok(None)),
+            (
+                Some("http://172.17.0.1:9100"),
+                Ok(Some("http://172.17.0.1:9100".to_owned())),
+            ),
+            (
+                Some(" https://dynamodb.local/ "),
+                Ok(Some("https://dynamodb.local/".to_owned())),
+            ),
+            (Some("172.17.0.1:9100"), bad.clone()),
+            (Some("http://"), bad.clone()),
+            (Some("http://:9100"), bad.clone()),
+            (Some("ftp://host"), bad.clone()),
+            (Some("http://a b"), bad),
+        ];
+        for (value, expected) in rows {
+            assert_eq!(read(value), expected, "{value:?}");
+        }
+    }
 
     #[test]
     fn blank_counts_as_unset() {

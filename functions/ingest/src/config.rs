@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use http::header::HeaderName;
 pub use shared::config::ConfigError;
-use shared::config::{invalid, non_empty, number_in};
+use shared::config::{dynamodb_endpoint, invalid, non_empty, number_in};
 use shared::receipt::MAX_PAYLOAD_BYTES;
 use shared::Retention;
 
@@ -36,6 +36,8 @@ pub struct Config {
     pub retention: Retention,
     pub auth: AuthSetting,
     pub max_body_bytes: usize,
+    /// `DYNAMODB_ENDPOINT`: a local DynamoDB-protocol server, or AWS's.
+    pub dynamodb_endpoint: Option<String>,
 }
 
 impl Config {
@@ -78,12 +80,14 @@ impl Config {
         };
 
         let auth = parse_auth(&get)?;
+        let dynamodb_endpoint = dynamodb_endpoint(&get)?;
 
         Ok(Config {
             receipts_table,
             retention,
             auth,
             max_body_bytes,
+            dynamodb_endpoint,
         })
     }
 }

@@ -28,9 +28,14 @@ const MAX_ATTEMPTS: u32 = 3;
 
 /// Builds the client once, at init, from the environment (region,
 /// credentials, and any `AWS_ENDPOINT_URL_DYNAMODB` / `AWS_ENDPOINT_URL`
-/// override).
-pub async fn client_from_env() -> Client {
-    Client::new(&sdk_loader().load().await)
+/// override), at `endpoint` when one is configured (`DYNAMODB_ENDPOINT`).
+pub async fn client_from_env(endpoint: Option<&str>) -> Client {
+    let sdk_config = sdk_loader().load().await;
+    let mut config = aws_sdk_dynamodb::config::Builder::from(&sdk_config);
+    if let Some(endpoint) = endpoint {
+        config = config.endpoint_url(endpoint);
+    }
+    Client::from_conf(config.build())
 }
 
 /// The SDK configuration with bounded retries and time limits; tests add an

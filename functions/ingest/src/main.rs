@@ -36,7 +36,10 @@ async fn main() -> Result<(), Error> {
         }
     };
 
-    let store = DynamoReceiptStore::new(client_from_env().await, &config.receipts_table);
+    let store = DynamoReceiptStore::new(
+        client_from_env(config.dynamodb_endpoint.as_deref()).await,
+        &config.receipts_table,
+    );
     store.warm_up().await;
     let ingest = Ingest::new(store, auth, &config);
     let ingest = &ingest;

@@ -149,12 +149,29 @@ async fn a_raw_server_error_is_unavailable() {
 }
 
 #[tokio::test]
+async fn a_configured_endpoint_receives_the_calls() {
+    std::env::set_var("AWS_REGION", "us-east-1");
+    std::env::set_var("AWS_ACCESS_KEY_ID", "test");
+    std::env::set_var("AWS_SECRET_ACCESS_KEY", "test");
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let endpoint = format!("http://{}", listener.local_addr().unwrap());
+    let client = ingest::dynamo::client_from_env(Some(&endpoint)).await;
+    let call = tokio::spawn(async move { client.list_tables().send().await });
+    let accepted = tokio::time::timeout(std::time::Duration::from_secs(5), listener.accept()).await;
+    assert!(
+        matches!(accepted, Ok(Ok(_))),
+        "the call went to DYNAMODB_ENDPOINT"
+    );
+    call.abort();
+}
+
+#[tokio::test]
 async fn the_client_bounds_retries_and_the_whole_call() {
     // Region and credentials from the environment, as in Lambda; nothing is sent.
     std::env::set_var("AWS_REGION", "us-east-1");
     std::env::set_var("AWS_ACCESS_KEY_ID", "test");
     std::env::set_var("AWS_SECRET_ACCESS_KEY", "test");
-    let client = ingest::dynamo::client_from_env().await;
+    let client = ingest::dynamo::client_from_env(None).await;
     let config = client.config();
 
     let retry = config.retry_config().expect("a retry configuration");

@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 pub use shared::config::ConfigError;
-use shared::config::{invalid, non_empty, number_in};
+use shared::config::{dynamodb_endpoint, invalid, non_empty, number_in};
 use shared::delivery::Redelivery;
 use shared::Retention;
 
@@ -40,6 +40,8 @@ pub struct Config {
     pub delivery: DeliveryRules,
     /// A reconciliation pass leaves receipts younger than this to the stream.
     pub reconcile_after: Duration,
+    /// `DYNAMODB_ENDPOINT`: a local DynamoDB-protocol server, or AWS's.
+    pub dynamodb_endpoint: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -202,6 +204,7 @@ impl Config {
             concurrency,
             delivery,
             reconcile_after,
+            dynamodb_endpoint: dynamodb_endpoint(&get)?,
         })
     }
 }

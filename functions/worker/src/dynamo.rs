@@ -35,6 +35,16 @@ pub fn sdk_loader() -> aws_config::ConfigLoader {
         )
 }
 
+/// The DynamoDB client of `sdk_config`, at `endpoint` when one is configured
+/// (`DYNAMODB_ENDPOINT`); other services keep AWS's endpoints.
+pub fn client(sdk_config: &aws_config::SdkConfig, endpoint: Option<&str>) -> Client {
+    let mut config = aws_sdk_dynamodb::config::Builder::from(sdk_config);
+    if let Some(endpoint) = endpoint {
+        config = config.endpoint_url(endpoint);
+    }
+    Client::from_conf(config.build())
+}
+
 pub struct DynamoLedger {
     client: Client,
     table: String,

@@ -8,7 +8,7 @@ use serde_json::Value;
 use shared::{IdempotencyKey, Lead};
 use worker::config::DestinationConfig;
 use worker::destination::{Destination, DestinationError, Upserted};
-use worker::dynamo::{sdk_loader, DynamoLedger};
+use worker::dynamo::{self, sdk_loader, DynamoLedger};
 use worker::handler::deadline_from;
 use worker::http_crm::{HttpCrm, TOKEN_REFRESH_INTERVAL};
 use worker::leads_table::LeadsTable;
@@ -49,7 +49,7 @@ async fn main() -> Result<(), Error> {
     })?;
 
     let sdk_config = sdk_loader().load().await;
-    let client = aws_sdk_dynamodb::Client::new(&sdk_config);
+    let client = dynamo::client(&sdk_config, config.dynamodb_endpoint.as_deref());
     let destination = match config.destination {
         DestinationConfig::Http { url, token } => {
             let secrets_client = || aws_sdk_secretsmanager::Client::new(&sdk_config);

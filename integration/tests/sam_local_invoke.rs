@@ -1,0 +1,161 @@
+//! Every file in events/ through the real `sam local invoke` of its function,
+//! in Docker, as a user runs it: the built template, the env file from
+//! events/local-env.json, this host's architecture. Against moto on Docker's
+//! bridge (started by `make test`) and the CRM stub on the same address.
+//!
+//! It needs Docker, a built template (`sam build`) and the SAM CLI, which
+//! `make test` provides before it runs this stage; so the plain suite skips
+//! it, by name, and `make test` runs it with `--ignored`. Without them it
+//! fails and says what is missing.
+
+use std::net::{IpAddr, SocketAddr};
+use std::path::{Path, PathBuf};
+
+use aws_sdk_dynamodb::types::AttributeValue;
+use devtools::crm_stub::CrmStub;
+use integration::*;
+use serde_json::Value;
+
+fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn required(variable: &str) -> String {
+    std::env::var(variable).unwrap_or_else(|_| {
+        panic!("{variable} is not set: run this stage with `make test`, which starts Docker, builds the template and sets it")
+    })
+}
+
+/// events/local-env.json for this run: its addresses and table replaced.
+fn env_file(dynamodb: &str, crm: &str, table: &str) -> PathBuf {
+    let text = std::fs::read_to_string(workspace().join("events/local-env.json")).unwrap();
+    let text = text
+        .replace("http://172.17.0.1:9100", dynamodb)
+        .replace("http://172.17.0.1:9101", crm)
+        .replace("\"staticforms-receipts\"", &format!("\"{table}\""));
+    let path = std::env::temp_dir().join(format!("{table}-env.json"));
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// Runs `sam local invoke` and returns the function's answer (SAM prints it
+/// as the last line of stdout; the function's logs go to stderr). Async, so
+/// the in-process CRM stub keeps serving while SAM runs.
+async fn invoke(function: &str, event: &str, env_file: &Path) -> Value {
+    let architecture = match std::env::consts::ARCH {
+        "aarch64" => "arm64",
+        _ => "x86_64",
+    };
+    let output = tokio::process::Command::new("sam")
+        .current_dir(workspace())
+        .args([
+            "local",
+            "invoke",
+            function,
+            "--template",
+            ".aws-sam/build/template.yaml",
+        ])
+        .args(["--event", &format!("events/{event}")])
+        .arg("--env-vars")
+        .arg(env_file)
+        .args([
+            "--parameter-overrides",
+            &format!("Architecture={architecture}"),
+        ])
+        .args(["--region", "us-east-1", "--skip-pull-image"])
+        .env_remove("AWS_ACCESS_KEY_ID")
+        .env_remove("AWS_SECRET_ACCESS_KEY")
+        .env_remove("AWS_SESSION_TOKEN")
+        .env_remove("AWS_PROFILE")
+        .env("SAM_CLI_TELEMETRY", "0")
+        .output()
+        .await
+        .unwrap_or_else(|e| {
+            panic!("sam is not on PATH ({e}): `make test` installs it into .tools/sam-venv")
+        });
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let answer = stdout.lines().rev().find(|line| !line.trim().is_empty());
+    match answer.and_then(|line| serde_json::from_str(line).ok()) {
+        Some(answer) if output.status.success() => answer,
+        _ => panic!(
+            "sam local invoke {function} {event} failed ({}):\n{stdout}\n{stderr}",
+            output.status
+        ),
+    }
+}
+
+#[tokio::test]
+#[ignore = "needs Docker and `sam build`: make test runs it with --ignored"]
+async fn every_event_in_events_works_under_sam_local_invoke() {
+    let dynamodb = required("SAM_DYNAMODB_ENDPOINT");
+    let bridge: IpAddr = required("DOCKER_BRIDGE_ADDRESS")
+        .parse()
+        .expect("an IP address");
+    let client = worker_client(&dynamodb).await;
+    let table = create_table(&client, "ReceiptsTable").await;
+    let crm = CrmStub::start_on(SocketAddr::new(bridge, 0), false)
+        .await
+        .expect("the CRM stub listens on Docker's bridge");
+    let env = env_file(&dynamodb, &format!("http://{}", crm.address()), &table);
+
+    let status = |answer: &Value| answer["statusCode"].as_u64();
+    let ingest_events = [
+        ("ingest-valid.json", 202),
+        ("ingest-duplicate.json", 200),
+        ("ingest-wrong-key.json", 400),
+        ("ingest-unauthorized.json", 401),
+        ("ingest-rest-api-v1.json", 200),
+        ("ingest-alb-base64.json", 200),
+        ("ingest-function-url-base64.json", 200),
+    ];
+    for (event, expected) in ingest_events {
+        let answer = invoke("IngestFunction", event, &env).await;
+        assert_eq!(status(&answer), Some(expected), "{event}: {answer}");
+    }
+    let receipts = scan(&client, &table).await;
+    assert_eq!(
+        receipts.len(),
+        1,
+        "one receipt for the one valid submission"
+    );
+    assert_eq!(text(&receipts[0], "status"), "RECEIVED");
+    let key = text(&receipts[0], "pk");
+
+    let answer = invoke("WorkerFunction", "worker-insert.json", &env).await;
+    assert_eq!(answer, serde_json::json!({"batchItemFailures": []}));
+    let receipt = client
+        .get_item()
+        .table_name(&table)
+        .key("pk", AttributeValue::S(key))
+        .send()
+        .await
+        .unwrap()
+        .item
+        .unwrap();
+    assert_eq!(text(&receipt, "status"), "COMPLETED");
+    assert_eq!(crm.calls().len(), 1, "one CRM call");
+    assert!(crm.lead("sub_01JDEMO00000000000000000001").is_some());
+
+    let answer = invoke("WorkerFunction", "dynamodb-update-sample.json", &env).await;
+    assert_eq!(answer, serde_json::json!({"batchItemFailures": []}));
+    let answer = invoke("WorkerFunction", "worker-reconcile.json", &env).await;
+    assert_eq!(answer["finished"], true, "{answer}");
+    assert_eq!(answer["due"], 0, "the receipt is completed: {answer}");
+    assert_eq!(crm.calls().len(), 1, "still one CRM call");
+
+    let mut covered: Vec<&str> = ingest_events.iter().map(|(event, _)| *event).collect();
+    covered.extend([
+        "worker-insert.json",
+        "dynamodb-update-sample.json",
+        "worker-reconcile.json",
+        "local-env.json",
+    ]);
+    covered.sort_unstable();
+    let mut on_disk: Vec<String> = std::fs::read_dir(workspace().join("events"))
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    on_disk.sort();
+    assert_eq!(on_disk, covered, "every file in events/ is invoked here");
+}
