@@ -303,6 +303,7 @@ fn variables_declared_blank_for_local_invokes_change_nothing_deployed() {
             ("DYNAMODB_ENDPOINT", &ingest_env),
             ("DYNAMODB_ENDPOINT", &worker_env),
             ("WEBHOOK_SECRETS", &ingest_env),
+            ("CRM_ALLOW_HTTP", &worker_env),
         ] {
             assert_eq!(
                 env.get(name).map(String::as_str),

@@ -89,6 +89,64 @@ async fn lead_key_email_keeps_the_newest_submission_when_processed_newest_first(
     }
 }
 
+/// A receipt whose envelope carries the sender's `timestamp` (seconds).
+fn receipt_sent_at(submission_id: &str, message: &str, sent_s: u64, received_ms: u64) -> Receipt {
+    let body = serde_json::json!({
+        "event": "form.submitted",
+        "timestamp": sent_s,
+        "data": {"submissionId": submission_id, "formData": {"email": "ada@example.com", "message": message}}
+    });
+    let submission = FormSubmission::parse(body.to_string().as_bytes()).unwrap();
+    Receipt::new(
+        &submission,
+        UNIX_EPOCH + Duration::from_millis(received_ms),
+        Retention::default(),
+    )
+}
+
+#[tokio::test]
+async fn lead_key_email_a_delayed_retry_of_an_older_submission_does_not_overwrite_a_newer_one() {
+    let client = worker_client(&endpoint(DYNAMODB_ENDPOINT)).await;
+    let receipts = create_table(&client, "ReceiptsTable").await;
+    let leads = create_table(&client, "LeadsTable").await;
+    // Sent first, but its delivery was retried and arrived an hour later.
+    let older = receipt_sent_at(
+        "sub_sent_first",
+        "first message",
+        1_795_900_000,
+        1_795_903_600_000,
+    );
+    let newer = receipt_sent_at(
+        "sub_sent_second",
+        "second message",
+        1_795_900_060,
+        1_795_900_061_000,
+    );
+    assert!(older.received_at > newer.received_at);
+    put_receipt(&client, &receipts, &older).await;
+    put_receipt(&client, &receipts, &newer).await;
+    let worker = Worker::new(
+        LeadsTable::new(client.clone(), &leads, LeadKey::Email),
+        DynamoLedger::new(client.clone(), &receipts),
+        8,
+    );
+
+    for receipt in [&newer, &older] {
+        let event = stream_event::event(vec![stream_event::record("INSERT", receipt, "1")]);
+        invoke_worker(&worker, event).await.unwrap();
+    }
+
+    let items = scan(&client, &leads).await;
+    assert_eq!(items.len(), 1);
+    assert_eq!(
+        text(&items[0], "externalId"),
+        "sub_sent_second",
+        "the sender's time decides"
+    );
+    assert_eq!(text(&items[0], "submittedAt"), "2026-11-28T21:07:40.000Z");
+    assert_eq!(text(&items[0], "newestBy"), "2026-11-28T21:07:40.000Z");
+}
+
 #[tokio::test]
 async fn lead_key_email_lets_a_newer_submission_replace_an_older_one() {
     let client = worker_client(&endpoint(DYNAMODB_ENDPOINT)).await;
@@ -260,6 +318,18 @@ async fn the_ledger_records_attempts_completion_and_failure_once() {
         Some(&AttributeValue::N("4".into()))
     );
     assert!(!done_item.contains_key("pending"), "left the pending index");
+    for failure_field in [
+        "lastError",
+        "lastHttpStatus",
+        "failedAt",
+        "failureReason",
+        "failureHttpStatus",
+    ] {
+        assert!(
+            !done_item.contains_key(failure_field),
+            "a completed receipt has no {failure_field}"
+        );
+    }
     assert!(!done_item.contains_key("nextAttemptAt"));
     assert_eq!(
         done_item.get("expiresAt"),

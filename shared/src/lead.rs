@@ -23,6 +23,11 @@ pub struct Lead {
     pub fields: Map<String, Value>,
     /// When the receipt was stored (RFC 3339, UTC, milliseconds).
     pub received_at: String,
+    /// When the sender says the form was submitted: the envelope's
+    /// `timestamp` (Unix seconds), in the same format; absent when the
+    /// envelope has none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub submitted_at: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -55,7 +60,16 @@ impl Lead {
             message,
             fields,
             received_at: receipt.received_at.clone(),
+            submitted_at: payload.get("timestamp").and_then(submitted_at),
         })
+    }
+
+    /// The time that decides which of two submissions is newer (`LEAD_KEY=
+    /// email`): the sender's own time when it sent one, so a delayed retry
+    /// of an older submission never beats a newer one; else when the
+    /// receipt was stored. Both are RFC 3339 text that sorts in time order.
+    pub fn newest_by(&self) -> &str {
+        self.submitted_at.as_deref().unwrap_or(&self.received_at)
     }
 
     /// The email as a key: trimmed and lower-cased, `None` when blank.
@@ -63,6 +77,20 @@ impl Lead {
         let email = self.email.trim().to_lowercase();
         (!email.is_empty()).then_some(email)
     }
+}
+
+/// The envelope's `timestamp` (whole Unix seconds, as Static Forms sends
+/// it) as receipt-timestamp text; `None` for anything else or a time
+/// outside years 2000 to 9999.
+fn submitted_at(timestamp: &Value) -> Option<String> {
+    const YEAR_2000: u64 = 946_684_800;
+    const YEAR_10000: u64 = 253_402_300_800;
+    let seconds = timestamp
+        .as_u64()
+        .filter(|s| (YEAR_2000..YEAR_10000).contains(s))?;
+    Some(crate::receipt::format_timestamp(
+        std::time::UNIX_EPOCH + std::time::Duration::from_secs(seconds),
+    ))
 }
 
 /// A form value as text: strings as they are, null as empty, anything else
@@ -162,6 +190,44 @@ mod tests {
                 Err(error) => assert_eq!(got, Err(error), "case {case}"),
             }
         }
+    }
+
+    #[test]
+    fn the_senders_time_decides_which_submission_is_newer() {
+        let rows = [
+            // envelope timestamp, submittedAt, newest_by
+            (
+                json!(1_764_403_128),
+                Some("2025-11-29T07:58:48.000Z"),
+                "2025-11-29T07:58:48.000Z",
+            ),
+            (json!(null), None, "2026-11-29T08:00:00.000Z"),
+            (json!("1764403128"), None, "2026-11-29T08:00:00.000Z"),
+            (json!(1_764_403_128.5), None, "2026-11-29T08:00:00.000Z"),
+            (json!(-1), None, "2026-11-29T08:00:00.000Z"),
+            (json!(5), None, "2026-11-29T08:00:00.000Z"),
+            (json!(u64::MAX), None, "2026-11-29T08:00:00.000Z"),
+        ];
+        for (timestamp, submitted, newest) in rows {
+            let payload = json!({"timestamp": timestamp, "data": {}}).to_string();
+            let lead = Lead::from_receipt(&receipt_with(&payload)).unwrap();
+            assert_eq!(lead.submitted_at.as_deref(), submitted, "{timestamp}");
+            assert_eq!(lead.newest_by(), newest, "{timestamp}");
+        }
+        // A delayed retry of an older submission, received after a newer one,
+        // is still the older by the sender's time.
+        let older = json!({"timestamp": 1_764_403_000, "data": {}}).to_string();
+        let newer = json!({"timestamp": 1_764_403_100, "data": {}}).to_string();
+        let mut late_retry = receipt_with(&older);
+        late_retry.received_at = "2026-11-29T09:00:00.000Z".into();
+        let mut first = receipt_with(&newer);
+        first.received_at = "2026-11-29T08:00:00.000Z".into();
+        let (late_retry, first) = (
+            Lead::from_receipt(&late_retry).unwrap(),
+            Lead::from_receipt(&first).unwrap(),
+        );
+        assert!(late_retry.received_at > first.received_at);
+        assert!(late_retry.newest_by() < first.newest_by());
     }
 
     #[test]

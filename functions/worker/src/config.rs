@@ -18,6 +18,7 @@ pub const DESTINATION: &str = "DESTINATION";
 pub const CRM_URL: &str = "CRM_URL";
 pub const CRM_TOKEN: &str = "CRM_TOKEN";
 pub const CRM_TOKEN_SECRET_ARN: &str = "CRM_TOKEN_SECRET_ARN";
+pub const CRM_ALLOW_HTTP: &str = "CRM_ALLOW_HTTP";
 pub const LEADS_TABLE: &str = "LEADS_TABLE";
 pub const LEAD_KEY: &str = "LEAD_KEY";
 pub const WORKER_CONCURRENCY: &str = "WORKER_CONCURRENCY";
@@ -90,7 +91,12 @@ impl Config {
                 forbid(LEADS_TABLE, "http")?;
                 forbid(LEAD_KEY, "http")?;
                 let url = get(CRM_URL).ok_or(ConfigError::Missing(CRM_URL))?;
-                check_crm_url(url.trim())?;
+                let allow_http = match get(CRM_ALLOW_HTTP).as_deref().map(str::trim) {
+                    None | Some("false") => false,
+                    Some("true") => true,
+                    Some(_) => return Err(invalid(CRM_ALLOW_HTTP, "expected true or false")),
+                };
+                check_crm_url(url.trim(), allow_http)?;
                 let token = match (
                     get(CRM_TOKEN).as_deref().and_then(CrmToken::new),
                     get(CRM_TOKEN_SECRET_ARN),
@@ -122,6 +128,7 @@ impl Config {
                 forbid(CRM_URL, "dynamodb")?;
                 forbid(CRM_TOKEN, "dynamodb")?;
                 forbid(CRM_TOKEN_SECRET_ARN, "dynamodb")?;
+                forbid(CRM_ALLOW_HTTP, "dynamodb")?;
                 let leads_table = get(LEADS_TABLE).ok_or(ConfigError::Missing(LEADS_TABLE))?;
                 let lead_key = match get(LEAD_KEY).as_deref().map(str::trim) {
                     None | Some("submission") => LeadKey::Submission,
@@ -224,19 +231,47 @@ fn seconds(
     }
 }
 
-/// `CRM_URL` must be an absolute http(s) URL once the placeholder is filled.
-/// The message never quotes the URL: it may carry a credential.
-fn check_crm_url(url: &str) -> Result<(), ConfigError> {
-    let filled = url.replace(EXTERNAL_ID_PLACEHOLDER, "x");
-    let parsed =
-        reqwest::Url::parse(&filled).map_err(|_| invalid(CRM_URL, "is not an absolute URL"))?;
-    if !matches!(parsed.scheme(), "http" | "https") || parsed.host_str().is_none() {
+/// `CRM_URL` must be an absolute URL with `{externalId}` exactly once, in
+/// its path (or every lead would be written to one URL and overwrite the
+/// others), and https, since the token travels with every call: plain http
+/// only to a loopback address, or with `CRM_ALLOW_HTTP=true` (local runs in
+/// containers, whose host is not loopback). Messages never quote the URL: it
+/// may carry a credential.
+fn check_crm_url(url: &str, allow_http: bool) -> Result<(), ConfigError> {
+    const MARKER: &str = "externalid-placeholder-marker";
+    if url.matches(EXTERNAL_ID_PLACEHOLDER).count() != 1 {
         return Err(invalid(
             CRM_URL,
-            "must be an http:// or https:// URL with a host",
+            "must contain {externalId} exactly once, in the path: each lead needs its own URL",
         ));
     }
-    Ok(())
+    let filled = url.replace(EXTERNAL_ID_PLACEHOLDER, MARKER);
+    let parsed =
+        reqwest::Url::parse(&filled).map_err(|_| invalid(CRM_URL, "is not an absolute URL"))?;
+    let Some(host) = parsed.host_str().filter(|host| !host.is_empty()) else {
+        return Err(invalid(CRM_URL, "must be an https:// URL with a host"));
+    };
+    if !parsed.path().contains(MARKER) {
+        return Err(invalid(
+            CRM_URL,
+            "must contain {externalId} exactly once, in the path: each lead needs its own URL",
+        ));
+    }
+    let loopback = host.eq_ignore_ascii_case("localhost")
+        || host
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|address| address.is_loopback());
+    match parsed.scheme() {
+        "https" => Ok(()),
+        "http" if loopback || allow_http => Ok(()),
+        "http" => Err(invalid(
+            CRM_URL,
+            format!("must be https:// (http:// sends the CRM token in clear text; it is allowed for loopback addresses, or with {CRM_ALLOW_HTTP}=true for local runs)"),
+        )),
+        _ => Err(invalid(CRM_URL, "must be an https:// URL with a host")),
+    }
 }
 
 #[cfg(test)]
@@ -287,7 +322,12 @@ mod tests {
                 token: TokenSetting::SecretsManager(arn.into())
             }
         );
-        let no_token = load(&[TABLE, (DESTINATION, "http"), (CRM_URL, "https://crm")]).unwrap();
+        let no_token = load(&[
+            TABLE,
+            (DESTINATION, "http"),
+            (CRM_URL, "https://crm/leads/{externalId}"),
+        ])
+        .unwrap();
         assert!(matches!(
             no_token.destination,
             DestinationConfig::Http {
@@ -345,7 +385,7 @@ mod tests {
         let cases: Vec<ConfigCase> = vec![
             (
                 "no table",
-                vec![(DESTINATION, "http"), (CRM_URL, "https://crm")],
+                vec![(DESTINATION, "http"), (CRM_URL, "https://crm/leads/{externalId}")],
                 ConfigError::Missing(RECEIPTS_TABLE),
             ),
             (
@@ -365,20 +405,20 @@ mod tests {
             ),
             (
                 "relative url",
-                vec![TABLE, (DESTINATION, "http"), (CRM_URL, "/leads")],
+                vec![TABLE, (DESTINATION, "http"), (CRM_URL, "/leads/{externalId}")],
                 invalid(CRM_URL, "is not an absolute URL"),
             ),
             (
                 "ftp url",
-                vec![TABLE, (DESTINATION, "http"), (CRM_URL, "ftp://crm/leads")],
-                invalid(CRM_URL, "must be an http:// or https:// URL with a host"),
+                vec![TABLE, (DESTINATION, "http"), (CRM_URL, "ftp://crm/leads/{externalId}")],
+                invalid(CRM_URL, "must be an https:// URL with a host"),
             ),
             (
                 "http with a leads table",
                 vec![
                     TABLE,
                     (DESTINATION, "http"),
-                    (CRM_URL, "https://crm"),
+                    (CRM_URL, "https://crm/leads/{externalId}"),
                     (LEADS_TABLE, "leads"),
                 ],
                 invalid(LEADS_TABLE, "does not apply to DESTINATION=http; unset it"),
@@ -388,7 +428,7 @@ mod tests {
                 vec![
                     TABLE,
                     (DESTINATION, "http"),
-                    (CRM_URL, "https://crm"),
+                    (CRM_URL, "https://crm/leads/{externalId}"),
                     (LEAD_KEY, "email"),
                 ],
                 invalid(LEAD_KEY, "does not apply to DESTINATION=http; unset it"),
@@ -404,7 +444,7 @@ mod tests {
                     TABLE,
                     (DESTINATION, "dynamodb"),
                     (LEADS_TABLE, "leads"),
-                    (CRM_URL, "https://crm"),
+                    (CRM_URL, "https://crm/leads/{externalId}"),
                 ],
                 invalid(CRM_URL, "does not apply to DESTINATION=dynamodb; unset it"),
             ),
@@ -426,7 +466,7 @@ mod tests {
                 vec![
                     TABLE,
                     (DESTINATION, "http"),
-                    (CRM_URL, "https://crm"),
+                    (CRM_URL, "https://crm/leads/{externalId}"),
                     (CRM_TOKEN, "t"),
                     (CRM_TOKEN_SECRET_ARN, "arn:aws:secretsmanager:x"),
                 ],
@@ -440,7 +480,7 @@ mod tests {
                 vec![
                     TABLE,
                     (DESTINATION, "http"),
-                    (CRM_URL, "https://crm"),
+                    (CRM_URL, "https://crm/leads/{externalId}"),
                     (CRM_TOKEN_SECRET_ARN, "crm-token"),
                 ],
                 invalid(
@@ -578,11 +618,88 @@ mod tests {
     }
 
     #[test]
+    fn crm_urls() {
+        let one_per_lead =
+            "must contain {externalId} exactly once, in the path: each lead needs its own URL";
+        let clear_text = "must be https:// (http:// sends the CRM token in clear text; it is allowed for loopback addresses, or with CRM_ALLOW_HTTP=true for local runs)";
+        let rows: Vec<(&str, Option<&str>, Option<&str>)> = vec![
+            ("https://crm.example.com/leads/{externalId}", None, None),
+            (
+                "https://crm.example.com/leads/{externalId}?upsert=true",
+                None,
+                None,
+            ),
+            ("http://127.0.0.1:9001/leads/{externalId}", None, None),
+            ("http://127.8.0.1/leads/{externalId}", None, None),
+            ("http://localhost:9001/leads/{externalId}", None, None),
+            ("http://[::1]:9001/leads/{externalId}", None, None),
+            (
+                "http://172.17.0.1:9101/leads/{externalId}",
+                Some("true"),
+                None,
+            ),
+            ("https://crm.example.com/leads", None, Some(one_per_lead)),
+            (
+                "https://crm.example.com/leads/{externalId}/{externalId}",
+                None,
+                Some(one_per_lead),
+            ),
+            (
+                "https://crm.example.com/leads?id={externalId}",
+                None,
+                Some(one_per_lead),
+            ),
+            (
+                "https://crm.example.com/leads#{externalId}",
+                None,
+                Some(one_per_lead),
+            ),
+            (
+                "https://{externalId}.crm.example.com/leads",
+                None,
+                Some(one_per_lead),
+            ),
+            (
+                "http://crm.example.com/leads/{externalId}",
+                None,
+                Some(clear_text),
+            ),
+            (
+                "http://172.17.0.1:9101/leads/{externalId}",
+                Some("false"),
+                Some(clear_text),
+            ),
+            ("http://10.0.0.5/leads/{externalId}", None, Some(clear_text)),
+        ];
+        for (url, allow_http, error) in rows {
+            let mut pairs = vec![TABLE, (DESTINATION, "http"), (CRM_URL, url)];
+            if let Some(allow) = allow_http {
+                pairs.push((CRM_ALLOW_HTTP, allow));
+            }
+            let loaded = load(&pairs);
+            match error {
+                None => assert!(loaded.is_ok(), "{url}: {loaded:?}"),
+                Some(reason) => assert_eq!(loaded.unwrap_err(), invalid(CRM_URL, reason), "{url}"),
+            }
+        }
+        assert_eq!(
+            load(&[
+                TABLE,
+                (DESTINATION, "http"),
+                (CRM_URL, "https://crm/leads/{externalId}"),
+                (CRM_ALLOW_HTTP, "yes"),
+            ])
+            .unwrap_err(),
+            invalid(CRM_ALLOW_HTTP, "expected true or false")
+        );
+    }
+
+    #[test]
     fn the_token_never_shows_in_debug_output() {
         let config = load(&[
             TABLE,
             (DESTINATION, "http"),
-            (CRM_URL, "https://crm"),
+            (CRM_URL, "https://crm/leads/{externalId}"),
             (CRM_TOKEN, "super-secret-token"),
         ])
         .unwrap();

@@ -157,11 +157,17 @@ impl ReceiptLedger for DynamoLedger {
             key,
             attempt,
             "#status = :completed, #completedAt = :at",
-            " REMOVE #pending, #nextAttemptAt",
+            // A receipt delivered after a failure keeps no failure fields.
+            " REMOVE #pending, #nextAttemptAt, #lastError, #lastHttpStatus, #failedAt, #reason, #failureStatus",
             &[
                 ("#completedAt", attr::COMPLETED_AT),
                 ("#pending", attr::PENDING),
                 ("#nextAttemptAt", attr::NEXT_ATTEMPT_AT),
+                ("#lastError", attr::LAST_ERROR),
+                ("#lastHttpStatus", attr::LAST_HTTP_STATUS),
+                ("#failedAt", attr::FAILED_AT),
+                ("#reason", attr::FAILURE_REASON),
+                ("#failureStatus", attr::FAILURE_HTTP_STATUS),
             ],
             vec![(":completed", s("COMPLETED"))],
         )

@@ -4,8 +4,9 @@
 //!
 //! - `LEAD_KEY=submission`: one lead per submission id.
 //! - `LEAD_KEY=email`: one lead per normalised email, and an older
-//!   submission never overwrites a newer one (the receive times are compared
-//!   inside the condition, not read first).
+//!   submission never overwrites a newer one. "Older" is by the sender's own
+//!   time (`Lead::newest_by`: the envelope's `timestamp`, else the receive
+//!   time), compared inside the condition, not read first.
 
 use aws_sdk_dynamodb::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_dynamodb::operation::put_item::PutItemError;
@@ -29,10 +30,15 @@ pub enum LeadKey {
 pub mod attr {
     pub const PK: &str = "pk";
     pub const RECEIVED_AT: &str = "receivedAt";
+    pub const SUBMITTED_AT: &str = "submittedAt";
+    /// The time that orders submissions (`Lead::newest_by`).
+    pub const NEWEST_BY: &str = "newestBy";
 }
 
 /// Newer or equal wins: an equal time is a replay of the same submission.
-const NEWEST_WINS: &str = "attribute_not_exists(pk) OR receivedAt <= :receivedAt";
+/// Leads written before `newestBy` existed are ordered by `receivedAt`.
+const NEWEST_WINS: &str = "attribute_not_exists(pk) OR newestBy <= :newestBy \
+     OR (attribute_not_exists(newestBy) AND receivedAt <= :newestBy)";
 
 pub struct LeadsTable {
     client: Client,
@@ -71,7 +77,7 @@ impl Destination for LeadsTable {
     ) -> Result<Upserted, DestinationError> {
         let s = |text: &str| AttributeValue::S(text.to_owned());
         let fields = serde_json::Value::Object(lead.fields.clone()).to_string();
-        let result = self
+        let mut request = self
             .client
             .put_item()
             .table_name(&self.table)
@@ -82,11 +88,14 @@ impl Destination for LeadsTable {
             .item("message", s(&lead.message))
             .item("fields", s(&fields))
             .item(attr::RECEIVED_AT, s(&lead.received_at))
+            .item(attr::NEWEST_BY, s(lead.newest_by()))
             .item("idempotencyKey", s(key.as_str()))
             .condition_expression(NEWEST_WINS)
-            .expression_attribute_values(":receivedAt", s(&lead.received_at))
-            .send()
-            .await;
+            .expression_attribute_values(":newestBy", s(lead.newest_by()));
+        if let Some(submitted_at) = &lead.submitted_at {
+            request = request.item(attr::SUBMITTED_AT, s(submitted_at));
+        }
+        let result = request.send().await;
         match result {
             Ok(_) => Ok(Upserted::Written),
             Err(SdkError::ServiceError(failure)) => match failure.err() {
@@ -125,6 +134,7 @@ mod tests {
             message: String::new(),
             fields: Default::default(),
             received_at: String::new(),
+            submitted_at: None,
         }
     }
 

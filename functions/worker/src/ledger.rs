@@ -201,6 +201,11 @@ impl ReceiptLedger for MemoryLedger {
             receipt.completed_at = Some(attempt.at.clone());
             receipt.pending = None;
             receipt.next_attempt_at = None;
+            receipt.last_error = None;
+            receipt.last_http_status = None;
+            receipt.failed_at = None;
+            receipt.failure_reason = None;
+            receipt.failure_http_status = None;
         }))
     }
 
