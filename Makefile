@@ -1,11 +1,16 @@
 # The two commands (see README): `make run` and `make test`.
-.PHONY: run test watch invoke invoke-stop
+.PHONY: run test check watch invoke invoke-stop
 
 run:
 	@scripts/run.sh
 
 test:
 	@scripts/test.sh
+
+# The fast check before every commit: format, lints, every test that needs
+# no server (make test runs it first).
+check:
+	@scripts/check.sh
 
 # Local iteration with cargo lambda watch (see README).
 watch:

@@ -56,7 +56,7 @@ EVENT=${EVENT:-}
   die "usage: make invoke FUNCTION=IngestFunction|WorkerFunction EVENT=events/<file>.json"
 [[ -f "$EVENT" ]] || die "no event file $EVENT"
 
-need cargo "install the Rust toolchain (rustup)"
+check_prerequisites
 ensure_python_tools
 ensure_deploy_tools
 export PATH="$SAM_VENV/bin:$PATH"
@@ -77,12 +77,12 @@ if ! running dynamodb; then
   echo $! >"$STATE/dynamodb.pid"
   wait_for_dynamodb "http://$bridge:$DYNAMODB_PORT" "moto" || { cat "$STATE/moto.log" >&2; exit 1; }
   cargo build --locked -q -p devtools --bin create-tables --bin crm-stub
-  DYNAMODB_ENDPOINT="http://$bridge:$DYNAMODB_PORT" target/debug/create-tables >/dev/null
+  DYNAMODB_ENDPOINT="http://$bridge:$DYNAMODB_PORT" "$(debug_bin_dir)/create-tables" >/dev/null
 fi
 if ! running crm; then
   cargo build --locked -q -p devtools --bin crm-stub
   say "starting the CRM stub on $bridge:$CRM_PORT"
-  CRM_ADDRESS="$bridge:$CRM_PORT" setsid target/debug/crm-stub >"$STATE/crm.log" 2>&1 </dev/null &
+  CRM_ADDRESS="$bridge:$CRM_PORT" setsid "$(debug_bin_dir)/crm-stub" >"$STATE/crm.log" 2>&1 </dev/null &
   echo $! >"$STATE/crm.pid"
   wait_for_http "http://$bridge:$CRM_PORT/leads"
 fi

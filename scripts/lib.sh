@@ -17,6 +17,40 @@ need() {
   command -v "$1" >/dev/null 2>&1 || die "$1 is required: $2"
 }
 
+# What the commands rely on beyond the toolchains: Linux (/proc, setsid,
+# GNU stat), sha256sum, and Python's venv module (Debian and Ubuntu ship it
+# apart, as python3-venv). One line each for what is missing.
+check_prerequisites() {
+  [[ "$(uname -s)" == Linux ]] || die "these commands run on Linux only (they use /proc, setsid and GNU stat); on macOS or Windows use a Linux VM or container"
+  need cargo "install the Rust toolchain (rustup)"
+  need python3 "install Python 3.11 with pip"
+  local tool
+  for tool in sha256sum setsid stat; do
+    need "$tool" "install GNU coreutils and util-linux"
+  done
+  python3 -c 'import venv, ensurepip' 2>/dev/null ||
+    die "python3 cannot create virtualenvs: install python3-venv (Debian/Ubuntu: apt-get install python3-venv)"
+}
+
+# Fails at once when a port the command listens on is taken, naming the
+# variable that moves it.
+need_free_port() {
+  local port=$1 variable=$2
+  python3 -c 'import socket, sys; s = socket.socket(); s.bind(("127.0.0.1", int(sys.argv[1])))' "$port" 2>/dev/null ||
+    die "port $port is in use (make run and make watch both default to 9000; run one at a time): set $variable to another port"
+}
+
+# Where cargo puts what it builds, as cargo itself sees it: CARGO_TARGET_DIR
+# or a build.target-dir setting when set (a shared build cache), else
+# target/ in the workspace.
+debug_bin_dir() {
+  local dir
+  dir=$(cd "$ROOT" && cargo metadata --format-version 1 --no-deps --offline 2>/dev/null |
+    python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])') ||
+    die "cargo metadata failed: is this the workspace?"
+  echo "$dir/debug"
+}
+
 # Installs a pinned requirements file into a project-local virtualenv,
 # again only when the file changes.
 ensure_venv() {

@@ -8,7 +8,9 @@ source "$(dirname "$0")/lib.sh"
 cd "$ROOT"
 trap stop_servers EXIT
 
-need cargo "install the Rust toolchain (rustup)"
+check_prerequisites
+need_free_port "${WEBHOOK_PORT:-9000}" WEBHOOK_PORT
+need_free_port "${CRM_PORT:-9001}" CRM_PORT
 ensure_python_tools
 
 say "building the functions and the local pipeline"
@@ -19,5 +21,5 @@ start_moto >"$TOOLS/moto.url"
 
 # Not exec: the EXIT trap must stop moto when the pipeline ends.
 DYNAMODB_ENDPOINT=$(cat "$TOOLS/moto.url") \
-FUNCTION_BIN_DIR="$ROOT/target/debug" \
-  "$ROOT/target/debug/local-pipeline"
+FUNCTION_BIN_DIR="$(debug_bin_dir)" \
+  "$(debug_bin_dir)/local-pipeline"

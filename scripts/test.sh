@@ -7,19 +7,15 @@ source "$(dirname "$0")/lib.sh"
 cd "$ROOT"
 trap stop_servers EXIT
 
-need cargo "install the Rust toolchain (rustup)"
-
-say "format and lints"
-cargo fmt --all -- --check
-cargo clippy --workspace --all-targets --locked -- -D warnings
+check_prerequisites
 
 # Every cargo test run is also written here, to count the tests at the end.
 results="$TOOLS/test-results.log"
 mkdir -p "$TOOLS"
 : >"$results"
 
-say "unit, handler, adapter and CRM tests (no server needed)"
-cargo test --workspace --exclude integration --locked 2>&1 | tee -a "$results"
+# make check: format, lints, and every test that needs no server.
+TEST_RESULTS="$results" "$ROOT/scripts/check.sh"
 
 say "integration tests against local DynamoDB-protocol servers"
 # The local-pipeline test runs the real function binaries.
@@ -31,7 +27,7 @@ start_moto >"$TOOLS/moto.url"
 start_dynalite >"$TOOLS/dynalite.url"
 DYNAMODB_ENDPOINT=$(cat "$TOOLS/moto.url") \
 DYNALITE_ENDPOINT=$(cat "$TOOLS/dynalite.url") \
-FUNCTION_BIN_DIR="$ROOT/target/debug" \
+FUNCTION_BIN_DIR="$(debug_bin_dir)" \
 STANDARDWEBHOOKS_PYTHON="$VENV/bin/python" \
   cargo test -p integration --locked 2>&1 | tee -a "$results"
 

@@ -8,7 +8,8 @@ source "$(dirname "$0")/lib.sh"
 cd "$ROOT"
 trap stop_servers EXIT
 
-need cargo "install the Rust toolchain (rustup)"
+check_prerequisites
+need_free_port "${WATCH_PORT:-9000}" WATCH_PORT
 ensure_python_tools
 ensure_deploy_tools
 export PATH="$SAM_VENV/bin:$PATH"
@@ -16,7 +17,7 @@ export PATH="$SAM_VENV/bin:$PATH"
 say "starting moto's DynamoDB server"
 start_moto >"$TOOLS/moto.url"
 cargo build --locked -p devtools --bin create-tables
-DYNAMODB_ENDPOINT=$(cat "$TOOLS/moto.url") "$ROOT/target/debug/create-tables"
+DYNAMODB_ENDPOINT=$(cat "$TOOLS/moto.url") "$(debug_bin_dir)/create-tables"
 
 # One environment for both functions: each reads only its own variables.
 cat >"$TOOLS/watch.env" <<ENV
