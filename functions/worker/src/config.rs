@@ -12,6 +12,7 @@ use shared::Retention;
 use crate::decide::{DeliveryRules, DEFAULT_MAX_AGE_SECONDS};
 pub use crate::http_crm::{CrmToken, EXTERNAL_ID_PLACEHOLDER};
 pub use crate::leads_table::LeadKey;
+use crate::reconcile::DEFAULT_RECONCILE_AFTER;
 
 pub const RECEIPTS_TABLE: &str = "RECEIPTS_TABLE";
 pub const DESTINATION: &str = "DESTINATION";
@@ -30,8 +31,6 @@ pub const REDELIVERY_MAX_SECONDS: &str = "REDELIVERY_MAX_SECONDS";
 
 pub const DEFAULT_CONCURRENCY: usize = 8;
 pub const MAX_CONCURRENCY: usize = 100;
-/// Ten minutes: the stream has long since had its turn.
-pub const DEFAULT_RECONCILE_AFTER_SECONDS: u64 = 600;
 
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -202,7 +201,7 @@ impl Config {
         let reconcile_after = seconds(
             &get,
             RECONCILE_AFTER_SECONDS,
-            DEFAULT_RECONCILE_AFTER_SECONDS,
+            DEFAULT_RECONCILE_AFTER.as_secs(),
         )?;
 
         Ok(Config {

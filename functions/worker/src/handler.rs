@@ -98,7 +98,7 @@ impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
             concurrency: concurrency.max(1),
             retry: RetryPolicy::default(),
             rules: DeliveryRules::default(),
-            reconcile_after: Duration::from_secs(crate::config::DEFAULT_RECONCILE_AFTER_SECONDS),
+            reconcile_after: crate::reconcile::DEFAULT_RECONCILE_AFTER,
             clock: Arc::new(SystemTime::now),
         }
     }
@@ -243,6 +243,22 @@ impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
         let (result, made) = self
             .upsert_with_retries(&delivery.lead, &key, deadline)
             .await;
+        if made == 0 {
+            // No time was left for even one attempt, so nothing happened to
+            // record: the receipt stays due (the stream's case) or claimed
+            // until shortly after this invocation (a pass's), and the next
+            // pass takes it. Backing off here would punish it for our clock.
+            tracing::warn!(
+                submission_id = %delivery.receipt.submission_id,
+                destination = self.destination.name(),
+                via = via.code(),
+                outcome = "deferred",
+                reason = "no time left in this invocation",
+                attempts = 0,
+                "receipt delivery handled"
+            );
+            return RecordOutcome::Deferred;
+        }
         let settlement = settle(
             &result,
             delivery.started,

@@ -23,6 +23,10 @@ use crate::ledger::{Cursor, DueQuery, PendingQueue, ReceiptLedger, UnreadableIte
 /// Receipts read per query page.
 pub const PAGE_SIZE: u32 = 100;
 
+/// Ten minutes: receipts younger than this are the stream's, which has long
+/// since had its turn by then (`RECONCILE_AFTER_SECONDS`).
+pub const DEFAULT_RECONCILE_AFTER: Duration = Duration::from_secs(600);
+
 /// Added to the invocation's remaining time for a claim: a receipt whose
 /// pass died is due again this long after the invocation's end.
 const CLAIM_MARGIN: Duration = Duration::from_secs(60);

@@ -327,6 +327,30 @@ async fn a_crm_that_is_down_holds_a_batch_for_a_few_attempts_not_the_whole_timeo
 }
 
 #[tokio::test]
+async fn with_no_time_for_an_attempt_the_receipt_stays_due_untouched() {
+    let crm = CrmStub::start().await.unwrap();
+    let receipt = receipt("sub_late", "a@example.com");
+    let worker = http_worker(&crm, MemoryLedger::with_received([receipt.pk.as_str()]));
+    let before = worker.ledger().get(&receipt.pk).unwrap();
+
+    // Less time left than the safety margin: no attempt fits.
+    let response = worker
+        .handle(
+            event(vec![insert(&receipt, "640")]),
+            Instant::now() + Duration::from_millis(100),
+        )
+        .await;
+
+    assert!(response.batch_item_failures.is_empty());
+    assert!(crm.calls().is_empty());
+    assert_eq!(
+        worker.ledger().get(&receipt.pk).unwrap(),
+        before,
+        "no attempt, nothing recorded, no backoff: the next pass takes it"
+    );
+}
+
+#[tokio::test]
 async fn a_retry_after_longer_than_the_invocation_sets_the_next_attempt() {
     let crm = CrmStub::start().await.unwrap();
     crm.always("sub_later", Answer::retry_after(429, "3600"));
