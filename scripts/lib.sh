@@ -164,9 +164,10 @@ ensure_docker() {
   if ! command -v dockerd >/dev/null 2>&1; then
     [[ $(id -u) == 0 ]] || die "Docker is missing: install Docker (Debian: apt-get install docker.io) and start it"
     need apt-get "install Docker (a Docker engine with dockerd) for sam local invoke"
-    say "installing Debian's docker.io"
-    apt-get update -qq >/dev/null
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq docker.io >/dev/null
+    say "installing Debian's docker.io (log: .tools/apt.log)"
+    mkdir -p "$TOOLS"
+    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq docker.io; } >"$TOOLS/apt.log" 2>&1 ||
+      { tail -5 "$TOOLS/apt.log" >&2; die "docker.io could not be installed: see .tools/apt.log"; }
   fi
   if ! docker info >/dev/null 2>&1; then
     [[ $(id -u) == 0 ]] || die "no Docker daemon answers: start it (sudo systemctl start docker)"
@@ -199,13 +200,16 @@ ensure_base_image() {
   if docker image inspect "$image" >/dev/null 2>&1; then return; fi
   if ! command -v debootstrap >/dev/null 2>&1; then
     [[ $(id -u) == 0 ]] || die "$image is missing and cannot be built: install debootstrap (apt-get install debootstrap), or pull the image"
-    say "installing Debian's debootstrap"
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap >/dev/null
+    say "installing Debian's debootstrap (log: .tools/apt.log)"
+    mkdir -p "$TOOLS"
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap >"$TOOLS/apt.log" 2>&1 ||
+      { tail -5 "$TOOLS/apt.log" >&2; die "debootstrap could not be installed: see .tools/apt.log"; }
   fi
   say "building a stand-in for $image (a minimal Debian root filesystem; a few minutes, once)"
   rootfs="$TOOLS/lambda-base/rootfs"
   rm -rf "$rootfs"
   mkdir -p "$rootfs"
+  # No mirror named: debootstrap's default Debian mirror.
   debootstrap --variant=minbase --include=ca-certificates bookworm "$rootfs" >"$TOOLS/lambda-base/debootstrap.log" 2>&1 ||
     { tail -5 "$TOOLS/lambda-base/debootstrap.log" >&2; die "debootstrap failed: see .tools/lambda-base/debootstrap.log"; }
   tar -C "$rootfs" -c . | docker import - "$image" >/dev/null
