@@ -19,12 +19,9 @@ use integration::*;
 use shared::delivery::RetryPolicy;
 use shared::{FormSubmission, Receipt, ReceiptStatus, Retention};
 use worker::config::TokenSetting;
-use worker::decide::AttemptError;
 use worker::dynamo::DynamoLedger;
 use worker::http_crm::HttpCrm;
-use worker::ledger::{
-    AttemptRecord, Cursor, DuePage, DueQuery, LedgerError, Marked, PendingQueue, ReceiptLedger,
-};
+use worker::ledger::WatchedLedger;
 use worker::reconcile::PassReport;
 use worker::Worker;
 
@@ -336,55 +333,6 @@ async fn a_pass_reads_the_pending_receipts_not_the_completed_ones() {
     assert_eq!(crm.lead_count(), 10);
 }
 
-/// The real ledger, counting the receipts it moved to COMPLETED.
-struct CountingLedger {
-    inner: DynamoLedger,
-    completed: Arc<AtomicUsize>,
-}
-
-impl ReceiptLedger for CountingLedger {
-    async fn mark_completed(
-        &self,
-        key: &str,
-        attempt: &AttemptRecord,
-    ) -> Result<Marked, LedgerError> {
-        let marked = self.inner.mark_completed(key, attempt).await;
-        if marked == Ok(Marked::Updated) {
-            self.completed.fetch_add(1, Ordering::SeqCst);
-        }
-        marked
-    }
-
-    async fn mark_failed(
-        &self,
-        key: &str,
-        failure: &AttemptError,
-        attempt: &AttemptRecord,
-    ) -> Result<Marked, LedgerError> {
-        self.inner.mark_failed(key, failure, attempt).await
-    }
-
-    async fn defer(
-        &self,
-        key: &str,
-        next_attempt_at: &str,
-        error: &AttemptError,
-        attempt: &AttemptRecord,
-    ) -> Result<Marked, LedgerError> {
-        self.inner.defer(key, next_attempt_at, error, attempt).await
-    }
-}
-
-impl PendingQueue for CountingLedger {
-    async fn due(&self, query: &DueQuery, from: Option<&Cursor>) -> Result<DuePage, LedgerError> {
-        self.inner.due(query, from).await
-    }
-
-    async fn claim(&self, key: &str, seen: &str, until: &str) -> Result<bool, LedgerError> {
-        self.inner.claim(key, seen, until).await
-    }
-}
-
 /// On dynalite: moto takes no lock around a conditional write's check.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_pass_racing_a_stream_delivery_leaves_one_lead_and_one_completion() {
@@ -405,10 +353,8 @@ async fn a_pass_racing_a_stream_delivery_leaves_one_lead_and_one_completion() {
     let worker_in = |clock: &TestClock| {
         Worker::new(
             HttpCrm::new(crm.leads_url(), None).unwrap(),
-            CountingLedger {
-                inner: DynamoLedger::new(client.clone(), &table),
-                completed: Arc::clone(&completed),
-            },
+            WatchedLedger::new(DynamoLedger::new(client.clone(), &table))
+                .counting_into(Arc::clone(&completed)),
             10,
         )
         .with_clock(clock.clock())

@@ -9,10 +9,9 @@ use devtools::fault_proxy::{Fault, FaultProxy};
 use devtools::pump::StreamPump;
 use ingest::dynamo::DynamoReceiptStore;
 use integration::*;
-use worker::decide::AttemptError;
 use worker::dynamo::DynamoLedger;
 use worker::http_crm::HttpCrm;
-use worker::ledger::{AttemptRecord, LedgerError, Marked, ReceiptLedger};
+use worker::ledger::WatchedLedger;
 use worker::Worker;
 
 /// Case 1. The same payload and key sent 16 at a time over 50 keys: exactly
@@ -93,43 +92,6 @@ async fn case_2_same_body_different_key_is_refused_and_stores_nothing() {
     assert!(scan(&client, &table).await.is_empty());
 }
 
-/// The real ledger, failing its first completion as if the worker crashed
-/// after the CRM call.
-struct CrashBeforeCompletion {
-    inner: DynamoLedger,
-    crashed: std::sync::atomic::AtomicBool,
-}
-
-impl ReceiptLedger for CrashBeforeCompletion {
-    async fn mark_completed(
-        &self,
-        key: &str,
-        attempt: &AttemptRecord,
-    ) -> Result<Marked, LedgerError> {
-        if !self.crashed.swap(true, std::sync::atomic::Ordering::SeqCst) {
-            return Err(LedgerError("crashed before the receipt update".into()));
-        }
-        self.inner.mark_completed(key, attempt).await
-    }
-    async fn mark_failed(
-        &self,
-        key: &str,
-        failure: &AttemptError,
-        attempt: &AttemptRecord,
-    ) -> Result<Marked, LedgerError> {
-        self.inner.mark_failed(key, failure, attempt).await
-    }
-    async fn defer(
-        &self,
-        key: &str,
-        next_attempt_at: &str,
-        error: &AttemptError,
-        attempt: &AttemptRecord,
-    ) -> Result<Marked, LedgerError> {
-        self.inner.defer(key, next_attempt_at, error, attempt).await
-    }
-}
-
 /// Case 3. The CRM upsert succeeds, then the worker fails before the receipt
 /// update; the stream re-delivers; the same lead is updated, not duplicated,
 /// and the receipt ends COMPLETED.
@@ -150,10 +112,10 @@ async fn case_3_a_crash_after_the_upsert_is_redelivered_and_completes_once() {
     );
 
     let crm = CrmStub::start().await.unwrap();
-    let ledger = CrashBeforeCompletion {
-        inner: DynamoLedger::new(worker_client(&moto).await, &table),
-        crashed: Default::default(),
-    };
+    // The real ledger, failing its first completion as if the worker
+    // crashed after the CRM call.
+    let ledger =
+        WatchedLedger::new(DynamoLedger::new(worker_client(&moto).await, &table)).failing_first(1);
     let worker = Worker::new(HttpCrm::new(crm.leads_url(), None).unwrap(), ledger, 8);
     let mut pump = StreamPump::for_table(&client, streams_client(&moto).await, &table)
         .await

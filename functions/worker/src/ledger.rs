@@ -291,3 +291,93 @@ impl PendingQueue for MemoryLedger {
         }
     }
 }
+
+/// Any ledger, watched or broken at its completions, for tests: the first
+/// `fail_first` completions fail as if the worker crashed just before the
+/// write, and `completed` counts the receipts it moved to COMPLETED.
+pub struct WatchedLedger<L> {
+    pub inner: L,
+    fail_first: std::sync::atomic::AtomicUsize,
+    completed: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl<L> WatchedLedger<L> {
+    pub fn new(inner: L) -> Self {
+        WatchedLedger {
+            inner,
+            fail_first: Default::default(),
+            completed: Default::default(),
+        }
+    }
+
+    /// The next `count` completions fail without writing.
+    pub fn failing_first(self, count: usize) -> Self {
+        self.fail_first
+            .store(count, std::sync::atomic::Ordering::SeqCst);
+        self
+    }
+
+    /// Counts into `counter`, which several ledgers may share.
+    pub fn counting_into(
+        mut self,
+        counter: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    ) -> Self {
+        self.completed = counter;
+        self
+    }
+
+    pub fn completed(&self) -> usize {
+        self.completed.load(std::sync::atomic::Ordering::SeqCst)
+    }
+}
+
+impl<L: ReceiptLedger> ReceiptLedger for WatchedLedger<L> {
+    async fn mark_completed(
+        &self,
+        key: &str,
+        attempt: &AttemptRecord,
+    ) -> Result<Marked, LedgerError> {
+        use std::sync::atomic::Ordering::SeqCst;
+        let crash = self
+            .fail_first
+            .fetch_update(SeqCst, SeqCst, |left| left.checked_sub(1))
+            .is_ok();
+        if crash {
+            return Err(LedgerError("crashed before the receipt update".into()));
+        }
+        let marked = self.inner.mark_completed(key, attempt).await;
+        if marked == Ok(Marked::Updated) {
+            self.completed.fetch_add(1, SeqCst);
+        }
+        marked
+    }
+
+    async fn mark_failed(
+        &self,
+        key: &str,
+        failure: &AttemptError,
+        attempt: &AttemptRecord,
+    ) -> Result<Marked, LedgerError> {
+        self.inner.mark_failed(key, failure, attempt).await
+    }
+
+    async fn defer(
+        &self,
+        key: &str,
+        next_attempt_at: &str,
+        error: &AttemptError,
+        attempt: &AttemptRecord,
+    ) -> Result<Marked, LedgerError> {
+        self.inner.defer(key, next_attempt_at, error, attempt).await
+    }
+}
+
+impl<L: PendingQueue> PendingQueue for WatchedLedger<L> {
+    async fn due(&self, query: &DueQuery, from: Option<&Cursor>) -> Result<DuePage, LedgerError> {
+        self.inner.due(query, from).await
+    }
+
+    async fn claim(&self, key: &str, seen: &str, until: &str) -> Result<bool, LedgerError> {
+        self.inner.claim(key, seen, until).await
+    }
+}

@@ -15,9 +15,8 @@ use serde_json::Value;
 use shared::delivery::RetryPolicy;
 use shared::{FormSubmission, Receipt, ReceiptStatus, Retention};
 use worker::config::CrmToken;
-use worker::decide::AttemptError;
 use worker::http_crm::{HttpCrm, TokenError, TokenSource};
-use worker::ledger::{AttemptRecord, LedgerError, Marked, MemoryLedger, ReceiptLedger};
+use worker::ledger::{MemoryLedger, WatchedLedger};
 use worker::Worker;
 
 fn receipt(submission_id: &str, email: &str) -> Receipt {
@@ -99,53 +98,13 @@ async fn seed_test_3_repeated_stream_delivery_still_produces_one_logical_lead() 
     );
 }
 
-/// A ledger whose first `mark_completed` fails, as if the worker crashed
-/// between the upsert and the receipt update.
-struct FailsOnceLedger {
-    inner: MemoryLedger,
-    completions: AtomicUsize,
-}
-
-impl ReceiptLedger for FailsOnceLedger {
-    async fn mark_completed(
-        &self,
-        key: &str,
-        attempt: &AttemptRecord,
-    ) -> Result<Marked, LedgerError> {
-        if self.completions.fetch_add(1, Ordering::SeqCst) == 0 {
-            return Err(LedgerError("InternalServerError".into()));
-        }
-        self.inner.mark_completed(key, attempt).await
-    }
-
-    async fn mark_failed(
-        &self,
-        key: &str,
-        failure: &AttemptError,
-        attempt: &AttemptRecord,
-    ) -> Result<Marked, LedgerError> {
-        self.inner.mark_failed(key, failure, attempt).await
-    }
-
-    async fn defer(
-        &self,
-        key: &str,
-        next_attempt_at: &str,
-        error: &AttemptError,
-        attempt: &AttemptRecord,
-    ) -> Result<Marked, LedgerError> {
-        self.inner.defer(key, next_attempt_at, error, attempt).await
-    }
-}
-
 #[tokio::test]
 async fn seed_failure_case_3_upsert_succeeds_then_the_receipt_update_fails() {
     let crm = CrmStub::start().await.unwrap();
     let receipt = receipt("sub_crash", "ada@example.com");
-    let ledger = FailsOnceLedger {
-        inner: MemoryLedger::with_received([receipt.pk.as_str()]),
-        completions: AtomicUsize::new(0),
-    };
+    // The first completion fails, as if the worker crashed after the upsert.
+    let ledger =
+        WatchedLedger::new(MemoryLedger::with_received([receipt.pk.as_str()])).failing_first(1);
     let worker = Worker::new(HttpCrm::new(crm.leads_url(), None).unwrap(), ledger, 8);
     let record = insert(&receipt, "200");
 
