@@ -46,6 +46,31 @@ fn is_running(pid: u32) -> bool {
         .unwrap_or(false)
 }
 
+/// The CRM stub's `GET /leads` once it holds `count` leads, or as it is when
+/// `patience` runs out (the caller's assertion then says what is missing).
+async fn leads_once_there(
+    http: &reqwest::Client,
+    leads_url: &str,
+    count: u64,
+    patience: Duration,
+) -> serde_json::Value {
+    let deadline = Instant::now() + patience;
+    loop {
+        let leads: serde_json::Value = http
+            .get(leads_url)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        if leads["count"] == count || Instant::now() > deadline {
+            return leads;
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
+
 #[tokio::test]
 async fn the_local_pipeline_takes_a_delivery_to_one_lead_and_stops_cleanly() {
     let bin_dir = std::env::var("FUNCTION_BIN_DIR").unwrap_or_else(|_| {
@@ -110,21 +135,7 @@ async fn the_local_pipeline_takes_a_delivery_to_one_lead_and_stops_cleanly() {
     );
 
     let leads_url = format!("http://127.0.0.1:{crm_port}/leads");
-    let deadline = Instant::now() + Duration::from_secs(20);
-    let leads = loop {
-        let leads: serde_json::Value = http
-            .get(&leads_url)
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
-        if leads["count"] == 1 || Instant::now() > deadline {
-            break leads;
-        }
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    };
+    let leads = leads_once_there(&http, &leads_url, 1, Duration::from_secs(20)).await;
     assert_eq!(leads["count"], 1, "{leads}");
     assert_eq!(
         leads["leads"][0]["externalId"],
@@ -169,21 +180,7 @@ async fn the_local_pipeline_takes_a_delivery_to_one_lead_and_stops_cleanly() {
     );
     let mended = http.delete(&faults_url).send().await.unwrap();
     assert_eq!(mended.status(), 204);
-    let deadline = Instant::now() + Duration::from_secs(90);
-    let leads = loop {
-        let leads: serde_json::Value = http
-            .get(&leads_url)
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
-        if leads["count"] == 4 || Instant::now() > deadline {
-            break leads;
-        }
-        tokio::time::sleep(Duration::from_millis(500)).await;
-    };
+    let leads = leads_once_there(&http, &leads_url, 4, Duration::from_secs(90)).await;
     assert_eq!(
         leads["count"], 4,
         "the reconciler delivered the waiting leads: {leads}"

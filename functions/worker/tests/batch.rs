@@ -35,6 +35,21 @@ fn insert(receipt: &Receipt, sequence_number: &str) -> Value {
     stream_event::record("INSERT", receipt, sequence_number)
 }
 
+/// `count` receipts named `<prefix><n>`, a ledger holding them RECEIVED,
+/// and their INSERT records in one event, sequence numbers from `first`.
+fn batch(prefix: &str, count: usize, first: usize) -> (Vec<Receipt>, MemoryLedger, Event) {
+    let receipts: Vec<Receipt> = (0..count)
+        .map(|n| receipt(&format!("{prefix}{n:03}"), "x@example.com"))
+        .collect();
+    let ledger = MemoryLedger::with_received(receipts.iter().map(|r| r.pk.as_str()));
+    let records = receipts
+        .iter()
+        .enumerate()
+        .map(|(n, r)| insert(r, &(first + n).to_string()))
+        .collect();
+    (receipts, ledger, event(records))
+}
+
 fn event(records: Vec<Value>) -> Event {
     serde_json::from_value(stream_event::event(records)).expect("a Lambda DynamoDB event")
 }
@@ -250,21 +265,11 @@ async fn a_failure_that_outlasts_the_invocation_is_deferred_to_the_reconciler() 
 async fn a_crm_that_is_down_holds_a_batch_for_a_few_attempts_not_the_whole_timeout() {
     let crm = CrmStub::start().await.unwrap();
     crm.fail_all(Answer::status(503));
-    let receipts: Vec<Receipt> = (0..20)
-        .map(|i| receipt(&format!("sub_down_{i}"), "a@example.com"))
-        .collect();
-    let worker = http_worker(
-        &crm,
-        MemoryLedger::with_received(receipts.iter().map(|r| r.pk.as_str())),
-    );
-    let records = receipts
-        .iter()
-        .enumerate()
-        .map(|(i, r)| insert(r, &format!("{}", 680 + i)))
-        .collect();
+    let (receipts, ledger, batch) = batch("sub_down_", 20, 680);
+    let worker = http_worker(&crm, ledger);
 
     // Fifteen minutes left: the invocation could retry for all of them.
-    let response = worker.handle(event(records), in_seconds(900)).await;
+    let response = worker.handle(batch, in_seconds(900)).await;
 
     assert!(response.batch_item_failures.is_empty());
     for r in &receipts {
@@ -373,28 +378,16 @@ impl TokenSource for RotatedToken {
 async fn a_401_re_reads_the_token_once_and_delivers() {
     let crm = CrmStub::start().await.unwrap();
     crm.require_bearer("rotated-token");
-    let receipts: Vec<Receipt> = (0..5)
-        .map(|i| receipt(&format!("sub_rot_{i}"), "a@example.com"))
-        .collect();
+    let (receipts, ledger, batch) = batch("sub_rot_", 5, 660);
     let source = Arc::new(RotatedToken {
         reads: AtomicUsize::new(0),
     });
     let crm_client = HttpCrm::new(crm.leads_url(), CrmToken::new("old-token"))
         .unwrap()
         .refreshing_from(source.clone(), Duration::ZERO);
-    let worker = Worker::new(
-        crm_client,
-        MemoryLedger::with_received(receipts.iter().map(|r| r.pk.as_str())),
-        1,
-    )
-    .with_retry_policy(fast_retries());
+    let worker = Worker::new(crm_client, ledger, 1).with_retry_policy(fast_retries());
 
-    let records = receipts
-        .iter()
-        .enumerate()
-        .map(|(i, r)| insert(r, &format!("66{i}")))
-        .collect();
-    let response = worker.handle(event(records), in_seconds(30)).await;
+    let response = worker.handle(batch, in_seconds(30)).await;
 
     assert!(response.batch_item_failures.is_empty());
     assert_eq!(crm.lead_count(), 5);
@@ -492,20 +485,10 @@ async fn a_permanent_400_marks_the_receipt_failed_and_the_batch_goes_on() {
 async fn a_batch_of_100_runs_with_bounded_concurrency() {
     let crm = CrmStub::start().await.unwrap();
     crm.set_delay(Duration::from_millis(50));
-    let receipts: Vec<Receipt> = (0..100)
-        .map(|i| receipt(&format!("sub_{i:03}"), "x@example.com"))
-        .collect();
-    let worker = http_worker(
-        &crm,
-        MemoryLedger::with_received(receipts.iter().map(|r| r.pk.as_str())),
-    );
-    let records = receipts
-        .iter()
-        .enumerate()
-        .map(|(i, r)| insert(r, &format!("{}", 1000 + i)))
-        .collect();
+    let (_, ledger, batch) = batch("sub_", 100, 1000);
+    let worker = http_worker(&crm, ledger);
 
-    let response = worker.handle(event(records), in_seconds(60)).await;
+    let response = worker.handle(batch, in_seconds(60)).await;
 
     assert!(response.batch_item_failures.is_empty());
     assert_eq!(crm.lead_count(), 100);
