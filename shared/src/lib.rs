@@ -11,6 +11,7 @@ pub mod fingerprint;
 pub mod idempotency;
 pub mod lead;
 pub mod logging;
+pub mod metrics;
 pub mod outcome;
 pub mod receipt;
 pub mod refresh;

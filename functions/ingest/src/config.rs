@@ -7,6 +7,7 @@ use std::time::Duration;
 use http::header::HeaderName;
 pub use shared::config::ConfigError;
 use shared::config::{dynamodb_endpoint, invalid, non_empty, number_in};
+use shared::metrics::METRICS_NAMESPACE;
 use shared::receipt::MAX_PAYLOAD_BYTES;
 use shared::Retention;
 
@@ -38,6 +39,8 @@ pub struct Config {
     pub max_body_bytes: usize,
     /// `DYNAMODB_ENDPOINT`: a local DynamoDB-protocol server, or AWS's.
     pub dynamodb_endpoint: Option<String>,
+    /// `METRICS_NAMESPACE`: where the EMF metrics go.
+    pub metrics_namespace: String,
 }
 
 impl Config {
@@ -81,6 +84,8 @@ impl Config {
 
         let auth = parse_auth(&get)?;
         let dynamodb_endpoint = dynamodb_endpoint(&get)?;
+        let metrics_namespace = shared::metrics::namespace(get(METRICS_NAMESPACE).as_deref())
+            .map_err(|reason| invalid(METRICS_NAMESPACE, reason))?;
 
         Ok(Config {
             receipts_table,
@@ -88,6 +93,7 @@ impl Config {
             auth,
             max_body_bytes,
             dynamodb_endpoint,
+            metrics_namespace,
         })
     }
 }

@@ -65,6 +65,7 @@ pub struct Ingest<S> {
     max_body_bytes: usize,
     retention: Retention,
     clock: fn() -> SystemTime,
+    metrics_namespace: String,
 }
 
 impl<S: ReceiptStore> Ingest<S> {
@@ -77,6 +78,7 @@ impl<S: ReceiptStore> Ingest<S> {
             max_body_bytes: config.max_body_bytes,
             retention: config.retention,
             clock: SystemTime::now,
+            metrics_namespace: config.metrics_namespace.clone(),
         }
     }
 
@@ -97,6 +99,7 @@ impl<S: ReceiptStore> Ingest<S> {
         let mut submission_id = None;
         let result = self.accept(&request, &mut submission_id).await;
         log_delivery(&request, submission_id.as_ref(), &result, started);
+        self.measure_delivery(&result, started);
         respond(&result)
     }
 
@@ -193,6 +196,33 @@ fn respond(result: &Result<Outcome, IngestError>) -> Response<Body> {
             *fallback.status_mut() = http::StatusCode::INTERNAL_SERVER_ERROR;
             fallback
         })
+}
+
+impl<S> Ingest<S> {
+    /// One EMF line per delivery: `Deliveries` and `DeliveryDuration` by
+    /// outcome (the decision table's code). No identifier: a metric line
+    /// needs none, and the log line has them.
+    fn measure_delivery(&self, result: &Result<Outcome, IngestError>, started: Instant) {
+        let outcome = match result {
+            Ok(outcome) => *outcome,
+            Err(error) => error.outcome(),
+        };
+        shared::metrics::emit(
+            &self.metrics_namespace,
+            &[
+                (shared::metrics::FUNCTION, "ingest"),
+                (shared::metrics::OUTCOME, outcome.code()),
+            ],
+            &[
+                (shared::metrics::catalog::DELIVERIES, 1.0),
+                (
+                    shared::metrics::catalog::DELIVERY_DURATION,
+                    started.elapsed().as_secs_f64() * 1000.0,
+                ),
+            ],
+            &[],
+        );
+    }
 }
 
 /// One line per delivery: identifiers, outcome and timing, never the body,

@@ -110,11 +110,14 @@ async fn logs_one_json_line_per_delivery_without_secrets_or_personal_data() {
         );
     }
 
-    let lines: Vec<serde_json::Value> = text
-        .lines()
+    let (metrics, lines): (Vec<&str>, Vec<&str>) =
+        text.lines().partition(|line| line.contains("\"_aws\""));
+    let lines: Vec<serde_json::Value> = lines
+        .into_iter()
         .map(|line| serde_json::from_str(line).expect("every log line is one JSON object"))
         .collect();
     assert_eq!(lines.len(), 6, "one line per delivery:\n{text}");
+    assert_eq!(metrics.len(), 6, "one metric line per delivery:\n{text}");
     let expected = [
         ("req-accepted", "accepted", 202, "INFO"),
         ("req-duplicate", "duplicate", 200, "INFO"),
@@ -128,6 +131,15 @@ async fn logs_one_json_line_per_delivery_without_secrets_or_personal_data() {
         ),
         ("req-throttled", "store_unavailable", 503, "ERROR"),
     ];
+    for (metric, (_, outcome, _, _)) in metrics.iter().zip(expected) {
+        let metric = shared::metrics::validate(metric).unwrap_or_else(|e| panic!("{e}: {metric}"));
+        assert_eq!(metric["Function"], "ingest");
+        assert_eq!(metric["Outcome"], outcome, "{metric}");
+        assert_eq!(metric["Deliveries"], 1.0);
+        assert!(metric["DeliveryDuration"]
+            .as_f64()
+            .is_some_and(|ms| ms >= 0.0));
+    }
     for (line, (request_id, outcome, status, level)) in lines.iter().zip(expected) {
         assert_eq!(line["request_id"], request_id, "{line}");
         assert_eq!(line["outcome"], outcome, "{line}");

@@ -1,0 +1,372 @@
+//! Metrics in CloudWatch Embedded Metric Format (EMF): one JSON log line
+//! per measurement, which CloudWatch Logs turns into metrics with no API
+//! call and no extra latency. The catalog below is every metric the code
+//! emits; the template's alarms and dashboard read only these, and a
+//! contract test holds them together.
+//!
+//! Dimensions are few and low-cardinality (function, outcome, destination);
+//! a submission id may travel as a property, never as a dimension, and no
+//! lead data ever does.
+//!
+//! EMF: https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/CloudWatch_Embedded_Metric_Format_Specification.html
+
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use serde_json::{json, Map, Value};
+
+/// The namespace when `METRICS_NAMESPACE` is unset.
+pub const DEFAULT_NAMESPACE: &str = "StaticFormsToCrm";
+pub const METRICS_NAMESPACE: &str = "METRICS_NAMESPACE";
+
+/// The `tracing` target of metric events: the log layer writes their `emf`
+/// field as the whole line, and keeps them out of the ordinary log lines.
+pub const TARGET: &str = "emf";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unit {
+    Count,
+    Milliseconds,
+    Seconds,
+}
+
+impl Unit {
+    fn as_str(self) -> &'static str {
+        match self {
+            Unit::Count => "Count",
+            Unit::Milliseconds => "Milliseconds",
+            Unit::Seconds => "Seconds",
+        }
+    }
+}
+
+/// A metric's name, unit and the dimensions it is emitted with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MetricSpec {
+    pub name: &'static str,
+    pub unit: Unit,
+    pub dimensions: &'static [&'static str],
+}
+
+pub const FUNCTION: &str = "Function";
+pub const OUTCOME: &str = "Outcome";
+pub const DESTINATION: &str = "Destination";
+
+/// Every metric the functions emit.
+pub mod catalog {
+    use super::{MetricSpec, Unit, DESTINATION, FUNCTION, OUTCOME};
+
+    /// ingest: one per webhook delivery, by the decision table's outcome.
+    pub const DELIVERIES: MetricSpec = MetricSpec {
+        name: "Deliveries",
+        unit: Unit::Count,
+        dimensions: &[FUNCTION, OUTCOME],
+    };
+    pub const DELIVERY_DURATION: MetricSpec = MetricSpec {
+        name: "DeliveryDuration",
+        unit: Unit::Milliseconds,
+        dimensions: &[FUNCTION, OUTCOME],
+    };
+    /// worker: one per stream record or receipt a pass took, by outcome.
+    pub const RECORDS: MetricSpec = MetricSpec {
+        name: "Records",
+        unit: Unit::Count,
+        dimensions: &[FUNCTION, OUTCOME],
+    };
+    /// worker: how long the destination took, per delivery's last attempt.
+    pub const DESTINATION_LATENCY: MetricSpec = MetricSpec {
+        name: "DestinationLatency",
+        unit: Unit::Milliseconds,
+        dimensions: &[FUNCTION, DESTINATION],
+    };
+    pub const DESTINATION_ATTEMPTS: MetricSpec = MetricSpec {
+        name: "DestinationAttempts",
+        unit: Unit::Count,
+        dimensions: &[FUNCTION, DESTINATION],
+    };
+    /// 401/403 that a fresh token did not cure: a configuration fault.
+    pub const DESTINATION_AUTH_ERRORS: MetricSpec = MetricSpec {
+        name: "DestinationAuthErrors",
+        unit: Unit::Count,
+        dimensions: &[FUNCTION, DESTINATION],
+    };
+    /// 429 answers.
+    pub const DESTINATION_RATE_LIMITED: MetricSpec = MetricSpec {
+        name: "DestinationRateLimited",
+        unit: Unit::Count,
+        dimensions: &[FUNCTION, DESTINATION],
+    };
+    /// The reconciliation pass: receipts waiting, the oldest one's age, and
+    /// what the pass delivered or gave up on.
+    pub const PENDING_RECEIPTS: MetricSpec = MetricSpec {
+        name: "PendingReceipts",
+        unit: Unit::Count,
+        dimensions: &[FUNCTION],
+    };
+    pub const OLDEST_PENDING_AGE: MetricSpec = MetricSpec {
+        name: "OldestPendingAgeSeconds",
+        unit: Unit::Seconds,
+        dimensions: &[FUNCTION],
+    };
+    pub const REDELIVERED: MetricSpec = MetricSpec {
+        name: "Redelivered",
+        unit: Unit::Count,
+        dimensions: &[FUNCTION],
+    };
+    pub const GAVE_UP: MetricSpec = MetricSpec {
+        name: "GaveUp",
+        unit: Unit::Count,
+        dimensions: &[FUNCTION],
+    };
+
+    pub const ALL: &[MetricSpec] = &[
+        DELIVERIES,
+        DELIVERY_DURATION,
+        RECORDS,
+        DESTINATION_LATENCY,
+        DESTINATION_ATTEMPTS,
+        DESTINATION_AUTH_ERRORS,
+        DESTINATION_RATE_LIMITED,
+        PENDING_RECEIPTS,
+        OLDEST_PENDING_AGE,
+        REDELIVERED,
+        GAVE_UP,
+    ];
+}
+
+/// One EMF line under `namespace`: the metrics (all sharing `spec`'s
+/// dimension set) with their values, the dimensions' values, and properties
+/// that are searchable in Logs Insights but are not metrics.
+pub fn emf_line(
+    namespace: &str,
+    at: SystemTime,
+    dimensions: &[(&str, &str)],
+    metrics: &[(MetricSpec, f64)],
+    properties: &[(&str, Value)],
+) -> String {
+    let mut root = Map::new();
+    for (name, value) in properties {
+        root.insert((*name).to_owned(), value.clone());
+    }
+    for (name, value) in dimensions {
+        root.insert((*name).to_owned(), Value::String((*value).to_owned()));
+    }
+    for (spec, value) in metrics {
+        root.insert(spec.name.to_owned(), json!(value));
+    }
+    let timestamp = at
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |since| since.as_millis() as u64);
+    let names: Vec<&str> = dimensions.iter().map(|(name, _)| *name).collect();
+    root.insert(
+        "_aws".to_owned(),
+        json!({
+            "Timestamp": timestamp,
+            "CloudWatchMetrics": [{
+                "Namespace": namespace,
+                "Dimensions": [names],
+                "Metrics": metrics
+                    .iter()
+                    .map(|(spec, _)| json!({"Name": spec.name, "Unit": spec.unit.as_str()}))
+                    .collect::<Vec<_>>(),
+            }],
+        }),
+    );
+    Value::Object(root).to_string()
+}
+
+/// `METRICS_NAMESPACE`, or the default: CloudWatch's characters, at most
+/// 255 of them, and not an `AWS/` namespace.
+pub fn namespace(raw: Option<&str>) -> Result<String, &'static str> {
+    let Some(raw) = raw.map(str::trim).filter(|raw| !raw.is_empty()) else {
+        return Ok(DEFAULT_NAMESPACE.to_owned());
+    };
+    let allowed = |c: char| c.is_ascii_alphanumeric() || ".-_/#: ".contains(c);
+    if raw.len() > 255 || !raw.chars().all(allowed) || raw.starts_with("AWS/") {
+        return Err(
+            "expected up to 255 letters, digits and . - _ / # : or spaces, not starting with AWS/",
+        );
+    }
+    Ok(raw.to_owned())
+}
+
+/// Emits `metrics` (which must share one dimension set) as one EMF line
+/// through the log layer.
+pub fn emit(
+    namespace: &str,
+    dimensions: &[(&str, &str)],
+    metrics: &[(MetricSpec, f64)],
+    properties: &[(&str, Value)],
+) {
+    let line = emf_line(
+        namespace,
+        SystemTime::now(),
+        dimensions,
+        metrics,
+        properties,
+    );
+    tracing::info!(target: TARGET, emf = %line);
+}
+
+/// Checks a line against the EMF specification's rules that CloudWatch
+/// enforces; `Err` says which one it breaks. Used by the tests of every
+/// emitting path.
+pub fn validate(line: &str) -> Result<Value, String> {
+    let root: Value = serde_json::from_str(line).map_err(|e| format!("not JSON: {e}"))?;
+    let aws = root.get("_aws").ok_or("no _aws block")?;
+    if !aws["Timestamp"].is_u64() {
+        return Err("_aws.Timestamp is not epoch milliseconds".into());
+    }
+    let directives = aws["CloudWatchMetrics"]
+        .as_array()
+        .filter(|d| !d.is_empty())
+        .ok_or("no CloudWatchMetrics")?;
+    for directive in directives {
+        if directive["Namespace"].as_str().is_none_or(str::is_empty) {
+            return Err("a directive has no Namespace".into());
+        }
+        let sets = directive["Dimensions"].as_array().ok_or("no Dimensions")?;
+        for set in sets {
+            let names = set.as_array().ok_or("a dimension set is not an array")?;
+            if names.len() > 30 {
+                return Err("more than 30 dimensions".into());
+            }
+            for name in names {
+                let name = name.as_str().ok_or("a dimension name is not text")?;
+                if !root[name].is_string() {
+                    return Err(format!("dimension {name} has no text value at the root"));
+                }
+            }
+        }
+        let metrics = directive["Metrics"].as_array().ok_or("no Metrics")?;
+        if metrics.is_empty() || metrics.len() > 100 {
+            return Err("a directive needs 1 to 100 metrics".into());
+        }
+        for metric in metrics {
+            let name = metric["Name"].as_str().ok_or("a metric has no Name")?;
+            if !root[name].is_number() {
+                return Err(format!("metric {name} has no number at the root"));
+            }
+            if !matches!(
+                metric["Unit"].as_str(),
+                Some("Count" | "Milliseconds" | "Seconds")
+            ) {
+                return Err(format!("metric {name} has no known Unit"));
+            }
+        }
+    }
+    Ok(root)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn a_line_is_valid_emf_with_its_values_at_the_root() {
+        let at = UNIX_EPOCH + Duration::from_millis(1_795_941_528_123);
+        let line = emf_line(
+            DEFAULT_NAMESPACE,
+            at,
+            &[(FUNCTION, "worker"), (DESTINATION, "http")],
+            &[
+                (catalog::DESTINATION_LATENCY, 41.0),
+                (catalog::DESTINATION_ATTEMPTS, 2.0),
+            ],
+            &[("submission_id", json!("sub_1"))],
+        );
+        let root = validate(&line).unwrap();
+        assert_eq!(root["_aws"]["Timestamp"], 1_795_941_528_123u64);
+        let directive = &root["_aws"]["CloudWatchMetrics"][0];
+        assert_eq!(directive["Namespace"], "StaticFormsToCrm");
+        assert_eq!(
+            directive["Dimensions"],
+            json!([["Function", "Destination"]])
+        );
+        assert_eq!(
+            directive["Metrics"],
+            json!([
+                {"Name": "DestinationLatency", "Unit": "Milliseconds"},
+                {"Name": "DestinationAttempts", "Unit": "Count"}
+            ])
+        );
+        assert_eq!(root["Function"], "worker");
+        assert_eq!(root["DestinationLatency"], 41.0);
+        assert_eq!(root["submission_id"], "sub_1");
+    }
+
+    #[test]
+    fn the_validator_refuses_what_cloudwatch_refuses() {
+        let good = emf_line(
+            "N",
+            UNIX_EPOCH,
+            &[(FUNCTION, "ingest")],
+            &[(catalog::DELIVERY_DURATION, 3.0)],
+            &[],
+        );
+        assert!(validate(&good).is_ok());
+        let mut value: Value = serde_json::from_str(&good).unwrap();
+        let broken = |edit: &dyn Fn(&mut Value)| {
+            let mut copy = value.clone();
+            edit(&mut copy);
+            validate(&copy.to_string()).unwrap_err()
+        };
+        assert_eq!(
+            broken(&|v| {
+                v.as_object_mut().unwrap().remove("_aws");
+            }),
+            "no _aws block"
+        );
+        assert_eq!(
+            broken(&|v| v["Function"] = json!(1)),
+            "dimension Function has no text value at the root"
+        );
+        assert_eq!(
+            broken(&|v| v["DeliveryDuration"] = json!("3")),
+            "metric DeliveryDuration has no number at the root"
+        );
+        assert_eq!(
+            broken(&|v| v["_aws"]["CloudWatchMetrics"][0]["Metrics"][0]["Unit"] = json!("Bytes")),
+            "metric DeliveryDuration has no known Unit"
+        );
+        let many: Vec<String> = (0..31).map(|n| format!("D{n}")).collect();
+        for name in &many {
+            value[name.as_str()] = json!("x");
+        }
+        value["_aws"]["CloudWatchMetrics"][0]["Dimensions"] = json!([many]);
+        assert_eq!(
+            validate(&value.to_string()).unwrap_err(),
+            "more than 30 dimensions"
+        );
+    }
+
+    #[test]
+    fn namespaces() {
+        let bad = Err(
+            "expected up to 255 letters, digits and . - _ / # : or spaces, not starting with AWS/",
+        );
+        let rows = [
+            (None, Ok(DEFAULT_NAMESPACE.to_owned())),
+            (Some("  "), Ok(DEFAULT_NAMESPACE.to_owned())),
+            (Some("Acme/Leads-prod"), Ok("Acme/Leads-prod".to_owned())),
+            (Some("AWS/Lambda"), bad.clone()),
+            (Some("leads{1}"), bad.clone()),
+        ];
+        for (raw, expected) in rows {
+            assert_eq!(namespace(raw), expected, "{raw:?}");
+        }
+        assert_eq!(namespace(Some(&"x".repeat(256))), bad);
+    }
+
+    #[test]
+    fn the_catalog_has_unique_names_and_few_dimensions() {
+        let mut names: Vec<&str> = catalog::ALL.iter().map(|m| m.name).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), catalog::ALL.len());
+        for metric in catalog::ALL {
+            assert!(metric.dimensions.contains(&FUNCTION), "{}", metric.name);
+            assert!(metric.dimensions.len() <= 2, "{}", metric.name);
+        }
+    }
+}
