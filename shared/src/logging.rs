@@ -148,7 +148,7 @@ mod tests {
             metrics::emit(
                 metrics::DEFAULT_NAMESPACE,
                 &[(metrics::FUNCTION, "ingest")],
-                &[(metrics::catalog::DELIVERY_DURATION, 12.0)],
+                &[(metrics::catalog::DELIVERY_DURATION, 12.0.into())],
                 &[],
             );
             tracing::error!("a log line that shows");

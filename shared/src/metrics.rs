@@ -133,14 +133,37 @@ pub mod catalog {
     ];
 }
 
-/// One EMF line under `namespace`: the metrics (all sharing `spec`'s
-/// dimension set) with their values, the dimensions' values, and properties
-/// that are searchable in Logs Insights but are not metrics.
+/// A metric's value in one line: one number, or several (EMF takes up to
+/// 100 values of one metric per line, e.g. each attempt's latency).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Values {
+    One(f64),
+    Many(Vec<f64>),
+}
+
+impl From<f64> for Values {
+    fn from(value: f64) -> Self {
+        Values::One(value)
+    }
+}
+
+impl Values {
+    fn to_json(&self) -> Value {
+        match self {
+            Values::One(value) => json!(value),
+            Values::Many(values) => json!(values.iter().take(100).collect::<Vec<_>>()),
+        }
+    }
+}
+
+/// One EMF line under `namespace`: the metrics (all sharing one dimension
+/// set) with their values, the dimensions' values, and properties that are
+/// searchable in Logs Insights but are not metrics.
 pub fn emf_line(
     namespace: &str,
     at: SystemTime,
     dimensions: &[(&str, &str)],
-    metrics: &[(MetricSpec, f64)],
+    metrics: &[(MetricSpec, Values)],
     properties: &[(&str, Value)],
 ) -> String {
     let mut root = Map::new();
@@ -150,8 +173,8 @@ pub fn emf_line(
     for (name, value) in dimensions {
         root.insert((*name).to_owned(), Value::String((*value).to_owned()));
     }
-    for (spec, value) in metrics {
-        root.insert(spec.name.to_owned(), json!(value));
+    for (spec, values) in metrics {
+        root.insert(spec.name.to_owned(), values.to_json());
     }
     let timestamp = at
         .duration_since(UNIX_EPOCH)
@@ -194,7 +217,7 @@ pub fn namespace(raw: Option<&str>) -> Result<String, &'static str> {
 pub fn emit(
     namespace: &str,
     dimensions: &[(&str, &str)],
-    metrics: &[(MetricSpec, f64)],
+    metrics: &[(MetricSpec, Values)],
     properties: &[(&str, Value)],
 ) {
     let line = emf_line(
@@ -243,7 +266,11 @@ pub fn validate(line: &str) -> Result<Value, String> {
         }
         for metric in metrics {
             let name = metric["Name"].as_str().ok_or("a metric has no Name")?;
-            if !root[name].is_number() {
+            let numbers = match &root[name] {
+                Value::Array(values) => values.len() <= 100 && values.iter().all(Value::is_number),
+                value => value.is_number(),
+            };
+            if !numbers {
                 return Err(format!("metric {name} has no number at the root"));
             }
             if !matches!(
@@ -270,8 +297,8 @@ mod tests {
             at,
             &[(FUNCTION, "worker"), (DESTINATION, "http")],
             &[
-                (catalog::DESTINATION_LATENCY, 41.0),
-                (catalog::DESTINATION_ATTEMPTS, 2.0),
+                (catalog::DESTINATION_LATENCY, Values::Many(vec![41.0, 12.5])),
+                (catalog::DESTINATION_ATTEMPTS, 2.0.into()),
             ],
             &[("submission_id", json!("sub_1"))],
         );
@@ -291,7 +318,8 @@ mod tests {
             ])
         );
         assert_eq!(root["Function"], "worker");
-        assert_eq!(root["DestinationLatency"], 41.0);
+        assert_eq!(root["DestinationLatency"], json!([41.0, 12.5]));
+        assert_eq!(root["DestinationAttempts"], 2.0);
         assert_eq!(root["submission_id"], "sub_1");
     }
 
@@ -301,7 +329,7 @@ mod tests {
             "N",
             UNIX_EPOCH,
             &[(FUNCTION, "ingest")],
-            &[(catalog::DELIVERY_DURATION, 3.0)],
+            &[(catalog::DELIVERY_DURATION, 3.0.into())],
             &[],
         );
         assert!(validate(&good).is_ok());

@@ -214,10 +214,10 @@ impl<S> Ingest<S> {
                 (shared::metrics::OUTCOME, outcome.code()),
             ],
             &[
-                (shared::metrics::catalog::DELIVERIES, 1.0),
+                (shared::metrics::catalog::DELIVERIES, 1.0.into()),
                 (
                     shared::metrics::catalog::DELIVERY_DURATION,
-                    started.elapsed().as_secs_f64() * 1000.0,
+                    (started.elapsed().as_secs_f64() * 1000.0).into(),
                 ),
             ],
             &[],

@@ -7,6 +7,7 @@ use std::time::Duration;
 pub use shared::config::ConfigError;
 use shared::config::{dynamodb_endpoint, invalid, non_empty, number_in};
 use shared::delivery::Redelivery;
+use shared::metrics::METRICS_NAMESPACE;
 use shared::Retention;
 
 use crate::decide::{DeliveryRules, DEFAULT_MAX_AGE_SECONDS};
@@ -42,6 +43,8 @@ pub struct Config {
     pub reconcile_after: Duration,
     /// `DYNAMODB_ENDPOINT`: a local DynamoDB-protocol server, or AWS's.
     pub dynamodb_endpoint: Option<String>,
+    /// `METRICS_NAMESPACE`: where the EMF metrics go.
+    pub metrics_namespace: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -211,6 +214,8 @@ impl Config {
             delivery,
             reconcile_after,
             dynamodb_endpoint: dynamodb_endpoint(&get)?,
+            metrics_namespace: shared::metrics::namespace(get(METRICS_NAMESPACE).as_deref())
+                .map_err(|reason| invalid(METRICS_NAMESPACE, reason))?,
         })
     }
 }

@@ -9,6 +9,7 @@ use aws_sdk_dynamodb::config::http::HttpResponse;
 use aws_sdk_dynamodb::config::retry::RetryConfig;
 use aws_sdk_dynamodb::config::timeout::TimeoutConfig;
 use aws_sdk_dynamodb::error::{ProvideErrorMetadata, SdkError};
+use aws_sdk_dynamodb::operation::query::QueryError;
 use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 use aws_sdk_dynamodb::types::AttributeValue;
 use aws_sdk_dynamodb::Client;
@@ -16,8 +17,8 @@ use shared::receipt::{attr, PENDING, PENDING_INDEX};
 
 use crate::decide::AttemptError;
 use crate::ledger::{
-    AttemptRecord, Cursor, DuePage, DueQuery, LedgerError, Marked, PendingQueue, ReceiptLedger,
-    UnreadableItem,
+    AttemptRecord, Census, Cursor, DuePage, DueQuery, LedgerError, Marked, PendingQueue,
+    ReceiptLedger, UnreadableItem,
 };
 
 /// The SDK configuration with bounded retries and time limits: a stuck call
@@ -132,6 +133,19 @@ fn conditional_failure(error: SdkError<UpdateItemError, HttpResponse>) -> Result
     }
 }
 
+fn query_error(error: SdkError<QueryError, HttpResponse>) -> LedgerError {
+    match error {
+        SdkError::ServiceError(failure) => LedgerError(
+            failure
+                .err()
+                .code()
+                .unwrap_or("UnknownServiceError")
+                .to_owned(),
+        ),
+        _ => LedgerError("store unreachable".to_owned()),
+    }
+}
+
 fn s(text: &str) -> AttributeValue {
     AttributeValue::S(text.to_owned())
 }
@@ -231,6 +245,46 @@ impl ReceiptLedger for DynamoLedger {
 }
 
 impl PendingQueue for DynamoLedger {
+    async fn census(&self) -> Result<Census, LedgerError> {
+        let mut census = Census {
+            pending: 0,
+            oldest_received_at: None,
+        };
+        let mut start = None;
+        loop {
+            let output = self
+                .client
+                .query()
+                .table_name(&self.table)
+                .index_name(PENDING_INDEX)
+                .key_condition_expression("#pending = :pending")
+                .projection_expression("#receivedAt")
+                .expression_attribute_names("#pending", attr::PENDING)
+                .expression_attribute_names("#receivedAt", attr::RECEIVED_AT)
+                .expression_attribute_values(":pending", s(PENDING))
+                .set_exclusive_start_key(start)
+                .send()
+                .await
+                .map_err(query_error)?;
+            for item in output.items() {
+                census.pending += 1;
+                if let Some(AttributeValue::S(received)) = item.get(attr::RECEIVED_AT) {
+                    if census
+                        .oldest_received_at
+                        .as_ref()
+                        .is_none_or(|oldest| received < oldest)
+                    {
+                        census.oldest_received_at = Some(received.clone());
+                    }
+                }
+            }
+            match output.last_evaluated_key {
+                Some(last) => start = Some(last),
+                None => return Ok(census),
+            }
+        }
+    }
+
     async fn due(&self, query: &DueQuery, from: Option<&Cursor>) -> Result<DuePage, LedgerError> {
         let start = from.map(|cursor| {
             HashMap::from([
@@ -256,16 +310,7 @@ impl PendingQueue for DynamoLedger {
             .set_exclusive_start_key(start)
             .send()
             .await
-            .map_err(|error| match error {
-                SdkError::ServiceError(failure) => LedgerError(
-                    failure
-                        .err()
-                        .code()
-                        .unwrap_or("UnknownServiceError")
-                        .to_owned(),
-                ),
-                _ => LedgerError("store unreachable".to_owned()),
-            })?;
+            .map_err(query_error)?;
         let text = |item: &HashMap<String, AttributeValue>, name: &str| match item.get(name) {
             Some(AttributeValue::S(text)) => Some(text.clone()),
             _ => None,

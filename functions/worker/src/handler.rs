@@ -17,11 +17,13 @@ use aws_lambda_events::event::streams::{DynamoDbBatchItemFailure, DynamoDbEventR
 use futures_util::stream::{self, StreamExt};
 use serde_dynamo::AttributeValue;
 use shared::delivery::RetryPolicy;
+use shared::metrics::{catalog, Values, DESTINATION, FUNCTION, OUTCOME};
 use shared::receipt::{attr, format_timestamp};
 use shared::{IdempotencyKey, Lead};
 
 use crate::decide::{
     decode_stream_record, settle, AttemptError, Decoded, Delivery, DeliveryRules, Settlement,
+    GAVE_UP,
 };
 use crate::destination::{Destination, DestinationError, Upserted};
 use crate::ledger::{AttemptRecord, Marked, ReceiptLedger};
@@ -39,6 +41,8 @@ pub enum RecordOutcome {
     FailedRetryable,
     /// Cannot be done: the receipt is marked FAILED for an operator.
     FailedPermanent,
+    /// Retried until `DELIVERY_MAX_AGE_SECONDS`: FAILED with `gave-up`.
+    GaveUp,
 }
 
 impl RecordOutcome {
@@ -50,6 +54,7 @@ impl RecordOutcome {
             RecordOutcome::Deferred => "deferred",
             RecordOutcome::FailedRetryable => "failed-retryable",
             RecordOutcome::FailedPermanent => "failed-permanent",
+            RecordOutcome::GaveUp => "gave-up",
         }
     }
 }
@@ -88,6 +93,7 @@ pub struct Worker<D, L> {
     pub(crate) rules: DeliveryRules,
     pub(crate) reconcile_after: Duration,
     pub(crate) clock: Clock,
+    pub(crate) metrics_namespace: String,
 }
 
 impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
@@ -100,6 +106,7 @@ impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
             rules: DeliveryRules::default(),
             reconcile_after: crate::reconcile::DEFAULT_RECONCILE_AFTER,
             clock: Arc::new(SystemTime::now),
+            metrics_namespace: shared::metrics::DEFAULT_NAMESPACE.to_owned(),
         }
     }
 
@@ -115,6 +122,11 @@ impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
 
     pub fn with_reconcile_after(mut self, after: Duration) -> Self {
         self.reconcile_after = after;
+        self
+    }
+
+    pub fn with_metrics_namespace(mut self, namespace: impl Into<String>) -> Self {
+        self.metrics_namespace = namespace.into();
         self
     }
 
@@ -153,6 +165,7 @@ impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
             deferred = count(RecordOutcome::Deferred),
             failed_retryable = count(RecordOutcome::FailedRetryable),
             failed_permanent = count(RecordOutcome::FailedPermanent),
+            gave_up = count(RecordOutcome::GaveUp),
             duration_ms = started.elapsed().as_millis() as u64,
             time_given_ms,
             "stream batch handled"
@@ -192,8 +205,20 @@ impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
         reports
     }
 
-    /// Acts on what a record or stored receipt was decoded into.
+    /// Acts on what a record or stored receipt was decoded into, and counts
+    /// the outcome (`Records`).
     pub(crate) async fn act(&self, decoded: Decoded, via: Via, deadline: Instant) -> RecordOutcome {
+        let outcome = self.act_on(decoded, via, deadline).await;
+        shared::metrics::emit(
+            &self.metrics_namespace,
+            &[(FUNCTION, "worker"), (OUTCOME, outcome.code())],
+            &[(catalog::RECORDS, 1.0.into())],
+            &[],
+        );
+        outcome
+    }
+
+    async fn act_on(&self, decoded: Decoded, via: Via, deadline: Instant) -> RecordOutcome {
         let destination = self.destination.name();
         match decoded {
             Decoded::Deliver(delivery) => self.deliver(*delivery, via, deadline).await,
@@ -240,9 +265,34 @@ impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
     async fn deliver(&self, delivery: Delivery, via: Via, deadline: Instant) -> RecordOutcome {
         let started = Instant::now();
         let key = delivery.receipt.key();
-        let (result, made) = self
+        let Attempts {
+            result,
+            made,
+            latencies_ms,
+            rate_limited,
+        } = self
             .upsert_with_retries(&delivery.lead, &key, deadline)
             .await;
+        if made > 0 {
+            let auth_errors = matches!(result, Err(DestinationError::Unauthorized { .. }));
+            shared::metrics::emit(
+                &self.metrics_namespace,
+                &[(FUNCTION, "worker"), (DESTINATION, self.destination.name())],
+                &[
+                    (catalog::DESTINATION_LATENCY, Values::Many(latencies_ms)),
+                    (catalog::DESTINATION_ATTEMPTS, f64::from(made).into()),
+                    (
+                        catalog::DESTINATION_AUTH_ERRORS,
+                        f64::from(u8::from(auth_errors)).into(),
+                    ),
+                    (
+                        catalog::DESTINATION_RATE_LIMITED,
+                        f64::from(rate_limited).into(),
+                    ),
+                ],
+                &[],
+            );
+        }
         if made == 0 {
             // No time was left for even one attempt, so nothing happened to
             // record: the receipt stays due (the stream's case) or claimed
@@ -329,8 +379,13 @@ impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
                 outcome
             }
             Settlement::Fail(failure) => {
-                tracing::error!(submission_id, destination, via, outcome = "failed-permanent", attempts = made, duration_ms = duration_ms(), reason = %failure.code, http_status = failure.status, settled_elsewhere, "receipt delivery handled");
-                RecordOutcome::FailedPermanent
+                let outcome = if failure.code == GAVE_UP {
+                    RecordOutcome::GaveUp
+                } else {
+                    RecordOutcome::FailedPermanent
+                };
+                tracing::error!(submission_id, destination, via, outcome = outcome.code(), attempts = made, duration_ms = duration_ms(), reason = %failure.code, http_status = failure.status, settled_elsewhere, "receipt delivery handled");
+                outcome
             }
             Settlement::Later { at, error, auth } => {
                 let next_attempt_at = format_timestamp(at);
@@ -360,50 +415,76 @@ impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
 
     /// Attempts the upsert until it succeeds, fails for good, runs out of
     /// attempts for this invocation, or the next wait would not leave the
-    /// safety margin before the deadline. Returns the last answer and how
-    /// many attempts were made.
+    /// safety margin before the deadline.
     async fn upsert_with_retries(
         &self,
         lead: &Lead,
         key: &IdempotencyKey,
         deadline: Instant,
-    ) -> (Result<Upserted, DestinationError>, u32) {
-        let mut attempt = 0;
+    ) -> Attempts {
+        let mut attempts = Attempts {
+            result: Err(DestinationError::retryable(
+                "no time left in this invocation",
+            )),
+            made: 0,
+            latencies_ms: Vec::new(),
+            rate_limited: 0,
+        };
         loop {
             let remaining = deadline.saturating_duration_since(Instant::now());
             let Some(budget) = remaining
                 .checked_sub(self.retry.safety_margin)
                 .filter(|b| !b.is_zero())
             else {
-                return (
-                    Err(DestinationError::retryable(
-                        "no time left in this invocation",
-                    )),
-                    attempt,
-                );
+                return attempts;
             };
-            attempt += 1;
-            let result =
+            attempts.made += 1;
+            let called = Instant::now();
+            attempts.result =
                 match tokio::time::timeout(budget, self.destination.upsert(lead, key)).await {
                     Ok(result) => result,
                     Err(_) => Err(DestinationError::retryable(
                         "attempt ran out of invocation time",
                     )),
                 };
-            let retry_after = match &result {
-                Err(DestinationError::Retryable { retry_after, .. }) => *retry_after,
-                _ => return (result, attempt),
+            attempts
+                .latencies_ms
+                .push(called.elapsed().as_secs_f64() * 1000.0);
+            let retry_after = match &attempts.result {
+                Err(DestinationError::Retryable {
+                    retry_after,
+                    status,
+                    ..
+                }) => {
+                    if *status == Some(429) {
+                        attempts.rate_limited += 1;
+                    }
+                    *retry_after
+                }
+                _ => return attempts,
             };
             let remaining = deadline.saturating_duration_since(Instant::now());
-            match self
-                .retry
-                .wait_before_retry(attempt, retry_after, remaining, fastrand::f64())
-            {
+            match self.retry.wait_before_retry(
+                attempts.made,
+                retry_after,
+                remaining,
+                fastrand::f64(),
+            ) {
                 Some(wait) => tokio::time::sleep(wait).await,
-                None => return (result, attempt),
+                None => return attempts,
             }
         }
     }
+}
+
+/// What one delivery's attempts came to.
+struct Attempts {
+    /// The last answer.
+    result: Result<Upserted, DestinationError>,
+    made: u32,
+    latencies_ms: Vec<f64>,
+    /// Answers that were 429.
+    rate_limited: u32,
 }
 
 /// Groups records by receipt key, keeping stream order inside each group

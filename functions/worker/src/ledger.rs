@@ -94,7 +94,18 @@ pub struct DuePage {
     pub next: Option<Cursor>,
 }
 
+/// How many receipts wait, and since when the oldest one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Census {
+    pub pending: usize,
+    pub oldest_received_at: Option<String>,
+}
+
 pub trait PendingQueue: Send + Sync {
+    /// Counts the pending receipts (all of them, due or not). Reads the
+    /// pending index only: its cost follows what waits.
+    fn census(&self) -> impl Future<Output = Result<Census, LedgerError>> + Send;
+
     fn due(
         &self,
         query: &DueQuery,
@@ -241,6 +252,15 @@ impl ReceiptLedger for MemoryLedger {
 }
 
 impl PendingQueue for MemoryLedger {
+    async fn census(&self) -> Result<Census, LedgerError> {
+        let receipts = self.lock();
+        let pending: Vec<&Receipt> = receipts.values().filter(|r| r.pending.is_some()).collect();
+        Ok(Census {
+            pending: pending.len(),
+            oldest_received_at: pending.iter().map(|r| r.received_at.clone()).min(),
+        })
+    }
+
     async fn due(&self, query: &DueQuery, from: Option<&Cursor>) -> Result<DuePage, LedgerError> {
         let receipts = self.lock();
         let mut pending: Vec<&Receipt> = receipts
@@ -373,6 +393,10 @@ impl<L: ReceiptLedger> ReceiptLedger for WatchedLedger<L> {
 }
 
 impl<L: PendingQueue> PendingQueue for WatchedLedger<L> {
+    async fn census(&self) -> Result<Census, LedgerError> {
+        self.inner.census().await
+    }
+
     async fn due(&self, query: &DueQuery, from: Option<&Cursor>) -> Result<DuePage, LedgerError> {
         self.inner.due(query, from).await
     }

@@ -73,7 +73,8 @@ async fn main() -> Result<(), Error> {
     ledger.warm_up().await;
     let worker = Worker::new(destination, ledger, config.concurrency)
         .with_delivery_rules(config.delivery)
-        .with_reconcile_after(config.reconcile_after);
+        .with_reconcile_after(config.reconcile_after)
+        .with_metrics_namespace(config.metrics_namespace);
     let worker = &worker;
 
     run(service_fn(move |event: LambdaEvent<Value>| async move {

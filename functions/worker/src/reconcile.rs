@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 
 use futures_util::stream::{self, StreamExt};
 use serde::Serialize;
+use shared::metrics::catalog;
 use shared::receipt::format_timestamp;
 
 use crate::decide::{decode_receipt, Decoded};
@@ -40,6 +41,8 @@ pub struct PassReport {
     pub delivered: usize,
     pub deferred: usize,
     pub failed: usize,
+    /// Of `failed`: receipts that ran out of time (`gave-up`).
+    pub gave_up: usize,
     /// Taken by another pass or delivery first, or no longer RECEIVED.
     pub skipped: usize,
     /// Outcomes that could not be recorded; due again at their claim's end.
@@ -48,6 +51,10 @@ pub struct PassReport {
     pub items_read: usize,
     /// `false` when time ran out or the store failed before the last page.
     pub finished: bool,
+    /// Receipts still waiting after the pass, and the oldest one's age;
+    /// `None` when they could not be counted.
+    pub pending: Option<usize>,
+    pub oldest_pending_age_seconds: Option<u64>,
 }
 
 enum Taken {
@@ -98,6 +105,10 @@ impl<D: Destination, L: ReceiptLedger + PendingQueue> Worker<D, L> {
                         RecordOutcome::Upserted | RecordOutcome::Stale => report.delivered += 1,
                         RecordOutcome::Deferred => report.deferred += 1,
                         RecordOutcome::FailedPermanent => report.failed += 1,
+                        RecordOutcome::GaveUp => {
+                            report.failed += 1;
+                            report.gave_up += 1;
+                        }
                         RecordOutcome::FailedRetryable => report.unrecorded += 1,
                         RecordOutcome::Skipped => report.skipped += 1,
                     },
@@ -111,6 +122,18 @@ impl<D: Destination, L: ReceiptLedger + PendingQueue> Worker<D, L> {
                 }
             }
         }
+        match self.ledger.census().await {
+            Ok(census) => {
+                report.pending = Some(census.pending);
+                report.oldest_pending_age_seconds = census
+                    .oldest_received_at
+                    .as_deref()
+                    .and_then(shared::receipt::parse_timestamp)
+                    .map(|oldest| now.duration_since(oldest).map_or(0, |age| age.as_secs()));
+            }
+            Err(error) => tracing::error!(error = %error, "pending receipts could not be counted"),
+        }
+        self.measure_pass(&report);
         tracing::info!(
             due = report.due,
             delivered = report.delivered,
@@ -120,10 +143,34 @@ impl<D: Destination, L: ReceiptLedger + PendingQueue> Worker<D, L> {
             unrecorded = report.unrecorded,
             items_read = report.items_read,
             finished = report.finished,
+            gave_up = report.gave_up,
+            pending = report.pending,
+            oldest_pending_age_seconds = report.oldest_pending_age_seconds,
             duration_ms = started.elapsed().as_millis() as u64,
             "reconciliation pass handled"
         );
         report
+    }
+
+    /// One EMF line per pass: what waits, for how long, and what the pass
+    /// delivered or gave up on.
+    fn measure_pass(&self, report: &PassReport) {
+        let mut measured = vec![
+            (catalog::REDELIVERED, (report.delivered as f64).into()),
+            (catalog::GAVE_UP, (report.gave_up as f64).into()),
+        ];
+        if let Some(pending) = report.pending {
+            measured.push((catalog::PENDING_RECEIPTS, (pending as f64).into()));
+            // No pending receipt is an age of zero, so the alarm clears.
+            let age = report.oldest_pending_age_seconds.unwrap_or(0);
+            measured.push((catalog::OLDEST_PENDING_AGE, (age as f64).into()));
+        }
+        shared::metrics::emit(
+            &self.metrics_namespace,
+            &[(shared::metrics::FUNCTION, "worker")],
+            &measured,
+            &[],
+        );
     }
 
     /// Claims one due receipt and acts on it.
