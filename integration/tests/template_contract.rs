@@ -438,3 +438,156 @@ fn secrets_are_never_template_text_nor_environment() {
         "basic and signatures need a given secret"
     );
 }
+
+/// Every metric an alarm or the dashboard reads from the functions'
+/// namespace is one the code emits (`shared::metrics::catalog`), with the
+/// catalog's dimensions and an outcome the code can produce; and every
+/// emitted metric, and every outcome, is on the dashboard.
+#[test]
+fn alarms_and_dashboard_read_the_metrics_the_code_emits() {
+    use shared::metrics::catalog;
+    let template = load();
+    let ingest_outcomes: Vec<&str> = shared::Outcome::ALL.iter().map(|o| o.code()).collect();
+    let worker_outcomes: Vec<&str> = worker::handler::RecordOutcome::ALL
+        .iter()
+        .map(|o| o.code())
+        .collect();
+    let check = |name: &str, dimensions: &[(String, String)], place: &str| {
+        let spec = catalog::ALL
+            .iter()
+            .find(|spec| spec.name == name)
+            .unwrap_or_else(|| panic!("{place} reads {name}, which no code emits"));
+        let mut names: Vec<&str> = dimensions.iter().map(|(n, _)| n.as_str()).collect();
+        names.sort_unstable();
+        let mut expected = spec.dimensions.to_vec();
+        expected.sort_unstable();
+        assert_eq!(names, expected, "{place}: dimensions of {name}");
+        for (dimension, value) in dimensions {
+            match dimension.as_str() {
+                "Function" => {
+                    let function = if name == "Deliveries" || name == "DeliveryDuration" {
+                        "ingest"
+                    } else {
+                        "worker"
+                    };
+                    assert_eq!(value, function, "{place}: {name}");
+                }
+                "Outcome" if name == "Records" => assert!(
+                    worker_outcomes.contains(&value.as_str()),
+                    "{place}: no worker outcome {value}"
+                ),
+                "Outcome" => assert!(
+                    ingest_outcomes.contains(&value.as_str()),
+                    "{place}: no delivery outcome {value}"
+                ),
+                _ => {}
+            }
+        }
+    };
+    let dimensions_of = |metric: &serde_json::Value| -> Vec<(String, String)> {
+        metric["Dimensions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|d| {
+                (
+                    d["Name"].as_str().unwrap().to_owned(),
+                    d["Value"].as_str().unwrap().to_owned(),
+                )
+            })
+            .collect()
+    };
+
+    let evaluator = Evaluator::new(&template, &[]);
+    let mut alarms_on_our_metrics = 0;
+    for (id, resource) in template["Resources"].as_mapping().unwrap() {
+        if resource["Type"].as_str() != Some("AWS::CloudWatch::Alarm") {
+            continue;
+        }
+        let id = id.as_str().unwrap();
+        let properties = evaluator.evaluate(&resource["Properties"]).unwrap();
+        let properties: serde_json::Value = serde_json::to_value(&properties).unwrap();
+        let metrics: Vec<serde_json::Value> = match properties["Metrics"].as_array() {
+            Some(stats) => stats
+                .iter()
+                .filter(|m| m.get("MetricStat").is_some())
+                .map(|m| m["MetricStat"]["Metric"].clone())
+                .collect(),
+            None => vec![properties.clone()],
+        };
+        for metric in metrics
+            .iter()
+            .filter(|m| m["Namespace"] == "StaticFormsToCrm")
+        {
+            alarms_on_our_metrics += 1;
+            check(
+                metric["MetricName"].as_str().unwrap(),
+                &dimensions_of(metric),
+                id,
+            );
+        }
+    }
+    assert!(
+        alarms_on_our_metrics >= 8,
+        "the alarms read the functions' metrics"
+    );
+
+    // The dashboard body is a !Sub string: give its references values.
+    let body = match &template["Resources"]["Dashboard"]["Properties"]["DashboardBody"] {
+        Value::Tagged(tagged) => tagged.value.as_str().unwrap().to_owned(),
+        other => panic!("DashboardBody is not a !Sub string: {other:?}"),
+    };
+    let body = body
+        .replace("${MetricsNamespace}", "StaticFormsToCrm")
+        .replace("${Destination}", "http")
+        .replace("${AWS::Region}", "us-east-1");
+    let body: serde_json::Value = serde_json::from_str(&body).expect("the dashboard body is JSON");
+    let mut shown = std::collections::HashSet::new();
+    let mut outcomes_shown = std::collections::HashSet::new();
+    for widget in body["widgets"].as_array().unwrap() {
+        for metric in widget["properties"]["metrics"].as_array().unwrap() {
+            let parts = metric.as_array().unwrap();
+            if parts[0] != "StaticFormsToCrm" {
+                continue;
+            }
+            let name = parts[1].as_str().unwrap();
+            let pairs: Vec<&str> = parts[2..].iter().filter_map(|p| p.as_str()).collect();
+            let dimensions: Vec<(String, String)> = pairs
+                .chunks(2)
+                .map(|pair| (pair[0].to_owned(), pair[1].to_owned()))
+                .collect();
+            check(name, &dimensions, "the dashboard");
+            shown.insert(name.to_owned());
+            outcomes_shown.extend(
+                dimensions
+                    .into_iter()
+                    .filter(|(dimension, _)| dimension == "Outcome")
+                    .map(|(_, value)| value),
+            );
+        }
+    }
+    for spec in catalog::ALL {
+        assert!(
+            shown.contains(spec.name),
+            "{} is emitted but not on the dashboard",
+            spec.name
+        );
+    }
+    for outcome in ingest_outcomes.iter().chain(&worker_outcomes) {
+        assert!(
+            outcomes_shown.contains(*outcome),
+            "outcome {outcome} is not on the dashboard"
+        );
+    }
+    // Both functions get the namespace the alarms read.
+    for function in ["IngestFunction", "WorkerFunction"] {
+        assert_eq!(
+            evaluator
+                .environment(function)
+                .get("METRICS_NAMESPACE")
+                .map(String::as_str),
+            Some("StaticFormsToCrm"),
+            "{function}"
+        );
+    }
+}

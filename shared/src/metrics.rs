@@ -220,6 +220,17 @@ pub fn emit(
     metrics: &[(MetricSpec, Values)],
     properties: &[(&str, Value)],
 ) {
+    // The dashboard and alarms read each metric with its catalog dimensions;
+    // a line with others would feed a metric nothing reads.
+    debug_assert!(
+        metrics
+            .iter()
+            .all(|(spec, _)| spec.dimensions.len() == dimensions.len()
+                && dimensions
+                    .iter()
+                    .all(|(name, _)| spec.dimensions.contains(name))),
+        "a metric emitted with dimensions other than its catalog entry's"
+    );
     let line = emf_line(
         namespace,
         SystemTime::now(),

@@ -22,6 +22,21 @@ pub enum Outcome {
 }
 
 impl Outcome {
+    /// Every outcome, for the metrics contract and the dashboard.
+    pub const ALL: [Outcome; 11] = [
+        Outcome::Accepted,
+        Outcome::Duplicate,
+        Outcome::Unauthorized,
+        Outcome::PayloadTooLarge,
+        Outcome::UnsupportedMediaType,
+        Outcome::MalformedJson,
+        Outcome::InvalidEnvelope,
+        Outcome::InvalidIdempotencyKey,
+        Outcome::KeyReusedForDifferentPayload,
+        Outcome::StoreUnavailable,
+        Outcome::StoreFailed,
+    ];
+
     pub fn status(self) -> u16 {
         match self {
             Outcome::Accepted => 202,

@@ -46,6 +46,17 @@ pub enum RecordOutcome {
 }
 
 impl RecordOutcome {
+    /// Every outcome, for the metrics contract and the dashboard.
+    pub const ALL: [RecordOutcome; 7] = [
+        RecordOutcome::Upserted,
+        RecordOutcome::Skipped,
+        RecordOutcome::Stale,
+        RecordOutcome::Deferred,
+        RecordOutcome::FailedRetryable,
+        RecordOutcome::FailedPermanent,
+        RecordOutcome::GaveUp,
+    ];
+
     pub fn code(self) -> &'static str {
         match self {
             RecordOutcome::Upserted => "upserted",
