@@ -85,6 +85,23 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
         .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
+/// A read-only view of a running stub (its counts), for another task.
+#[derive(Clone)]
+pub struct CrmView(Arc<StubState>);
+
+impl CrmView {
+    pub fn lead_count(&self) -> usize {
+        lock(&self.0.leads).len()
+    }
+
+    pub fn writes(&self) -> u64 {
+        lock(&self.0.leads)
+            .values()
+            .map(|lead| u64::from(lead.writes))
+            .sum()
+    }
+}
+
 /// A running stub; it stops when dropped.
 pub struct CrmStub {
     address: SocketAddr,
@@ -181,6 +198,16 @@ impl CrmStub {
 
     pub fn lead_count(&self) -> usize {
         lock(&self.state.leads).len()
+    }
+
+    /// Successful upserts, over every lead.
+    pub fn writes(&self) -> u64 {
+        self.clone_handle().writes()
+    }
+
+    /// A handle on the same stub that does not stop it when dropped.
+    pub fn clone_handle(&self) -> CrmView {
+        CrmView(Arc::clone(&self.state))
     }
 
     pub fn calls(&self) -> Vec<Call> {

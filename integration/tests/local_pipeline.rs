@@ -97,7 +97,13 @@ async fn the_local_pipeline_takes_a_delivery_to_one_lead_and_stops_cleanly() {
     })
     .await;
     assert_eq!(ready, Ok(true), "the pipeline said it is up");
-    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    let printed = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let keep = std::sync::Arc::clone(&printed);
+    tokio::spawn(async move {
+        while let Ok(Some(line)) = lines.next_line().await {
+            keep.lock().unwrap().push(line);
+        }
+    });
 
     let event: serde_json::Value = serde_json::from_str(
         &std::fs::read_to_string(concat!(
@@ -188,6 +194,19 @@ async fn the_local_pipeline_takes_a_delivery_to_one_lead_and_stops_cleanly() {
     for lead in leads["leads"].as_array().unwrap() {
         assert_eq!(lead["writes"], 1, "once each: {lead}");
     }
+    // The summary line says the same, within its few seconds.
+    let summary =
+        "local-pipeline: deliveries accepted=4 duplicate=1 | leads 4 (4 writes) | pending 0";
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !printed.lock().unwrap().iter().any(|line| line == summary) && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    let lines = printed.lock().unwrap().clone();
+    assert!(
+        lines.iter().any(|line| line == summary),
+        "no {summary:?} in:\n{}",
+        lines.join("\n")
+    );
 
     let pid = pipeline.id().expect("running");
     let functions = children_of(pid);

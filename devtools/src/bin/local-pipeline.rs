@@ -6,11 +6,12 @@
 //! `ReconcileEvery`), with local timings short enough to watch. Started by
 //! `make run`; Ctrl-C stops it and every process it started.
 
+use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::Stdio;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use axum::body::Bytes;
@@ -123,9 +124,11 @@ async fn run() -> Result<(), String> {
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", webhook_port))
         .await
         .map_err(|e| format!("webhook endpoint on port {webhook_port}: {e}"))?;
-    let app = Router::new()
-        .fallback(http_api_front)
-        .with_state(Arc::clone(&ingest_runtime));
+    let tally = Arc::new(Tally::default());
+    let app = Router::new().fallback(http_api_front).with_state(Front {
+        ingest: Arc::clone(&ingest_runtime),
+        tally: Arc::clone(&tally),
+    });
     tokio::spawn(async move {
         let _ = axum::serve(listener, app).await;
     });
@@ -154,6 +157,7 @@ async fn run() -> Result<(), String> {
     });
 
     let pass_runtime = Arc::clone(&worker_runtime);
+    let pass_tally = Arc::clone(&tally);
     tokio::spawn(async move {
         let scheduled = serde_json::json!({
             "version": "0",
@@ -164,13 +168,32 @@ async fn run() -> Result<(), String> {
         });
         loop {
             tokio::time::sleep(reconcile_every).await;
-            match pass_runtime.invoke(scheduled.clone(), WORKER_TIMEOUT).await {
+            let report = pass_runtime.invoke(scheduled.clone(), WORKER_TIMEOUT).await;
+            if let Some(pending) = report.as_ref().ok().and_then(|r| r["pending"].as_u64()) {
+                *lock(&pass_tally.pending) = Some(pending);
+            }
+            match report {
                 Ok(report) if report["due"].as_u64().unwrap_or(0) > 0 => println!(
                     "local-pipeline: reconciliation pass: {} due, {} delivered, {} deferred, {} failed",
                     report["due"], report["delivered"], report["deferred"], report["failed"]
                 ),
                 Ok(_) => {}
                 Err(error) => eprintln!("local-pipeline: reconciliation pass: {error}"),
+            }
+        }
+    });
+
+    // One summary line every few seconds while something changes: what the
+    // dashboard shows in AWS, in one line.
+    let summary_crm = crm.clone_handle();
+    tokio::spawn(async move {
+        let mut last = String::new();
+        loop {
+            tokio::time::sleep(Duration::from_secs(5)).await;
+            let line = tally.summary(summary_crm.lead_count(), summary_crm.writes());
+            if line != last {
+                println!("{line}");
+                last = line;
             }
         }
     });
@@ -245,9 +268,58 @@ fn exit_message(
 
 static REQUEST_IDS: AtomicU64 = AtomicU64::new(1);
 
+/// What the HTTP front needs: the ingest function, and the tally it feeds.
+#[derive(Clone)]
+struct Front {
+    ingest: Arc<LambdaEmulator>,
+    tally: Arc<Tally>,
+}
+
+/// Counts for the summary line: deliveries by outcome (from ingest's
+/// answers), and what the last reconciliation pass found waiting.
+#[derive(Default)]
+struct Tally {
+    deliveries: Mutex<BTreeMap<String, u64>>,
+    pending: Mutex<Option<u64>>,
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+impl Tally {
+    /// The outcome of an ingest answer: accepted, duplicate, or its error code.
+    fn count(&self, body: &[u8]) {
+        let answer: serde_json::Value = serde_json::from_slice(body).unwrap_or_default();
+        let outcome = match (answer["accepted"].as_bool(), answer["duplicate"].as_bool()) {
+            (Some(true), Some(true)) => "duplicate".to_owned(),
+            (Some(true), _) => "accepted".to_owned(),
+            _ => answer["error"].as_str().unwrap_or("unknown").to_owned(),
+        };
+        *lock(&self.deliveries).entry(outcome).or_default() += 1;
+    }
+
+    fn summary(&self, leads: usize, writes: u64) -> String {
+        let deliveries = lock(&self.deliveries);
+        let by_outcome = if deliveries.is_empty() {
+            "none".to_owned()
+        } else {
+            deliveries
+                .iter()
+                .map(|(outcome, count)| format!("{outcome}={count}"))
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
+        let pending = lock(&self.pending).map_or("-".to_owned(), |p| p.to_string());
+        format!("local-pipeline: deliveries {by_outcome} | leads {leads} ({writes} writes) | pending {pending}")
+    }
+}
+
 /// API Gateway's part: route, build the event, invoke, answer.
 async fn http_api_front(
-    State(ingest): State<Arc<LambdaEmulator>>,
+    State(Front { ingest, tally }): State<Front>,
     method: Method,
     uri: Uri,
     headers: HeaderMap,
@@ -292,6 +364,7 @@ async fn http_api_front(
                 .into_response();
         }
     };
+    tally.count(&answer.body);
     let mut response = (
         StatusCode::from_u16(answer.status).unwrap_or(StatusCode::BAD_GATEWAY),
         answer.body,
