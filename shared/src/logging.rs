@@ -147,7 +147,10 @@ mod tests {
             tracing::info!(submission_id = "sub_1", "a log line the level hides");
             metrics::emit(
                 metrics::DEFAULT_NAMESPACE,
-                &[(metrics::FUNCTION, "ingest")],
+                &[
+                    (metrics::FUNCTION, "ingest"),
+                    (metrics::OUTCOME, "accepted"),
+                ],
                 &[(metrics::catalog::DELIVERY_DURATION, 12.0.into())],
                 &[],
             );
