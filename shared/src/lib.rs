@@ -7,6 +7,7 @@
 pub mod config;
 pub mod delivery;
 pub mod envelope;
+pub mod field_map;
 pub mod fingerprint;
 pub mod idempotency;
 pub mod lead;

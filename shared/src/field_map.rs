@@ -1,0 +1,282 @@
+//! `FIELD_MAP`: which CRM property gets which form field, for every CRM
+//! destination (HubSpot, Salesforce). A JSON object from CRM property name
+//! to form field name; a value starting with `=` is a literal, e.g.
+//! `{"email":"email","firstname":"firstName","hs_lead_status":"=NEW"}`.
+//!
+//! Only mapped properties are sent: a CRM such as HubSpot refuses a whole
+//! batch for one property it does not know, so a form field nobody mapped
+//! must never reach it. A form field the submission lacks is left out too,
+//! so an update never blanks a property the CRM already holds.
+
+use serde_json::{Map, Value};
+
+use crate::lead::Lead;
+
+/// Where a CRM property's value comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Source {
+    /// A form field, by its name in the submission (`name`, `email`,
+    /// `message`, or any other field).
+    Field(String),
+    /// The same text for every lead (`"=NEW"`).
+    Literal(String),
+    /// `firstName`, else `name` before its last space (`Ada` of `Ada
+    /// Lovelace`), else all of `name`.
+    FirstName,
+    /// `lastName`, else `name` after its last space, else nothing.
+    LastName,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FieldMap {
+    /// In the order given, so requests and tests are stable.
+    entries: Vec<(String, Source)>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FieldMapError {
+    #[error("is not a JSON object of property names to form field names")]
+    NotAnObject,
+    #[error("maps property {0:?} to something other than a text")]
+    NotText(String),
+    #[error("has an empty property name or form field name")]
+    Empty,
+    #[error("maps property {0:?} twice")]
+    Repeated(String),
+}
+
+impl FieldMap {
+    pub fn new(entries: Vec<(String, Source)>) -> Self {
+        FieldMap { entries }
+    }
+
+    /// Parses `FIELD_MAP`. Errors never quote a value (a literal could be
+    /// something the user considers private); the caller adds the variable.
+    pub fn parse(text: &str) -> Result<Self, FieldMapError> {
+        // Read as a list of pairs first: a JSON object parsed into a map
+        // would drop a repeated key silently.
+        let pairs: Vec<(String, Value)> = serde_json::from_str::<PairList>(text)
+            .map_err(|_| FieldMapError::NotAnObject)?
+            .0;
+        let mut entries: Vec<(String, Source)> = Vec::with_capacity(pairs.len());
+        for (property, value) in pairs {
+            let Value::String(field) = value else {
+                return Err(FieldMapError::NotText(property));
+            };
+            let source = match field.strip_prefix('=') {
+                Some(literal) => Source::Literal(literal.to_owned()),
+                None => Source::Field(field.trim().to_owned()),
+            };
+            let property = property.trim().to_owned();
+            if property.is_empty() || source == Source::Field(String::new()) {
+                return Err(FieldMapError::Empty);
+            }
+            if entries.iter().any(|(known, _)| *known == property) {
+                return Err(FieldMapError::Repeated(property));
+            }
+            entries.push((property, source));
+        }
+        Ok(FieldMap { entries })
+    }
+
+    pub fn entries(&self) -> &[(String, Source)] {
+        &self.entries
+    }
+
+    /// The CRM properties of `lead`: mapped ones only, and only those with
+    /// a non-blank value.
+    pub fn apply(&self, lead: &Lead) -> Map<String, Value> {
+        let mut properties = Map::new();
+        for (property, source) in &self.entries {
+            let value = match source {
+                Source::Literal(text) => Some(text.clone()),
+                Source::Field(name) => field(lead, name),
+                Source::FirstName => field(lead, "firstName").or_else(|| split_name(lead).0),
+                Source::LastName => field(lead, "lastName").or_else(|| split_name(lead).1),
+            };
+            if let Some(value) = value.filter(|v| !v.trim().is_empty()) {
+                properties.insert(property.clone(), Value::String(value));
+            }
+        }
+        properties
+    }
+}
+
+/// A form field of the lead as text: its own fields first, then the rest.
+fn field(lead: &Lead, name: &str) -> Option<String> {
+    let own = match name {
+        "name" => Some(&lead.name),
+        "email" => Some(&lead.email),
+        "message" => Some(&lead.message),
+        _ => None,
+    };
+    if let Some(text) = own {
+        return Some(text.trim().to_owned()).filter(|t| !t.is_empty());
+    }
+    match lead.fields.get(name)? {
+        Value::String(text) => Some(text.trim().to_owned()),
+        Value::Null => None,
+        other => Some(other.to_string()),
+    }
+    .filter(|t| !t.is_empty())
+}
+
+/// `name` split at its last space: (first, last); a single word is all
+/// first name.
+fn split_name(lead: &Lead) -> (Option<String>, Option<String>) {
+    let name = lead.name.trim();
+    match name.rsplit_once(char::is_whitespace) {
+        Some((first, last)) => (Some(first.trim().to_owned()), Some(last.trim().to_owned())),
+        None if name.is_empty() => (None, None),
+        None => (Some(name.to_owned()), None),
+    }
+}
+
+/// A JSON object read as its pairs, in order, repeats kept.
+struct PairList(Vec<(String, Value)>);
+
+impl<'de> serde::Deserialize<'de> for PairList {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Pairs;
+        impl<'de> serde::de::Visitor<'de> for Pairs {
+            type Value = PairList;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<PairList, A::Error> {
+                let mut pairs = Vec::new();
+                while let Some(pair) = map.next_entry::<String, Value>()? {
+                    pairs.push(pair);
+                }
+                Ok(PairList(pairs))
+            }
+        }
+        deserializer.deserialize_map(Pairs)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn lead(name: &str, email: &str, fields: Value) -> Lead {
+        Lead {
+            external_id: "sub_1".into(),
+            name: name.into(),
+            email: email.into(),
+            message: "Please call".into(),
+            fields: fields.as_object().cloned().unwrap_or_default(),
+            received_at: "2026-11-30T08:00:00.000Z".into(),
+            submitted_at: None,
+        }
+    }
+
+    /// `FIELD_MAP`'s text, and the entries or error it gives.
+    type ParseCase = (
+        &'static str,
+        Result<Vec<(&'static str, Source)>, FieldMapError>,
+    );
+
+    #[test]
+    fn parsing() {
+        let rows: Vec<ParseCase> = vec![
+            (
+                r#"{"email":"email","firstname":"firstName","hs_lead_status":"=NEW"}"#,
+                Ok(vec![
+                    ("email", Source::Field("email".into())),
+                    ("firstname", Source::Field("firstName".into())),
+                    ("hs_lead_status", Source::Literal("NEW".into())),
+                ]),
+            ),
+            (
+                r#"{" company ":" company "}"#,
+                Ok(vec![("company", Source::Field("company".into()))]),
+            ),
+            (
+                r#"{"source":"="}"#,
+                Ok(vec![("source", Source::Literal(String::new()))]),
+            ),
+            ("{}", Ok(vec![])),
+            ("[]", Err(FieldMapError::NotAnObject)),
+            ("email=email", Err(FieldMapError::NotAnObject)),
+            (
+                r#"{"email":1}"#,
+                Err(FieldMapError::NotText("email".into())),
+            ),
+            (
+                r#"{"email":null}"#,
+                Err(FieldMapError::NotText("email".into())),
+            ),
+            (r#"{"":"email"}"#, Err(FieldMapError::Empty)),
+            (r#"{"email":"  "}"#, Err(FieldMapError::Empty)),
+            (
+                r#"{"email":"email","email":"mail"}"#,
+                Err(FieldMapError::Repeated("email".into())),
+            ),
+        ];
+        for (text, expected) in rows {
+            let parsed = FieldMap::parse(text);
+            let expected = expected.map(|entries| {
+                FieldMap::new(
+                    entries
+                        .into_iter()
+                        .map(|(p, s)| (p.to_owned(), s))
+                        .collect(),
+                )
+            });
+            assert_eq!(parsed, expected, "{text}");
+        }
+    }
+
+    #[test]
+    fn applying() {
+        let map = FieldMap::new(vec![
+            ("email".into(), Source::Field("email".into())),
+            ("firstname".into(), Source::FirstName),
+            ("lastname".into(), Source::LastName),
+            ("phone".into(), Source::Field("phone".into())),
+            ("seats".into(), Source::Field("seats".into())),
+            ("hs_lead_status".into(), Source::Literal("NEW".into())),
+            ("notes".into(), Source::Field("message".into())),
+        ]);
+        let rows = [
+            (
+                lead(
+                    "Ada King Lovelace",
+                    "ada@example.com",
+                    json!({"phone": "555", "seats": 3, "unmapped": "x"}),
+                ),
+                json!({"email": "ada@example.com", "firstname": "Ada King", "lastname": "Lovelace", "phone": "555", "seats": "3", "hs_lead_status": "NEW", "notes": "Please call"}),
+            ),
+            (
+                lead(
+                    "ignored",
+                    "a@b.c",
+                    json!({"firstName": "Grace", "lastName": "Hopper"}),
+                ),
+                json!({"email": "a@b.c", "firstname": "Grace", "lastname": "Hopper", "hs_lead_status": "NEW", "notes": "Please call"}),
+            ),
+            (
+                lead("Prince", "", json!({"phone": "  ", "seats": null})),
+                json!({"firstname": "Prince", "hs_lead_status": "NEW", "notes": "Please call"}),
+            ),
+            (
+                lead("", "", json!({})),
+                json!({"hs_lead_status": "NEW", "notes": "Please call"}),
+            ),
+        ];
+        for (lead, expected) in rows {
+            assert_eq!(Value::Object(map.apply(&lead)), expected, "{}", lead.name);
+        }
+    }
+
+    #[test]
+    fn errors_never_quote_a_value() {
+        let error = FieldMap::parse(r#"{"email":{"secret":"s3cr3t"}}"#).unwrap_err();
+        assert!(!error.to_string().contains("s3cr3t"), "{error}");
+    }
+}
