@@ -227,6 +227,27 @@ pub async fn secrets_client(endpoint: &str) -> aws_sdk_secretsmanager::Client {
     aws_sdk_secretsmanager::Client::new(&config)
 }
 
+/// Everything on `table`'s stream so far, through `worker` as the event
+/// source mapping delivers it (batches, retries from the first failure).
+pub async fn drain_stream<D, L>(
+    endpoint: &str,
+    client: &Client,
+    table: &str,
+    worker: &worker::Worker<D, L>,
+) -> devtools::pump::PumpReport
+where
+    D: worker::destination::Destination,
+    L: worker::ledger::ReceiptLedger,
+{
+    let mut pump =
+        devtools::pump::StreamPump::for_table(client, streams_client(endpoint).await, table)
+            .await
+            .expect("the table has a stream");
+    pump.drain(|event| invoke_worker(worker, event))
+        .await
+        .expect("the stream drains")
+}
+
 /// Invokes a worker the way the event source mapping does, in-process.
 pub async fn invoke_worker<D, L>(
     worker: &worker::Worker<D, L>,

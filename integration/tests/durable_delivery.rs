@@ -13,7 +13,6 @@ use std::time::{Duration, Instant, SystemTime};
 use aws_sdk_dynamodb::types::{AttributeValue, PutRequest, WriteRequest};
 use aws_sdk_dynamodb::Client;
 use devtools::crm_stub::{Answer, CrmStub};
-use devtools::pump::StreamPump;
 use devtools::stream_event;
 use integration::*;
 use shared::delivery::RetryPolicy;
@@ -93,13 +92,7 @@ async fn a_crm_outage_longer_than_every_stream_retry_is_delivered_once_by_the_re
 
     // The stream delivers while the CRM is down: every record is deferred
     // to the reconciler, none fails the batch or reaches the dead-letter queue.
-    let mut pump = StreamPump::for_table(&client, streams_client(&moto).await, &table)
-        .await
-        .unwrap();
-    let report = pump
-        .drain(|event| invoke_worker(&worker, event))
-        .await
-        .unwrap();
+    let report = drain_stream(&moto, &client, &table, &worker).await;
     assert!(
         report.given_up.is_empty(),
         "nothing for the dead-letter queue"
@@ -163,6 +156,7 @@ async fn a_crm_outage_longer_than_every_stream_retry_is_delivered_once_by_the_re
         worker.reconcile(in_seconds(30)).await,
         PassReport {
             finished: true,
+            pending: Some(0),
             ..PassReport::default()
         }
     );
@@ -216,12 +210,7 @@ async fn a_401_then_a_token_rotated_in_secrets_manager_delivers_and_never_fails_
             .status(),
         202
     );
-    let mut pump = StreamPump::for_table(&client, streams_client(&moto).await, &table)
-        .await
-        .unwrap();
-    pump.drain(|event| invoke_worker(&worker, event))
-        .await
-        .unwrap();
+    drain_stream(&moto, &client, &table, &worker).await;
     let items = scan(&client, &table).await;
     assert_eq!(
         text(&items[0], "status"),
@@ -448,12 +437,7 @@ async fn a_failed_receipt_redriven_with_the_cli_is_delivered_once_at_the_next_pa
             202
         );
     }
-    let mut pump = StreamPump::for_table(&client, streams_client(&moto).await, &table)
-        .await
-        .unwrap();
-    pump.drain(|event| invoke_worker(&worker, event))
-        .await
-        .unwrap();
+    drain_stream(&moto, &client, &table, &worker).await;
 
     let (ok, out, err) = receipts_cli(&table, &["list", "--status", "failed", "--json"]);
     assert!(ok, "{err}");

@@ -5,7 +5,6 @@
 use std::collections::HashSet;
 
 use devtools::crm_stub::CrmStub;
-use devtools::pump::StreamPump;
 use integration::*;
 use worker::dynamo::DynamoLedger;
 use worker::http_crm::HttpCrm;
@@ -53,13 +52,7 @@ async fn case_6_two_hundred_deliveries_leave_one_lead_per_valid_submission() {
     }
     let valid: HashSet<String> = (0..120).map(|n| format!("sub_{n}")).collect();
 
-    let mut pump = StreamPump::for_table(&client, streams_client(&moto).await, &table)
-        .await
-        .unwrap();
-    let report = pump
-        .drain(|event| invoke_worker(&worker, event))
-        .await
-        .unwrap();
+    let report = drain_stream(&moto, &client, &table, &worker).await;
     assert!(report.given_up.is_empty());
 
     assert_eq!(

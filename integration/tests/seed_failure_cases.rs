@@ -117,14 +117,7 @@ async fn case_3_a_crash_after_the_upsert_is_redelivered_and_completes_once() {
     let ledger =
         WatchedLedger::new(DynamoLedger::new(worker_client(&moto).await, &table)).failing_first(1);
     let worker = Worker::new(HttpCrm::new(crm.leads_url(), None).unwrap(), ledger, 8);
-    let mut pump = StreamPump::for_table(&client, streams_client(&moto).await, &table)
-        .await
-        .unwrap();
-
-    let report = pump
-        .drain(|event| invoke_worker(&worker, event))
-        .await
-        .unwrap();
+    let report = drain_stream(&moto, &client, &table, &worker).await;
 
     assert_eq!(report.invocations, 2, "delivered, failed, delivered again");
     assert!(report.given_up.is_empty());
