@@ -122,7 +122,17 @@ impl<D: Destination, L: ReceiptLedger + PendingQueue> Worker<D, L> {
                 }
             }
         }
-        match self.ledger.census().await {
+        // Counting what waits reads the pending index; skip it rather than
+        // run past the invocation (the metric then simply has a gap).
+        let census =
+            if deadline.saturating_duration_since(Instant::now()) > self.retry.safety_margin {
+                self.ledger.census().await
+            } else {
+                Err(crate::ledger::LedgerError(
+                    "no time left to count".to_owned(),
+                ))
+            };
+        match census {
             Ok(census) => {
                 report.pending = Some(census.pending);
                 report.oldest_pending_age_seconds = census
