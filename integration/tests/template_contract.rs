@@ -402,9 +402,31 @@ fn functions_are_built_and_sized_for_lambda() {
 fn secrets_are_never_template_text_nor_environment() {
     let template = load();
     let text = std::fs::read_to_string(template::workspace_template()).unwrap();
+    // A parameter that could carry a secret must take an ARN, never the
+    // value (NoEcho would hide a value, not keep it out of the stack).
+    let parameters = template["Parameters"].as_mapping().unwrap();
+    let mut secret_like = 0;
+    for (name, declaration) in parameters {
+        let name = name.as_str().unwrap();
+        let lower = name.to_ascii_lowercase();
+        if ["secret", "token", "password", "apikey", "credential"]
+            .iter()
+            .any(|word| lower.contains(word))
+        {
+            secret_like += 1;
+            assert!(
+                name.ends_with("Arn")
+                    && declaration["AllowedPattern"]
+                        .as_str()
+                        .is_some_and(|pattern| pattern.starts_with("^(arn:")),
+                "parameter {name} could carry a secret: it must be an ARN with an arn: pattern"
+            );
+        }
+    }
+    assert!(secret_like >= 2, "the secret ARN parameters were found");
     assert!(
         !text.contains("NoEcho"),
-        "no secret is passed as a parameter"
+        "no parameter is a secret value to hide"
     );
     for (function, forbidden) in [
         ("IngestFunction", "WEBHOOK_SECRETS"),

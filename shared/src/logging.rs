@@ -178,8 +178,21 @@ mod tests {
         for (level, expected) in rows {
             let filter = filter_for(level).to_string();
             assert!(filter.contains(expected), "{level:?}: {filter}");
-            assert!(filter.contains("warn"), "{level:?}: {filter}");
-            assert!(!filter.contains("hyper"), "{filter}");
         }
+        // Applied: a dependency's INFO and DEBUG lines are dropped at any
+        // level of ours, its WARN lines kept (the filter decides by target).
+        let buffer = Buffer::default();
+        let subscriber = json_subscriber(buffer.clone(), filter_for("trace"));
+        tracing::subscriber::with_default(subscriber, || {
+            tracing::info!(target: "hyper::proto", "dependency info");
+            tracing::debug!(target: "aws_smithy_runtime", "dependency debug");
+            tracing::warn!(target: "hyper::proto", "dependency warning");
+            tracing::trace!(target: "worker::handler", "our trace");
+        });
+        let text = String::from_utf8(buffer.0.lock().unwrap().clone()).unwrap();
+        assert!(!text.contains("dependency info"), "{text}");
+        assert!(!text.contains("dependency debug"), "{text}");
+        assert!(text.contains("dependency warning"), "{text}");
+        assert!(text.contains("our trace"), "{text}");
     }
 }
