@@ -102,3 +102,107 @@ mod tests {
         );
     }
 }
+
+/// The stored format, pinned: a receipt written today must fingerprint the
+/// same after any upgrade, or every retry of it would look like a reused key
+/// (422). Each vector gives the body's `data`, the canonical text, and its
+/// SHA-256 (computed independently of this code, from the canonical text).
+#[cfg(test)]
+mod golden {
+    use super::*;
+
+    fn canonical(text: &str) -> String {
+        let mut out = String::new();
+        write_canonical(&serde_json::from_str(text).unwrap(), &mut out);
+        out
+    }
+
+    #[test]
+    fn golden_vectors() {
+        let vectors = [
+            (
+                "integers",
+                r#"{"b": 2, "a": -1, "c": 0}"#,
+                r#"{"a":-1,"b":2,"c":0}"#,
+            ),
+            (
+                "floats",
+                r#"{"x": 1.0, "y": 0.25, "z": -3.5}"#,
+                r#"{"x":1.0,"y":0.25,"z":-3.5}"#,
+            ),
+            (
+                "exponents",
+                r#"{"e": 1e3, "f": 2.5E-3}"#,
+                r#"{"e":1000.0,"f":0.0025}"#,
+            ),
+            (
+                "beyond u64",
+                r#"{"big": 18446744073709551616, "max": 18446744073709551615}"#,
+                r#"{"big":1.8446744073709552e+19,"max":18446744073709551615}"#,
+            ),
+            (
+                "escaped keys",
+                r#"{"tab\tkey": 1, "quote\"key": 2, "slash\/key": 3}"#,
+                r#"{"quote\"key":2,"slash/key":3,"tab\tkey":1}"#,
+            ),
+            (
+                "non-BMP keys and values",
+                r#"{"\ud83d\ude00": "\ud83d\ude00", "é": "é"}"#,
+                "{\"é\":\"é\",\"😀\":\"😀\"}",
+            ),
+            (
+                "duplicate keys keep the last",
+                r#"{"a": 1, "a": 2}"#,
+                r#"{"a":2}"#,
+            ),
+            (
+                "nesting and arrays",
+                r#"{"o": {"z": [3, {"b": null, "a": true}]}}"#,
+                r#"{"o":{"z":[3,{"a":true,"b":null}]}}"#,
+            ),
+        ];
+        for (name, data, expected) in vectors {
+            assert_eq!(canonical(data), expected, "{name}");
+        }
+        // SHA-256 of each canonical text, from Python's hashlib.
+        let digests = [
+            (
+                "integers",
+                "5d48a74a487dad7d63ac4558f648936f4095e2c18df8b93d9ebad3a98adb2d96",
+            ),
+            (
+                "floats",
+                "7d19889f4ddddd4f0ec42fc8c808d0f932d489af2dd03204f657610ea335eaf7",
+            ),
+            (
+                "exponents",
+                "46689c146514359f422dcddff7a531d72f45d475c0fd26909daeed5d68fbaba4",
+            ),
+            (
+                "beyond u64",
+                "7349647fe732f22e910f2c6ce6e9319543d1f672db6486091614358f1aff9989",
+            ),
+            (
+                "escaped keys",
+                "78a60f5b29a9cb07f18b1710eb3cd51830a62b63e70622513e17a940cc728c52",
+            ),
+            (
+                "non-BMP keys and values",
+                "fd79d848df24a29652badfa2227c9338afbdbce6457edd343c313baae3ff5256",
+            ),
+            (
+                "duplicate keys keep the last",
+                "7e8059f495589fcd981232cc11d00b00da3802c01d688fa1cf1f6bed6e5bb33c",
+            ),
+            (
+                "nesting and arrays",
+                "04b4477b94f7bd15dfbc4ed059631d5de1ba7e78845469c55074aef0f33910fb",
+            ),
+        ];
+        for ((name, data, _), (digest_name, digest)) in vectors.iter().zip(digests) {
+            assert_eq!(*name, digest_name);
+            let fingerprint = PayloadFingerprint::of(&serde_json::from_str(data).unwrap());
+            assert_eq!(fingerprint.as_str(), digest, "{name}");
+        }
+    }
+}
