@@ -92,6 +92,45 @@ async fn case_2_same_body_different_key_is_refused_and_stores_nothing() {
     assert!(scan(&client, &table).await.is_empty());
 }
 
+/// A key reused for other content: 422, and the original receipt is
+/// untouched. The answer relies on DynamoDB returning the existing item with
+/// the failed condition (`ReturnValuesOnConditionCheckFailure=ALL_OLD`),
+/// which the adapter's unit tests only mock: here a real server answers.
+#[tokio::test]
+async fn a_key_reused_for_other_content_is_422_and_the_original_stays() {
+    let ReceiptsWithIngest {
+        client,
+        table,
+        ingest,
+    } = receipts_with_ingest(&endpoint(DYNAMODB_ENDPOINT)).await;
+    assert_eq!(
+        ingest
+            .handle(delivery("sub_reused", "ada@example.com"))
+            .await
+            .status(),
+        202
+    );
+    let original = scan(&client, &table).await;
+
+    let other_content = ingest
+        .handle(delivery("sub_reused", "someone.else@example.com"))
+        .await;
+    assert_eq!(other_content.status(), 422);
+    let same_content = ingest
+        .handle(delivery("sub_reused", "ada@example.com"))
+        .await;
+    assert_eq!(
+        same_content.status(),
+        200,
+        "the original content is still a duplicate"
+    );
+    assert_eq!(
+        scan(&client, &table).await,
+        original,
+        "the receipt is untouched"
+    );
+}
+
 /// Case 3. The CRM upsert succeeds, then the worker fails before the receipt
 /// update; the stream re-delivers; the same lead is updated, not duplicated,
 /// and the receipt ends COMPLETED.
