@@ -209,7 +209,11 @@ fn each_function_may_do_only_what_it_needs() {
     let template = load();
     let ingest = statements(&template, "IngestFunction", &[]);
     assert_eq!(ingest.len(), 2);
-    assert_eq!(ingest[0]["Action"], "dynamodb:PutItem");
+    assert_eq!(
+        ingest[0]["Action"],
+        serde_json::json!(["dynamodb:PutItem", "dynamodb:DescribeTable"]),
+        "a conditional put, and the warm-up's DescribeTable"
+    );
     assert_eq!(ingest[0]["Resource"], "ReceiptsTable.Arn");
     assert_eq!(ingest[1]["Action"], "secretsmanager:GetSecretValue");
     assert_eq!(
@@ -249,6 +253,7 @@ fn each_function_may_do_only_what_it_needs() {
         &[("Destination", "dynamodb")],
     ));
     assert!(with_leads.contains(&("dynamodb:UpdateItem".into(), "ReceiptsTable.Arn".into())));
+    assert!(with_leads.contains(&("dynamodb:DescribeTable".into(), "ReceiptsTable.Arn".into())));
     assert!(with_leads.contains(&(
         "dynamodb:Query".into(),
         format!(

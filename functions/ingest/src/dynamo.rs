@@ -73,7 +73,7 @@ impl DynamoReceiptStore {
 
     /// Opens the connection (DNS, TCP, TLS) during init, which runs with more
     /// CPU than a 128 MB invocation, instead of on the first webhook. The
-    /// answer does not matter: even an access-denied reply warms the pool.
+    /// template grants `DescribeTable` for it; the answer is not used.
     pub async fn warm_up(&self) {
         let _ = self
             .client

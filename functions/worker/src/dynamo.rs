@@ -59,8 +59,8 @@ impl DynamoLedger {
         }
     }
 
-    /// Opens the connection during init instead of on the first batch; the
-    /// answer does not matter (even access-denied warms the pool).
+    /// Opens the connection during init instead of on the first batch. The
+    /// template grants `DescribeTable` for it; the answer is not used.
     pub async fn warm_up(&self) {
         let _ = self
             .client

@@ -1,0 +1,113 @@
+//! Each function's IAM as CloudFormation receives it, after the SAM
+//! transform: the statements we write and what SAM attaches (managed
+//! policies, the stream's on-failure policy), compared for equality. The
+//! contract test on template.yaml sees only our `Policies`; this one sees
+//! the roles that are deployed.
+//!
+//! `make test` writes the transformed template (scripts/transform_template.py,
+//! with SAM's own translator from .tools/sam-venv) and runs this with
+//! `--ignored`; without it, the test fails and says so.
+
+use serde_json::{json, Value};
+
+fn transformed() -> Value {
+    let path = std::env::var("TRANSFORMED_TEMPLATE").unwrap_or_else(|_| {
+        panic!("TRANSFORMED_TEMPLATE is not set: make test writes it with scripts/transform_template.py")
+    });
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    serde_json::from_str(&text).expect("the transformed template is JSON")
+}
+
+fn role(template: &Value, name: &str) -> (Value, Vec<Value>) {
+    let properties = &template["Resources"][name]["Properties"];
+    let statements = properties["Policies"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|policy| {
+            policy["PolicyDocument"]["Statement"]
+                .as_array()
+                .unwrap()
+                .clone()
+        })
+        .collect();
+    (properties["ManagedPolicyArns"].clone(), statements)
+}
+
+fn receipts_arn() -> Value {
+    json!({"Fn::GetAtt": ["ReceiptsTable", "Arn"]})
+}
+
+#[test]
+#[ignore = "needs the transformed template: make test runs it with --ignored"]
+fn each_deployed_role_has_exactly_the_access_it_needs() {
+    let template = transformed();
+    let roles: Vec<&String> = template["Resources"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .filter(|(_, resource)| {
+            resource["Type"]
+                .as_str()
+                .is_some_and(|t| t.starts_with("AWS::IAM::"))
+        })
+        .map(|(name, _)| name)
+        .collect();
+    assert_eq!(
+        roles,
+        ["IngestFunctionRole", "WorkerFunctionRole"],
+        "no other IAM resource"
+    );
+
+    let basic = "arn:aws:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole";
+    let xray = "arn:aws:iam::aws:policy/AWSXrayWriteOnlyAccess";
+    let (managed, statements) = role(&template, "IngestFunctionRole");
+    assert_eq!(managed, json!([basic, xray]), "logs and traces only");
+    assert_eq!(
+        statements,
+        [
+            json!({"Action": ["dynamodb:PutItem", "dynamodb:DescribeTable"], "Effect": "Allow", "Resource": receipts_arn()}),
+            json!({"Action": "secretsmanager:GetSecretValue", "Effect": "Allow",
+                   "Resource": {"Fn::If": ["CreateWebhookSecret", {"Ref": "WebhookSecret"}, {"Ref": "WebhookSecretArn"}]}}),
+        ]
+    );
+
+    let (managed, statements) = role(&template, "WorkerFunctionRole");
+    // SAM attaches AWSLambdaDynamoDBExecutionRole for the stream event: it
+    // grants the stream reads on every stream (Resource *) and logs. It
+    // cannot be left out with a SAM DynamoDB event; the README says so.
+    assert_eq!(
+        managed,
+        json!([
+            basic,
+            xray,
+            "arn:aws:iam::aws:policy/service-role/AWSLambdaDynamoDBExecutionRole"
+        ])
+    );
+    let dead_letter = json!({"Action": "sqs:SendMessage", "Effect": "Allow", "Resource": {"Fn::GetAtt": ["DeadLetterQueue", "Arn"]}});
+    assert_eq!(
+        statements,
+        [
+            json!({"Action": ["dynamodb:UpdateItem", "dynamodb:DescribeTable"], "Effect": "Allow", "Resource": receipts_arn()}),
+            json!({"Action": "dynamodb:Query", "Effect": "Allow",
+                   "Resource": {"Fn::Sub": "${ReceiptsTable.Arn}/index/pending-by-next-attempt"}}),
+            json!({"Action": ["dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator", "dynamodb:ListStreams"],
+                   "Effect": "Allow", "Resource": {"Fn::GetAtt": ["ReceiptsTable", "StreamArn"]}}),
+            dead_letter.clone(),
+            json!({"Fn::If": ["UseLeadsTable",
+                   {"Action": "dynamodb:PutItem", "Effect": "Allow", "Resource": {"Fn::GetAtt": ["LeadsTable", "Arn"]}},
+                   {"Ref": "AWS::NoValue"}]}),
+            json!({"Fn::If": ["HasCrmToken",
+                   {"Action": "secretsmanager:GetSecretValue", "Effect": "Allow", "Resource": {"Ref": "CrmTokenSecretArn"}},
+                   {"Ref": "AWS::NoValue"}]}),
+            // SAM's own policy for the stream's on-failure destination.
+            dead_letter,
+        ]
+    );
+    for statement in &statements {
+        assert_ne!(
+            statement["Resource"], "*",
+            "no statement of ours grants everything"
+        );
+    }
+}
