@@ -618,3 +618,20 @@ fn alarms_and_dashboard_read_the_metrics_the_code_emits() {
         );
     }
 }
+
+#[test]
+fn the_ingest_function_reserves_concurrency_only_when_asked() {
+    let template = load();
+    let reserved = |overrides: &[(&str, &str)]| {
+        let properties = Evaluator::new(&template, overrides)
+            .evaluate(&resource(&template, "IngestFunction")["Properties"])
+            .unwrap();
+        serde_json::to_value(&properties).unwrap()["ReservedConcurrentExecutions"].clone()
+    };
+    assert_eq!(
+        reserved(&[]),
+        serde_json::Value::Null,
+        "no reservation by default"
+    );
+    assert_eq!(reserved(&[("IngestReservedConcurrency", "50")]), "50");
+}
