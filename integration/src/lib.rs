@@ -227,6 +227,24 @@ pub async fn secrets_client(endpoint: &str) -> aws_sdk_secretsmanager::Client {
     aws_sdk_secretsmanager::Client::new(&config)
 }
 
+/// A new secret holding `value` (name from `prefix`); its ARN.
+pub async fn create_secret(
+    client: &aws_sdk_secretsmanager::Client,
+    prefix: &str,
+    value: &str,
+) -> String {
+    client
+        .create_secret()
+        .name(unique_name(prefix))
+        .secret_string(value)
+        .send()
+        .await
+        .expect("moto creates the secret")
+        .arn()
+        .expect("a created secret has an ARN")
+        .to_owned()
+}
+
 /// Everything on `table`'s stream so far, through `worker` as the event
 /// source mapping delivers it (batches, retries from the first failure).
 pub async fn drain_stream<D, L>(

@@ -171,16 +171,7 @@ async fn a_401_then_a_token_rotated_in_secrets_manager_delivers_and_never_fails_
         ingest,
     } = receipts_with_ingest(&moto).await;
     let secrets = secrets_client(&moto).await;
-    let arn = secrets
-        .create_secret()
-        .name(unique_name("crm-token"))
-        .secret_string("crm-token-before-rotation")
-        .send()
-        .await
-        .unwrap()
-        .arn()
-        .unwrap()
-        .to_owned();
+    let arn = create_secret(&secrets, "crm-token", "crm-token-before-rotation").await;
     let crm = CrmStub::start().await.unwrap();
     // The CRM was given a new token; the secret still holds the old one.
     crm.require_bearer("crm-token-after-rotation");

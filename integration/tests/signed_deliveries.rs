@@ -229,15 +229,7 @@ fn bearer(token: &str, submission_id: &str) -> lambda_http::Request {
 #[tokio::test]
 async fn the_function_starts_from_secrets_manager_and_picks_up_a_rotated_secret() {
     let client = secrets_client(&endpoint(DYNAMODB_ENDPOINT)).await;
-    let name = unique_name("webhook-secret");
-    let created = client
-        .create_secret()
-        .name(&name)
-        .secret_string("first-token-0000001")
-        .send()
-        .await
-        .unwrap();
-    let arn = created.arn().unwrap().to_owned();
+    let arn = create_secret(&client, "webhook-secret", "first-token-0000001").await;
     let config = arn_config(&arn, "1");
     let ingest = Ingest::new(
         MemoryReceiptStore::default(),
@@ -287,17 +279,7 @@ async fn a_flood_of_bad_tokens_does_not_flood_secrets_manager() {
         .await
         .unwrap();
     let client = secrets_client(&proxy.url()).await;
-    let name = unique_name("webhook-secret");
-    let arn = client
-        .create_secret()
-        .name(&name)
-        .secret_string("first-token-0000001")
-        .send()
-        .await
-        .unwrap()
-        .arn()
-        .unwrap()
-        .to_owned();
+    let arn = create_secret(&client, "webhook-secret", "first-token-0000001").await;
     let config = arn_config(&arn, "60");
     let ingest = Ingest::new(
         MemoryReceiptStore::default(),
@@ -337,16 +319,7 @@ async fn a_missing_secret_fails_init_with_a_clear_message() {
 #[tokio::test]
 async fn the_worker_reads_its_crm_token_from_secrets_manager() {
     let client = secrets_client(&endpoint(DYNAMODB_ENDPOINT)).await;
-    let arn = client
-        .create_secret()
-        .name(unique_name("crm-token"))
-        .secret_string("crm-token-from-secrets")
-        .send()
-        .await
-        .unwrap()
-        .arn()
-        .unwrap()
-        .to_owned();
+    let arn = create_secret(&client, "crm-token", "crm-token-from-secrets").await;
     let token =
         worker::secrets::resolve_token(worker::config::TokenSetting::SecretsManager(arn), || {
             client.clone()
