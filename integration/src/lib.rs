@@ -110,11 +110,16 @@ async fn create(client: &Client, spec: template::TableSpec, logical_id: &str) ->
 }
 
 /// The ingest handler over `store` with the inline test secret.
-pub fn ingest_over<S: ingest::store::ReceiptStore>(
+pub async fn ingest_over<S: ingest::store::ReceiptStore>(
     store: S,
     config: &ingest::Config,
 ) -> ingest::Ingest<S> {
-    let auth = ingest::auth::Authenticator::inline(&config.auth).expect("inline secrets");
+    let auth =
+        ingest::startup::authenticator_for(config, async || -> aws_sdk_secretsmanager::Client {
+            unreachable!("inline secrets")
+        })
+        .await
+        .expect("a valid configuration");
     ingest::Ingest::new(store, auth, config)
 }
 
@@ -132,7 +137,8 @@ pub async fn receipts_with_ingest(endpoint: &str) -> ReceiptsWithIngest {
     let ingest = ingest_over(
         ingest::dynamo::DynamoReceiptStore::new(client.clone(), &table),
         &ingest_config(&table),
-    );
+    )
+    .await;
     ReceiptsWithIngest {
         client,
         table,
@@ -212,7 +218,7 @@ pub fn text(item: &HashMap<String, AttributeValue>, name: &str) -> String {
 
 /// A Secrets Manager client for moto's server, bounded as ingest's is.
 pub async fn secrets_client(endpoint: &str) -> aws_sdk_secretsmanager::Client {
-    let config = ingest::secrets::sdk_loader()
+    let config = ingest::secrets_manager::sdk_loader()
         .endpoint_url(endpoint)
         .region(aws_config::Region::new("us-east-1"))
         .credentials_provider(aws_sdk_dynamodb::config::Credentials::new(

@@ -28,10 +28,13 @@ use worker::Worker;
 async fn case_1_concurrent_identical_deliveries_store_one_receipt_per_key() {
     let client = ingest_client(&endpoint(DYNALITE_ENDPOINT)).await;
     let table = create_table_key_only(&client, "ReceiptsTable").await;
-    let ingest = Arc::new(ingest_over(
-        DynamoReceiptStore::new(client.clone(), &table),
-        &ingest_config(&table),
-    ));
+    let ingest = Arc::new(
+        ingest_over(
+            DynamoReceiptStore::new(client.clone(), &table),
+            &ingest_config(&table),
+        )
+        .await,
+    );
 
     let mut tasks = Vec::new();
     for key in 0..50 {
@@ -191,7 +194,8 @@ async fn case_4_a_failing_store_never_gets_a_2xx_and_recovery_stores_once() {
     let unreachable = ingest_over(
         DynamoReceiptStore::new(ingest_client(&closed).await, &table),
         &config,
-    );
+    )
+    .await;
     let response = unreachable
         .handle(delivery("sub_outage", "ada@example.com"))
         .await;
@@ -202,7 +206,8 @@ async fn case_4_a_failing_store_never_gets_a_2xx_and_recovery_stores_once() {
     let behind_proxy = ingest_over(
         DynamoReceiptStore::new(ingest_client(&proxy.url()).await, &table),
         &config,
-    );
+    )
+    .await;
     for fault in [Fault::ServerError, Fault::Throttle] {
         proxy.set(fault);
         let before = proxy.requests();

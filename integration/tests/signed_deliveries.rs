@@ -4,12 +4,11 @@
 //! Secrets Manager over HTTP with the real SDK.
 
 use std::process::Command;
-use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use ingest::auth::Authenticator;
-use ingest::config::{AuthSetting, Config, WEBHOOK_SECRETS_ARN};
-use ingest::secrets::{self, SecretsManagerSource};
+use ingest::config::{Config, WEBHOOK_SECRETS_ARN};
+use ingest::startup::authenticator_for;
 use ingest::store::MemoryReceiptStore;
 use ingest::Ingest;
 use integration::*;
@@ -81,7 +80,7 @@ fn signature_headers(secret: &str, timestamp: u64, body: &str) -> Vec<(&'static 
     ]
 }
 
-fn signed_ingest() -> Ingest<MemoryReceiptStore> {
+async fn signed_ingest() -> Ingest<MemoryReceiptStore> {
     let config = Config::from_lookup(|name| match name {
         "RECEIPTS_TABLE" => Some("receipts".into()),
         "WEBHOOK_AUTH" => Some("standard-webhooks".into()),
@@ -89,7 +88,7 @@ fn signed_ingest() -> Ingest<MemoryReceiptStore> {
         _ => None,
     })
     .unwrap();
-    ingest_over(MemoryReceiptStore::default(), &config)
+    ingest_over(MemoryReceiptStore::default(), &config).await
 }
 
 /// A case name, the body, the signature headers and the expected status.
@@ -171,7 +170,7 @@ async fn signatures_from_the_reference_implementation_are_accepted_and_tampering
         ),
     ];
     for (name, body, headers, status) in cases {
-        let ingest = signed_ingest();
+        let ingest = signed_ingest().await;
         let response = ingest
             .handle(signed_request(&body, "sub_signed", &headers))
             .await;
@@ -197,25 +196,12 @@ fn arn_config(arn: &str, refresh_seconds: &str) -> Config {
     .unwrap()
 }
 
-/// What main does with `WEBHOOK_SECRETS_ARN`.
+/// What main does: `authenticator_for`, with a client for moto.
 async fn start_with_secret(
     client: aws_sdk_secretsmanager::Client,
     config: &Config,
 ) -> Result<Authenticator, ingest::config::ConfigError> {
-    let AuthSetting::SecretsManager {
-        arn,
-        mode,
-        refresh_interval,
-    } = &config.auth
-    else {
-        panic!("expected the ARN form");
-    };
-    secrets::authenticator(
-        Arc::new(SecretsManagerSource::new(client, arn)),
-        mode,
-        *refresh_interval,
-    )
-    .await
+    authenticator_for(config, async || client).await
 }
 
 fn bearer(token: &str, submission_id: &str) -> lambda_http::Request {

@@ -48,7 +48,7 @@ fn the_template_gives_each_function_the_configuration_its_code_requires() {
         assert!(
             matches!(
                 ingest.auth,
-                ingest::config::AuthSetting::SecretsManager { .. }
+                ingest::config::AuthConfig::SecretsManager { .. }
             ),
             "the deployed function reads its secrets from Secrets Manager"
         );

@@ -24,11 +24,17 @@ impl RefreshGate {
     /// Claims the next read if one is due at `now`: only one caller gets it,
     /// and the next is due an interval later.
     pub fn claim(&self, now: Instant) -> bool {
+        self.claim_if_older(now, self.interval)
+    }
+
+    /// Claims a read if the value in force was read at least `age` before
+    /// `now`: for a caller with its own, shorter or longer, reason to read.
+    pub fn claim_if_older(&self, now: Instant, age: Duration) -> bool {
         let mut last = self
             .last_read
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
-        if now.saturating_duration_since(*last) >= self.interval {
+        if now.saturating_duration_since(*last) >= age {
             *last = now;
             true
         } else {
@@ -57,6 +63,20 @@ mod tests {
         for (after, expected) in rows {
             assert_eq!(gate.claim(start + after), expected, "{after:?}");
         }
+    }
+
+    #[test]
+    fn a_claim_for_another_age_moves_the_same_clock() {
+        let start = Instant::now();
+        let gate = RefreshGate::new(Duration::from_secs(300), start);
+        let minute = Duration::from_secs(60);
+        assert!(!gate.claim_if_older(start + Duration::from_secs(59), minute));
+        assert!(gate.claim_if_older(start + minute, minute));
+        assert!(
+            !gate.claim(start + Duration::from_secs(300)),
+            "read at 60 s"
+        );
+        assert!(gate.claim(start + Duration::from_secs(360)));
     }
 
     #[test]

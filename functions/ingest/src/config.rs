@@ -11,8 +11,8 @@ use shared::metrics::METRICS_NAMESPACE;
 use shared::receipt::MAX_PAYLOAD_BYTES;
 use shared::Retention;
 
-use crate::auth::{AcceptedSecrets, AuthPolicy};
-use crate::standard_webhooks::{SigningKeys, StandardWebhooks, DEFAULT_TOLERANCE};
+use crate::auth::{Scheme, Verifier};
+use crate::standard_webhooks::DEFAULT_TOLERANCE;
 
 pub const RECEIPTS_TABLE: &str = "RECEIPTS_TABLE";
 pub const RECEIPT_RETENTION_DAYS: &str = "RECEIPT_RETENTION_DAYS";
@@ -23,19 +23,17 @@ pub const WEBHOOK_SECRETS_ARN: &str = "WEBHOOK_SECRETS_ARN";
 pub const WEBHOOK_SECRETS_REFRESH_SECONDS: &str = "WEBHOOK_SECRETS_REFRESH_SECONDS";
 pub const WEBHOOK_TOLERANCE_SECONDS: &str = "WEBHOOK_TOLERANCE_SECONDS";
 
-/// How often, at most, a failed delivery may re-read the secret.
-pub const DEFAULT_REFRESH_INTERVAL: Duration = Duration::from_secs(60);
+/// How old the secrets from Secrets Manager may get before a re-read: a
+/// secret revoked there stops being accepted within this interval.
+pub const DEFAULT_REFRESH_INTERVAL: Duration = Duration::from_secs(300);
 
 pub const DEFAULT_MAX_BODY_BYTES: usize = 256 * 1024;
-
-/// Shortest secret accepted: a guessable secret is no authentication.
-pub const MIN_SECRET_CHARS: usize = 16;
 
 #[derive(Debug, Clone)]
 pub struct Config {
     pub receipts_table: String,
     pub retention: Retention,
-    pub auth: AuthSetting,
+    pub auth: AuthConfig,
     pub max_body_bytes: usize,
     /// `DYNAMODB_ENDPOINT`: a local DynamoDB-protocol server, or AWS's.
     pub dynamodb_endpoint: Option<String>,
@@ -98,83 +96,31 @@ impl Config {
     }
 }
 
-/// How the sender proves itself, before secrets are known.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum AuthMode {
-    None,
-    Bearer,
-    Basic,
-    Header(HeaderName),
-    StandardWebhooks { tolerance: Duration },
-}
-
 /// Where the accepted secrets come from.
 #[derive(Debug, Clone)]
-pub enum AuthSetting {
-    /// `WEBHOOK_SECRETS` (or no secrets, with `WEBHOOK_AUTH=none`).
-    Inline(AuthPolicy),
-    /// `WEBHOOK_SECRETS_ARN`: read at init, and re-read at most once per
-    /// `refresh_interval` when a delivery fails authentication.
+pub enum AuthConfig {
+    /// `WEBHOOK_SECRETS`, or no secrets with `WEBHOOK_AUTH=none`: fixed for
+    /// the container's life.
+    Fixed(Verifier),
+    /// `WEBHOOK_SECRETS_ARN`: read at init, re-read at least every
+    /// `refresh_interval` (see `auth::refresh`).
     SecretsManager {
         arn: String,
-        mode: AuthMode,
+        scheme: Scheme,
         refresh_interval: Duration,
     },
 }
 
-impl AuthMode {
-    /// The policy for this mode with `secrets`, comma-separated as in
-    /// `WEBHOOK_SECRETS` or a Secrets Manager secret's value. Errors name
-    /// `origin` and an entry's position, never its value.
-    pub fn policy(&self, secrets: &str, origin: &'static str) -> Result<AuthPolicy, ConfigError> {
-        let entries: Vec<&str> = secrets.split(',').map(str::trim).collect();
-        for (index, entry) in entries.iter().enumerate() {
-            if entry.chars().any(|c| c.is_whitespace() || c.is_control()) {
-                return Err(invalid(
-                    origin,
-                    format!("entry {} contains whitespace", index + 1),
-                ));
-            }
-        }
-        if let AuthMode::StandardWebhooks { tolerance } = self {
-            let keys = SigningKeys::parse(entries).map_err(|(index, error)| {
-                invalid(origin, format!("entry {} {error}", index + 1))
-            })?;
-            return Ok(AuthPolicy::StandardWebhooks(StandardWebhooks::new(
-                keys, *tolerance,
-            )));
-        }
-        for (index, entry) in entries.iter().enumerate() {
-            let position = index + 1;
-            let secret_part = match (self, entry.split_once(':')) {
-                (AuthMode::Basic, Some((user, password))) if !user.is_empty() => password,
-                (AuthMode::Basic, _) => {
-                    return Err(invalid(
-                        origin,
-                        format!("entry {position} must be user:password for basic authentication"),
-                    ))
-                }
-                _ => entry,
-            };
-            if secret_part.chars().count() < MIN_SECRET_CHARS {
-                return Err(invalid(
-                    origin,
-                    format!("entry {position} is shorter than {MIN_SECRET_CHARS} characters"),
-                ));
-            }
-        }
-        let secrets = AcceptedSecrets::new(entries);
-        Ok(match self {
-            AuthMode::None => AuthPolicy::None,
-            AuthMode::Bearer => AuthPolicy::Bearer(secrets),
-            AuthMode::Basic => AuthPolicy::Basic(secrets),
-            AuthMode::Header(name) => AuthPolicy::Header {
-                name: name.clone(),
-                secrets,
-            },
-            AuthMode::StandardWebhooks { .. } => unreachable!("handled above"),
-        })
-    }
+/// The verifier for `text`, its errors named after `origin` (the variable
+/// the text came from).
+pub fn verifier_from(
+    scheme: &Scheme,
+    text: &str,
+    origin: &'static str,
+) -> Result<Verifier, ConfigError> {
+    scheme
+        .verifier(text)
+        .map_err(|error| invalid(origin, error.to_string()))
 }
 
 fn seconds(
@@ -200,18 +146,18 @@ fn seconds(
     }
 }
 
-fn parse_auth(get: &dyn Fn(&str) -> Option<String>) -> Result<AuthSetting, ConfigError> {
+fn parse_auth(get: &dyn Fn(&str) -> Option<String>) -> Result<AuthConfig, ConfigError> {
     let mode_text = get(WEBHOOK_AUTH).ok_or(ConfigError::Missing(WEBHOOK_AUTH))?;
     let inline = get(WEBHOOK_SECRETS);
     let arn = get(WEBHOOK_SECRETS_ARN).map(|arn| arn.trim().to_owned());
     let tolerance_text = get(WEBHOOK_TOLERANCE_SECONDS);
     let refresh_text = get(WEBHOOK_SECRETS_REFRESH_SECONDS);
 
-    let mode = match mode_text.trim() {
-        "none" => AuthMode::None,
-        "bearer" => AuthMode::Bearer,
-        "basic" => AuthMode::Basic,
-        "standard-webhooks" => AuthMode::StandardWebhooks {
+    let scheme = match mode_text.trim() {
+        "none" => Scheme::None,
+        "bearer" => Scheme::Bearer,
+        "basic" => Scheme::Basic,
+        "standard-webhooks" => Scheme::StandardWebhooks {
             tolerance: seconds(
                 tolerance_text.clone(),
                 WEBHOOK_TOLERANCE_SECONDS,
@@ -221,7 +167,7 @@ fn parse_auth(get: &dyn Fn(&str) -> Option<String>) -> Result<AuthSetting, Confi
         },
         other => match other.strip_prefix("header:") {
             Some(name) => {
-                AuthMode::Header(HeaderName::from_bytes(name.trim().as_bytes()).map_err(|_| {
+                Scheme::Header(HeaderName::from_bytes(name.trim().as_bytes()).map_err(|_| {
                     invalid(
                         WEBHOOK_AUTH,
                         "header:<Header-Name> needs a valid HTTP header name",
@@ -236,7 +182,7 @@ fn parse_auth(get: &dyn Fn(&str) -> Option<String>) -> Result<AuthSetting, Confi
             }
         },
     };
-    if tolerance_text.is_some() && !matches!(mode, AuthMode::StandardWebhooks { .. }) {
+    if tolerance_text.is_some() && !matches!(scheme, Scheme::StandardWebhooks { .. }) {
         return Err(invalid(
             WEBHOOK_TOLERANCE_SECONDS,
             "applies only to WEBHOOK_AUTH=standard-webhooks; unset it",
@@ -249,9 +195,9 @@ fn parse_auth(get: &dyn Fn(&str) -> Option<String>) -> Result<AuthSetting, Confi
         ));
     }
 
-    match (mode, inline, arn) {
-        (AuthMode::None, None, None) => Ok(AuthSetting::Inline(AuthPolicy::None)),
-        (AuthMode::None, _, _) => Err(invalid(
+    match (scheme, inline, arn) {
+        (Scheme::None, None, None) => Ok(AuthConfig::Fixed(Verifier::None)),
+        (Scheme::None, _, _) => Err(invalid(
             WEBHOOK_AUTH,
             "is none while secrets are set; choose an authentication mode or unset the secrets",
         )),
@@ -262,19 +208,21 @@ fn parse_auth(get: &dyn Fn(&str) -> Option<String>) -> Result<AuthSetting, Confi
         (_, None, None) => Err(ConfigError::Missing(
             "WEBHOOK_SECRETS or WEBHOOK_SECRETS_ARN",
         )),
-        (mode, Some(secrets), None) => {
-            Ok(AuthSetting::Inline(mode.policy(&secrets, WEBHOOK_SECRETS)?))
-        }
-        (mode, None, Some(arn)) => {
+        (scheme, Some(secrets), None) => Ok(AuthConfig::Fixed(verifier_from(
+            &scheme,
+            &secrets,
+            WEBHOOK_SECRETS,
+        )?)),
+        (scheme, None, Some(arn)) => {
             if !arn.starts_with("arn:") {
                 return Err(invalid(
                     WEBHOOK_SECRETS_ARN,
                     "must be a Secrets Manager secret ARN (arn:...)",
                 ));
             }
-            Ok(AuthSetting::SecretsManager {
+            Ok(AuthConfig::SecretsManager {
                 arn,
-                mode,
+                scheme,
                 refresh_interval: seconds(
                     refresh_text,
                     WEBHOOK_SECRETS_REFRESH_SECONDS,
@@ -299,9 +247,9 @@ mod tests {
         Config::from_lookup(|name| env.get(name).cloned())
     }
 
-    fn inline_policy(pairs: &[(&str, &str)]) -> AuthPolicy {
+    fn fixed_verifier(pairs: &[(&str, &str)]) -> Verifier {
         match load(pairs).unwrap().auth {
-            AuthSetting::Inline(policy) => policy,
+            AuthConfig::Fixed(verifier) => verifier,
             other => panic!("expected inline secrets, got {other:?}"),
         }
     }
@@ -324,34 +272,32 @@ mod tests {
         assert_eq!(config.receipts_table, "receipts");
         assert_eq!(config.retention, Retention::default());
         assert_eq!(config.max_body_bytes, 262_144);
-        assert!(
-            matches!(config.auth, AuthSetting::Inline(AuthPolicy::Bearer(ref s)) if s.len() == 1)
-        );
+        assert!(matches!(config.auth, AuthConfig::Fixed(Verifier::Bearer(ref s)) if s.len() == 1));
     }
 
     #[test]
     fn auth_modes() {
-        let basic = inline_policy(&[
+        let basic = fixed_verifier(&[
             TABLE,
             (WEBHOOK_AUTH, "basic"),
             (WEBHOOK_SECRETS, "sf:0123456789abcdef,sf2:fedcba9876543210"),
         ]);
-        assert!(matches!(basic, AuthPolicy::Basic(ref s) if s.len() == 2));
-        let header = inline_policy(&[
+        assert!(matches!(basic, Verifier::Basic(ref s) if s.len() == 2));
+        let header = fixed_verifier(&[
             TABLE,
             (WEBHOOK_AUTH, "header:X-Webhook-Token"),
             (WEBHOOK_SECRETS, "0123456789abcdef"),
         ]);
-        assert!(matches!(header, AuthPolicy::Header { ref name, .. } if name == "x-webhook-token"));
-        let signed = inline_policy(&[
+        assert!(matches!(header, Verifier::Header { ref name, .. } if name == "x-webhook-token"));
+        let signed = fixed_verifier(&[
             TABLE,
             (WEBHOOK_AUTH, "standard-webhooks"),
             (WEBHOOK_SECRETS, WHSEC),
         ]);
-        assert!(matches!(signed, AuthPolicy::StandardWebhooks(_)));
+        assert!(matches!(signed, Verifier::StandardWebhooks(_)));
         assert_eq!(
-            inline_policy(&[TABLE, (WEBHOOK_AUTH, "none")]),
-            AuthPolicy::None
+            fixed_verifier(&[TABLE, (WEBHOOK_AUTH, "none")]),
+            Verifier::None
         );
     }
 
@@ -366,15 +312,15 @@ mod tests {
         ])
         .unwrap();
         match config.auth {
-            AuthSetting::SecretsManager {
+            AuthConfig::SecretsManager {
                 arn,
-                mode,
+                scheme,
                 refresh_interval,
             } => {
                 assert_eq!(arn, ARN);
                 assert_eq!(
-                    mode,
-                    AuthMode::StandardWebhooks {
+                    scheme,
+                    Scheme::StandardWebhooks {
                         tolerance: Duration::from_secs(120)
                     }
                 );
@@ -385,32 +331,7 @@ mod tests {
         let default_refresh =
             load(&[TABLE, (WEBHOOK_AUTH, "bearer"), (WEBHOOK_SECRETS_ARN, ARN)]).unwrap();
         assert!(
-            matches!(default_refresh.auth, AuthSetting::SecretsManager { refresh_interval, .. } if refresh_interval == DEFAULT_REFRESH_INTERVAL)
-        );
-    }
-
-    #[test]
-    fn a_secret_value_is_checked_like_the_variable() {
-        assert!(AuthMode::Bearer
-            .policy("0123456789abcdef,fedcba9876543210", WEBHOOK_SECRETS_ARN)
-            .is_ok());
-        assert_eq!(
-            AuthMode::Bearer
-                .policy("short", WEBHOOK_SECRETS_ARN)
-                .unwrap_err(),
-            invalid(WEBHOOK_SECRETS_ARN, "entry 1 is shorter than 16 characters")
-        );
-        let signed = AuthMode::StandardWebhooks {
-            tolerance: DEFAULT_TOLERANCE,
-        };
-        assert_eq!(
-            signed
-                .policy("0123456789abcdef0123456789", WEBHOOK_SECRETS_ARN)
-                .unwrap_err(),
-            invalid(
-                WEBHOOK_SECRETS_ARN,
-                "entry 1 must be whsec_ followed by base64"
-            )
+            matches!(default_refresh.auth, AuthConfig::SecretsManager { refresh_interval, .. } if refresh_interval == DEFAULT_REFRESH_INTERVAL)
         );
     }
 

@@ -16,7 +16,7 @@ use shared::{
     SubmissionId,
 };
 
-use crate::auth::{Authenticator, Unauthenticated};
+use crate::auth::{Authenticator, Presented, Unauthenticated};
 use crate::config::Config;
 use crate::store::{PutOutcome, ReceiptStore, StoreError};
 
@@ -69,8 +69,7 @@ pub struct Ingest<S> {
 }
 
 impl<S: ReceiptStore> Ingest<S> {
-    /// `auth` comes from the configuration: `Authenticator::inline`, or
-    /// `secrets::authenticator` when the secrets are in Secrets Manager.
+    /// `auth` comes from `startup::authenticator_for(config, …)`.
     pub fn new(store: S, auth: Authenticator, config: &Config) -> Self {
         Ingest {
             store,
@@ -111,7 +110,11 @@ impl<S: ReceiptStore> Ingest<S> {
         // Raw bytes only: a signature is checked before anything parses them.
         let body: &[u8] = request.body().as_ref();
         self.auth
-            .authenticate(request.headers(), body, (self.clock)())
+            .authenticate(Presented {
+                headers: request.headers(),
+                body,
+                now: (self.clock)(),
+            })
             .await?;
 
         if body.len() > self.max_body_bytes {

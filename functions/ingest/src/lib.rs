@@ -8,8 +8,9 @@ pub mod auth;
 pub mod config;
 pub mod dynamo;
 pub mod handler;
-pub mod secrets;
+pub mod secrets_manager;
 pub mod standard_webhooks;
+pub mod startup;
 pub mod store;
 
 pub use config::Config;

@@ -3,12 +3,10 @@
 //! connected once, at init), then the Lambda HTTP loop.
 
 use std::convert::Infallible;
-use std::sync::Arc;
 
-use ingest::auth::Authenticator;
-use ingest::config::AuthSetting;
 use ingest::dynamo::{client_from_env, DynamoReceiptStore};
-use ingest::secrets::{self, SecretsManagerSource};
+use ingest::secrets_manager;
+use ingest::startup::authenticator_for;
 use ingest::{Config, Ingest};
 use lambda_http::{run, service_fn, Error, Request};
 
@@ -19,22 +17,13 @@ async fn main() -> Result<(), Error> {
         tracing::error!(error = %error, "invalid configuration; the function cannot start");
     })?;
 
-    let auth = match &config.auth {
-        AuthSetting::Inline(policy) => Authenticator::fixed(policy.clone()),
-        AuthSetting::SecretsManager {
-            arn,
-            mode,
-            refresh_interval,
-        } => {
-            let client = aws_sdk_secretsmanager::Client::new(&secrets::sdk_loader().load().await);
-            let source = Arc::new(SecretsManagerSource::new(client, arn));
-            secrets::authenticator(source, mode, *refresh_interval)
-                .await
-                .inspect_err(|error| {
-                    tracing::error!(error = %error, "webhook secrets unavailable; the function cannot start");
-                })?
-        }
-    };
+    let auth = authenticator_for(&config, async || {
+        aws_sdk_secretsmanager::Client::new(&secrets_manager::sdk_loader().load().await)
+    })
+    .await
+    .inspect_err(|error| {
+        tracing::error!(error = %error, "webhook secrets unavailable; the function cannot start");
+    })?;
 
     let store = DynamoReceiptStore::new(
         client_from_env(config.dynamodb_endpoint.as_deref()).await,

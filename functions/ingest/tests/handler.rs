@@ -11,13 +11,13 @@ use ingest::store::{MemoryReceiptStore, PutOutcome, StoreError};
 use ingest::Ingest;
 use shared::ReceiptStatus;
 
-fn memory_ingest() -> Ingest<MemoryReceiptStore> {
-    ingest_with(MemoryReceiptStore::default(), &bearer_config())
+async fn memory_ingest() -> Ingest<MemoryReceiptStore> {
+    ingest_with(MemoryReceiptStore::default(), &bearer_config()).await
 }
 
 #[tokio::test]
 async fn seed_test_1_stores_one_receipt_and_acknowledges_a_retry() {
-    let ingest = memory_ingest();
+    let ingest = memory_ingest().await;
 
     let first = ingest.handle(delivery("sub_123")).await;
     let retry = ingest.handle(delivery("sub_123")).await;
@@ -38,7 +38,7 @@ async fn seed_test_1_stores_one_receipt_and_acknowledges_a_retry() {
 #[tokio::test]
 async fn seed_test_2_a_mismatched_key_never_reaches_the_store() {
     let store = ScriptedStore::new(Ok(PutOutcome::Stored));
-    let ingest = ingest_with(store, &bearer_config());
+    let ingest = ingest_with(store, &bearer_config()).await;
     let request = common::request(
         &[
             ("authorization", &format!("Bearer {TOKEN}")),
@@ -56,7 +56,7 @@ async fn seed_test_2_a_mismatched_key_never_reaches_the_store() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sixteen_concurrent_identical_deliveries_give_one_202_and_fifteen_200s() {
-    let ingest = Arc::new(memory_ingest());
+    let ingest = Arc::new(memory_ingest().await);
     let deliveries: Vec<_> = (0..16)
         .map(|_| {
             let ingest = Arc::clone(&ingest);
@@ -183,7 +183,7 @@ async fn every_refusal_answers_its_status_and_writes_nothing() {
         ),
     ];
     for (name, headers, body, status, code) in cases {
-        let ingest = memory_ingest();
+        let ingest = memory_ingest().await;
         let response = ingest.handle(request(&headers, body)).await;
         assert_eq!(response.status(), status, "case {name}");
         let json = json_body(&response);
@@ -202,7 +202,7 @@ async fn every_refusal_answers_its_status_and_writes_nothing() {
 
 #[tokio::test]
 async fn bearer_refusal_carries_a_challenge() {
-    let response = memory_ingest().handle(request(&[], "{}")).await;
+    let response = memory_ingest().await.handle(request(&[], "{}")).await;
     assert_eq!(response.status(), 401);
     assert_eq!(
         response.headers()["www-authenticate"],
@@ -212,7 +212,7 @@ async fn bearer_refusal_carries_a_challenge() {
 
 #[tokio::test]
 async fn a_rotated_secret_is_accepted_alongside_the_current_one() {
-    let ingest = memory_ingest();
+    let ingest = memory_ingest().await;
     let request = common::request(
         &[
             ("authorization", "Bearer rotated-token-000000001"),
@@ -225,7 +225,7 @@ async fn a_rotated_secret_is_accepted_alongside_the_current_one() {
 
 #[tokio::test]
 async fn the_same_key_with_different_content_is_422_and_keeps_the_original() {
-    let ingest = memory_ingest();
+    let ingest = memory_ingest().await;
     assert_eq!(ingest.handle(delivery("sub_1")).await.status(), 202);
     let original = ingest.store().receipts();
 
@@ -248,7 +248,7 @@ async fn the_same_key_with_different_content_is_422_and_keeps_the_original() {
 
 #[tokio::test]
 async fn a_retry_with_reordered_keys_and_a_new_timestamp_is_a_duplicate() {
-    let ingest = memory_ingest();
+    let ingest = memory_ingest().await;
     assert_eq!(ingest.handle(delivery("sub_1")).await.status(), 202);
     let reformatted = r#"{
         "timestamp": 1795999999,
@@ -290,7 +290,7 @@ async fn store_failures_never_answer_2xx() {
         ),
     ];
     for (error, status, code, retry_after) in cases {
-        let ingest = ingest_with(ScriptedStore::new(Err(error.clone())), &bearer_config());
+        let ingest = ingest_with(ScriptedStore::new(Err(error.clone())), &bearer_config()).await;
         let response = ingest.handle(delivery("sub_1")).await;
         assert_eq!(response.status(), status, "{error:?}");
         assert_eq!(json_body(&response)["error"], code);
@@ -313,7 +313,7 @@ async fn an_existing_receipt_without_fingerprint_counts_as_a_duplicate() {
     let store = ScriptedStore::new(Ok(PutOutcome::AlreadyExists {
         payload_fingerprint: None,
     }));
-    let ingest = ingest_with(store, &bearer_config());
+    let ingest = ingest_with(store, &bearer_config()).await;
     assert_eq!(ingest.handle(delivery("sub_1")).await.status(), 200);
 }
 
@@ -322,7 +322,7 @@ async fn the_receipt_holds_what_the_worker_needs_and_no_credential() {
     fn fixed_clock() -> SystemTime {
         UNIX_EPOCH + Duration::from_millis(1_795_941_528_250)
     }
-    let ingest = memory_ingest().with_clock(fixed_clock);
+    let ingest = memory_ingest().await.with_clock(fixed_clock);
     assert_eq!(
         ingest.handle(event("ingest-valid.json")).await.status(),
         202
@@ -356,7 +356,7 @@ async fn every_ingest_event_in_events_is_handled() {
         ("ingest-wrong-key.json", 400),
         ("ingest-unauthorized.json", 401),
     ];
-    let ingest = memory_ingest();
+    let ingest = memory_ingest().await;
     for (file, status) in in_sequence {
         assert_eq!(ingest.handle(event(file)).await.status(), status, "{file}");
     }
@@ -370,7 +370,7 @@ async fn every_ingest_event_in_events_is_handled() {
         "ingest-function-url-base64.json",
     ];
     for file in front_doors {
-        let ingest = memory_ingest();
+        let ingest = memory_ingest().await;
         assert_eq!(ingest.handle(event(file)).await.status(), 202, "{file}");
         let receipt = ingest.store().receipts().remove(0);
         assert_eq!(receipt.pk, reference.pk, "{file}");
@@ -400,7 +400,7 @@ async fn the_worker_fixture_holds_the_receipt_ingest_stores() {
     fn fixture_clock() -> SystemTime {
         UNIX_EPOCH + Duration::from_millis(1_795_941_528_250)
     }
-    let ingest = memory_ingest().with_clock(fixture_clock);
+    let ingest = memory_ingest().await.with_clock(fixture_clock);
     assert_eq!(
         ingest.handle(event("ingest-valid.json")).await.status(),
         202

@@ -46,7 +46,7 @@ async fn logs_one_json_line_per_delivery_without_secrets_or_personal_data() {
             sensitive_body("sub_log_1"),
         )
     };
-    let ingest = ingest_with(MemoryReceiptStore::default(), &bearer_config());
+    let ingest = ingest_with(MemoryReceiptStore::default(), &bearer_config()).await;
     let deliveries = [
         ("req-accepted", good(), 202),
         ("req-duplicate", good(), 200),
@@ -88,7 +88,8 @@ async fn logs_one_json_line_per_delivery_without_secrets_or_personal_data() {
     let unavailable = ingest_with(
         ScriptedStore::new(Err(StoreError::Unavailable("ThrottlingException".into()))),
         &bearer_config(),
-    );
+    )
+    .await;
     let response = unavailable
         .handle(with_request_id(good(), "req-throttled"))
         .await;

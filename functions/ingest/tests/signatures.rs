@@ -12,9 +12,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine;
 use common::*;
-use ingest::auth::Authenticator;
-use ingest::config::AuthMode;
-use ingest::secrets::{self, SecretError, SecretSource};
+use ingest::auth::{Authenticator, Scheme, SecretError, SecretSource};
 use ingest::standard_webhooks::sign;
 use ingest::store::MemoryReceiptStore;
 use ingest::{Config, Ingest};
@@ -42,8 +40,10 @@ fn fixed_now() -> SystemTime {
     UNIX_EPOCH + Duration::from_secs(NOW)
 }
 
-fn signed_ingest() -> Ingest<MemoryReceiptStore> {
-    ingest_with(MemoryReceiptStore::default(), &signed_config()).with_clock(fixed_now)
+async fn signed_ingest() -> Ingest<MemoryReceiptStore> {
+    ingest_with(MemoryReceiptStore::default(), &signed_config())
+        .await
+        .with_clock(fixed_now)
 }
 
 fn signature(key: &[u8], id: &str, timestamp: u64, body: &str) -> String {
@@ -195,7 +195,7 @@ async fn signed_deliveries_pass_and_every_tampering_is_refused_before_anything_i
         ),
     ];
     for (name, body, headers, status) in cases {
-        let ingest = signed_ingest();
+        let ingest = signed_ingest().await;
         let response = ingest.handle(signed_delivery(&body, &headers)).await;
         assert_eq!(response.status(), status, "case {name}");
         if status == 401 {
@@ -214,7 +214,7 @@ async fn signed_deliveries_pass_and_every_tampering_is_refused_before_anything_i
 #[tokio::test]
 async fn the_envelope_and_key_rules_still_apply_to_signed_deliveries() {
     let body = body_json("sub_2", "ada@example.com");
-    let ingest = signed_ingest();
+    let ingest = signed_ingest().await;
     // Signed correctly, but the key names another submission.
     let response = ingest
         .handle(signed_delivery(&body, &headers_for(&KEY_A, NOW, &body)))
@@ -244,17 +244,17 @@ async fn refreshing_ingest(
     source: Arc<RotatingSecret>,
     interval: Duration,
 ) -> Ingest<MemoryReceiptStore> {
-    let mode = AuthMode::StandardWebhooks {
+    let scheme = Scheme::StandardWebhooks {
         tolerance: Duration::from_secs(300),
     };
-    let auth: Authenticator = secrets::authenticator(source, &mode, interval)
+    let auth = Authenticator::from_source(source, scheme, interval)
         .await
         .unwrap();
     Ingest::new(MemoryReceiptStore::default(), auth, &signed_config()).with_clock(fixed_now)
 }
 
 #[tokio::test]
-async fn a_rotated_secret_is_picked_up_after_a_failed_delivery() {
+async fn a_rotated_secret_is_picked_up_once_the_interval_has_passed() {
     let source = Arc::new(RotatingSecret {
         value: Mutex::new(whsec(&KEY_A)),
         reads: AtomicUsize::new(0),

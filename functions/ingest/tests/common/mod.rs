@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use ingest::auth::Authenticator;
+use ingest::startup::authenticator_for;
 use ingest::store::{PutOutcome, ReceiptStore, StoreError};
 use ingest::{Config, Ingest};
 use lambda_http::{Body, Request};
@@ -24,10 +24,13 @@ pub fn bearer_config() -> Config {
     .expect("test configuration is valid")
 }
 
-/// The handler with the configuration's inline secrets.
-pub fn ingest_with<S: ReceiptStore>(store: S, config: &Config) -> Ingest<S> {
-    let auth =
-        Authenticator::inline(&config.auth).expect("test configurations have inline secrets");
+/// The handler as `main` builds it, for a configuration with inline secrets.
+pub async fn ingest_with<S: ReceiptStore>(store: S, config: &Config) -> Ingest<S> {
+    let auth = authenticator_for(config, async || -> aws_sdk_secretsmanager::Client {
+        unreachable!("test configurations have inline secrets")
+    })
+    .await
+    .expect("test configurations are valid");
     Ingest::new(store, auth, config)
 }
 

@@ -1,35 +1,17 @@
-//! Webhook secrets kept in AWS Secrets Manager (`WEBHOOK_SECRETS_ARN`): read
-//! once at init, and again only when a delivery fails authentication (see
-//! `auth::SecretRefresh`). The secret's value has the same form as
-//! `WEBHOOK_SECRETS`: comma-separated secrets.
+//! The Secrets Manager adapter for webhook secrets (`WEBHOOK_SECRETS_ARN`).
+//! When it is read is `auth::refresh`'s business; the secret's value has
+//! the same form as `WEBHOOK_SECRETS`: comma-separated secrets.
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use aws_sdk_secretsmanager::config::retry::RetryConfig;
 use aws_sdk_secretsmanager::config::timeout::TimeoutConfig;
 use aws_sdk_secretsmanager::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_secretsmanager::Client;
 
-use crate::auth::{Authenticator, SecretRefresh};
-use crate::config::{AuthMode, ConfigError, WEBHOOK_SECRETS_ARN};
-
-/// Why a secret could not be read. Never carries its value.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum SecretError {
-    #[error("could not be read ({0})")]
-    Unreadable(String),
-    #[error("has no text value")]
-    NotText,
-}
-
-/// Where secrets are read from. Object-safe so the handler needs no extra
-/// type parameter.
-pub trait SecretSource: Send + Sync {
-    fn fetch(&self) -> Pin<Box<dyn Future<Output = Result<String, SecretError>> + Send + '_>>;
-}
+use crate::auth::{SecretError, SecretSource};
 
 pub struct SecretsManagerSource {
     client: Client,
@@ -82,22 +64,4 @@ pub fn sdk_loader() -> aws_config::ConfigLoader {
                 .operation_timeout(Duration::from_secs(2))
                 .build(),
         )
-}
-
-/// Reads the secrets now (init) and returns an authenticator that re-reads
-/// them after a failed delivery, at most once per `refresh_interval`. A
-/// missing, unreadable or malformed secret fails init with a message that
-/// names `WEBHOOK_SECRETS_ARN`.
-pub async fn authenticator(
-    source: Arc<dyn SecretSource>,
-    mode: &AuthMode,
-    refresh_interval: Duration,
-) -> Result<Authenticator, ConfigError> {
-    let value = source.fetch().await.map_err(|error| ConfigError::Invalid {
-        name: WEBHOOK_SECRETS_ARN,
-        reason: format!("the secret {error}"),
-    })?;
-    let policy = mode.policy(&value, WEBHOOK_SECRETS_ARN)?;
-    let refresh = SecretRefresh::new(source, mode.clone(), refresh_interval, Instant::now());
-    Ok(Authenticator::refreshing(policy, refresh))
 }

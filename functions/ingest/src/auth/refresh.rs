@@ -1,0 +1,283 @@
+//! The verifier in force, and how it is renewed when its secrets live
+//! elsewhere (`SecretSource`: Secrets Manager when deployed).
+//!
+//! Secrets are re-read before a delivery once they are older than the
+//! refresh interval, even when every delivery succeeds, so a secret revoked
+//! at the source stops being accepted within that interval. A failed
+//! delivery may re-read sooner (at most once a minute), so a rotated secret
+//! works at once. One reader at a time; a flood of requests is never a
+//! flood of reads. A re-read that fails keeps the last good set: it never
+//! opens the door and never closes it on senders that were accepted.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, RwLock};
+use std::time::{Duration, Instant};
+
+use shared::refresh::RefreshGate;
+
+use super::secret_text::{Scheme, SecretTextError};
+use super::verifier::{Presented, Unauthenticated, Verifier};
+
+/// How soon after the last read a refused delivery may trigger another.
+pub const REREAD_AFTER_REFUSAL: Duration = Duration::from_secs(60);
+
+/// Why a secret could not be read. Never carries its value.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SecretError {
+    #[error("could not be read ({0})")]
+    Unreadable(String),
+    #[error("has no text value")]
+    NotText,
+}
+
+/// Where secrets are read from. Object-safe so the handler needs no extra
+/// type parameter.
+pub trait SecretSource: Send + Sync {
+    fn fetch(&self) -> Pin<Box<dyn Future<Output = Result<String, SecretError>> + Send + '_>>;
+}
+
+/// Why the secrets could not be loaded at start-up.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SecretLoadError {
+    #[error("the secret {0}")]
+    Unreadable(#[from] SecretError),
+    #[error(transparent)]
+    Malformed(#[from] SecretTextError),
+}
+
+struct Refresh {
+    source: Arc<dyn SecretSource>,
+    scheme: Scheme,
+    /// Claims reads: by age (the interval) or after a refusal.
+    gate: RefreshGate,
+    after_refusal: Duration,
+}
+
+/// The verifier in force for every delivery of this container.
+pub struct Authenticator {
+    verifier: RwLock<Arc<Verifier>>,
+    refresh: Option<Refresh>,
+}
+
+impl Authenticator {
+    /// Secrets that never change while the container lives (inline, or none).
+    pub fn fixed(verifier: Verifier) -> Self {
+        Authenticator {
+            verifier: RwLock::new(Arc::new(verifier)),
+            refresh: None,
+        }
+    }
+
+    /// Reads the secrets from `source` now and re-reads them at least every
+    /// `interval` (see the module's rules).
+    pub async fn from_source(
+        source: Arc<dyn SecretSource>,
+        scheme: Scheme,
+        interval: Duration,
+    ) -> Result<Self, SecretLoadError> {
+        let verifier = scheme.verifier(&source.fetch().await?)?;
+        Ok(Authenticator {
+            verifier: RwLock::new(Arc::new(verifier)),
+            refresh: Some(Refresh {
+                source,
+                scheme,
+                gate: RefreshGate::new(interval, Instant::now()),
+                after_refusal: interval.min(REREAD_AFTER_REFUSAL),
+            }),
+        })
+    }
+
+    fn current(&self) -> Arc<Verifier> {
+        Arc::clone(
+            &self
+                .verifier
+                .read()
+                .unwrap_or_else(|poisoned| poisoned.into_inner()),
+        )
+    }
+
+    pub async fn authenticate(&self, presented: Presented<'_>) -> Result<(), Unauthenticated> {
+        if let Some(refresh) = &self.refresh {
+            if refresh.gate.claim(Instant::now()) {
+                self.reread(refresh, "interval").await;
+            }
+        }
+        let refused = match self.current().verify(presented) {
+            Ok(()) => return Ok(()),
+            Err(refused) => refused,
+        };
+        let Some(refresh) = self
+            .refresh
+            .as_ref()
+            .filter(|r| r.gate.claim_if_older(Instant::now(), r.after_refusal))
+        else {
+            return Err(refused);
+        };
+        match self.reread(refresh, "refused delivery").await {
+            Some(verifier) => verifier.verify(presented),
+            None => Err(refused),
+        }
+    }
+
+    /// The new verifier, now in force; `None` (the old one kept) when the
+    /// source cannot be read or holds unusable text.
+    async fn reread(&self, refresh: &Refresh, reason: &'static str) -> Option<Arc<Verifier>> {
+        let renewed = match refresh.source.fetch().await {
+            Ok(text) => refresh
+                .scheme
+                .verifier(&text)
+                .map_err(SecretLoadError::from),
+            Err(error) => Err(SecretLoadError::from(error)),
+        };
+        match renewed {
+            Ok(verifier) => {
+                tracing::info!(reason, "webhook secrets re-read");
+                let verifier = Arc::new(verifier);
+                *self
+                    .verifier
+                    .write()
+                    .unwrap_or_else(|poisoned| poisoned.into_inner()) = Arc::clone(&verifier);
+                Some(verifier)
+            }
+            Err(error) => {
+                tracing::warn!(
+                    reason,
+                    error = %error,
+                    "webhook secrets could not be re-read; the last good set stays in force"
+                );
+                None
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Mutex;
+    use std::time::SystemTime;
+
+    use http::HeaderMap;
+
+    /// A source in memory: its text, or a failure, and how often it was read.
+    struct Scripted {
+        answer: Mutex<Result<String, SecretError>>,
+        reads: AtomicUsize,
+    }
+
+    impl Scripted {
+        fn new(text: &str) -> Arc<Self> {
+            Arc::new(Scripted {
+                answer: Mutex::new(Ok(text.to_owned())),
+                reads: AtomicUsize::new(0),
+            })
+        }
+        fn answer(&self, answer: Result<&str, SecretError>) {
+            *self.answer.lock().unwrap() = answer.map(str::to_owned);
+        }
+        fn reads(&self) -> usize {
+            self.reads.load(Ordering::SeqCst)
+        }
+    }
+
+    impl SecretSource for Scripted {
+        fn fetch(&self) -> Pin<Box<dyn Future<Output = Result<String, SecretError>> + Send + '_>> {
+            self.reads.fetch_add(1, Ordering::SeqCst);
+            let answer = self.answer.lock().unwrap().clone();
+            Box::pin(async move { answer })
+        }
+    }
+
+    const OLD: &str = "old-token-000000001";
+    const NEW: &str = "new-token-000000002";
+
+    async fn accepts(auth: &Authenticator, token: &str) -> bool {
+        let mut headers = HeaderMap::new();
+        headers.insert("authorization", format!("Bearer {token}").parse().unwrap());
+        auth.authenticate(Presented {
+            headers: &headers,
+            body: b"",
+            now: SystemTime::now(),
+        })
+        .await
+        .is_ok()
+    }
+
+    #[tokio::test]
+    async fn a_revoked_secret_stops_working_after_the_interval_though_deliveries_succeed() {
+        let source = Scripted::new(&format!("{OLD},{NEW}"));
+        let interval = Duration::from_millis(40);
+        let auth = Authenticator::from_source(source.clone(), Scheme::Bearer, interval)
+            .await
+            .unwrap();
+        assert!(accepts(&auth, OLD).await);
+        source.answer(Ok(NEW));
+        assert!(accepts(&auth, OLD).await, "within the interval");
+        assert_eq!(source.reads(), 1);
+
+        tokio::time::sleep(interval).await;
+        assert!(!accepts(&auth, OLD).await, "revoked");
+        assert!(accepts(&auth, NEW).await);
+        assert_eq!(
+            source.reads(),
+            2,
+            "one read for the interval, none for the refusal"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_failed_reread_keeps_the_last_good_set() {
+        let source = Scripted::new(OLD);
+        let interval = Duration::from_millis(20);
+        let auth = Authenticator::from_source(source.clone(), Scheme::Bearer, interval)
+            .await
+            .unwrap();
+        for broken in [
+            Err(SecretError::Unreadable("ThrottlingException".into())),
+            Ok("short"),
+            Ok(""),
+        ] {
+            source.answer(broken);
+            tokio::time::sleep(interval).await;
+            assert!(accepts(&auth, OLD).await, "the last good set stays");
+            assert!(
+                !accepts(&auth, "anything-else-00000001").await,
+                "and nothing opens"
+            );
+        }
+        assert_eq!(source.reads(), 4, "init and one read per interval");
+    }
+
+    #[tokio::test]
+    async fn a_refusal_rereads_sooner_than_the_interval_but_at_most_once_a_minute() {
+        let source = Scripted::new(OLD);
+        let auth =
+            Authenticator::from_source(source.clone(), Scheme::Bearer, Duration::from_secs(300))
+                .await
+                .unwrap();
+        source.answer(Ok(NEW));
+        for _ in 0..20 {
+            assert!(!accepts(&auth, NEW).await, "read less than a minute ago");
+        }
+        assert_eq!(source.reads(), 1);
+    }
+
+    #[tokio::test]
+    async fn a_source_that_cannot_be_read_at_start_up_says_why() {
+        let source = Scripted::new(OLD);
+        source.answer(Err(SecretError::NotText));
+        let error = Authenticator::from_source(source, Scheme::Bearer, Duration::from_secs(60))
+            .await
+            .err()
+            .unwrap();
+        assert_eq!(error.to_string(), "the secret has no text value");
+        let short = Scripted::new("short");
+        let error = Authenticator::from_source(short, Scheme::Bearer, Duration::from_secs(60))
+            .await
+            .err()
+            .unwrap();
+        assert_eq!(error.to_string(), "entry 1 is shorter than 16 characters");
+    }
+}
