@@ -146,6 +146,22 @@ fn seconds(
     }
 }
 
+/// A query parameter's name as `WEBHOOK_AUTH=query:<param>` gives it:
+/// characters that need no encoding in a URL, so the sender's URL and the
+/// check agree.
+fn query_param(raw: &str) -> Result<String, ConfigError> {
+    let name = raw.trim();
+    let plain = |c: char| c.is_ascii_alphanumeric() || "-_.~".contains(c);
+    if (1..=64).contains(&name.len()) && name.chars().all(plain) {
+        Ok(name.to_owned())
+    } else {
+        Err(invalid(
+            WEBHOOK_AUTH,
+            "query:<param> needs a parameter name of 1 to 64 letters, digits, '-', '_', '.' or '~'",
+        ))
+    }
+}
+
 fn parse_auth(get: &dyn Fn(&str) -> Option<String>) -> Result<AuthConfig, ConfigError> {
     let mode_text = get(WEBHOOK_AUTH).ok_or(ConfigError::Missing(WEBHOOK_AUTH))?;
     let inline = get(WEBHOOK_SECRETS);
@@ -165,6 +181,7 @@ fn parse_auth(get: &dyn Fn(&str) -> Option<String>) -> Result<AuthConfig, Config
                 1..=3600,
             )?,
         },
+        other if other.starts_with("query:") => Scheme::Query(query_param(&other["query:".len()..])?),
         other => match other.strip_prefix("header:") {
             Some(name) => {
                 Scheme::Header(HeaderName::from_bytes(name.trim().as_bytes()).map_err(|_| {
@@ -177,7 +194,7 @@ fn parse_auth(get: &dyn Fn(&str) -> Option<String>) -> Result<AuthConfig, Config
             None => {
                 return Err(invalid(
                     WEBHOOK_AUTH,
-                    "expected bearer, basic, header:<Header-Name>, standard-webhooks or none",
+                    "expected bearer, basic, header:<Header-Name>, query:<param>, standard-webhooks or none",
                 ))
             }
         },
@@ -289,6 +306,12 @@ mod tests {
             (WEBHOOK_SECRETS, "0123456789abcdef"),
         ]);
         assert!(matches!(header, Verifier::Header { ref name, .. } if name == "x-webhook-token"));
+        let query = fixed_verifier(&[
+            TABLE,
+            (WEBHOOK_AUTH, "query:token"),
+            (WEBHOOK_SECRETS, "0123456789abcdef"),
+        ]);
+        assert!(matches!(query, Verifier::Query { ref param, .. } if param == "token"));
         let signed = fixed_verifier(&[
             TABLE,
             (WEBHOOK_AUTH, "standard-webhooks"),
@@ -342,8 +365,10 @@ mod tests {
             ("no table", vec![(WEBHOOK_AUTH, "none")], ConfigError::Missing(RECEIPTS_TABLE)),
             ("blank table", vec![(RECEIPTS_TABLE, " "), (WEBHOOK_AUTH, "none")], ConfigError::Missing(RECEIPTS_TABLE)),
             ("no auth mode: no silent default", vec![TABLE], ConfigError::Missing(WEBHOOK_AUTH)),
-            ("unknown auth mode", vec![TABLE, (WEBHOOK_AUTH, "hmac"), good_secret], invalid(WEBHOOK_AUTH, "expected bearer, basic, header:<Header-Name>, standard-webhooks or none")),
+            ("unknown auth mode", vec![TABLE, (WEBHOOK_AUTH, "hmac"), good_secret], invalid(WEBHOOK_AUTH, "expected bearer, basic, header:<Header-Name>, query:<param>, standard-webhooks or none")),
             ("bad header name", vec![TABLE, (WEBHOOK_AUTH, "header:bad name"), good_secret], invalid(WEBHOOK_AUTH, "header:<Header-Name> needs a valid HTTP header name")),
+            ("query without a name", vec![TABLE, (WEBHOOK_AUTH, "query:"), good_secret], invalid(WEBHOOK_AUTH, "query:<param> needs a parameter name of 1 to 64 letters, digits, '-', '_', '.' or '~'")),
+            ("query name to encode", vec![TABLE, (WEBHOOK_AUTH, "query:my token"), good_secret], invalid(WEBHOOK_AUTH, "query:<param> needs a parameter name of 1 to 64 letters, digits, '-', '_', '.' or '~'")),
             ("bearer without secrets", vec![TABLE, (WEBHOOK_AUTH, "bearer")], ConfigError::Missing("WEBHOOK_SECRETS or WEBHOOK_SECRETS_ARN")),
             ("both secret forms", vec![TABLE, (WEBHOOK_AUTH, "bearer"), good_secret, (WEBHOOK_SECRETS_ARN, ARN)], invalid(WEBHOOK_SECRETS_ARN, "set either WEBHOOK_SECRETS or WEBHOOK_SECRETS_ARN, not both")),
             ("not an ARN", vec![TABLE, (WEBHOOK_AUTH, "bearer"), (WEBHOOK_SECRETS_ARN, "webhook-secret")], invalid(WEBHOOK_SECRETS_ARN, "must be a Secrets Manager secret ARN (arn:...)")),

@@ -112,6 +112,7 @@ impl<S: ReceiptStore> Ingest<S> {
         self.auth
             .authenticate(Presented {
                 headers: request.headers(),
+                query: request.uri().query(),
                 body,
                 now: (self.clock)(),
             })

@@ -198,6 +198,7 @@ mod tests {
         headers.insert("authorization", format!("Bearer {token}").parse().unwrap());
         auth.authenticate(Presented {
             headers: &headers,
+            query: None,
             body: b"",
             now: SystemTime::now(),
         })

@@ -20,7 +20,11 @@ pub enum Scheme {
     Bearer,
     Basic,
     Header(HeaderName),
-    StandardWebhooks { tolerance: Duration },
+    /// The query parameter's name.
+    Query(String),
+    StandardWebhooks {
+        tolerance: Duration,
+    },
 }
 
 /// Why secret text is not usable; `entry` counts from 1.
@@ -78,6 +82,10 @@ impl Scheme {
                 name: name.clone(),
                 secrets,
             },
+            Scheme::Query(param) => Verifier::Query {
+                param: param.clone(),
+                secrets,
+            },
             Scheme::StandardWebhooks { .. } => unreachable!("handled above"),
         })
     }
@@ -91,7 +99,8 @@ mod tests {
 
     #[test]
     fn each_scheme_builds_its_verifier() {
-        let rows: [(Scheme, &str, usize); 4] = [
+        let rows: [(Scheme, &str, usize); 5] = [
+            (Scheme::Query("token".into()), "0123456789abcdef", 1),
             (Scheme::Bearer, "0123456789abcdef,fedcba9876543210", 2),
             (Scheme::Basic, "sf:0123456789abcdef", 1),
             (
@@ -110,9 +119,10 @@ mod tests {
         for (scheme, text, count) in rows {
             let verifier = scheme.verifier(text).unwrap();
             let secrets = match &verifier {
-                Verifier::Bearer(s) | Verifier::Basic(s) | Verifier::Header { secrets: s, .. } => {
-                    s.len()
-                }
+                Verifier::Bearer(s)
+                | Verifier::Basic(s)
+                | Verifier::Header { secrets: s, .. }
+                | Verifier::Query { secrets: s, .. } => s.len(),
                 Verifier::StandardWebhooks(_) => 1,
                 Verifier::None => 0,
             };

@@ -58,6 +58,8 @@ fn digest(bytes: &[u8]) -> [u8; 32] {
 #[derive(Debug, Clone, Copy)]
 pub struct Presented<'a> {
     pub headers: &'a HeaderMap,
+    /// The raw query string, without `?`; only `Query` reads it.
+    pub query: Option<&'a str>,
     /// The raw body as received; only a signature reads it.
     pub body: &'a [u8],
     pub now: SystemTime,
@@ -77,6 +79,9 @@ pub enum Verifier {
         name: HeaderName,
         secrets: SecretSet,
     },
+    /// `?<param>=<secret>` in the URL, for senders that can only be given
+    /// a URL. Weaker: URLs end up in more places than headers do.
+    Query { param: String, secrets: SecretSet },
     /// `webhook-signature` over the raw body, within the timestamp tolerance.
     StandardWebhooks(StandardWebhooks),
 }
@@ -117,6 +122,10 @@ impl Verifier {
             Verifier::Header { name, secrets } => {
                 single_header(headers, name).is_some_and(|value| secrets.contains(value))
             }
+            Verifier::Query { param, secrets } => presented
+                .query
+                .and_then(|query| single_query_value(query, param))
+                .is_some_and(|value| secrets.contains(&value)),
         };
         if accepted {
             Ok(())
@@ -131,7 +140,10 @@ impl Verifier {
         match self {
             Verifier::Bearer(_) => Some(BEARER_CHALLENGE),
             Verifier::Basic(_) => Some(BASIC_CHALLENGE),
-            Verifier::None | Verifier::Header { .. } | Verifier::StandardWebhooks(_) => None,
+            Verifier::None
+            | Verifier::Header { .. }
+            | Verifier::Query { .. }
+            | Verifier::StandardWebhooks(_) => None,
         }
     }
 }
@@ -144,6 +156,30 @@ fn single_header<'h>(headers: &'h HeaderMap, name: &HeaderName) -> Option<&'h [u
         (Some(value), None) => Some(value.as_bytes()),
         _ => None,
     }
+}
+
+/// The decoded value of `name` in a query string, when it occurs exactly
+/// once: `application/x-www-form-urlencoded` rules (`+` is a space, `%XX` a
+/// byte). A repeated parameter is ambiguous and refused, as a repeated
+/// header is.
+pub fn single_query_value(query: &str, name: &str) -> Option<Vec<u8>> {
+    let mut found = None;
+    for pair in query.split('&') {
+        let (raw_name, raw_value) = pair.split_once('=').unwrap_or((pair, ""));
+        if form_decode(raw_name) != name.as_bytes() {
+            continue;
+        }
+        if found.is_some() {
+            return None;
+        }
+        found = Some(form_decode(raw_value));
+    }
+    found
+}
+
+fn form_decode(raw: &str) -> Vec<u8> {
+    let spaced = raw.replace('+', " ");
+    percent_encoding::percent_decode_str(&spaced).collect()
 }
 
 /// The credentials of `Authorization: <scheme> <credentials>`, the scheme
@@ -164,6 +200,7 @@ mod tests {
     fn presented(headers: &HeaderMap) -> Presented<'_> {
         Presented {
             headers,
+            query: None,
             body: b"",
             now: SystemTime::now(),
         }
@@ -309,6 +346,74 @@ mod tests {
             if let Err(refused) = result {
                 assert_eq!(refused.challenge, None);
             }
+        }
+    }
+
+    #[test]
+    fn query_rules() {
+        let verifier = Verifier::Query {
+            param: "token".into(),
+            secrets: SecretSet::new(["query-secret-0000001", "query secret+0000002"]),
+        };
+        let cases: [(&str, Option<&str>, bool); 12] = [
+            ("right value", Some("token=query-secret-0000001"), true),
+            (
+                "among other parameters",
+                Some("a=1&token=query-secret-0000001&b"),
+                true,
+            ),
+            (
+                "percent-encoded",
+                Some("token=query%2Dsecret%2D0000001"),
+                true,
+            ),
+            (
+                "plus is a space",
+                Some("token=query+secret%2B0000002"),
+                true,
+            ),
+            ("encoded name", Some("t%6Fken=query-secret-0000001"), true),
+            ("wrong value", Some("token=query-secret-0000009"), false),
+            ("prefix", Some("token=query-secret"), false),
+            ("other name", Some("Token=query-secret-0000001"), false),
+            ("no value", Some("token"), false),
+            (
+                "sent twice",
+                Some("token=query-secret-0000001&token=query-secret-0000001"),
+                false,
+            ),
+            ("empty query", Some(""), false),
+            ("no query", None, false),
+        ];
+        let headers = HeaderMap::new();
+        for (name, query, accepted) in cases {
+            let result = verifier.verify(Presented {
+                query,
+                ..presented(&headers)
+            });
+            assert_eq!(result.is_ok(), accepted, "case {name}");
+            if let Err(refused) = result {
+                assert_eq!(refused.challenge, None);
+            }
+        }
+    }
+
+    #[test]
+    fn query_values_decode_like_a_form() {
+        let rows: [(&str, &str, Option<&[u8]>); 6] = [
+            ("a=1&b=2", "b", Some(b"2")),
+            ("a=%ff%00", "a", Some(b"\xff\x00")),
+            ("a=%zz", "a", Some(b"%zz")),
+            ("a", "a", Some(b"")),
+            ("a=1&a=2", "a", None),
+            ("&&=&", "a", None),
+        ];
+        for (query, name, expected) in rows {
+            assert_eq!(
+                single_query_value(query, name).as_deref(),
+                expected,
+                "{query:?} {name:?}"
+            );
         }
     }
 
