@@ -81,6 +81,29 @@ pub enum EnvelopeError {
     SubmissionIdTooLong,
     #[error("`data.submissionId` must be visible ASCII characters only")]
     SubmissionIdNotPrintable,
+    #[error("this is Static Forms' older webhook format, without `event` and `data.submissionId`, which a delivery needs to be stored once; switch the webhook to the current format in Static Forms' webhook settings")]
+    OlderFormat,
+}
+
+/// Top-level fields of Static Forms' older webhook format (no `event`, no
+/// `data`): any of them, without `event`, names the format in the error.
+const OLDER_FORMAT_FIELDS: &[&str] = &["formData", "submittedAt", "apiKey"];
+
+/// The form's API key as the sender put it in `data.apiKey`: compared with
+/// `WEBHOOK_API_KEYS`, then dropped. Never stored, never shown.
+#[derive(Clone, PartialEq, Eq)]
+pub struct FormKey(String);
+
+impl FormKey {
+    pub fn as_bytes(&self) -> &[u8] {
+        self.0.as_bytes()
+    }
+}
+
+impl std::fmt::Debug for FormKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("FormKey(***)")
+    }
 }
 
 /// A valid delivery: its identity and its payload with credentials removed.
@@ -90,6 +113,8 @@ pub struct FormSubmission {
     pub submission_id: SubmissionId,
     /// The whole envelope as sent, minus credential fields.
     pub payload: Value,
+    /// `data.apiKey`, when it is a string; not part of the payload.
+    pub form_key: Option<FormKey>,
 }
 
 impl FormSubmission {
@@ -104,6 +129,12 @@ impl FormSubmission {
             Some(Value::String(raw)) => {
                 EventType::parse(raw).ok_or(EnvelopeError::UnsupportedEvent)?
             }
+            None if OLDER_FORMAT_FIELDS
+                .iter()
+                .any(|field| envelope.contains_key(*field)) =>
+            {
+                return Err(EnvelopeError::OlderFormat)
+            }
             _ => return Err(EnvelopeError::MissingEvent),
         };
         let Some(Value::Object(data)) = envelope.get_mut("data") else {
@@ -113,12 +144,17 @@ impl FormSubmission {
             Some(Value::String(raw)) => SubmissionId::parse(raw)?,
             _ => return Err(EnvelopeError::MissingSubmissionId),
         };
+        let form_key = match data.get("apiKey") {
+            Some(Value::String(key)) => Some(FormKey(key.clone())),
+            _ => None,
+        };
         remove_credentials(data);
         remove_credentials(&mut envelope);
         Ok(FormSubmission {
             event,
             submission_id,
             payload: Value::Object(envelope),
+            form_key,
         })
     }
 
@@ -181,6 +217,16 @@ mod tests {
                 "no event",
                 json!({"data":{"submissionId":"s"}}),
                 Err(EnvelopeError::MissingEvent),
+            ),
+            (
+                "the older format",
+                json!({"apiKey":"k","submittedAt":"2026-11-30T08:00:00Z","formData":{"email":"a@example.com"}}),
+                Err(EnvelopeError::OlderFormat),
+            ),
+            (
+                "the older format, fields alone",
+                json!({"formData":{}}),
+                Err(EnvelopeError::OlderFormat),
             ),
             (
                 "event not a string",
@@ -292,6 +338,16 @@ mod tests {
         assert!(!text.contains("top-level-key"));
         assert_eq!(submission.data()["formData"]["email"], "ada@example.com");
         assert_eq!(submission.data()["submissionId"], "sub_1");
+        // The form key is kept aside for WEBHOOK_API_KEYS, and never shown.
+        assert_eq!(
+            submission.form_key.as_ref().map(FormKey::as_bytes),
+            Some(&b"sf_secret"[..])
+        );
+        let shown = format!("{submission:?}");
+        assert!(!shown.contains("sf_secret"), "{shown}");
+        let without =
+            parse(json!({"event": "form.submitted", "data": {"submissionId": "s", "apiKey": 7}}));
+        assert_eq!(without.unwrap().form_key, None, "only a string is a key");
     }
 
     #[test]

@@ -13,9 +13,31 @@ const PREFIX: &str = "staticforms";
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct IdempotencyKey(String);
 
+/// Whether a delivery must carry the `Idempotency-Key` header
+/// (`IDEMPOTENCY_KEY`). Either way the key used is the one built from the
+/// body, and a header that is sent must equal it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum KeyHeader {
+    /// The reference contract: a delivery without the header is refused.
+    #[default]
+    Required,
+    /// For senders that send no header: the key is derived from the body.
+    Derive,
+}
+
+impl KeyHeader {
+    pub fn parse(raw: &str) -> Option<Self> {
+        match raw.trim() {
+            "required" => Some(KeyHeader::Required),
+            "derive" => Some(KeyHeader::Derive),
+            _ => None,
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum KeyError {
-    #[error("the Idempotency-Key header is missing")]
+    #[error("the Idempotency-Key header is missing (IDEMPOTENCY_KEY=derive accepts deliveries without it)")]
     Missing,
     #[error("the Idempotency-Key header is sent more than once")]
     Repeated,
@@ -42,9 +64,11 @@ impl IdempotencyKey {
     }
 
     /// Checks the values of every `Idempotency-Key` header the request
-    /// carried: exactly one, byte for byte equal to this key.
-    pub fn verify_header(&self, values: &[&[u8]]) -> Result<(), KeyError> {
+    /// carried: exactly one, byte for byte equal to this key, or none when
+    /// `rule` lets the key be derived from the body.
+    pub fn verify_header(&self, values: &[&[u8]], rule: KeyHeader) -> Result<(), KeyError> {
         match values {
+            [] if rule == KeyHeader::Derive => Ok(()),
             [] => Err(KeyError::Missing),
             [value] if *value == self.0.as_bytes() => Ok(()),
             [_] => Err(KeyError::Mismatch),
@@ -70,8 +94,23 @@ mod tests {
         assert_eq!(key("a:b").as_str(), "staticforms:form.submitted:a:b");
     }
 
-    /// A case name, the header values sent, and the verdict.
+    /// A case name, the header values sent, and the verdict when the header
+    /// is required.
     type HeaderCase = (&'static str, &'static [&'static [u8]], Result<(), KeyError>);
+
+    #[test]
+    fn header_setting() {
+        let rows = [
+            ("required", Some(KeyHeader::Required)),
+            (" derive ", Some(KeyHeader::Derive)),
+            ("Derive", None),
+            ("optional", None),
+        ];
+        for (raw, expected) in rows {
+            assert_eq!(KeyHeader::parse(raw), expected, "{raw:?}");
+        }
+        assert_eq!(KeyHeader::default(), KeyHeader::Required);
+    }
 
     #[test]
     fn header_rules() {
@@ -111,7 +150,18 @@ mod tests {
             ),
         ];
         for (name, values, result) in cases {
-            assert_eq!(expected.verify_header(values), result, "case {name}");
+            assert_eq!(
+                expected.verify_header(values, KeyHeader::Required),
+                result,
+                "case {name}"
+            );
+            // Deriving forgives only a missing header.
+            let derived = if values.is_empty() { Ok(()) } else { result };
+            assert_eq!(
+                expected.verify_header(values, KeyHeader::Derive),
+                derived,
+                "case {name}, derive"
+            );
         }
     }
 }

@@ -9,6 +9,8 @@ pub enum Outcome {
     /// The receipt already exists with the same content: safely acknowledged.
     Duplicate,
     Unauthorized,
+    /// Authenticated, but `data.apiKey` is not in `WEBHOOK_API_KEYS`.
+    UnknownForm,
     PayloadTooLarge,
     UnsupportedMediaType,
     MalformedJson,
@@ -16,6 +18,9 @@ pub enum Outcome {
     InvalidIdempotencyKey,
     /// The key exists with different content; the original stays untouched.
     KeyReusedForDifferentPayload,
+    /// The key exists in a receipt without a fingerprint, so the content
+    /// cannot be shown to be the same: not acknowledged (fails closed).
+    ReceiptWithoutFingerprint,
     /// Throttled or unreachable store: no durable acceptance, retry later.
     StoreUnavailable,
     StoreFailed,
@@ -23,16 +28,18 @@ pub enum Outcome {
 
 impl Outcome {
     /// Every outcome, for the metrics contract and the dashboard.
-    pub const ALL: [Outcome; 11] = [
+    pub const ALL: [Outcome; 13] = [
         Outcome::Accepted,
         Outcome::Duplicate,
         Outcome::Unauthorized,
+        Outcome::UnknownForm,
         Outcome::PayloadTooLarge,
         Outcome::UnsupportedMediaType,
         Outcome::MalformedJson,
         Outcome::InvalidEnvelope,
         Outcome::InvalidIdempotencyKey,
         Outcome::KeyReusedForDifferentPayload,
+        Outcome::ReceiptWithoutFingerprint,
         Outcome::StoreUnavailable,
         Outcome::StoreFailed,
     ];
@@ -42,12 +49,13 @@ impl Outcome {
             Outcome::Accepted => 202,
             Outcome::Duplicate => 200,
             Outcome::Unauthorized => 401,
+            Outcome::UnknownForm => 403,
             Outcome::PayloadTooLarge => 413,
             Outcome::UnsupportedMediaType => 415,
             Outcome::MalformedJson | Outcome::InvalidEnvelope | Outcome::InvalidIdempotencyKey => {
                 400
             }
-            Outcome::KeyReusedForDifferentPayload => 422,
+            Outcome::KeyReusedForDifferentPayload | Outcome::ReceiptWithoutFingerprint => 422,
             Outcome::StoreUnavailable => 503,
             Outcome::StoreFailed => 500,
         }
@@ -59,12 +67,14 @@ impl Outcome {
             Outcome::Accepted => "accepted",
             Outcome::Duplicate => "duplicate",
             Outcome::Unauthorized => "unauthorized",
+            Outcome::UnknownForm => "unknown_form",
             Outcome::PayloadTooLarge => "payload_too_large",
             Outcome::UnsupportedMediaType => "unsupported_media_type",
             Outcome::MalformedJson => "malformed_json",
             Outcome::InvalidEnvelope => "invalid_envelope",
             Outcome::InvalidIdempotencyKey => "invalid_idempotency_key",
             Outcome::KeyReusedForDifferentPayload => "key_reused_for_different_payload",
+            Outcome::ReceiptWithoutFingerprint => "receipt_without_fingerprint",
             Outcome::StoreUnavailable => "store_unavailable",
             Outcome::StoreFailed => "store_failed",
         }
@@ -76,16 +86,20 @@ impl Outcome {
     }
 }
 
-/// What an existing receipt means for this delivery. A receipt stored before
-/// fingerprints existed cannot prove a difference, so it counts as the same.
+/// What an existing receipt means for this delivery. Every receipt this
+/// code writes has a fingerprint; one without (written by hand, or by
+/// another tool) cannot show that the content is the same, so it is not
+/// acknowledged as a duplicate: answering 2xx for content that may not be
+/// stored would fail open. The receipt stays untouched.
 /// Expiry does not matter: TTL is storage cleanup, not a correctness boundary.
 pub fn existing_receipt_outcome(
     stored_fingerprint: Option<&str>,
     incoming_fingerprint: &str,
 ) -> Outcome {
     match stored_fingerprint {
-        Some(stored) if stored != incoming_fingerprint => Outcome::KeyReusedForDifferentPayload,
-        _ => Outcome::Duplicate,
+        Some(stored) if stored == incoming_fingerprint => Outcome::Duplicate,
+        Some(_) => Outcome::KeyReusedForDifferentPayload,
+        None => Outcome::ReceiptWithoutFingerprint,
     }
 }
 
@@ -99,6 +113,8 @@ mod tests {
     fn decision_table() {
         let rows = [
             (Outcome::Unauthorized, 401, false),
+            (Outcome::UnknownForm, 403, false),
+            (Outcome::ReceiptWithoutFingerprint, 422, false),
             (Outcome::PayloadTooLarge, 413, false),
             (Outcome::UnsupportedMediaType, 415, false),
             (Outcome::MalformedJson, 400, false),
@@ -110,6 +126,7 @@ mod tests {
             (Outcome::StoreUnavailable, 503, false),
             (Outcome::StoreFailed, 500, false),
         ];
+        assert_eq!(rows.len(), Outcome::ALL.len(), "every outcome has a row");
         for (outcome, status, accepted) in rows {
             assert_eq!(outcome.status(), status, "{outcome:?}");
             assert_eq!(outcome.is_accepted(), accepted, "{outcome:?}");
@@ -133,7 +150,11 @@ mod tests {
                 Some(other.as_str()),
                 Outcome::KeyReusedForDifferentPayload,
             ),
-            ("receipt without fingerprint", None, Outcome::Duplicate),
+            (
+                "receipt without fingerprint: fails closed",
+                None,
+                Outcome::ReceiptWithoutFingerprint,
+            ),
         ];
         for (name, stored, expected) in rows {
             assert_eq!(

@@ -11,8 +11,9 @@ use shared::metrics::METRICS_NAMESPACE;
 use shared::receipt::MAX_PAYLOAD_BYTES;
 use shared::Retention;
 
-use crate::auth::{Scheme, Verifier};
+use crate::auth::{Scheme, SecretSet, Verifier};
 use crate::standard_webhooks::DEFAULT_TOLERANCE;
+use shared::idempotency::KeyHeader;
 
 pub const RECEIPTS_TABLE: &str = "RECEIPTS_TABLE";
 pub const RECEIPT_RETENTION_DAYS: &str = "RECEIPT_RETENTION_DAYS";
@@ -22,6 +23,8 @@ pub const MAX_BODY_BYTES: &str = "MAX_BODY_BYTES";
 pub const WEBHOOK_SECRETS_ARN: &str = "WEBHOOK_SECRETS_ARN";
 pub const WEBHOOK_SECRETS_REFRESH_SECONDS: &str = "WEBHOOK_SECRETS_REFRESH_SECONDS";
 pub const WEBHOOK_TOLERANCE_SECONDS: &str = "WEBHOOK_TOLERANCE_SECONDS";
+pub const WEBHOOK_API_KEYS: &str = "WEBHOOK_API_KEYS";
+pub const IDEMPOTENCY_KEY: &str = "IDEMPOTENCY_KEY";
 
 /// How old the secrets from Secrets Manager may get before a re-read: a
 /// secret revoked there stops being accepted within this interval.
@@ -34,6 +37,10 @@ pub struct Config {
     pub receipts_table: String,
     pub retention: Retention,
     pub auth: AuthConfig,
+    /// `WEBHOOK_API_KEYS`: when set, `data.apiKey` must be one of these.
+    pub form_keys: Option<SecretSet>,
+    /// `IDEMPOTENCY_KEY`: whether the `Idempotency-Key` header is required.
+    pub key_header: KeyHeader,
     pub max_body_bytes: usize,
     /// `DYNAMODB_ENDPOINT`: a local DynamoDB-protocol server, or AWS's.
     pub dynamodb_endpoint: Option<String>,
@@ -81,6 +88,14 @@ impl Config {
         };
 
         let auth = parse_auth(&get)?;
+        let form_keys = get(WEBHOOK_API_KEYS)
+            .map(|raw| form_keys(&raw))
+            .transpose()?;
+        let key_header = match get(IDEMPOTENCY_KEY) {
+            None => KeyHeader::default(),
+            Some(raw) => KeyHeader::parse(&raw)
+                .ok_or_else(|| invalid(IDEMPOTENCY_KEY, "expected required or derive"))?,
+        };
         let dynamodb_endpoint = dynamodb_endpoint(&get)?;
         let metrics_namespace = shared::metrics::namespace(get(METRICS_NAMESPACE).as_deref())
             .map_err(|reason| invalid(METRICS_NAMESPACE, reason))?;
@@ -89,6 +104,8 @@ impl Config {
             receipts_table,
             retention,
             auth,
+            form_keys,
+            key_header,
             max_body_bytes,
             dynamodb_endpoint,
             metrics_namespace,
@@ -144,6 +161,22 @@ fn seconds(
                 )
             }),
     }
+}
+
+/// The accepted form keys: Static Forms API keys, comma-separated. A form's
+/// key is in its public HTML, so this is an allow-list of forms rather than a
+/// secret; it is still only kept as digests and compared in constant time.
+fn form_keys(raw: &str) -> Result<SecretSet, ConfigError> {
+    let entries: Vec<&str> = raw.split(',').map(str::trim).collect();
+    for (index, entry) in entries.iter().enumerate() {
+        if entry.is_empty() || entry.chars().any(|c| c.is_whitespace() || c.is_control()) {
+            return Err(invalid(
+                WEBHOOK_API_KEYS,
+                format!("entry {} is empty or contains whitespace", index + 1),
+            ));
+        }
+    }
+    Ok(SecretSet::new(entries))
 }
 
 /// A query parameter's name as `WEBHOOK_AUTH=query:<param>` gives it:
@@ -289,6 +322,8 @@ mod tests {
         assert_eq!(config.receipts_table, "receipts");
         assert_eq!(config.retention, Retention::default());
         assert_eq!(config.max_body_bytes, 262_144);
+        assert_eq!(config.form_keys, None, "every form, unless listed");
+        assert_eq!(config.key_header, KeyHeader::Required);
         assert!(matches!(config.auth, AuthConfig::Fixed(Verifier::Bearer(ref s)) if s.len() == 1));
     }
 
@@ -322,6 +357,22 @@ mod tests {
             fixed_verifier(&[TABLE, (WEBHOOK_AUTH, "none")]),
             Verifier::None
         );
+    }
+
+    #[test]
+    fn form_keys_and_the_key_header() {
+        let config = load(&[
+            TABLE,
+            (WEBHOOK_AUTH, "none"),
+            (WEBHOOK_API_KEYS, " sf_key_1 , sf_key_2 "),
+            (IDEMPOTENCY_KEY, "derive"),
+        ])
+        .unwrap();
+        let keys = config.form_keys.unwrap();
+        assert_eq!(keys.len(), 2);
+        assert!(keys.contains(b"sf_key_2"));
+        assert!(!keys.contains(b" sf_key_2 "));
+        assert_eq!(config.key_header, KeyHeader::Derive);
     }
 
     #[test]
@@ -383,6 +434,8 @@ mod tests {
             ("refresh without an ARN", vec![TABLE, (WEBHOOK_AUTH, "bearer"), good_secret, (WEBHOOK_SECRETS_REFRESH_SECONDS, "60")], invalid(WEBHOOK_SECRETS_REFRESH_SECONDS, "applies only with WEBHOOK_SECRETS_ARN; unset it")),
             ("secrets with auth none", vec![TABLE, (WEBHOOK_AUTH, "none"), good_secret], invalid(WEBHOOK_AUTH, "is none while secrets are set; choose an authentication mode or unset the secrets")),
             ("an ARN with auth none", vec![TABLE, (WEBHOOK_AUTH, "none"), (WEBHOOK_SECRETS_ARN, ARN)], invalid(WEBHOOK_AUTH, "is none while secrets are set; choose an authentication mode or unset the secrets")),
+            ("blank form key", vec![TABLE, (WEBHOOK_AUTH, "none"), (WEBHOOK_API_KEYS, "sf_key_1,,sf_key_2")], invalid(WEBHOOK_API_KEYS, "entry 2 is empty or contains whitespace")),
+            ("unknown key rule", vec![TABLE, (WEBHOOK_AUTH, "none"), (IDEMPOTENCY_KEY, "optional")], invalid(IDEMPOTENCY_KEY, "expected required or derive")),
             ("retention zero", vec![TABLE, (WEBHOOK_AUTH, "none"), (RECEIPT_RETENTION_DAYS, "0")], invalid(RECEIPT_RETENTION_DAYS, "expected whole days from 1 to 3650")),
             ("retention text", vec![TABLE, (WEBHOOK_AUTH, "none"), (RECEIPT_RETENTION_DAYS, "a month")], invalid(RECEIPT_RETENTION_DAYS, "expected whole days from 1 to 3650")),
             ("body limit over the item limit", vec![TABLE, (WEBHOOK_AUTH, "none"), (MAX_BODY_BYTES, "400000")], invalid(MAX_BODY_BYTES, "expected bytes from 1 to 393216 (a receipt must stay under DynamoDB's 400 KB item limit)")),

@@ -1,5 +1,6 @@
 //! One webhook delivery, in order: authenticate, bound and type the body,
-//! parse the envelope, check the idempotency key, store the receipt. Each
+//! parse the envelope, check the form key (when `WEBHOOK_API_KEYS` is set)
+//! and the idempotency key, store the receipt. Each
 //! step decides before the next runs; `respond` is the one place where an
 //! outcome becomes an HTTP response.
 
@@ -9,14 +10,14 @@ use http::header::{CONTENT_TYPE, RETRY_AFTER, WWW_AUTHENTICATE};
 use lambda_http::{Body, Request, RequestExt, Response};
 use serde_json::json;
 use shared::envelope::is_json_media_type;
-use shared::idempotency::HEADER_NAME as IDEMPOTENCY_KEY_HEADER;
+use shared::idempotency::{KeyHeader, HEADER_NAME as IDEMPOTENCY_KEY_HEADER};
 use shared::outcome::existing_receipt_outcome;
 use shared::{
     EnvelopeError, FormSubmission, IdempotencyKey, KeyError, Outcome, Receipt, Retention,
     SubmissionId,
 };
 
-use crate::auth::{Authenticator, Presented, Unauthenticated};
+use crate::auth::{Authenticator, Presented, SecretSet, Unauthenticated};
 use crate::config::Config;
 use crate::store::{PutOutcome, ReceiptStore, StoreError};
 
@@ -28,6 +29,8 @@ pub const RETRY_AFTER_SECONDS: &str = "2";
 pub enum IngestError {
     #[error(transparent)]
     Unauthenticated(#[from] Unauthenticated),
+    #[error("`data.apiKey` is not one of the forms this endpoint accepts")]
+    UnknownForm,
     #[error("the body is larger than {limit} bytes")]
     PayloadTooLarge { limit: usize },
     #[error("Content-Type must be application/json")]
@@ -38,6 +41,8 @@ pub enum IngestError {
     IdempotencyKey(#[from] KeyError),
     #[error("this Idempotency-Key was already used for a different payload; the original is kept")]
     KeyReusedForDifferentPayload,
+    #[error("a receipt for this Idempotency-Key exists without a fingerprint, so this delivery cannot be shown to be the same; the original is kept")]
+    ReceiptWithoutFingerprint,
     #[error(transparent)]
     Store(#[from] StoreError),
 }
@@ -46,12 +51,14 @@ impl IngestError {
     pub fn outcome(&self) -> Outcome {
         match self {
             IngestError::Unauthenticated(_) => Outcome::Unauthorized,
+            IngestError::UnknownForm => Outcome::UnknownForm,
             IngestError::PayloadTooLarge { .. } => Outcome::PayloadTooLarge,
             IngestError::UnsupportedMediaType => Outcome::UnsupportedMediaType,
             IngestError::Envelope(EnvelopeError::MalformedJson) => Outcome::MalformedJson,
             IngestError::Envelope(_) => Outcome::InvalidEnvelope,
             IngestError::IdempotencyKey(_) => Outcome::InvalidIdempotencyKey,
             IngestError::KeyReusedForDifferentPayload => Outcome::KeyReusedForDifferentPayload,
+            IngestError::ReceiptWithoutFingerprint => Outcome::ReceiptWithoutFingerprint,
             IngestError::Store(StoreError::Unavailable(_)) => Outcome::StoreUnavailable,
             IngestError::Store(StoreError::Failed(_)) => Outcome::StoreFailed,
         }
@@ -62,6 +69,8 @@ impl IngestError {
 pub struct Ingest<S> {
     store: S,
     auth: Authenticator,
+    form_keys: Option<SecretSet>,
+    key_header: KeyHeader,
     max_body_bytes: usize,
     retention: Retention,
     clock: fn() -> SystemTime,
@@ -74,6 +83,8 @@ impl<S: ReceiptStore> Ingest<S> {
         Ingest {
             store,
             auth,
+            form_keys: config.form_keys.clone(),
+            key_header: config.key_header,
             max_body_bytes: config.max_body_bytes,
             retention: config.retention,
             clock: SystemTime::now,
@@ -131,6 +142,15 @@ impl<S: ReceiptStore> Ingest<S> {
 
         let submission = FormSubmission::parse(body)?;
         *submission_id = Some(submission.submission_id.clone());
+        if let Some(accepted) = &self.form_keys {
+            let known = submission
+                .form_key
+                .as_ref()
+                .is_some_and(|key| accepted.contains(key.as_bytes()));
+            if !known {
+                return Err(IngestError::UnknownForm);
+            }
+        }
 
         let key = IdempotencyKey::for_submission(submission.event, &submission.submission_id);
         let sent_keys: Vec<&[u8]> = request
@@ -139,7 +159,7 @@ impl<S: ReceiptStore> Ingest<S> {
             .iter()
             .map(|value| value.as_bytes())
             .collect();
-        key.verify_header(&sent_keys)?;
+        key.verify_header(&sent_keys, self.key_header)?;
 
         let receipt = Receipt::new(&submission, (self.clock)(), self.retention);
         match self.store.put_if_absent(&receipt).await? {
@@ -151,6 +171,7 @@ impl<S: ReceiptStore> Ingest<S> {
                 &receipt.payload_fingerprint,
             ) {
                 Outcome::Duplicate => Ok(Outcome::Duplicate),
+                Outcome::ReceiptWithoutFingerprint => Err(IngestError::ReceiptWithoutFingerprint),
                 _ => Err(IngestError::KeyReusedForDifferentPayload),
             },
         }

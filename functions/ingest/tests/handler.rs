@@ -308,13 +308,202 @@ async fn store_failures_never_answer_2xx() {
     }
 }
 
+/// Fails closed: 2xx means "this content is stored", which a receipt with
+/// no fingerprint cannot show.
 #[tokio::test]
-async fn an_existing_receipt_without_fingerprint_counts_as_a_duplicate() {
+async fn an_existing_receipt_without_fingerprint_is_not_acknowledged() {
     let store = ScriptedStore::new(Ok(PutOutcome::AlreadyExists {
         payload_fingerprint: None,
     }));
     let ingest = ingest_with(store, &bearer_config()).await;
-    assert_eq!(ingest.handle(delivery("sub_1")).await.status(), 200);
+    let response = ingest.handle(delivery("sub_1")).await;
+    assert_eq!(response.status(), 422);
+    assert_eq!(json_body(&response)["error"], "receipt_without_fingerprint");
+}
+
+fn config_with(extra: &[(&'static str, &'static str)]) -> ingest::Config {
+    let extra = extra.to_vec();
+    ingest::Config::from_lookup(move |name| {
+        extra
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, v)| v.to_string())
+            .or_else(|| match name {
+                "RECEIPTS_TABLE" => Some("receipts".to_owned()),
+                "WEBHOOK_AUTH" => Some("bearer".to_owned()),
+                "WEBHOOK_SECRETS" => Some(TOKEN.to_owned()),
+                _ => None,
+            })
+    })
+    .unwrap()
+}
+
+fn body_with_form_key(submission_id: &str, api_key: serde_json::Value) -> String {
+    serde_json::json!({
+        "event": "form.submitted",
+        "data": {"submissionId": submission_id, "apiKey": api_key, "formData": {"email": "a@example.com"}}
+    })
+    .to_string()
+}
+
+/// `WEBHOOK_API_KEYS`: after authentication and parsing, before the store.
+#[tokio::test]
+async fn only_listed_forms_are_stored_when_form_keys_are_set() {
+    let config = config_with(&[("WEBHOOK_API_KEYS", "sf_form_one,sf_form_two")]);
+    let bearer = format!("Bearer {TOKEN}");
+    let key = |id: &str| format!("staticforms:form.submitted:{id}");
+    let rows: [(&str, serde_json::Value, u16, &str); 6] = [
+        ("a listed form", "sf_form_two".into(), 202, ""),
+        (
+            "an unknown form",
+            "sf_form_three".into(),
+            403,
+            "unknown_form",
+        ),
+        (
+            "a prefix of a listed key",
+            "sf_form".into(),
+            403,
+            "unknown_form",
+        ),
+        ("no key", serde_json::Value::Null, 403, "unknown_form"),
+        ("a key that is not text", 7.into(), 403, "unknown_form"),
+        ("case differs", "SF_FORM_ONE".into(), 403, "unknown_form"),
+    ];
+    for (n, (name, api_key, status, code)) in rows.into_iter().enumerate() {
+        let ingest = ingest_with(ScriptedStore::new(Ok(PutOutcome::Stored)), &config).await;
+        let id = format!("sub_{n}");
+        let body = if api_key.is_null() {
+            body_json(&id, "a@example.com").replace("\"apiKey\":\"sf_live_api_key_0000001\",", "")
+        } else {
+            body_with_form_key(&id, api_key)
+        };
+        let response = ingest
+            .handle(request(
+                &[("authorization", &bearer), ("idempotency-key", &key(&id))],
+                body,
+            ))
+            .await;
+        assert_eq!(response.status(), status, "case {name}");
+        if status == 403 {
+            assert_eq!(json_body(&response)["error"], code, "case {name}");
+            assert_eq!(
+                ingest.store().calls(),
+                0,
+                "case {name}: the store is not called"
+            );
+        }
+    }
+    // Authentication still comes first.
+    let ingest = ingest_with(ScriptedStore::new(Ok(PutOutcome::Stored)), &config).await;
+    let response = ingest
+        .handle(request(
+            &[],
+            body_with_form_key("sub_x", "sf_form_one".into()),
+        ))
+        .await;
+    assert_eq!(response.status(), 401);
+}
+
+#[tokio::test]
+async fn with_derive_a_missing_key_header_is_derived_and_a_sent_one_must_match() {
+    let derive = config_with(&[("IDEMPOTENCY_KEY", "derive")]);
+    let bearer = format!("Bearer {TOKEN}");
+    let body = body_json(SUBMISSION_ID, "ada@example.com");
+    let rows: [(&str, KeyHeaderCase, u16); 8] = [
+        ("required, sent", (false, Some(KEY)), 202),
+        ("required, missing", (false, None), 400),
+        (
+            "required, other key",
+            (false, Some("staticforms:form.submitted:sub_2")),
+            400,
+        ),
+        ("derive, missing", (true, None), 202),
+        ("derive, sent", (true, Some(KEY)), 202),
+        (
+            "derive, other key",
+            (true, Some("staticforms:form.submitted:sub_2")),
+            400,
+        ),
+        ("derive, bare id", (true, Some(SUBMISSION_ID)), 400),
+        ("derive, empty", (true, Some("")), 400),
+    ];
+    for (name, (derived, sent), status) in rows {
+        let config = if derived {
+            derive.clone()
+        } else {
+            bearer_config()
+        };
+        let ingest = ingest_with(MemoryReceiptStore::default(), &config).await;
+        let mut headers = vec![("authorization", bearer.as_str())];
+        if let Some(sent) = sent {
+            headers.push(("idempotency-key", sent));
+        }
+        let response = ingest.handle(request(&headers, body.clone())).await;
+        assert_eq!(response.status(), status, "case {name}");
+        assert_eq!(
+            ingest.store().receipts().len(),
+            usize::from(status == 202),
+            "case {name}"
+        );
+        if status == 202 {
+            let receipt = &ingest.store().receipts()[0];
+            assert_eq!(receipt.pk, KEY, "case {name}: the key from the body");
+        }
+    }
+    // Derived or sent, the same submission is one receipt.
+    let ingest = ingest_with(MemoryReceiptStore::default(), &derive).await;
+    let sent = ingest
+        .handle(request(
+            &[("authorization", &bearer), ("idempotency-key", KEY)],
+            body.clone(),
+        ))
+        .await;
+    let derived = ingest
+        .handle(request(&[("authorization", &bearer)], body))
+        .await;
+    assert_eq!(
+        (sent.status().as_u16(), derived.status().as_u16()),
+        (202, 200)
+    );
+}
+
+/// Whether the key is derived, and the header sent if any.
+type KeyHeaderCase = (bool, Option<&'static str>);
+
+#[tokio::test]
+async fn the_older_static_forms_format_is_a_400_that_says_how_to_fix_it() {
+    let ingest = memory_ingest().await;
+    let older = serde_json::json!({
+        "apiKey": "sf_live_api_key_0000001",
+        "submittedAt": "2026-11-30T08:00:00.000Z",
+        "formData": {"name": "Ada", "email": "ada@example.com"},
+        "userAgent": "Mozilla/5.0",
+        "ipAddress": "192.0.2.1"
+    });
+    let response = ingest
+        .handle(request(
+            &[
+                ("authorization", &format!("Bearer {TOKEN}")),
+                ("idempotency-key", KEY),
+            ],
+            older.to_string(),
+        ))
+        .await;
+    assert_eq!(response.status(), 400);
+    let json = json_body(&response);
+    assert_eq!(json["error"], "invalid_envelope");
+    let message = json["message"].as_str().unwrap();
+    for needed in [
+        "older webhook format",
+        "`event`",
+        "`data.submissionId`",
+        "switch the webhook to the current format",
+    ] {
+        assert!(message.contains(needed), "{needed:?} not in {message:?}");
+    }
+    assert!(!message.contains("sf_live"), "{message}");
+    assert!(ingest.store().receipts().is_empty());
 }
 
 #[tokio::test]
