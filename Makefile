@@ -1,5 +1,5 @@
 # The two commands (see README): `make run` and `make test`.
-.PHONY: run test check watch invoke invoke-stop
+.PHONY: run test check proptest watch invoke invoke-stop
 
 run:
 	@scripts/run.sh
@@ -11,6 +11,12 @@ test:
 # no server (make test runs it first).
 check:
 	@scripts/check.sh
+
+# The property tests at length (make test runs them short): PROPTEST_CASES
+# cases per property, a million unless given, optimised.
+proptest:
+	@PROPTEST_CASES=$${PROPTEST_CASES:-1000000} cargo test --locked --profile proptest \
+		-p shared -p ingest --test properties
 
 # Local iteration with cargo lambda watch (see README).
 watch:

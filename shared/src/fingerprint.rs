@@ -64,6 +64,23 @@ mod tests {
         PayloadFingerprint::of(&serde_json::from_str(text).unwrap())
     }
 
+    /// Found by the property tests: without exact float parsing, the same
+    /// number written two ways parsed to two doubles, so a retry whose
+    /// sender formats floats differently was a 422.
+    #[test]
+    fn a_number_written_two_ways_has_one_fingerprint() {
+        let rows = [
+            ("[1.0680502086605122e-7]", "[0.00000010680502086605122]"),
+            ("[-5.827533727867016e273]", "[-5827533727867016e258]"),
+        ];
+        for (one, other) in rows {
+            let one: Value = serde_json::from_str(one).unwrap();
+            let other: Value = serde_json::from_str(other).unwrap();
+            assert_eq!(PayloadFingerprint::of(&one), PayloadFingerprint::of(&other));
+            assert_eq!(one, other);
+        }
+    }
+
     #[test]
     fn fingerprint_rules() {
         let base =
