@@ -211,8 +211,12 @@ fn each_function_may_do_only_what_it_needs() {
     assert_eq!(ingest.len(), 2);
     assert_eq!(
         ingest[0]["Action"],
-        serde_json::json!(["dynamodb:PutItem", "dynamodb:DescribeTable"]),
-        "a conditional put, and the warm-up's DescribeTable"
+        serde_json::json!([
+            "dynamodb:PutItem",
+            "dynamodb:GetItem",
+            "dynamodb:DescribeTable"
+        ]),
+        "a conditional put, its fallback read, and the warm-up's DescribeTable"
     );
     assert_eq!(ingest[0]["Resource"], "ReceiptsTable.Arn");
     assert_eq!(ingest[1]["Action"], "secretsmanager:GetSecretValue");

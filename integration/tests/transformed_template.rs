@@ -66,7 +66,7 @@ fn each_deployed_role_has_exactly_the_access_it_needs() {
     assert_eq!(
         statements,
         [
-            json!({"Action": ["dynamodb:PutItem", "dynamodb:DescribeTable"], "Effect": "Allow", "Resource": receipts_arn()}),
+            json!({"Action": ["dynamodb:PutItem", "dynamodb:GetItem", "dynamodb:DescribeTable"], "Effect": "Allow", "Resource": receipts_arn()}),
             json!({"Action": "secretsmanager:GetSecretValue", "Effect": "Allow",
                    "Resource": {"Fn::If": ["CreateWebhookSecret", {"Ref": "WebhookSecret"}, {"Ref": "WebhookSecretArn"}]}}),
         ]

@@ -101,15 +101,16 @@ impl ReceiptStore for DynamoReceiptStore {
             Ok(_) => Ok(PutOutcome::Stored),
             Err(SdkError::ServiceError(failure)) => match failure.err() {
                 PutItemError::ConditionalCheckFailedException(existing) => {
-                    Ok(PutOutcome::AlreadyExists {
-                        payload_fingerprint: existing
-                            .item()
-                            .and_then(|item| item.get(attr::PAYLOAD_FINGERPRINT))
-                            .and_then(|value| match value {
-                                AttributeValue::S(text) => Some(text.clone()),
-                                _ => None,
-                            }),
-                    })
+                    match existing.item() {
+                        Some(item) => Ok(PutOutcome::AlreadyExists {
+                            payload_fingerprint: fingerprint_of(item),
+                        }),
+                        // A server that ignores ReturnValuesOnConditionCheckFailure
+                        // (dynalite, older DynamoDB Local): read it, rather than
+                        // take a receipt we did not see for one without a
+                        // fingerprint. DynamoDB itself always returns it.
+                        None => self.stored_fingerprint(&receipt.pk).await,
+                    }
                 }
                 service_error => Err(classify_service_error(
                     service_error,
@@ -118,6 +119,47 @@ impl ReceiptStore for DynamoReceiptStore {
             },
             Err(other) => Err(classify_transport_error(&other)),
         }
+    }
+}
+
+impl DynamoReceiptStore {
+    /// The fingerprint of the receipt stored under `pk`, by a consistent read.
+    async fn stored_fingerprint(&self, pk: &str) -> Result<PutOutcome, StoreError> {
+        let read = self
+            .client
+            .get_item()
+            .table_name(&self.table)
+            .key(attr::PK, AttributeValue::S(pk.to_owned()))
+            .projection_expression(attr::PAYLOAD_FINGERPRINT)
+            .consistent_read(true)
+            .send()
+            .await;
+        match read {
+            Ok(output) => match output.item() {
+                Some(item) => Ok(PutOutcome::AlreadyExists {
+                    payload_fingerprint: fingerprint_of(item),
+                }),
+                // Gone between the put and the read (TTL): a retry stores it.
+                None => Err(StoreError::Unavailable("ReceiptGoneDuringRead".to_owned())),
+            },
+            Err(SdkError::ServiceError(failure)) => {
+                let code = failure.err().code().unwrap_or("UnknownServiceError");
+                let status = failure.raw().status().as_u16();
+                Err(if is_transient(Some(code), status) {
+                    StoreError::Unavailable(code.to_owned())
+                } else {
+                    StoreError::Failed(code.to_owned())
+                })
+            }
+            Err(other) => Err(classify_transport_error(&other)),
+        }
+    }
+}
+
+fn fingerprint_of(item: &std::collections::HashMap<String, AttributeValue>) -> Option<String> {
+    match item.get(attr::PAYLOAD_FINGERPRINT) {
+        Some(AttributeValue::S(text)) => Some(text.clone()),
+        _ => None,
     }
 }
 

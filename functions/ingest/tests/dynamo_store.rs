@@ -14,7 +14,7 @@ use aws_sdk_dynamodb::types::error::{
 };
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnValuesOnConditionCheckFailure};
 use aws_sdk_dynamodb::Client;
-use aws_smithy_mocks::{mock, mock_client};
+use aws_smithy_mocks::{mock, mock_client, RuleMode};
 use ingest::dynamo::DynamoReceiptStore;
 use ingest::store::{PutOutcome, ReceiptStore, StoreError};
 use shared::{FormSubmission, Receipt, Retention};
@@ -94,6 +94,55 @@ async fn a_failed_condition_is_an_existing_receipt_with_its_fingerprint() {
         Ok(PutOutcome::AlreadyExists {
             payload_fingerprint: Some("abc123".to_owned())
         })
+    );
+}
+
+/// dynalite (and older DynamoDB Local) ignore ReturnValuesOnConditionCheckFailure:
+/// the adapter reads the receipt, consistently, instead of guessing.
+#[tokio::test]
+async fn a_failed_condition_without_the_old_item_reads_the_receipt() {
+    use aws_sdk_dynamodb::operation::get_item::GetItemOutput;
+    let failed_condition = || {
+        mock!(Client::put_item).then_error(|| {
+            PutItemError::ConditionalCheckFailedException(
+                ConditionalCheckFailedException::builder()
+                    .message("The conditional request failed")
+                    .build(),
+            )
+        })
+    };
+    let exists = failed_condition();
+    let read = mock!(Client::get_item)
+        .match_requests(|input| {
+            input.table_name() == Some("receipts")
+                && input.key().and_then(|k| k.get("pk"))
+                    == Some(&s("staticforms:form.submitted:sub_9"))
+                && input.consistent_read() == Some(true)
+                && input.projection_expression() == Some("payloadFingerprint")
+        })
+        .then_output(|| {
+            GetItemOutput::builder()
+                .item("payloadFingerprint", s("abc123"))
+                .build()
+        });
+    let client = mock_client!(aws_sdk_dynamodb, RuleMode::Sequential, [&exists, &read]);
+    let store = DynamoReceiptStore::new(client, "receipts");
+    assert_eq!(
+        store.put_if_absent(&receipt()).await,
+        Ok(PutOutcome::AlreadyExists {
+            payload_fingerprint: Some("abc123".to_owned())
+        })
+    );
+    assert_eq!(read.num_calls(), 1);
+
+    let exists = failed_condition();
+    let gone = mock!(Client::get_item).then_output(|| GetItemOutput::builder().build());
+    let client = mock_client!(aws_sdk_dynamodb, RuleMode::Sequential, [&exists, &gone]);
+    let store = DynamoReceiptStore::new(client, "receipts");
+    assert_eq!(
+        store.put_if_absent(&receipt()).await,
+        Err(StoreError::Unavailable("ReceiptGoneDuringRead".to_owned())),
+        "expired in between: retry, never a guess"
     );
 }
 
