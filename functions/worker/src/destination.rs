@@ -1,12 +1,17 @@
-//! The destination port: upsert a lead so that running it again for the
-//! same receipt changes nothing more. One adapter per kind of destination
-//! (`http_crm`, `leads_table`); HubSpot or Salesforce adapters implement the
-//! same trait without touching the delivery logic. The choice between them
-//! is wiring, in `main.rs`.
+//! The destination port: upsert leads so that running it again for the same
+//! receipts changes nothing more. One adapter per kind of destination
+//! (`http_crm`, `leads_table`, `hubspot`); the choice between them is
+//! wiring, in `main.rs`. The port holds only the trait and its types.
+//!
+//! The handler hands a destination every lead of a stream batch or a pass
+//! page at once (`upsert_batch`): a CRM with a batch API writes them in as
+//! few calls as it can; the others write one by one, at most `concurrency`
+//! at a time.
 
 use std::future::Future;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
+use futures_util::stream::{self, StreamExt};
 use shared::{IdempotencyKey, Lead};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -43,8 +48,23 @@ impl DestinationError {
     }
 }
 
+/// One lead to write, with its receipt's key (the same on every attempt).
+#[derive(Debug, Clone, Copy)]
+pub struct Write<'a> {
+    pub lead: &'a Lead,
+    pub key: &'a IdempotencyKey,
+}
+
+/// The answer for one write of a batch.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Answer {
+    pub result: Result<Upserted, DestinationError>,
+    /// How long the call that carried this write took.
+    pub latency: Duration,
+}
+
 pub trait Destination: Send + Sync {
-    /// A short name for logs: `http`, `dynamodb`.
+    /// A short name for logs: `http`, `dynamodb`, `hubspot`.
     fn name(&self) -> &'static str;
 
     /// Creates or updates the lead of `lead.external_id`. `key` is the
@@ -54,4 +74,31 @@ pub trait Destination: Send + Sync {
         lead: &Lead,
         key: &IdempotencyKey,
     ) -> impl Future<Output = Result<Upserted, DestinationError>> + Send;
+
+    /// Writes every lead of `writes`: one answer per write, in order. No two
+    /// writes are for the same receipt. The default writes them one by one,
+    /// at most `concurrency` at once.
+    fn upsert_batch(
+        &self,
+        writes: &[Write<'_>],
+        concurrency: usize,
+    ) -> impl Future<Output = Vec<Answer>> + Send {
+        // The futures are built first (they do nothing until polled): a
+        // closure in the stream would not be general enough to be `Send`.
+        let calls: Vec<_> = writes
+            .iter()
+            .map(|write| timed_upsert(self, *write))
+            .collect();
+        stream::iter(calls).buffered(concurrency.max(1)).collect()
+    }
+}
+
+/// One `upsert`, timed: the default batch's unit of work.
+pub async fn timed_upsert<D: Destination + ?Sized>(destination: &D, write: Write<'_>) -> Answer {
+    let called = Instant::now();
+    let result = destination.upsert(write.lead, write.key).await;
+    Answer {
+        result,
+        latency: called.elapsed(),
+    }
 }

@@ -19,13 +19,13 @@ use serde_dynamo::AttributeValue;
 use shared::delivery::RetryPolicy;
 use shared::metrics::{catalog, Values, DESTINATION, FUNCTION, OUTCOME};
 use shared::receipt::{attr, format_timestamp};
-use shared::{IdempotencyKey, Lead};
+use shared::IdempotencyKey;
 
 use crate::decide::{
     decode_stream_record, settle, AttemptError, Decoded, Delivery, DeliveryRules, Settlement,
     GAVE_UP,
 };
-use crate::destination::{Destination, DestinationError, Upserted};
+use crate::destination::{Answer, Destination, DestinationError, Upserted, Write};
 use crate::ledger::{AttemptRecord, Marked, ReceiptLedger};
 
 /// What became of one record or receipt.
@@ -155,16 +155,29 @@ impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
     }
 
     /// Handles one stream batch; `deadline` is when the invocation times out.
+    /// Records of one receipt are handled in stream order, one wave after
+    /// the other; each wave goes to the destination together.
     pub async fn handle(&self, event: Event, deadline: Instant) -> DynamoDbEventResponse {
         let started = Instant::now();
         let time_given_ms = deadline.saturating_duration_since(started).as_millis() as u64;
-        let groups = group_by_receipt(event.records);
-        let mut reports: Vec<RecordReport> = stream::iter(groups)
-            .map(|group| self.process_group(group, deadline))
-            .buffer_unordered(self.concurrency)
-            .flat_map(stream::iter)
-            .collect()
-            .await;
+        let mut reports: Vec<RecordReport> = Vec::new();
+        for wave in waves(group_by_receipt(event.records)) {
+            let (slots, decoded): (Vec<_>, Vec<_>) = wave
+                .into_iter()
+                .map(|(index, record)| {
+                    let decoded = decode_stream_record(&record);
+                    ((index, record.change.sequence_number), decoded)
+                })
+                .unzip();
+            let outcomes = self.act_all(decoded, Via::Stream, deadline).await;
+            reports.extend(slots.into_iter().zip(outcomes).map(
+                |((index, sequence_number), outcome)| RecordReport {
+                    index,
+                    sequence_number,
+                    outcome,
+                },
+            ));
+        }
         reports.sort_by_key(|report| report.index);
 
         let count = |outcome| reports.iter().filter(|r| r.outcome == outcome).count();
@@ -197,42 +210,62 @@ impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
         response
     }
 
-    async fn process_group(
+    /// Acts on what records or stored receipts were decoded into, no two of
+    /// the same receipt, and counts each outcome (`Records`). Those to
+    /// deliver go to the destination together; outcomes come back in order.
+    pub(crate) async fn act_all(
         &self,
-        group: Vec<(usize, EventRecord)>,
+        decoded: Vec<Decoded>,
+        via: Via,
         deadline: Instant,
-    ) -> Vec<RecordReport> {
-        let mut reports = Vec::with_capacity(group.len());
-        for (index, record) in group {
-            let outcome = self
-                .act(decode_stream_record(&record), Via::Stream, deadline)
-                .await;
-            reports.push(RecordReport {
-                index,
-                sequence_number: record.change.sequence_number,
-                outcome,
-            });
+    ) -> Vec<RecordOutcome> {
+        let mut outcomes = vec![RecordOutcome::Skipped; decoded.len()];
+        let mut deliveries = Vec::new();
+        let mut delivery_slots = Vec::new();
+        let mut undeliverable = Vec::new();
+        for (slot, decoded) in decoded.into_iter().enumerate() {
+            match decoded {
+                Decoded::Deliver(delivery) => {
+                    delivery_slots.push(slot);
+                    deliveries.push(*delivery);
+                }
+                other => undeliverable.push((slot, other)),
+            }
         }
-        reports
+        let settling: Vec<_> =
+            undeliverable
+                .into_iter()
+                .map(|(slot, decoded)| async move {
+                    (slot, self.act_on_undeliverable(decoded, via).await)
+                })
+                .collect();
+        let settled: Vec<(usize, RecordOutcome)> = stream::iter(settling)
+            .buffer_unordered(self.concurrency)
+            .collect()
+            .await;
+        for (slot, outcome) in settled {
+            outcomes[slot] = outcome;
+        }
+        let delivered = self.deliver_all(deliveries, via, deadline).await;
+        for (slot, outcome) in delivery_slots.into_iter().zip(delivered) {
+            outcomes[slot] = outcome;
+        }
+        for outcome in &outcomes {
+            shared::metrics::emit(
+                &self.metrics_namespace,
+                &[(FUNCTION, "worker"), (OUTCOME, outcome.code())],
+                &[(catalog::RECORDS, 1.0.into())],
+                &[],
+            );
+        }
+        outcomes
     }
 
-    /// Acts on what a record or stored receipt was decoded into, and counts
-    /// the outcome (`Records`).
-    pub(crate) async fn act(&self, decoded: Decoded, via: Via, deadline: Instant) -> RecordOutcome {
-        let outcome = self.act_on(decoded, via, deadline).await;
-        shared::metrics::emit(
-            &self.metrics_namespace,
-            &[(FUNCTION, "worker"), (OUTCOME, outcome.code())],
-            &[(catalog::RECORDS, 1.0.into())],
-            &[],
-        );
-        outcome
-    }
-
-    async fn act_on(&self, decoded: Decoded, via: Via, deadline: Instant) -> RecordOutcome {
+    /// A record or receipt with nothing to deliver: skipped, or unreadable.
+    async fn act_on_undeliverable(&self, decoded: Decoded, via: Via) -> RecordOutcome {
         let destination = self.destination.name();
         match decoded {
-            Decoded::Deliver(delivery) => self.deliver(*delivery, via, deadline).await,
+            Decoded::Deliver(_) => unreachable!("deliveries go to deliver_all"),
             Decoded::Skip(reason) => {
                 tracing::info!(
                     destination,
@@ -271,19 +304,48 @@ impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
         }
     }
 
-    /// Delivers one receipt: attempts within the invocation, settles the
-    /// answer, and writes the outcome to the receipt.
-    async fn deliver(&self, delivery: Delivery, via: Via, deadline: Instant) -> RecordOutcome {
+    /// Delivers receipts together: attempts within the invocation, then
+    /// each answer settled and written to its receipt. Outcomes in order.
+    async fn deliver_all(
+        &self,
+        deliveries: Vec<Delivery>,
+        via: Via,
+        deadline: Instant,
+    ) -> Vec<RecordOutcome> {
+        if deliveries.is_empty() {
+            return Vec::new();
+        }
         let started = Instant::now();
-        let key = delivery.receipt.key();
+        let keys: Vec<IdempotencyKey> = deliveries.iter().map(|d| d.receipt.key()).collect();
+        let attempts = self.upsert_with_retries(&deliveries, &keys, deadline).await;
+        let finishing: Vec<_> = deliveries
+            .into_iter()
+            .zip(keys)
+            .zip(attempts)
+            .map(|((delivery, key), attempts)| self.finish(delivery, key, attempts, via, started))
+            .collect();
+        stream::iter(finishing)
+            .buffered(self.concurrency)
+            .collect()
+            .await
+    }
+
+    /// Measures one receipt's attempts, settles the last answer and writes
+    /// the outcome to the receipt.
+    async fn finish(
+        &self,
+        delivery: Delivery,
+        key: IdempotencyKey,
+        attempts: Attempts,
+        via: Via,
+        started: Instant,
+    ) -> RecordOutcome {
         let Attempts {
             result,
             made,
             latencies_ms,
             rate_limited,
-        } = self
-            .upsert_with_retries(&delivery.lead, &key, deadline)
-            .await;
+        } = attempts;
         if made > 0 {
             let auth_errors = matches!(result, Err(DestinationError::Unauthorized { .. }));
             shared::metrics::emit(
@@ -424,68 +486,100 @@ impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
         }
     }
 
-    /// Attempts the upsert until it succeeds, fails for good, runs out of
-    /// attempts for this invocation, or the next wait would not leave the
-    /// safety margin before the deadline.
+    /// Attempts every delivery until each succeeds, fails for good, runs out
+    /// of attempts for this invocation, or its next wait would not leave the
+    /// safety margin before the deadline. Each round sends the deliveries
+    /// still open together, after the longest wait any of them needs.
     async fn upsert_with_retries(
         &self,
-        lead: &Lead,
-        key: &IdempotencyKey,
+        deliveries: &[Delivery],
+        keys: &[IdempotencyKey],
         deadline: Instant,
-    ) -> Attempts {
-        let mut attempts = Attempts {
-            result: Err(DestinationError::retryable(
-                "no time left in this invocation",
-            )),
-            made: 0,
-            latencies_ms: Vec::new(),
-            rate_limited: 0,
-        };
-        loop {
+    ) -> Vec<Attempts> {
+        let mut attempts: Vec<Attempts> = deliveries.iter().map(|_| Attempts::none()).collect();
+        let mut open: Vec<usize> = (0..deliveries.len()).collect();
+        while !open.is_empty() {
             let remaining = deadline.saturating_duration_since(Instant::now());
             let Some(budget) = remaining
                 .checked_sub(self.retry.safety_margin)
                 .filter(|b| !b.is_zero())
             else {
-                return attempts;
+                break;
             };
-            attempts.made += 1;
+            let writes: Vec<Write<'_>> = open
+                .iter()
+                .map(|&i| Write {
+                    lead: &deliveries[i].lead,
+                    key: &keys[i],
+                })
+                .collect();
             let called = Instant::now();
-            attempts.result =
-                match tokio::time::timeout(budget, self.destination.upsert(lead, key)).await {
-                    Ok(result) => result,
-                    Err(_) => Err(DestinationError::retryable(
-                        "attempt ran out of invocation time",
-                    )),
-                };
-            attempts
-                .latencies_ms
-                .push(called.elapsed().as_secs_f64() * 1000.0);
-            let retry_after = match &attempts.result {
-                Err(DestinationError::Retryable {
+            let answers = match tokio::time::timeout(
+                budget,
+                self.destination.upsert_batch(&writes, self.concurrency),
+            )
+            .await
+            {
+                Ok(answers) if answers.len() == writes.len() => answers,
+                Ok(_) => unanswered(
+                    writes.len(),
+                    "the destination answered for other leads",
+                    called,
+                ),
+                Err(_) => unanswered(writes.len(), "attempt ran out of invocation time", called),
+            };
+            let mut waits = Vec::new();
+            let mut again = Vec::new();
+            for (&i, answer) in open.iter().zip(answers) {
+                let attempt = &mut attempts[i];
+                attempt.made += 1;
+                attempt
+                    .latencies_ms
+                    .push(answer.latency.as_secs_f64() * 1000.0);
+                attempt.result = answer.result;
+                let Err(DestinationError::Retryable {
                     retry_after,
                     status,
                     ..
-                }) => {
-                    if *status == Some(429) {
-                        attempts.rate_limited += 1;
-                    }
-                    *retry_after
+                }) = &attempt.result
+                else {
+                    continue;
+                };
+                if *status == Some(429) {
+                    attempt.rate_limited += 1;
                 }
-                _ => return attempts,
-            };
-            let remaining = deadline.saturating_duration_since(Instant::now());
-            match self.retry.wait_before_retry(
-                attempts.made,
-                retry_after,
-                remaining,
-                fastrand::f64(),
-            ) {
-                Some(wait) => tokio::time::sleep(wait).await,
-                None => return attempts,
+                let remaining = deadline.saturating_duration_since(Instant::now());
+                if let Some(wait) = self.retry.wait_before_retry(
+                    attempt.made,
+                    *retry_after,
+                    remaining,
+                    fastrand::f64(),
+                ) {
+                    waits.push(wait);
+                    again.push(i);
+                }
             }
+            // Each waited at least its own wait, and the longest still
+            // leaves its margin: it was computed against the same deadline.
+            let Some(wait) = waits.into_iter().max() else {
+                break;
+            };
+            tokio::time::sleep(wait).await;
+            open = again;
         }
+        attempts
     }
+}
+
+/// The same retryable answer for every write of a call that gave none.
+fn unanswered(count: usize, reason: &str, called: Instant) -> Vec<Answer> {
+    let latency = called.elapsed();
+    (0..count)
+        .map(|_| Answer {
+            result: Err(DestinationError::retryable(reason)),
+            latency,
+        })
+        .collect()
 }
 
 /// What one delivery's attempts came to.
@@ -496,6 +590,34 @@ struct Attempts {
     latencies_ms: Vec<f64>,
     /// Answers that were 429.
     rate_limited: u32,
+}
+
+impl Attempts {
+    fn none() -> Self {
+        Attempts {
+            result: Err(DestinationError::retryable(
+                "no time left in this invocation",
+            )),
+            made: 0,
+            latencies_ms: Vec::new(),
+            rate_limited: 0,
+        }
+    }
+}
+
+/// Wave `k` holds the `k`-th record of every group: a receipt's records
+/// keep their order, and each wave has at most one record per receipt.
+fn waves<T>(groups: Vec<Vec<T>>) -> Vec<Vec<T>> {
+    let mut waves: Vec<Vec<T>> = Vec::new();
+    for group in groups {
+        for (k, item) in group.into_iter().enumerate() {
+            if waves.len() <= k {
+                waves.push(Vec::new());
+            }
+            waves[k].push(item);
+        }
+    }
+    waves
 }
 
 /// Groups records by receipt key, keeping stream order inside each group
@@ -550,6 +672,16 @@ pub fn deadline_from(lambda_deadline: SystemTime) -> Instant {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn waves_keep_each_receipts_order() {
+        let groups = vec![vec!["a1", "a2", "a3"], vec!["b1"], vec!["c1", "c2"]];
+        assert_eq!(
+            waves(groups),
+            vec![vec!["a1", "b1", "c1"], vec!["a2", "c2"], vec!["a3"]]
+        );
+        assert!(waves::<u8>(Vec::new()).is_empty());
+    }
 
     #[test]
     fn deadlines() {

@@ -57,12 +57,6 @@ pub struct PassReport {
     pub oldest_pending_age_seconds: Option<u64>,
 }
 
-enum Taken {
-    Outcome(RecordOutcome),
-    /// Another pass or delivery claimed or settled it first.
-    Lost,
-}
-
 impl<D: Destination, L: ReceiptLedger + PendingQueue> Worker<D, L> {
     /// One pass; `deadline` is when the invocation times out.
     pub async fn reconcile(&self, deadline: Instant) -> PassReport {
@@ -93,25 +87,29 @@ impl<D: Destination, L: ReceiptLedger + PendingQueue> Worker<D, L> {
             };
             report.items_read += page.read;
             report.due += page.receipts.len();
-            let taken: Vec<Taken> = stream::iter(page.receipts)
-                .map(|item| self.take(item, &claim_until, deadline))
+            let claiming: Vec<_> = page
+                .receipts
+                .into_iter()
+                .map(|item| self.claim(item, &claim_until))
+                .collect();
+            let claimed: Vec<Option<Decoded>> = stream::iter(claiming)
                 .buffer_unordered(self.concurrency)
                 .collect()
                 .await;
-            for taken in taken {
-                match taken {
-                    Taken::Lost => report.skipped += 1,
-                    Taken::Outcome(outcome) => match outcome {
-                        RecordOutcome::Upserted | RecordOutcome::Stale => report.delivered += 1,
-                        RecordOutcome::Deferred => report.deferred += 1,
-                        RecordOutcome::FailedPermanent => report.failed += 1,
-                        RecordOutcome::GaveUp => {
-                            report.failed += 1;
-                            report.gave_up += 1;
-                        }
-                        RecordOutcome::FailedRetryable => report.unrecorded += 1,
-                        RecordOutcome::Skipped => report.skipped += 1,
-                    },
+            // Taken by another pass or delivery first.
+            report.skipped += claimed.iter().filter(|c| c.is_none()).count();
+            let decoded: Vec<Decoded> = claimed.into_iter().flatten().collect();
+            for outcome in self.act_all(decoded, Via::Reconcile, deadline).await {
+                match outcome {
+                    RecordOutcome::Upserted | RecordOutcome::Stale => report.delivered += 1,
+                    RecordOutcome::Deferred => report.deferred += 1,
+                    RecordOutcome::FailedPermanent => report.failed += 1,
+                    RecordOutcome::GaveUp => {
+                        report.failed += 1;
+                        report.gave_up += 1;
+                    }
+                    RecordOutcome::FailedRetryable => report.unrecorded += 1,
+                    RecordOutcome::Skipped => report.skipped += 1,
                 }
             }
             match page.next {
@@ -183,32 +181,29 @@ impl<D: Destination, L: ReceiptLedger + PendingQueue> Worker<D, L> {
         );
     }
 
-    /// Claims one due receipt and acts on it.
-    async fn take(
+    /// Claims one due receipt: what to act on, or `None` when another pass
+    /// or delivery claimed or settled it first.
+    async fn claim(
         &self,
         item: Result<shared::Receipt, UnreadableItem>,
         claim_until: &str,
-        deadline: Instant,
-    ) -> Taken {
-        let decoded = match item {
+    ) -> Option<Decoded> {
+        match item {
             Ok(receipt) => {
-                let Some(seen) = receipt.next_attempt_at.clone() else {
-                    return Taken::Lost;
-                };
+                let seen = receipt.next_attempt_at.clone()?;
                 match self.ledger.claim(&receipt.pk, &seen, claim_until).await {
-                    Ok(true) => decode_receipt(receipt),
-                    Ok(false) => return Taken::Lost,
+                    Ok(true) => Some(decode_receipt(receipt)),
+                    Ok(false) => None,
                     Err(error) => {
                         tracing::warn!(submission_id = %receipt.submission_id, error = %error, "receipt could not be claimed; the next pass tries again");
-                        return Taken::Lost;
+                        None
                     }
                 }
             }
-            Err(UnreadableItem { key }) => Decoded::Unreadable {
+            Err(UnreadableItem { key }) => Some(Decoded::Unreadable {
                 key,
                 reason: "receipt unreadable",
-            },
-        };
-        Taken::Outcome(self.act(decoded, Via::Reconcile, deadline).await)
+            }),
+        }
     }
 }
