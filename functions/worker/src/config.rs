@@ -10,8 +10,9 @@ use shared::delivery::Redelivery;
 use shared::metrics::METRICS_NAMESPACE;
 use shared::Retention;
 
+pub use crate::crm_token::CrmToken;
 use crate::decide::{DeliveryRules, DEFAULT_MAX_AGE_SECONDS};
-pub use crate::http_crm::{CrmToken, EXTERNAL_ID_PLACEHOLDER};
+pub use crate::http_crm::EXTERNAL_ID_PLACEHOLDER;
 pub use crate::leads_table::LeadKey;
 use crate::reconcile::DEFAULT_RECONCILE_AFTER;
 

@@ -3,66 +3,22 @@
 //! This fits a CRM with a native upsert by external id, and one that honours
 //! idempotency keys on create.
 //!
-//! A 401 or 403 may mean the token was rotated: when the token comes from a
-//! [`TokenSource`], the adapter reads it again (at most once per interval
-//! per container, however many calls were refused) and retries once.
+//! A 401 or 403 may mean the token was rotated: the adapter renews it (see
+//! `crm_token`) and retries once.
 
-use std::future::Future;
-use std::pin::Pin;
-use std::sync::{Arc, RwLock};
-use std::time::{Duration, Instant, SystemTime};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
 
 use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
 use reqwest::header::RETRY_AFTER;
 use shared::delivery::{classify_status, parse_retry_after, StatusClass};
-use shared::refresh::RefreshGate;
 use shared::{IdempotencyKey, Lead};
 
+use crate::crm_token::{BearerToken, CrmToken, TokenSource};
 use crate::destination::{Destination, DestinationError, Upserted};
 
 /// The placeholder in `CRM_URL` replaced by the URL-encoded submission id.
 pub const EXTERNAL_ID_PLACEHOLDER: &str = "{externalId}";
-
-/// The CRM's bearer token. Its `Debug` never shows it.
-#[derive(Clone, PartialEq, Eq)]
-pub struct CrmToken(String);
-
-impl CrmToken {
-    /// Blank tokens are no tokens.
-    pub fn new(token: &str) -> Option<Self> {
-        let token = token.trim();
-        (!token.is_empty()).then(|| CrmToken(token.to_owned()))
-    }
-
-    pub fn expose(&self) -> &str {
-        &self.0
-    }
-}
-
-impl std::fmt::Debug for CrmToken {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("CrmToken(***)")
-    }
-}
-
-/// Why a token could not be read. Never carries its value.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("the CRM token could not be read ({0})")]
-pub struct TokenError(pub String);
-
-/// Where the token is read from again after a refusal (Secrets Manager).
-/// Object-safe, so the adapter needs no type parameter for it.
-pub trait TokenSource: Send + Sync {
-    fn fetch(&self) -> Pin<Box<dyn Future<Output = Result<CrmToken, TokenError>> + Send + '_>>;
-}
-
-/// How often a refused call may re-read the token, per container.
-pub const TOKEN_REFRESH_INTERVAL: Duration = Duration::from_secs(60);
-
-struct TokenRefresh {
-    source: Arc<dyn TokenSource>,
-    gate: RefreshGate,
-}
 
 /// Characters left as they are in a path segment (RFC 3986 unreserved).
 const PATH_SEGMENT: &AsciiSet = &NON_ALPHANUMERIC
@@ -77,8 +33,7 @@ const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
 pub struct HttpCrm {
     client: reqwest::Client,
     url_template: String,
-    token: RwLock<Option<CrmToken>>,
-    refresh: Option<TokenRefresh>,
+    token: BearerToken,
 }
 
 impl HttpCrm {
@@ -94,52 +49,15 @@ impl HttpCrm {
         Ok(HttpCrm {
             client,
             url_template,
-            token: RwLock::new(token),
-            refresh: None,
+            token: BearerToken::new(token),
         })
     }
 
     /// Re-reads the token from `source` after a 401/403, at most once per
     /// `interval` (counted from now: the token in force was just read).
     pub fn refreshing_from(mut self, source: Arc<dyn TokenSource>, interval: Duration) -> Self {
-        self.refresh = Some(TokenRefresh {
-            source,
-            gate: RefreshGate::new(interval, Instant::now()),
-        });
+        self.token = self.token.refreshing_from(source, interval);
         self
-    }
-
-    fn token(&self) -> Option<CrmToken> {
-        self.token
-            .read()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .clone()
-    }
-
-    /// Reads the token again if a read is due; `true` when a new token is in
-    /// force and the call is worth retrying.
-    async fn renew_token(&self) -> bool {
-        let Some(refresh) = self
-            .refresh
-            .as_ref()
-            .filter(|r| r.gate.claim(Instant::now()))
-        else {
-            return false;
-        };
-        match refresh.source.fetch().await {
-            Ok(token) => {
-                tracing::info!("CRM token re-read after the CRM refused it");
-                *self
-                    .token
-                    .write()
-                    .unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(token);
-                true
-            }
-            Err(error) => {
-                tracing::warn!(error = %error, "CRM token could not be re-read");
-                false
-            }
-        }
     }
 
     fn url_for(&self, external_id: &str) -> String {
@@ -159,7 +77,7 @@ impl Destination for HttpCrm {
         key: &IdempotencyKey,
     ) -> Result<Upserted, DestinationError> {
         match self.put(lead, key).await {
-            Err(DestinationError::Unauthorized { .. }) if self.renew_token().await => {
+            Err(DestinationError::Unauthorized { .. }) if self.token.renew().await => {
                 self.put(lead, key).await
             }
             result => result,
@@ -174,7 +92,7 @@ impl HttpCrm {
             .put(self.url_for(&lead.external_id))
             .header("Idempotency-Key", key.as_str())
             .json(lead);
-        if let Some(token) = self.token() {
+        if let Some(token) = self.token.current() {
             request = request.bearer_auth(token.expose());
         }
         // reqwest's own error text includes the URL, which may carry a

@@ -12,7 +12,8 @@ use aws_sdk_secretsmanager::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_secretsmanager::Client;
 
 use crate::config::{ConfigError, TokenSetting, CRM_TOKEN_SECRET_ARN, CRM_URL};
-use crate::http_crm::{CrmToken, HttpCrm, TokenError, TokenSource};
+use crate::crm_token::{CrmToken, TokenError, TokenSource};
+use crate::http_crm::HttpCrm;
 
 pub struct SecretsManagerToken {
     client: Client,

@@ -15,7 +15,8 @@ use serde_json::Value;
 use shared::delivery::RetryPolicy;
 use shared::{FormSubmission, Receipt, ReceiptStatus, Retention};
 use worker::config::CrmToken;
-use worker::http_crm::{HttpCrm, TokenError, TokenSource};
+use worker::crm_token::{TokenError, TokenSource};
+use worker::http_crm::HttpCrm;
 use worker::ledger::{MemoryLedger, WatchedLedger};
 use worker::Worker;
 
