@@ -79,6 +79,30 @@ impl FieldMap {
         Ok(FieldMap { entries })
     }
 
+    /// HubSpot's default: its standard contact properties `email`,
+    /// `firstname`, `lastname` (from `firstName`/`lastName`, or `name` split
+    /// at its last space), `phone` and `company`, and the message into
+    /// `message_property` when the user names one (HubSpot has no standard
+    /// property every account can write a free text into).
+    pub fn hubspot_default(message_property: Option<&str>) -> Self {
+        let mut entries = vec![
+            ("email".to_owned(), Source::Field("email".to_owned())),
+            ("firstname".to_owned(), Source::FirstName),
+            ("lastname".to_owned(), Source::LastName),
+            ("phone".to_owned(), Source::Field("phone".to_owned())),
+            ("company".to_owned(), Source::Field("company".to_owned())),
+        ];
+        if let Some(property) = message_property.map(str::trim).filter(|p| !p.is_empty()) {
+            entries.push((property.to_owned(), Source::Field("message".to_owned())));
+        }
+        FieldMap { entries }
+    }
+
+    /// The CRM properties this map can send, in order.
+    pub fn properties(&self) -> impl Iterator<Item = &str> {
+        self.entries.iter().map(|(property, _)| property.as_str())
+    }
+
     pub fn entries(&self) -> &[(String, Source)] {
         &self.entries
     }
@@ -229,6 +253,37 @@ mod tests {
                 )
             });
             assert_eq!(parsed, expected, "{text}");
+        }
+    }
+
+    #[test]
+    fn hubspot_defaults() {
+        let lead = lead(
+            "Ada King Lovelace",
+            " ada@example.com ",
+            json!({"phone": "555", "company": "Analytical Engines", "utm": "x"}),
+        );
+        let rows = [
+            (
+                None,
+                json!({"email": "ada@example.com", "firstname": "Ada King", "lastname": "Lovelace", "phone": "555", "company": "Analytical Engines"}),
+            ),
+            (
+                Some("message"),
+                json!({"email": "ada@example.com", "firstname": "Ada King", "lastname": "Lovelace", "phone": "555", "company": "Analytical Engines", "message": "Please call"}),
+            ),
+            (
+                Some("  "),
+                json!({"email": "ada@example.com", "firstname": "Ada King", "lastname": "Lovelace", "phone": "555", "company": "Analytical Engines"}),
+            ),
+        ];
+        for (message_property, expected) in rows {
+            let map = FieldMap::hubspot_default(message_property);
+            assert_eq!(
+                Value::Object(map.apply(&lead)),
+                expected,
+                "{message_property:?}"
+            );
         }
     }
 
