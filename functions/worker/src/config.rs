@@ -7,12 +7,14 @@ use std::time::Duration;
 pub use shared::config::ConfigError;
 use shared::config::{dynamodb_endpoint, invalid, non_empty, number_in};
 use shared::delivery::Redelivery;
+use shared::field_map::FieldMap;
 use shared::metrics::METRICS_NAMESPACE;
 use shared::Retention;
 
 pub use crate::crm_token::CrmToken;
 use crate::decide::{DeliveryRules, DEFAULT_MAX_AGE_SECONDS};
 pub use crate::http_crm::EXTERNAL_ID_PLACEHOLDER;
+use crate::hubspot::{ApiVersion, HubSpotSettings, IdProperty};
 pub use crate::leads_table::LeadKey;
 use crate::reconcile::DEFAULT_RECONCILE_AFTER;
 
@@ -30,6 +32,28 @@ pub const RECEIPT_RETENTION_DAYS: &str = "RECEIPT_RETENTION_DAYS";
 pub const RECONCILE_AFTER_SECONDS: &str = "RECONCILE_AFTER_SECONDS";
 pub const REDELIVERY_BASE_SECONDS: &str = "REDELIVERY_BASE_SECONDS";
 pub const REDELIVERY_MAX_SECONDS: &str = "REDELIVERY_MAX_SECONDS";
+pub const HUBSPOT_TOKEN: &str = "HUBSPOT_TOKEN";
+pub const HUBSPOT_TOKEN_SECRET_ARN: &str = "HUBSPOT_TOKEN_SECRET_ARN";
+pub const HUBSPOT_BASE_URL: &str = "HUBSPOT_BASE_URL";
+pub const HUBSPOT_API_VERSION: &str = "HUBSPOT_API_VERSION";
+pub const HUBSPOT_ID_PROPERTY: &str = "HUBSPOT_ID_PROPERTY";
+pub const HUBSPOT_MESSAGE_PROPERTY: &str = "HUBSPOT_MESSAGE_PROPERTY";
+pub const FIELD_MAP: &str = "FIELD_MAP";
+
+/// Variables of the `http` destination only.
+const HTTP_ONLY: &[&str] = &[CRM_URL, CRM_TOKEN, CRM_TOKEN_SECRET_ARN];
+/// Variables of the `dynamodb` destination only.
+const DYNAMODB_ONLY: &[&str] = &[LEADS_TABLE, LEAD_KEY];
+/// Variables of the `hubspot` destination only.
+const HUBSPOT_ONLY: &[&str] = &[
+    HUBSPOT_TOKEN,
+    HUBSPOT_TOKEN_SECRET_ARN,
+    HUBSPOT_BASE_URL,
+    HUBSPOT_API_VERSION,
+    HUBSPOT_ID_PROPERTY,
+    HUBSPOT_MESSAGE_PROPERTY,
+    FIELD_MAP,
+];
 
 pub const DEFAULT_CONCURRENCY: usize = 8;
 pub const MAX_CONCURRENCY: usize = 100;
@@ -58,6 +82,10 @@ pub enum DestinationConfig {
         leads_table: String,
         lead_key: LeadKey,
     },
+    Hubspot {
+        settings: HubSpotSettings,
+        token: TokenSetting,
+    },
 }
 
 /// Where the CRM token comes from, if the CRM needs one.
@@ -78,12 +106,21 @@ impl Config {
     /// Reads the configuration through `lookup`; empty values count as unset.
     pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
         let get = non_empty(lookup);
-        let forbid = |name: &'static str, destination: &str| match get(name) {
-            Some(_) => Err(invalid(
-                name,
-                format!("does not apply to DESTINATION={destination}; unset it"),
-            )),
-            None => Ok(()),
+        let forbid = |names: &[&'static str], destination: &str| {
+            for name in names {
+                if get(name).is_some() {
+                    return Err(invalid(
+                        name,
+                        format!("does not apply to DESTINATION={destination}; unset it"),
+                    ));
+                }
+            }
+            Ok(())
+        };
+        let allow_http = match get(CRM_ALLOW_HTTP).as_deref().map(str::trim) {
+            None | Some("false") => false,
+            Some("true") => true,
+            Some(_) => return Err(invalid(CRM_ALLOW_HTTP, "expected true or false")),
         };
 
         let receipts_table = get(RECEIPTS_TABLE).ok_or(ConfigError::Missing(RECEIPTS_TABLE))?;
@@ -91,47 +128,20 @@ impl Config {
         let destination = match get(DESTINATION).as_deref().map(str::trim) {
             None => return Err(ConfigError::Missing(DESTINATION)),
             Some("http") => {
-                forbid(LEADS_TABLE, "http")?;
-                forbid(LEAD_KEY, "http")?;
+                forbid(DYNAMODB_ONLY, "http")?;
+                forbid(HUBSPOT_ONLY, "http")?;
                 let url = get(CRM_URL).ok_or(ConfigError::Missing(CRM_URL))?;
-                let allow_http = match get(CRM_ALLOW_HTTP).as_deref().map(str::trim) {
-                    None | Some("false") => false,
-                    Some("true") => true,
-                    Some(_) => return Err(invalid(CRM_ALLOW_HTTP, "expected true or false")),
-                };
                 check_crm_url(url.trim(), allow_http)?;
-                let token = match (
-                    get(CRM_TOKEN).as_deref().and_then(CrmToken::new),
-                    get(CRM_TOKEN_SECRET_ARN),
-                ) {
-                    (None, None) => TokenSetting::None,
-                    (Some(token), None) => TokenSetting::Inline(token),
-                    (None, Some(arn)) if arn.trim().starts_with("arn:") => {
-                        TokenSetting::SecretsManager(arn.trim().to_owned())
-                    }
-                    (None, Some(_)) => {
-                        return Err(invalid(
-                            CRM_TOKEN_SECRET_ARN,
-                            "must be a Secrets Manager secret ARN (arn:...)",
-                        ))
-                    }
-                    (Some(_), Some(_)) => {
-                        return Err(invalid(
-                            CRM_TOKEN_SECRET_ARN,
-                            "set either CRM_TOKEN or CRM_TOKEN_SECRET_ARN, not both",
-                        ))
-                    }
-                };
+                let token = token_setting(&get, CRM_TOKEN, CRM_TOKEN_SECRET_ARN)?;
                 DestinationConfig::Http {
                     url: url.trim().to_owned(),
                     token,
                 }
             }
             Some("dynamodb") => {
-                forbid(CRM_URL, "dynamodb")?;
-                forbid(CRM_TOKEN, "dynamodb")?;
-                forbid(CRM_TOKEN_SECRET_ARN, "dynamodb")?;
-                forbid(CRM_ALLOW_HTTP, "dynamodb")?;
+                forbid(HTTP_ONLY, "dynamodb")?;
+                forbid(HUBSPOT_ONLY, "dynamodb")?;
+                forbid(&[CRM_ALLOW_HTTP], "dynamodb")?;
                 let leads_table = get(LEADS_TABLE).ok_or(ConfigError::Missing(LEADS_TABLE))?;
                 let lead_key = match get(LEAD_KEY).as_deref().map(str::trim) {
                     None | Some("submission") => LeadKey::Submission,
@@ -143,7 +153,66 @@ impl Config {
                     lead_key,
                 }
             }
-            Some(_) => return Err(invalid(DESTINATION, "expected http or dynamodb")),
+            Some("hubspot") => {
+                forbid(HTTP_ONLY, "hubspot")?;
+                forbid(DYNAMODB_ONLY, "hubspot")?;
+                let token = match token_setting(&get, HUBSPOT_TOKEN, HUBSPOT_TOKEN_SECRET_ARN)? {
+                    TokenSetting::None => {
+                        return Err(ConfigError::Missing(
+                            "HUBSPOT_TOKEN or HUBSPOT_TOKEN_SECRET_ARN",
+                        ))
+                    }
+                    token => token,
+                };
+                let base_url = get(HUBSPOT_BASE_URL)
+                    .map(|url| url.trim().trim_end_matches('/').to_owned())
+                    .unwrap_or_else(|| crate::hubspot::DEFAULT_BASE_URL.to_owned());
+                check_base_url(HUBSPOT_BASE_URL, &base_url, allow_http)?;
+                let api_version = get(HUBSPOT_API_VERSION)
+                    .unwrap_or_else(|| crate::hubspot::DEFAULT_API_VERSION.to_owned());
+                let api_version = ApiVersion::parse(&api_version).ok_or_else(|| {
+                    invalid(HUBSPOT_API_VERSION, "expected v3 or a date version YYYY-MM")
+                })?;
+                let id_property = match get(HUBSPOT_ID_PROPERTY).as_deref().map(str::trim) {
+                    None | Some("email") => IdProperty::Email,
+                    Some(name) if is_property_name(name) => IdProperty::Custom(name.to_owned()),
+                    Some(_) => {
+                        return Err(invalid(
+                            HUBSPOT_ID_PROPERTY,
+                            "expected email or a property's internal name (letters, digits, _)",
+                        ))
+                    }
+                };
+                let field_map = match get(FIELD_MAP) {
+                    Some(text) => {
+                        if get(HUBSPOT_MESSAGE_PROPERTY).is_some() {
+                            return Err(invalid(
+                                HUBSPOT_MESSAGE_PROPERTY,
+                                "applies only without FIELD_MAP (map the message there); unset it",
+                            ));
+                        }
+                        FieldMap::parse(&text)
+                            .map_err(|error| invalid(FIELD_MAP, error.to_string()))?
+                    }
+                    None => FieldMap::hubspot_default(get(HUBSPOT_MESSAGE_PROPERTY).as_deref()),
+                };
+                if let Some(bad) = field_map.properties().find(|p| !is_property_name(p)) {
+                    return Err(invalid(
+                        FIELD_MAP,
+                        format!("names {bad:?}, which is not a HubSpot property's internal name (letters, digits, _)"),
+                    ));
+                }
+                DestinationConfig::Hubspot {
+                    settings: HubSpotSettings {
+                        base_url,
+                        api_version,
+                        id_property,
+                        field_map,
+                    },
+                    token,
+                }
+            }
+            Some(_) => return Err(invalid(DESTINATION, "expected http, dynamodb or hubspot")),
         };
 
         let concurrency = match get(WORKER_CONCURRENCY) {
@@ -236,6 +305,74 @@ fn seconds(
     }
 }
 
+/// Where a CRM token comes from: `inline` (local use) or `arn` (Secrets
+/// Manager), not both; `None` when neither is set.
+fn token_setting(
+    get: &impl Fn(&str) -> Option<String>,
+    inline: &'static str,
+    arn: &'static str,
+) -> Result<TokenSetting, ConfigError> {
+    match (get(inline).as_deref().and_then(CrmToken::new), get(arn)) {
+        (None, None) => Ok(TokenSetting::None),
+        (Some(token), None) => Ok(TokenSetting::Inline(token)),
+        (None, Some(value)) if value.trim().starts_with("arn:") => {
+            Ok(TokenSetting::SecretsManager(value.trim().to_owned()))
+        }
+        (None, Some(_)) => Err(invalid(
+            arn,
+            "must be a Secrets Manager secret ARN (arn:...)",
+        )),
+        (Some(_), Some(_)) => Err(invalid(
+            arn,
+            format!("set either {inline} or {arn}, not both"),
+        )),
+    }
+}
+
+/// A HubSpot property's internal name: what `FIELD_MAP` and
+/// `HUBSPOT_ID_PROPERTY` must use (labels have spaces; names do not).
+fn is_property_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 100
+        && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+}
+
+/// A CRM's base URL: absolute, https (http only to loopback or with
+/// `CRM_ALLOW_HTTP=true`), no query. Messages never quote it.
+fn check_base_url(name: &'static str, url: &str, allow_http: bool) -> Result<(), ConfigError> {
+    let parsed = reqwest::Url::parse(url).map_err(|_| invalid(name, "is not an absolute URL"))?;
+    if parsed.query().is_some() || parsed.fragment().is_some() {
+        return Err(invalid(name, "must have no query or fragment"));
+    }
+    check_scheme(name, &parsed, allow_http)
+}
+
+/// https, or http to a loopback host or with `CRM_ALLOW_HTTP=true`.
+fn check_scheme(
+    name: &'static str,
+    parsed: &reqwest::Url,
+    allow_http: bool,
+) -> Result<(), ConfigError> {
+    let Some(host) = parsed.host_str().filter(|host| !host.is_empty()) else {
+        return Err(invalid(name, "must be an https:// URL with a host"));
+    };
+    let loopback = host.eq_ignore_ascii_case("localhost")
+        || host
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|address| address.is_loopback());
+    match parsed.scheme() {
+        "https" => Ok(()),
+        "http" if loopback || allow_http => Ok(()),
+        "http" => Err(invalid(
+            name,
+            format!("must be https:// (http:// sends the CRM token in clear text; it is allowed for loopback addresses, or with {CRM_ALLOW_HTTP}=true for local runs)"),
+        )),
+        _ => Err(invalid(name, "must be an https:// URL with a host")),
+    }
+}
+
 /// `CRM_URL` must be an absolute URL with `{externalId}` exactly once, in
 /// its path (or every lead would be written to one URL and overwrite the
 /// others), and https, since the token travels with every call: plain http
@@ -253,30 +390,13 @@ fn check_crm_url(url: &str, allow_http: bool) -> Result<(), ConfigError> {
     let filled = url.replace(EXTERNAL_ID_PLACEHOLDER, MARKER);
     let parsed =
         reqwest::Url::parse(&filled).map_err(|_| invalid(CRM_URL, "is not an absolute URL"))?;
-    let Some(host) = parsed.host_str().filter(|host| !host.is_empty()) else {
-        return Err(invalid(CRM_URL, "must be an https:// URL with a host"));
-    };
     if !parsed.path().contains(MARKER) {
         return Err(invalid(
             CRM_URL,
             "must contain {externalId} exactly once, in the path: each lead needs its own URL",
         ));
     }
-    let loopback = host.eq_ignore_ascii_case("localhost")
-        || host
-            .trim_start_matches('[')
-            .trim_end_matches(']')
-            .parse::<std::net::IpAddr>()
-            .is_ok_and(|address| address.is_loopback());
-    match parsed.scheme() {
-        "https" => Ok(()),
-        "http" if loopback || allow_http => Ok(()),
-        "http" => Err(invalid(
-            CRM_URL,
-            format!("must be https:// (http:// sends the CRM token in clear text; it is allowed for loopback addresses, or with {CRM_ALLOW_HTTP}=true for local runs)"),
-        )),
-        _ => Err(invalid(CRM_URL, "must be an https:// URL with a host")),
-    }
+    check_scheme(CRM_URL, &parsed, allow_http)
 }
 
 #[cfg(test)]
@@ -386,6 +506,139 @@ mod tests {
     }
 
     #[test]
+    fn hubspot_configurations() {
+        let arn = "arn:aws:secretsmanager:us-east-1:123456789012:secret:hubspot-AbCdEf";
+        let defaults = load(&[
+            TABLE,
+            (DESTINATION, "hubspot"),
+            (HUBSPOT_TOKEN_SECRET_ARN, arn),
+        ])
+        .unwrap();
+        assert_eq!(
+            defaults.destination,
+            DestinationConfig::Hubspot {
+                settings: HubSpotSettings {
+                    base_url: "https://api.hubapi.com".into(),
+                    api_version: ApiVersion::Dated("2026-03".into()),
+                    id_property: IdProperty::Email,
+                    field_map: FieldMap::hubspot_default(None),
+                },
+                token: TokenSetting::SecretsManager(arn.into()),
+            }
+        );
+        let local = load(&[
+            TABLE,
+            (DESTINATION, "hubspot"),
+            (HUBSPOT_TOKEN, "pat-local"),
+            (HUBSPOT_BASE_URL, "http://127.0.0.1:9300/"),
+            (HUBSPOT_API_VERSION, "v3"),
+            (HUBSPOT_ID_PROPERTY, "staticforms_submission_id"),
+            (FIELD_MAP, r#"{"email":"email","hs_lead_status":"=NEW"}"#),
+        ])
+        .unwrap();
+        let DestinationConfig::Hubspot { settings, token } = local.destination else {
+            panic!("hubspot")
+        };
+        assert_eq!(settings.base_url, "http://127.0.0.1:9300");
+        assert_eq!(settings.api_version, ApiVersion::V3);
+        assert_eq!(
+            settings.id_property,
+            IdProperty::Custom("staticforms_submission_id".into())
+        );
+        assert_eq!(
+            settings.field_map.properties().collect::<Vec<_>>(),
+            ["email", "hs_lead_status"]
+        );
+        assert!(matches!(token, TokenSetting::Inline(ref t) if t.expose() == "pat-local"));
+        let with_message = load(&[
+            TABLE,
+            (DESTINATION, "hubspot"),
+            (HUBSPOT_TOKEN, "pat-local"),
+            (HUBSPOT_MESSAGE_PROPERTY, "message"),
+        ])
+        .unwrap();
+        assert!(
+            matches!(with_message.destination, DestinationConfig::Hubspot { ref settings, .. } if settings.field_map == FieldMap::hubspot_default(Some("message")))
+        );
+
+        let hubspot = |extra: &[(&'static str, &'static str)]| {
+            let mut pairs = vec![
+                TABLE,
+                (DESTINATION, "hubspot"),
+                (HUBSPOT_TOKEN, "pat-local"),
+            ];
+            pairs.extend_from_slice(extra);
+            load(&pairs).unwrap_err()
+        };
+        let rows: Vec<(&str, ConfigError)> = vec![
+            (
+                "no token",
+                load(&[TABLE, (DESTINATION, "hubspot")]).unwrap_err(),
+            ),
+            ("both tokens", hubspot(&[(HUBSPOT_TOKEN_SECRET_ARN, arn)])),
+            (
+                "http base url",
+                hubspot(&[(HUBSPOT_BASE_URL, "http://api.example.com")]),
+            ),
+            (
+                "base url with a query",
+                hubspot(&[(HUBSPOT_BASE_URL, "https://api.example.com?x=1")]),
+            ),
+            ("version", hubspot(&[(HUBSPOT_API_VERSION, "v4")])),
+            (
+                "id property label",
+                hubspot(&[(HUBSPOT_ID_PROPERTY, "Submission ID")]),
+            ),
+            ("field map text", hubspot(&[(FIELD_MAP, "email=email")])),
+            (
+                "field map label",
+                hubspot(&[(FIELD_MAP, r#"{"First Name":"firstName"}"#)]),
+            ),
+            (
+                "message with a map",
+                hubspot(&[
+                    (FIELD_MAP, r#"{"email":"email"}"#),
+                    (HUBSPOT_MESSAGE_PROPERTY, "message"),
+                ]),
+            ),
+            (
+                "a CRM_URL",
+                hubspot(&[(CRM_URL, "https://crm/{externalId}")]),
+            ),
+            ("a leads table", hubspot(&[(LEADS_TABLE, "leads")])),
+        ];
+        let expected: [ConfigError; 11] = [
+            ConfigError::Missing("HUBSPOT_TOKEN or HUBSPOT_TOKEN_SECRET_ARN"),
+            invalid(HUBSPOT_TOKEN_SECRET_ARN, "set either HUBSPOT_TOKEN or HUBSPOT_TOKEN_SECRET_ARN, not both"),
+            invalid(HUBSPOT_BASE_URL, format!("must be https:// (http:// sends the CRM token in clear text; it is allowed for loopback addresses, or with {CRM_ALLOW_HTTP}=true for local runs)")),
+            invalid(HUBSPOT_BASE_URL, "must have no query or fragment"),
+            invalid(HUBSPOT_API_VERSION, "expected v3 or a date version YYYY-MM"),
+            invalid(HUBSPOT_ID_PROPERTY, "expected email or a property's internal name (letters, digits, _)"),
+            invalid(FIELD_MAP, "is not a JSON object of property names to form field names"),
+            invalid(FIELD_MAP, "names \"First Name\", which is not a HubSpot property's internal name (letters, digits, _)"),
+            invalid(HUBSPOT_MESSAGE_PROPERTY, "applies only without FIELD_MAP (map the message there); unset it"),
+            invalid(CRM_URL, "does not apply to DESTINATION=hubspot; unset it"),
+            invalid(LEADS_TABLE, "does not apply to DESTINATION=hubspot; unset it"),
+        ];
+        for ((name, error), expected) in rows.into_iter().zip(expected) {
+            assert_eq!(error, expected, "case {name}");
+        }
+        assert_eq!(
+            load(&[
+                TABLE,
+                (DESTINATION, "dynamodb"),
+                (LEADS_TABLE, "leads"),
+                (FIELD_MAP, "{}")
+            ])
+            .unwrap_err(),
+            invalid(
+                FIELD_MAP,
+                "does not apply to DESTINATION=dynamodb; unset it"
+            )
+        );
+    }
+
+    #[test]
     fn invalid_configurations_name_their_variable() {
         let cases: Vec<ConfigCase> = vec![
             (
@@ -400,8 +653,8 @@ mod tests {
             ),
             (
                 "unknown destination",
-                vec![TABLE, (DESTINATION, "hubspot")],
-                invalid(DESTINATION, "expected http or dynamodb"),
+                vec![TABLE, (DESTINATION, "salesforce")],
+                invalid(DESTINATION, "expected http, dynamodb or hubspot"),
             ),
             (
                 "http without url",

@@ -15,6 +15,7 @@ pub mod destination;
 pub mod dynamo;
 pub mod handler;
 pub mod http_crm;
+pub mod hubspot;
 pub mod invocation;
 pub mod leads_table;
 pub mod ledger;

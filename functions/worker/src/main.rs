@@ -8,18 +8,20 @@ use serde_json::Value;
 use shared::{IdempotencyKey, Lead};
 use worker::config::DestinationConfig;
 use worker::crm_token::TOKEN_REFRESH_INTERVAL;
-use worker::destination::{Destination, DestinationError, Upserted};
+use worker::destination::{Answer, Destination, DestinationError, Upserted, Write};
 use worker::dynamo::{self, sdk_loader, DynamoLedger};
 use worker::handler::deadline_from;
 use worker::http_crm::HttpCrm;
+use worker::hubspot::HubSpot;
 use worker::leads_table::LeadsTable;
-use worker::secrets::http_crm;
+use worker::secrets::{http_crm, hubspot};
 use worker::{Config, Worker};
 
 /// The destination chosen by `DESTINATION`, as one type for the handler.
 enum ConfiguredDestination {
     Http(HttpCrm),
     LeadsTable(LeadsTable),
+    HubSpot(HubSpot),
 }
 
 impl Destination for ConfiguredDestination {
@@ -27,6 +29,7 @@ impl Destination for ConfiguredDestination {
         match self {
             ConfiguredDestination::Http(crm) => crm.name(),
             ConfiguredDestination::LeadsTable(table) => table.name(),
+            ConfiguredDestination::HubSpot(hubspot) => hubspot.name(),
         }
     }
 
@@ -38,6 +41,19 @@ impl Destination for ConfiguredDestination {
         match self {
             ConfiguredDestination::Http(crm) => crm.upsert(lead, key).await,
             ConfiguredDestination::LeadsTable(table) => table.upsert(lead, key).await,
+            ConfiguredDestination::HubSpot(hubspot) => hubspot.upsert(lead, key).await,
+        }
+    }
+
+    async fn upsert_batch(&self, writes: &[Write<'_>], concurrency: usize) -> Vec<Answer> {
+        match self {
+            ConfiguredDestination::Http(crm) => crm.upsert_batch(writes, concurrency).await,
+            ConfiguredDestination::LeadsTable(table) => {
+                table.upsert_batch(writes, concurrency).await
+            }
+            ConfiguredDestination::HubSpot(hubspot) => {
+                hubspot.upsert_batch(writes, concurrency).await
+            }
         }
     }
 }
@@ -60,6 +76,15 @@ async fn main() -> Result<(), Error> {
                     tracing::error!(error = %error, "CRM destination unavailable; the function cannot start");
                 })?;
             ConfiguredDestination::Http(crm)
+        }
+        DestinationConfig::Hubspot { settings, token } => {
+            let secrets_client = || aws_sdk_secretsmanager::Client::new(&sdk_config);
+            let hubspot = hubspot(settings, token, secrets_client, TOKEN_REFRESH_INTERVAL)
+                .await
+                .inspect_err(|error| {
+                    tracing::error!(error = %error, "HubSpot destination unavailable; the function cannot start");
+                })?;
+            ConfiguredDestination::HubSpot(hubspot)
         }
         DestinationConfig::Dynamodb {
             leads_table,

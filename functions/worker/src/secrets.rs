@@ -1,5 +1,6 @@
-//! The CRM token kept in AWS Secrets Manager (`CRM_TOKEN_SECRET_ARN`): read
-//! at init, and again when the CRM refuses it (see `http_crm`). A missing
+//! A CRM token kept in AWS Secrets Manager (`CRM_TOKEN_SECRET_ARN`,
+//! `HUBSPOT_TOKEN_SECRET_ARN`): read at init, and again when the CRM refuses
+//! it (see `crm_token`). A missing
 //! or unreadable secret stops start-up with a message naming the variable,
 //! never the value.
 
@@ -11,9 +12,13 @@ use std::time::Duration;
 use aws_sdk_secretsmanager::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_secretsmanager::Client;
 
-use crate::config::{ConfigError, TokenSetting, CRM_TOKEN_SECRET_ARN, CRM_URL};
+use crate::config::{
+    ConfigError, TokenSetting, CRM_TOKEN_SECRET_ARN, CRM_URL, HUBSPOT_BASE_URL,
+    HUBSPOT_TOKEN_SECRET_ARN,
+};
 use crate::crm_token::{CrmToken, TokenError, TokenSource};
 use crate::http_crm::HttpCrm;
+use crate::hubspot::{HubSpot, HubSpotSettings};
 
 pub struct SecretsManagerToken {
     client: Client,
@@ -77,6 +82,27 @@ pub async fn resolve_token(
     }
 }
 
+/// The token read now, and, when it lives in Secrets Manager (`arn_name`),
+/// where to read it again.
+async fn token_and_source(
+    setting: TokenSetting,
+    arn_name: &'static str,
+    client: impl FnOnce() -> Client,
+) -> Result<(Option<CrmToken>, Option<Arc<dyn TokenSource>>), ConfigError> {
+    match setting {
+        TokenSetting::None => Ok((None, None)),
+        TokenSetting::Inline(token) => Ok((Some(token), None)),
+        TokenSetting::SecretsManager(arn) => {
+            let source = SecretsManagerToken::new(client(), arn);
+            let token = source.fetch().await.map_err(|error| ConfigError::Invalid {
+                name: arn_name,
+                reason: format!("the secret could not be read ({})", error.0),
+            })?;
+            Ok((Some(token), Some(Arc::new(source))))
+        }
+    }
+}
+
 /// The `http` destination as `main` builds it: the token read now, and, when
 /// it lives in Secrets Manager, read again after a 401/403 at most once per
 /// `refresh_interval`.
@@ -86,23 +112,31 @@ pub async fn http_crm(
     client: impl FnOnce() -> Client,
     refresh_interval: Duration,
 ) -> Result<HttpCrm, ConfigError> {
-    let (token, source) = match setting {
-        TokenSetting::SecretsManager(arn) => {
-            let source = SecretsManagerToken::new(client(), arn);
-            let token = source.fetch().await.map_err(|error| ConfigError::Invalid {
-                name: CRM_TOKEN_SECRET_ARN,
-                reason: format!("the secret could not be read ({})", error.0),
-            })?;
-            (Some(token), Some(source))
-        }
-        other => (resolve_token(other, client).await?, None),
-    };
+    let (token, source) = token_and_source(setting, CRM_TOKEN_SECRET_ARN, client).await?;
     let crm = HttpCrm::new(url, token).map_err(|_| ConfigError::Invalid {
         name: CRM_URL,
         reason: "the HTTP client could not be built".to_owned(),
     })?;
     Ok(match source {
-        Some(source) => crm.refreshing_from(Arc::new(source), refresh_interval),
+        Some(source) => crm.refreshing_from(source, refresh_interval),
         None => crm,
+    })
+}
+
+/// The `hubspot` destination as `main` builds it, the token as for `http`.
+pub async fn hubspot(
+    settings: HubSpotSettings,
+    setting: TokenSetting,
+    client: impl FnOnce() -> Client,
+    refresh_interval: Duration,
+) -> Result<HubSpot, ConfigError> {
+    let (token, source) = token_and_source(setting, HUBSPOT_TOKEN_SECRET_ARN, client).await?;
+    let hubspot = HubSpot::new(settings, token).map_err(|_| ConfigError::Invalid {
+        name: HUBSPOT_BASE_URL,
+        reason: "the HTTP client could not be built".to_owned(),
+    })?;
+    Ok(match source {
+        Some(source) => hubspot.refreshing_from(source, refresh_interval),
+        None => hubspot,
     })
 }

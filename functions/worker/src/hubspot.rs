@@ -1,0 +1,717 @@
+//! The `hubspot` destination: contacts written with HubSpot's batch upsert,
+//! up to 100 per call, keyed by email or by a unique property of the user's
+//! choice, with the properties `FIELD_MAP` names.
+//!
+//! Built from HubSpot's reference pages:
+//! - batch upsert (request `inputs[]` with `idProperty`, `id`, `properties`,
+//!   `objectWriteTraceId`; answer `results[]` with `new` and
+//!   `objectWriteTraceId`, `errors[]`, `numErrors`):
+//!   <https://developers.hubspot.com/docs/api-reference/2026-03/crm/objects/contacts/batch/upsert-contacts>
+//!   (date version, the newest documented, and this module's default) and
+//!   <https://developers.hubspot.com/docs/api-reference/legacy/crm/objects/contacts/batch/upsert-contacts> (`v3`);
+//! - errors (207 multi-status, 401, 403 `MISSING_SCOPES`, 429 with
+//!   `policyName`, the error body): <https://developers.hubspot.com/docs/api-reference/error-handling>.
+//!
+//! Every input carries `objectWriteTraceId` = the submission id, so each
+//! result and each error maps back to its receipt. Two inputs for the same
+//! contact in one call fail the whole call at HubSpot, so only the newest
+//! (by the sender's timestamp) is sent; the others are done when it is.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+
+use reqwest::header::RETRY_AFTER;
+use serde_json::{json, Map, Value};
+use shared::delivery::parse_retry_after;
+use shared::field_map::FieldMap;
+use shared::{IdempotencyKey, Lead};
+
+use crate::crm_token::{BearerToken, CrmToken, TokenSource};
+use crate::destination::{Answer, Destination, DestinationError, Upserted, Write};
+
+pub const DEFAULT_BASE_URL: &str = "https://api.hubapi.com";
+
+/// The newest date version HubSpot documents for contacts batch upsert
+/// (see the module's pages): path `/crm/objects/2026-03/contacts/batch/upsert`.
+pub const DEFAULT_API_VERSION: &str = "2026-03";
+
+/// Inputs HubSpot takes per batch call.
+pub const MAX_INPUTS: usize = 100;
+
+/// How long leads wait after HubSpot's daily limit: the reconciliation pass
+/// tries again then, and hourly after that, until the day's quota resets.
+pub const DAILY_LIMIT_WAIT: Duration = Duration::from_secs(3600);
+
+/// `SECONDLY` and `TEN_SECONDLY_ROLLING` windows, when no `Retry-After`.
+const SECONDLY_WAIT: Duration = Duration::from_secs(1);
+const TEN_SECONDLY_WAIT: Duration = Duration::from_secs(10);
+/// HubSpot's 423 (a lock on the record): wait at least this.
+const LOCKED_WAIT: Duration = Duration::from_secs(2);
+
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(15);
+
+/// `HUBSPOT_API_VERSION`: `v3`, or a date version `YYYY-MM`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ApiVersion {
+    V3,
+    Dated(String),
+}
+
+impl ApiVersion {
+    pub fn parse(raw: &str) -> Option<Self> {
+        let raw = raw.trim();
+        if raw == "v3" {
+            return Some(ApiVersion::V3);
+        }
+        let (year, month) = raw.split_once('-')?;
+        let month_ok = month.len() == 2 && month.parse::<u8>().is_ok_and(|m| (1..=12).contains(&m));
+        let year_ok = year.len() == 4 && year.bytes().all(|b| b.is_ascii_digit());
+        (year_ok && month_ok).then(|| ApiVersion::Dated(raw.to_owned()))
+    }
+
+    pub fn upsert_path(&self) -> String {
+        match self {
+            ApiVersion::V3 => "/crm/v3/objects/contacts/batch/upsert".to_owned(),
+            ApiVersion::Dated(date) => format!("/crm/objects/{date}/contacts/batch/upsert"),
+        }
+    }
+}
+
+/// `HUBSPOT_ID_PROPERTY`: what makes two submissions one contact.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum IdProperty {
+    /// One contact per person: the email, trimmed and lower-cased.
+    Email,
+    /// One contact per submission: a custom property with unique values
+    /// holding the submission id.
+    Custom(String),
+}
+
+impl IdProperty {
+    pub fn name(&self) -> &str {
+        match self {
+            IdProperty::Email => "email",
+            IdProperty::Custom(name) => name,
+        }
+    }
+}
+
+/// Everything but the token.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HubSpotSettings {
+    pub base_url: String,
+    pub api_version: ApiVersion,
+    pub id_property: IdProperty,
+    pub field_map: FieldMap,
+}
+
+pub struct HubSpot {
+    client: reqwest::Client,
+    url: String,
+    id_property: IdProperty,
+    field_map: FieldMap,
+    token: BearerToken,
+}
+
+/// One input of a request: its slot in the batch and what HubSpot gets.
+#[derive(Debug, Clone, PartialEq)]
+struct Input {
+    slot: usize,
+    id: String,
+    trace: String,
+    properties: Map<String, Value>,
+}
+
+/// Why a write is not sent in this call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Held {
+    /// `HUBSPOT_ID_PROPERTY=email` and the submission has none.
+    NoEmail,
+    /// A newer submission for the same contact is in the call (its slot).
+    SameContactAs(usize),
+}
+
+/// The inputs for `writes`, and the writes held back. Pure.
+fn plan(
+    writes: &[Write<'_>],
+    id_property: &IdProperty,
+    field_map: &FieldMap,
+) -> (Vec<Input>, Vec<(usize, Held)>) {
+    let mut held = Vec::new();
+    // Each write's contact id, in slot order; the first slot of an id
+    // holds its place in the request.
+    let mut by_id: Vec<(String, Vec<usize>)> = Vec::new();
+    for (slot, write) in writes.iter().enumerate() {
+        let id = match id_property {
+            IdProperty::Email => match write.lead.normalised_email() {
+                Some(email) => email,
+                None => {
+                    held.push((slot, Held::NoEmail));
+                    continue;
+                }
+            },
+            IdProperty::Custom(_) => write.lead.external_id.clone(),
+        };
+        match by_id.iter_mut().find(|(known, _)| *known == id) {
+            Some((_, slots)) => slots.push(slot),
+            None => by_id.push((id, vec![slot])),
+        }
+    }
+    let mut inputs = Vec::with_capacity(by_id.len());
+    for (id, slots) in by_id {
+        // The newest by the sender's time; on a tie, the later in the batch.
+        let winner = slots
+            .iter()
+            .copied()
+            .max_by(|a, b| {
+                writes[*a]
+                    .lead
+                    .newest_by()
+                    .cmp(writes[*b].lead.newest_by())
+                    .then(a.cmp(b))
+            })
+            .unwrap_or(slots[0]);
+        held.extend(
+            slots
+                .iter()
+                .filter(|slot| **slot != winner)
+                .map(|slot| (*slot, Held::SameContactAs(winner))),
+        );
+        let lead = writes[winner].lead;
+        let mut properties = field_map.apply(lead);
+        match id_property {
+            IdProperty::Email => {
+                properties.insert("email".to_owned(), Value::String(id.clone()));
+            }
+            // Set by `id` itself.
+            IdProperty::Custom(name) => {
+                properties.remove(name);
+            }
+        }
+        inputs.push(Input {
+            slot: winner,
+            id,
+            trace: lead.external_id.clone(),
+            properties,
+        });
+    }
+    (inputs, held)
+}
+
+/// Answers by slot, from `send` (boxed: it calls itself on a split).
+type Sending<'a> = Pin<Box<dyn Future<Output = Vec<(usize, Answer)>> + Send + 'a>>;
+
+/// What one call came to.
+#[derive(Debug, Clone, PartialEq)]
+enum Called {
+    /// The same answer for every input (401, 429, 5xx, a 400 for the whole
+    /// request, a transport failure).
+    Whole(Result<Upserted, DestinationError>),
+    /// Per input, by `objectWriteTraceId` (200, 207).
+    PerInput(Vec<(String, Result<Upserted, DestinationError>)>),
+}
+
+impl HubSpot {
+    /// Builds the HTTP client once: rustls, timeouts, and no redirects (a
+    /// redirect could carry the token elsewhere).
+    pub fn new(settings: HubSpotSettings, token: Option<CrmToken>) -> Result<Self, reqwest::Error> {
+        let client = reqwest::Client::builder()
+            .connect_timeout(CONNECT_TIMEOUT)
+            .timeout(REQUEST_TIMEOUT)
+            .redirect(reqwest::redirect::Policy::none())
+            .build()?;
+        let url = format!(
+            "{}{}",
+            settings.base_url.trim_end_matches('/'),
+            settings.api_version.upsert_path()
+        );
+        Ok(HubSpot {
+            client,
+            url,
+            id_property: settings.id_property,
+            field_map: settings.field_map,
+            token: BearerToken::new(token),
+        })
+    }
+
+    /// Re-reads the token from `source` after a 401, at most once per
+    /// `interval`.
+    pub fn refreshing_from(mut self, source: Arc<dyn TokenSource>, interval: Duration) -> Self {
+        self.token = self.token.refreshing_from(source, interval);
+        self
+    }
+
+    /// Sends `inputs` (at most 100): one answer per input, by slot. A 400
+    /// for the whole request that is about one input's value (an invalid
+    /// email, an invalid option) is split in halves until that input stands
+    /// alone: one bad lead never fails the others. A 400 about a property
+    /// (`PROPERTY_DOESNT_EXIST`) applies to every input that carries it.
+    fn send<'a>(&'a self, inputs: &'a [Input]) -> Sending<'a> {
+        Box::pin(async move {
+            let called = Instant::now();
+            let mut outcome = self.call(inputs).await;
+            if matches!(
+                outcome,
+                Called::Whole(Err(DestinationError::Unauthorized { status: 401 }))
+            ) && self.token.renew().await
+            {
+                outcome = self.call(inputs).await;
+            }
+            let latency = called.elapsed();
+            match outcome {
+                Called::Whole(Err(DestinationError::Permanent {
+                    status: Some(400),
+                    reason,
+                })) if inputs.len() > 1 && is_about_one_value(&reason) => {
+                    let (left, right) = inputs.split_at(inputs.len() / 2);
+                    let mut answers = self.send(left).await;
+                    answers.extend(self.send(right).await);
+                    answers
+                }
+                Called::Whole(result) => inputs
+                    .iter()
+                    .map(|input| {
+                        (
+                            input.slot,
+                            Answer {
+                                result: result.clone(),
+                                latency,
+                            },
+                        )
+                    })
+                    .collect(),
+                Called::PerInput(results) => inputs
+                    .iter()
+                    .map(|input| {
+                        let result = results
+                            .iter()
+                            .find(|(trace, _)| *trace == input.trace)
+                            .map(|(_, result)| result.clone())
+                            .unwrap_or_else(|| {
+                                Err(DestinationError::retryable(
+                                    "HubSpot gave no result for this input",
+                                ))
+                            });
+                        (input.slot, Answer { result, latency })
+                    })
+                    .collect(),
+            }
+        })
+    }
+
+    async fn call(&self, inputs: &[Input]) -> Called {
+        let body = json!({
+            "inputs": inputs.iter().map(|input| json!({
+                "idProperty": self.id_property.name(),
+                "id": input.id,
+                "objectWriteTraceId": input.trace,
+                "properties": input.properties,
+            })).collect::<Vec<_>>()
+        });
+        let mut request = self.client.post(&self.url).json(&body);
+        if let Some(token) = self.token.current() {
+            request = request.bearer_auth(token.expose());
+        }
+        // reqwest's error text includes the URL: report only the kind.
+        let response = match request.send().await {
+            Ok(response) => response,
+            Err(error) if error.is_timeout() => {
+                return Called::Whole(Err(DestinationError::retryable("timeout")))
+            }
+            Err(error) if error.is_connect() => {
+                return Called::Whole(Err(DestinationError::retryable("connection failed")))
+            }
+            Err(_) => return Called::Whole(Err(DestinationError::retryable("transport error"))),
+        };
+        let status = response.status().as_u16();
+        let retry_after = response
+            .headers()
+            .get(RETRY_AFTER)
+            .and_then(|value| value.to_str().ok())
+            .and_then(|value| parse_retry_after(value, SystemTime::now()));
+        let body: Value = response.json().await.unwrap_or(Value::Null);
+        answer_for(status, retry_after, &body)
+    }
+}
+
+/// What HubSpot's answer means for the inputs of the call. Pure.
+fn answer_for(status: u16, retry_after: Option<Duration>, body: &Value) -> Called {
+    let category = body["category"].as_str().unwrap_or("");
+    let retryable = |reason: String, wait: Option<Duration>| {
+        Called::Whole(Err(DestinationError::Retryable {
+            status: Some(status),
+            retry_after: wait,
+            reason,
+        }))
+    };
+    match status {
+        200 | 201 | 207 => per_input(body),
+        429 => {
+            let policy = body["policyName"].as_str().unwrap_or("");
+            let wait = match policy {
+                "DAILY" => {
+                    tracing::warn!(destination = "hubspot", policy, "HubSpot's daily API limit is reached; leads wait for the reconciliation pass");
+                    Some(DAILY_LIMIT_WAIT)
+                }
+                "SECONDLY" => Some(retry_after.unwrap_or(SECONDLY_WAIT)),
+                _ => Some(retry_after.unwrap_or(TEN_SECONDLY_WAIT)),
+            };
+            retryable(format!("HTTP 429 {policy}").trim().to_owned(), wait)
+        }
+        423 => retryable(
+            "HTTP 423".to_owned(),
+            Some(retry_after.unwrap_or(LOCKED_WAIT).max(LOCKED_WAIT)),
+        ),
+        500..=599 => retryable(format!("HTTP {status}"), retry_after),
+        401 => Called::Whole(Err(DestinationError::Unauthorized { status })),
+        403 => {
+            // Never the lead's fault: the token lacks a scope (MISSING_SCOPES)
+            // or the account refuses the app.
+            tracing::error!(destination = "hubspot", category, "HubSpot refused the request: give the private app or service key crm.objects.contacts.write");
+            Called::Whole(Err(DestinationError::Unauthorized { status }))
+        }
+        _ => Called::Whole(Err(DestinationError::Permanent {
+            status: Some(status),
+            reason: reason_of(body).unwrap_or_else(|| format!("HTTP {status}")),
+        })),
+    }
+}
+
+/// Results and errors of a 200/207 answer, by trace id.
+fn per_input(body: &Value) -> Called {
+    let mut results = Vec::new();
+    for result in body["results"].as_array().into_iter().flatten() {
+        if let Some(trace) = result["objectWriteTraceId"].as_str() {
+            results.push((trace.to_owned(), Ok(Upserted::Written)));
+        }
+    }
+    for error in body["errors"].as_array().into_iter().flatten() {
+        let category = error["category"].as_str().unwrap_or("");
+        let reason = reason_of(error).unwrap_or_else(|| "HubSpot error".to_owned());
+        let result = if is_validation(category, &reason) {
+            Err(DestinationError::Permanent {
+                status: Some(207),
+                reason,
+            })
+        } else {
+            Err(DestinationError::Retryable {
+                status: Some(207),
+                retry_after: None,
+                reason,
+            })
+        };
+        for trace in error["context"]["objectWriteTraceId"]
+            .as_array()
+            .into_iter()
+            .flatten()
+        {
+            if let Some(trace) = trace.as_str() {
+                results.push((trace.to_owned(), result.clone()));
+            }
+        }
+    }
+    Called::PerInput(results)
+}
+
+/// HubSpot's most specific word for an error: the first `errors[].code`,
+/// else its `category`.
+fn reason_of(error: &Value) -> Option<String> {
+    error["errors"][0]["code"]
+        .as_str()
+        .or_else(|| error["category"].as_str())
+        .filter(|text| !text.is_empty())
+        .map(str::to_owned)
+}
+
+/// A 400 caused by one input's value rather than by the request's shape.
+fn is_about_one_value(reason: &str) -> bool {
+    reason.starts_with("INVALID_") && reason != "INVALID_ID_PROPERTY"
+}
+
+/// Errors that no retry can fix: the lead's own data, or a property the
+/// map names that the portal does not have.
+fn is_validation(category: &str, reason: &str) -> bool {
+    category == "VALIDATION_ERROR"
+        || reason.starts_with("INVALID_")
+        || matches!(
+            reason,
+            "PROPERTY_DOESNT_EXIST" | "VALIDATION_ERROR" | "READ_ONLY_VALUE"
+        )
+}
+
+impl Destination for HubSpot {
+    fn name(&self) -> &'static str {
+        "hubspot"
+    }
+
+    async fn upsert(
+        &self,
+        lead: &Lead,
+        key: &IdempotencyKey,
+    ) -> Result<Upserted, DestinationError> {
+        let write = Write { lead, key };
+        let mut answers = self.upsert_batch(&[write], 1).await;
+        answers
+            .pop()
+            .map(|answer| answer.result)
+            .unwrap_or_else(|| Err(DestinationError::retryable("no answer")))
+    }
+
+    /// As few calls as HubSpot allows: 100 inputs each, one after the other
+    /// (HubSpot's limits are per account, not per connection).
+    async fn upsert_batch(&self, writes: &[Write<'_>], _concurrency: usize) -> Vec<Answer> {
+        let (inputs, held) = plan(writes, &self.id_property, &self.field_map);
+        let mut answers: Vec<Option<Answer>> = vec![None; writes.len()];
+        for chunk in inputs.chunks(MAX_INPUTS) {
+            for (slot, answer) in self.send(chunk).await {
+                answers[slot] = Some(answer);
+            }
+        }
+        for (slot, reason) in held {
+            let answer = match reason {
+                Held::NoEmail => Answer {
+                    result: Err(DestinationError::Permanent {
+                        status: None,
+                        reason: "no-email".to_owned(),
+                    }),
+                    latency: Duration::ZERO,
+                },
+                Held::SameContactAs(winner) => {
+                    let winner = answers[winner].clone();
+                    match winner {
+                        Some(Answer {
+                            result: Ok(_),
+                            latency,
+                        }) => Answer {
+                            result: Ok(Upserted::Stale),
+                            latency,
+                        },
+                        Some(failed) => failed,
+                        None => Answer {
+                            result: Err(DestinationError::retryable("no answer")),
+                            latency: Duration::ZERO,
+                        },
+                    }
+                }
+            };
+            answers[slot] = Some(answer);
+        }
+        answers
+            .into_iter()
+            .map(|answer| {
+                answer.unwrap_or(Answer {
+                    result: Err(DestinationError::retryable("no answer")),
+                    latency: Duration::ZERO,
+                })
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use shared::{EventType, SubmissionId};
+
+    fn lead(id: &str, email: &str, submitted_at: Option<&str>) -> Lead {
+        Lead {
+            external_id: id.into(),
+            name: "Ada Lovelace".into(),
+            email: email.into(),
+            message: "hello".into(),
+            fields: Map::new(),
+            received_at: "2026-11-30T08:00:00.000Z".into(),
+            submitted_at: submitted_at.map(str::to_owned),
+        }
+    }
+
+    fn key(id: &str) -> IdempotencyKey {
+        IdempotencyKey::for_submission(EventType::FormSubmitted, &SubmissionId::parse(id).unwrap())
+    }
+
+    #[test]
+    fn api_versions() {
+        let rows = [
+            ("v3", Some("/crm/v3/objects/contacts/batch/upsert")),
+            (
+                "2026-03",
+                Some("/crm/objects/2026-03/contacts/batch/upsert"),
+            ),
+            (
+                " 2025-09 ",
+                Some("/crm/objects/2025-09/contacts/batch/upsert"),
+            ),
+            ("2026-13", None),
+            ("26-03", None),
+            ("v4", None),
+            ("", None),
+        ];
+        for (raw, path) in rows {
+            assert_eq!(
+                ApiVersion::parse(raw).map(|v| v.upsert_path()),
+                path.map(str::to_owned),
+                "{raw:?}"
+            );
+        }
+        assert!(ApiVersion::parse(DEFAULT_API_VERSION).is_some());
+    }
+
+    #[test]
+    fn one_input_per_contact_the_newest_sent() {
+        let leads = [
+            lead("s1", " Ada@Example.com ", Some("2026-11-30T08:00:01.000Z")),
+            lead("s2", "grace@example.com", None),
+            lead("s3", "ada@example.com", Some("2026-11-30T08:00:05.000Z")),
+            lead("s4", "", None),
+            lead("s5", "ADA@example.com", Some("2026-11-30T08:00:03.000Z")),
+        ];
+        let keys: Vec<IdempotencyKey> = leads.iter().map(|l| key(&l.external_id)).collect();
+        let writes: Vec<Write<'_>> = leads
+            .iter()
+            .zip(&keys)
+            .map(|(lead, key)| Write { lead, key })
+            .collect();
+        let (inputs, mut held) = plan(
+            &writes,
+            &IdProperty::Email,
+            &FieldMap::hubspot_default(None),
+        );
+        let sent: Vec<(&str, &str, usize)> = inputs
+            .iter()
+            .map(|i| (i.id.as_str(), i.trace.as_str(), i.slot))
+            .collect();
+        assert_eq!(
+            sent,
+            [("ada@example.com", "s3", 2), ("grace@example.com", "s2", 1)]
+        );
+        assert_eq!(
+            inputs[0].properties["email"], "ada@example.com",
+            "normalised"
+        );
+        held.sort_by_key(|(slot, _)| *slot);
+        assert_eq!(
+            held,
+            [
+                (0, Held::SameContactAs(2)),
+                (3, Held::NoEmail),
+                (4, Held::SameContactAs(2))
+            ]
+        );
+
+        // Keyed by a custom property: one contact per submission.
+        let custom = IdProperty::Custom("staticforms_submission_id".into());
+        let (inputs, held) = plan(&writes, &custom, &FieldMap::hubspot_default(None));
+        assert_eq!(inputs.len(), 5);
+        assert!(held.is_empty());
+        assert_eq!(inputs[3].id, "s4");
+        assert!(
+            !inputs[3].properties.contains_key("email"),
+            "a blank email is not sent"
+        );
+    }
+
+    fn whole(called: &Called) -> &Result<Upserted, DestinationError> {
+        match called {
+            Called::Whole(result) => result,
+            other => panic!("expected one answer for all: {other:?}"),
+        }
+    }
+
+    fn wait_of(result: &Result<Upserted, DestinationError>) -> Option<Duration> {
+        match result {
+            Err(DestinationError::Retryable { retry_after, .. }) => *retry_after,
+            other => panic!("expected retryable: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn answers_for_the_whole_request() {
+        let policy =
+            |name: &str| json!({"status": "error", "errorType": "RATE_LIMIT", "policyName": name});
+        let five = Some(Duration::from_secs(5));
+        let rows: [(u16, Option<Duration>, Value, Option<Duration>); 8] = [
+            (
+                429,
+                None,
+                policy("TEN_SECONDLY_ROLLING"),
+                Some(TEN_SECONDLY_WAIT),
+            ),
+            (429, five, policy("TEN_SECONDLY_ROLLING"), five),
+            (429, None, policy("SECONDLY"), Some(SECONDLY_WAIT)),
+            (429, five, policy("DAILY"), Some(DAILY_LIMIT_WAIT)),
+            (429, None, json!({}), Some(TEN_SECONDLY_WAIT)),
+            (423, None, json!({}), Some(LOCKED_WAIT)),
+            (
+                423,
+                Some(Duration::from_secs(1)),
+                json!({}),
+                Some(LOCKED_WAIT),
+            ),
+            (503, five, json!({}), five),
+        ];
+        for (status, retry_after, body, wait) in rows {
+            assert_eq!(
+                wait_of(whole(&answer_for(status, retry_after, &body))),
+                wait,
+                "{status} {body}"
+            );
+        }
+        assert_eq!(
+            whole(&answer_for(401, None, &json!({}))),
+            &Err(DestinationError::Unauthorized { status: 401 })
+        );
+        assert_eq!(
+            whole(&answer_for(
+                403,
+                None,
+                &json!({"category": "MISSING_SCOPES"})
+            )),
+            &Err(DestinationError::Unauthorized { status: 403 }),
+            "a configuration fault, never the lead's"
+        );
+        assert_eq!(
+            whole(&answer_for(
+                400,
+                None,
+                &json!({"category": "VALIDATION_ERROR", "errors": [{"code": "PROPERTY_DOESNT_EXIST"}]})
+            )),
+            &Err(DestinationError::Permanent {
+                status: Some(400),
+                reason: "PROPERTY_DOESNT_EXIST".into()
+            })
+        );
+    }
+
+    #[test]
+    fn answers_per_input() {
+        let body = json!({
+            "status": "COMPLETE",
+            "results": [{"id": "1", "new": true, "objectWriteTraceId": "s1"}],
+            "numErrors": 2,
+            "errors": [
+                {"status": "error", "category": "VALIDATION_ERROR", "context": {"objectWriteTraceId": ["s2"]}, "errors": [{"code": "INVALID_EMAIL"}]},
+                {"status": "error", "category": "INTERNAL_ERROR", "context": {"objectWriteTraceId": ["s3"]}}
+            ]
+        });
+        let Called::PerInput(results) = answer_for(207, None, &body) else {
+            panic!("per input")
+        };
+        assert_eq!(results[0], ("s1".to_owned(), Ok(Upserted::Written)));
+        assert_eq!(
+            results[1],
+            (
+                "s2".to_owned(),
+                Err(DestinationError::Permanent {
+                    status: Some(207),
+                    reason: "INVALID_EMAIL".into()
+                })
+            )
+        );
+        assert!(
+            matches!(&results[2], (trace, Err(DestinationError::Retryable { .. })) if trace == "s3")
+        );
+    }
+}

@@ -1,0 +1,472 @@
+//! The `hubspot` destination through the whole worker, against the HubSpot
+//! fake on 127.0.0.1 (devtools, built from HubSpot's documented request
+//! and answer shapes) and the in-memory receipt ledger.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+
+use aws_lambda_events::event::dynamodb::Event;
+use devtools::hubspot_fake::{Fault, HubSpotFake};
+use devtools::stream_event;
+use shared::delivery::RetryPolicy;
+use shared::field_map::FieldMap;
+use shared::{FormSubmission, Receipt, ReceiptStatus, Retention};
+use worker::crm_token::{CrmToken, TokenError, TokenSource};
+use worker::hubspot::{ApiVersion, HubSpot, HubSpotSettings, IdProperty};
+use worker::ledger::MemoryLedger;
+use worker::Worker;
+
+const TOKEN: &str = "pat-na1-hubspot-test-token";
+
+/// A receipt whose sender sent it at `timestamp` (Unix seconds).
+fn receipt(submission_id: &str, email: &str, first_name: &str, timestamp: u64) -> Receipt {
+    let body = serde_json::json!({
+        "event": "form.submitted",
+        "timestamp": timestamp,
+        "data": {
+            "submissionId": submission_id,
+            "formData": {"firstName": first_name, "lastName": "Lovelace", "email": email, "company": "AE", "utm": "x"}
+        }
+    });
+    let submission = FormSubmission::parse(body.to_string().as_bytes()).unwrap();
+    Receipt::new(&submission, SystemTime::now(), Retention::default())
+}
+
+fn event(receipts: &[&Receipt]) -> Event {
+    let records = receipts
+        .iter()
+        .enumerate()
+        .map(|(n, r)| stream_event::record("INSERT", r, &(100 + n).to_string()))
+        .collect();
+    serde_json::from_value(stream_event::event(records)).unwrap()
+}
+
+fn ledger_of(receipts: &[&Receipt]) -> MemoryLedger {
+    MemoryLedger::with_received(receipts.iter().map(|r| r.pk.as_str()))
+}
+
+fn fast_retries() -> RetryPolicy {
+    RetryPolicy {
+        base_delay: Duration::from_millis(10),
+        max_delay: Duration::from_millis(50),
+        safety_margin: Duration::from_millis(200),
+        max_attempts: 3,
+    }
+}
+
+fn settings(fake: &HubSpotFake, id_property: IdProperty) -> HubSpotSettings {
+    HubSpotSettings {
+        base_url: fake.base_url(),
+        api_version: ApiVersion::parse("2026-03").unwrap(),
+        id_property,
+        field_map: FieldMap::hubspot_default(None),
+    }
+}
+
+fn worker(
+    fake: &HubSpotFake,
+    settings: HubSpotSettings,
+    ledger: MemoryLedger,
+) -> Worker<HubSpot, MemoryLedger> {
+    let hubspot = HubSpot::new(settings, CrmToken::new(TOKEN)).unwrap();
+    let _ = fake;
+    Worker::new(hubspot, ledger, 8).with_retry_policy(fast_retries())
+}
+
+fn in_seconds(seconds: u64) -> Instant {
+    Instant::now() + Duration::from_secs(seconds)
+}
+
+fn status_of(
+    worker: &Worker<HubSpot, MemoryLedger>,
+    receipt: &Receipt,
+) -> (ReceiptStatus, Option<String>) {
+    let stored = worker.ledger().get(&receipt.pk).unwrap();
+    (stored.status, stored.failure_reason.or(stored.last_error))
+}
+
+#[tokio::test]
+async fn a_new_contact_then_an_update_of_the_same_person() {
+    let fake = HubSpotFake::start(TOKEN).await.unwrap();
+    let first = receipt("sub_1", "Ada@Example.com ", "Ada", 1_795_941_500);
+    let second = receipt("sub_2", "ada@example.com", "Augusta", 1_795_941_600);
+    let worker = worker(
+        &fake,
+        settings(&fake, IdProperty::Email),
+        ledger_of(&[&first, &second]),
+    );
+
+    for receipt in [&first, &second] {
+        let response = worker.handle(event(&[receipt]), in_seconds(30)).await;
+        assert!(response.batch_item_failures.is_empty());
+        assert_eq!(status_of(&worker, receipt).0, ReceiptStatus::Completed);
+    }
+    let contacts = fake.contacts();
+    assert_eq!(contacts.len(), 1, "one contact per person");
+    let contact = &contacts[0];
+    assert_eq!(contact.writes, 2);
+    assert_eq!(
+        contact.properties["email"], "ada@example.com",
+        "trimmed and lower-cased"
+    );
+    assert_eq!(contact.properties["firstname"], "Augusta");
+    assert_eq!(contact.properties["company"], "AE");
+    assert!(
+        !contact.properties.contains_key("utm"),
+        "unmapped fields are not sent"
+    );
+    let calls = fake.calls();
+    assert_eq!(calls.len(), 2);
+    assert!(calls
+        .iter()
+        .all(|c| c.path == "/crm/objects/2026-03/contacts/batch/upsert" && c.status == 200));
+}
+
+#[tokio::test]
+async fn the_same_person_twice_in_one_batch_sends_only_the_newest() {
+    let fake = HubSpotFake::start(TOKEN).await.unwrap();
+    // The newer submission comes first in the stream.
+    let newer = receipt("sub_new", "ada@example.com", "Augusta", 1_795_941_600);
+    let older = receipt("sub_old", "ADA@example.com", "Ada", 1_795_941_500);
+    let other = receipt("sub_grace", "grace@example.com", "Grace", 1_795_941_500);
+    let worker = worker(
+        &fake,
+        settings(&fake, IdProperty::Email),
+        ledger_of(&[&newer, &older, &other]),
+    );
+
+    let response = worker
+        .handle(event(&[&newer, &older, &other]), in_seconds(30))
+        .await;
+    assert!(response.batch_item_failures.is_empty());
+    assert_eq!(fake.calls().len(), 1);
+    assert_eq!(fake.calls()[0].inputs, 2, "one input per contact");
+    assert_eq!(fake.contacts().len(), 2);
+    let ada = fake.contact_by("email", "ada@example.com").unwrap();
+    assert_eq!(
+        ada.properties["firstname"], "Augusta",
+        "the newest by the sender's time"
+    );
+    for receipt in [&newer, &older, &other] {
+        assert_eq!(status_of(&worker, receipt).0, ReceiptStatus::Completed);
+    }
+}
+
+#[tokio::test]
+async fn one_contact_per_submission_with_a_unique_property() {
+    let fake = HubSpotFake::start(TOKEN).await.unwrap();
+    let a = receipt("sub_a", "ada@example.com", "Ada", 1_795_941_500);
+    let b = receipt("sub_b", "ada2@example.com", "Ada", 1_795_941_600);
+    let custom = IdProperty::Custom("staticforms_submission_id".into());
+    let worker = worker(&fake, settings(&fake, custom), ledger_of(&[&a, &b]));
+    worker.handle(event(&[&a, &b]), in_seconds(30)).await;
+    worker.handle(event(&[&a]), in_seconds(30)).await;
+    assert_eq!(fake.contacts().len(), 2);
+    let contact = fake
+        .contact_by("staticforms_submission_id", "sub_a")
+        .unwrap();
+    assert_eq!(contact.writes, 2, "a replay updates the same contact");
+}
+
+#[tokio::test]
+async fn no_email_fails_that_lead_only_and_never_blocks_the_shard() {
+    let fake = HubSpotFake::start(TOKEN).await.unwrap();
+    let without = receipt("sub_none", "  ", "Ada", 1_795_941_500);
+    let with = receipt("sub_ok", "ada@example.com", "Ada", 1_795_941_500);
+    let worker = worker(
+        &fake,
+        settings(&fake, IdProperty::Email),
+        ledger_of(&[&without, &with]),
+    );
+    let response = worker
+        .handle(event(&[&without, &with]), in_seconds(30))
+        .await;
+    assert!(response.batch_item_failures.is_empty());
+    assert_eq!(
+        status_of(&worker, &without),
+        (ReceiptStatus::Failed, Some("no-email".into()))
+    );
+    assert_eq!(status_of(&worker, &with).0, ReceiptStatus::Completed);
+    assert_eq!(fake.calls()[0].inputs, 1);
+}
+
+#[tokio::test]
+async fn an_unknown_property_fails_the_leads_with_hubspots_reason_in_one_call() {
+    let fake = HubSpotFake::start(TOKEN).await.unwrap();
+    fake.forget_property("company");
+    let a = receipt("sub_a", "ada@example.com", "Ada", 1_795_941_500);
+    let b = receipt("sub_b", "grace@example.com", "Grace", 1_795_941_500);
+    let worker = worker(
+        &fake,
+        settings(&fake, IdProperty::Email),
+        ledger_of(&[&a, &b]),
+    );
+    worker.handle(event(&[&a, &b]), in_seconds(30)).await;
+    for receipt in [&a, &b] {
+        assert_eq!(
+            status_of(&worker, receipt),
+            (ReceiptStatus::Failed, Some("PROPERTY_DOESNT_EXIST".into()))
+        );
+    }
+    assert_eq!(
+        fake.calls().len(),
+        1,
+        "a property error is not split per lead"
+    );
+    assert!(fake.contacts().is_empty());
+}
+
+#[tokio::test]
+async fn a_207_fails_only_the_invalid_input() {
+    let fake = HubSpotFake::start(TOKEN).await.unwrap();
+    let bad = receipt("sub_bad", "not-an-email", "Ada", 1_795_941_500);
+    let good = receipt("sub_good", "grace@example.com", "Grace", 1_795_941_500);
+    let worker = worker(
+        &fake,
+        settings(&fake, IdProperty::Email),
+        ledger_of(&[&bad, &good]),
+    );
+    worker.handle(event(&[&bad, &good]), in_seconds(30)).await;
+    assert_eq!(
+        status_of(&worker, &bad),
+        (ReceiptStatus::Failed, Some("INVALID_EMAIL".into()))
+    );
+    assert_eq!(status_of(&worker, &good).0, ReceiptStatus::Completed);
+    assert_eq!(
+        fake.calls().iter().map(|c| c.status).collect::<Vec<_>>(),
+        [207]
+    );
+}
+
+#[tokio::test]
+async fn a_whole_request_400_about_one_value_is_narrowed_to_that_lead() {
+    let fake = HubSpotFake::start(TOKEN).await.unwrap();
+    fake.fail_whole_requests_on_invalid_values();
+    let mut receipts: Vec<Receipt> = (0..8)
+        .map(|n| {
+            receipt(
+                &format!("sub_{n}"),
+                &format!("p{n}@example.com"),
+                "P",
+                1_795_941_500,
+            )
+        })
+        .collect();
+    receipts[5] = receipt("sub_5", "bad-email", "P", 1_795_941_500);
+    let refs: Vec<&Receipt> = receipts.iter().collect();
+    let worker = worker(&fake, settings(&fake, IdProperty::Email), ledger_of(&refs));
+    worker.handle(event(&refs), in_seconds(30)).await;
+    for (n, receipt) in receipts.iter().enumerate() {
+        let expected = if n == 5 {
+            ReceiptStatus::Failed
+        } else {
+            ReceiptStatus::Completed
+        };
+        assert_eq!(status_of(&worker, receipt).0, expected, "sub_{n}");
+    }
+    assert_eq!(fake.contacts().len(), 7);
+    // 8 → 4+4 → 2+2 → 1+1: seven calls instead of eight single ones.
+    assert!(fake.calls().len() <= 7, "{:?}", fake.calls());
+}
+
+#[tokio::test]
+async fn rate_limits_wait_as_their_policy_says() {
+    // TEN_SECONDLY_ROLLING and SECONDLY: retried in the invocation, after
+    // the wait (Retry-After when HubSpot sends one).
+    for (fault, min_wait) in [
+        (
+            Fault {
+                retry_after: Some("1".into()),
+                ..Fault::rate_limited("TEN_SECONDLY_ROLLING")
+            },
+            Duration::from_secs(1),
+        ),
+        (Fault::rate_limited("SECONDLY"), Duration::from_secs(1)),
+    ] {
+        let fake = HubSpotFake::start(TOKEN).await.unwrap();
+        fake.fail(fault.clone().times(1));
+        let lead = receipt("sub_rl", "ada@example.com", "Ada", 1_795_941_500);
+        let worker = worker(
+            &fake,
+            settings(&fake, IdProperty::Email),
+            ledger_of(&[&lead]),
+        );
+        let started = Instant::now();
+        worker.handle(event(&[&lead]), in_seconds(30)).await;
+        assert!(started.elapsed() >= min_wait, "{fault:?}");
+        assert_eq!(
+            status_of(&worker, &lead).0,
+            ReceiptStatus::Completed,
+            "{fault:?}"
+        );
+        assert_eq!(
+            fake.calls().iter().map(|c| c.status).collect::<Vec<_>>(),
+            [429, 200]
+        );
+    }
+
+    // DAILY: stop; the leads wait for the reconciliation pass.
+    let fake = HubSpotFake::start(TOKEN).await.unwrap();
+    fake.fail(Fault::rate_limited("DAILY"));
+    let a = receipt("sub_d1", "ada@example.com", "Ada", 1_795_941_500);
+    let b = receipt("sub_d2", "grace@example.com", "Grace", 1_795_941_500);
+    let worker = worker(
+        &fake,
+        settings(&fake, IdProperty::Email),
+        ledger_of(&[&a, &b]),
+    );
+    let response = worker.handle(event(&[&a, &b]), in_seconds(30)).await;
+    assert!(
+        response.batch_item_failures.is_empty(),
+        "never blocks the shard"
+    );
+    assert_eq!(fake.calls().len(), 1, "one call, then stop");
+    for receipt in [&a, &b] {
+        let stored = worker.ledger().get(&receipt.pk).unwrap();
+        assert_eq!(stored.status, ReceiptStatus::Received, "pending");
+        let next =
+            shared::receipt::parse_timestamp(stored.next_attempt_at.as_deref().unwrap()).unwrap();
+        assert!(
+            next >= SystemTime::now() + Duration::from_secs(3500),
+            "an hour later"
+        );
+    }
+}
+
+#[tokio::test]
+async fn locked_and_server_errors_are_retried() {
+    for (fault, min_wait) in [
+        (Fault::status(423).times(1), Duration::from_secs(2)),
+        (Fault::status(502).times(2), Duration::ZERO),
+    ] {
+        let fake = HubSpotFake::start(TOKEN).await.unwrap();
+        fake.fail(fault.clone());
+        let lead = receipt("sub_r", "ada@example.com", "Ada", 1_795_941_500);
+        let worker = worker(
+            &fake,
+            settings(&fake, IdProperty::Email),
+            ledger_of(&[&lead]),
+        );
+        let started = Instant::now();
+        worker.handle(event(&[&lead]), in_seconds(30)).await;
+        assert!(started.elapsed() >= min_wait, "{fault:?}");
+        assert_eq!(
+            status_of(&worker, &lead).0,
+            ReceiptStatus::Completed,
+            "{fault:?}"
+        );
+        assert_eq!(fake.contacts().len(), 1);
+    }
+}
+
+/// The token from "Secrets Manager", after a rotation.
+struct RotatedToken(AtomicUsize);
+
+impl TokenSource for RotatedToken {
+    fn fetch(&self) -> Pin<Box<dyn Future<Output = Result<CrmToken, TokenError>> + Send + '_>> {
+        self.0.fetch_add(1, Ordering::SeqCst);
+        Box::pin(async { Ok(CrmToken::new("pat-na1-rotated-token").unwrap()) })
+    }
+}
+
+#[tokio::test]
+async fn a_401_rereads_the_token_once_and_delivers() {
+    let fake = HubSpotFake::start(TOKEN).await.unwrap();
+    fake.rotate_token("pat-na1-rotated-token");
+    let source = Arc::new(RotatedToken(AtomicUsize::new(0)));
+    let hubspot = HubSpot::new(settings(&fake, IdProperty::Email), CrmToken::new(TOKEN))
+        .unwrap()
+        .refreshing_from(source.clone(), Duration::ZERO);
+    let a = receipt("sub_a", "ada@example.com", "Ada", 1_795_941_500);
+    let b = receipt("sub_b", "grace@example.com", "Grace", 1_795_941_500);
+    let worker = Worker::new(hubspot, ledger_of(&[&a, &b]), 8).with_retry_policy(fast_retries());
+    worker.handle(event(&[&a, &b]), in_seconds(30)).await;
+    assert_eq!(
+        source.0.load(Ordering::SeqCst),
+        1,
+        "one re-read for the batch"
+    );
+    assert_eq!(
+        fake.calls().iter().map(|c| c.status).collect::<Vec<_>>(),
+        [401, 200]
+    );
+    for receipt in [&a, &b] {
+        assert_eq!(status_of(&worker, receipt).0, ReceiptStatus::Completed);
+    }
+}
+
+#[tokio::test]
+async fn configuration_faults_keep_leads_pending_and_never_fail_them() {
+    for fault in [
+        Fault::status(401),
+        Fault {
+            category: Some("MISSING_SCOPES".into()),
+            ..Fault::status(403)
+        },
+    ] {
+        let fake = HubSpotFake::start(TOKEN).await.unwrap();
+        fake.fail(fault.clone());
+        let lead = receipt("sub_cfg", "ada@example.com", "Ada", 1_795_941_500);
+        let worker = worker(
+            &fake,
+            settings(&fake, IdProperty::Email),
+            ledger_of(&[&lead]),
+        );
+        let response = worker.handle(event(&[&lead]), in_seconds(30)).await;
+        assert!(response.batch_item_failures.is_empty());
+        assert_eq!(
+            status_of(&worker, &lead),
+            (ReceiptStatus::Received, Some("destination-auth".into())),
+            "{fault:?}"
+        );
+    }
+}
+
+/// The performance bar: a stream batch of 100 distinct receipts costs at
+/// most 2 HubSpot calls (it costs 1); 150 receipts (a pass page and more)
+/// cost 2.
+#[tokio::test]
+async fn a_hundred_receipts_cost_at_most_two_calls() {
+    for (count, calls) in [(100, 1), (150, 2)] {
+        let fake = HubSpotFake::start(TOKEN).await.unwrap();
+        let receipts: Vec<Receipt> = (0..count)
+            .map(|n| {
+                receipt(
+                    &format!("sub_{n:03}"),
+                    &format!("p{n}@example.com"),
+                    "P",
+                    1_795_941_500,
+                )
+            })
+            .collect();
+        let refs: Vec<&Receipt> = receipts.iter().collect();
+        let worker = worker(&fake, settings(&fake, IdProperty::Email), ledger_of(&refs));
+        let response = worker.handle(event(&refs), in_seconds(30)).await;
+        assert!(response.batch_item_failures.is_empty());
+        assert_eq!(fake.calls().len(), calls, "{count} receipts");
+        assert!(fake.calls().len() <= 2);
+        assert!(fake.calls().iter().all(|c| c.inputs <= 100));
+        assert_eq!(fake.contacts().len(), count);
+        assert!(receipts
+            .iter()
+            .all(|r| status_of(&worker, r).0 == ReceiptStatus::Completed));
+    }
+}
+
+#[tokio::test]
+async fn the_v3_path_works_too() {
+    let fake = HubSpotFake::start(TOKEN).await.unwrap();
+    let lead = receipt("sub_v3", "ada@example.com", "Ada", 1_795_941_500);
+    let mut settings = settings(&fake, IdProperty::Email);
+    settings.api_version = ApiVersion::V3;
+    let worker = worker(&fake, settings, ledger_of(&[&lead]));
+    worker.handle(event(&[&lead]), in_seconds(30)).await;
+    assert_eq!(
+        fake.calls()[0].path,
+        "/crm/v3/objects/contacts/batch/upsert"
+    );
+    assert_eq!(status_of(&worker, &lead).0, ReceiptStatus::Completed);
+}
