@@ -10,6 +10,8 @@ pub const RECEIPTS_TABLE: &str = "staticforms-receipts";
 pub const LEADS_TABLE: &str = "staticforms-leads";
 /// The bearer secret in events/ and the README's curl examples. Local only.
 pub const DEMO_TOKEN: &str = "local-demo-token-change-me";
+/// The token the local HubSpot fake accepts (`DESTINATION=hubspot make run`).
+pub const DEMO_HUBSPOT_TOKEN: &str = "pat-local-demo-hubspot-token";
 
 /// SDK configuration for a local DynamoDB-protocol server.
 pub async fn sdk_config(endpoint: &str) -> aws_config::SdkConfig {
@@ -21,12 +23,22 @@ pub async fn sdk_config(endpoint: &str) -> aws_config::SdkConfig {
         .await
 }
 
-/// Creates the receipts and leads tables as template.yaml defines them.
+/// Creates the receipts and leads tables, with the default names, as
+/// template.yaml defines them.
 pub async fn create_tables(client: &aws_sdk_dynamodb::Client) -> Result<(), String> {
+    create_tables_named(client, RECEIPTS_TABLE, LEADS_TABLE).await
+}
+
+/// The same, with the given names (two local pipelines on one server).
+pub async fn create_tables_named(
+    client: &aws_sdk_dynamodb::Client,
+    receipts_table: &str,
+    leads_table: &str,
+) -> Result<(), String> {
     let template = template::load(&template::workspace_template())?;
     for (logical_id, name) in [
-        ("ReceiptsTable", RECEIPTS_TABLE),
-        ("LeadsTable", LEADS_TABLE),
+        ("ReceiptsTable", receipts_table),
+        ("LeadsTable", leads_table),
     ] {
         let spec = template::table_spec(&template, logical_id)?;
         template::create_table(client, &spec, name).await?;

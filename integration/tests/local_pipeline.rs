@@ -229,3 +229,90 @@ async fn the_local_pipeline_takes_a_delivery_to_one_lead_and_stops_cleanly() {
         );
     }
 }
+
+/// `DESTINATION=hubspot make run`: the same pipeline with the HubSpot fake
+/// as the destination. 202, then 200, then exactly one contact.
+#[tokio::test]
+async fn the_local_pipeline_with_hubspot_makes_one_contact() {
+    let bin_dir = std::env::var("FUNCTION_BIN_DIR").unwrap_or_else(|_| {
+        panic!("FUNCTION_BIN_DIR is not set: run the suite with `make test`, which builds the function binaries first")
+    });
+    let (webhook_port, hubspot_port) = two_free_ports();
+    let mut pipeline = Command::new(format!("{bin_dir}/local-pipeline"))
+        .env("DYNAMODB_ENDPOINT", endpoint(DYNAMODB_ENDPOINT))
+        .env("FUNCTION_BIN_DIR", &bin_dir)
+        .env("WEBHOOK_PORT", webhook_port.to_string())
+        .env("CRM_PORT", hubspot_port.to_string())
+        .env("DESTINATION", "hubspot")
+        // Its own tables: the other pipeline test uses the default names.
+        .env("RECEIPTS_TABLE", unique_name("hubspot-receipts"))
+        .env("LEADS_TABLE", unique_name("hubspot-leads"))
+        .stdout(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("local-pipeline starts");
+    let mut lines = BufReader::new(pipeline.stdout.take().unwrap()).lines();
+    let ready = tokio::time::timeout(Duration::from_secs(60), async {
+        while let Ok(Some(line)) = lines.next_line().await {
+            if line.contains("Local pipeline is up") {
+                return true;
+            }
+        }
+        false
+    })
+    .await;
+    assert_eq!(ready, Ok(true), "the pipeline said it is up");
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+
+    let http = reqwest::Client::new();
+    let body = r#"{"event":"form.submitted","timestamp":1795941528,"data":{"submissionId":"sub_hubspot_1","formData":{"name":"Ada Lovelace","email":"Ada@Example.com","company":"AE"}}}"#;
+    let send = || {
+        http.post(format!(
+            "http://127.0.0.1:{webhook_port}/webhooks/staticforms"
+        ))
+        .header("authorization", "Bearer local-demo-token-change-me")
+        .header("content-type", "application/json")
+        .header(
+            "idempotency-key",
+            "staticforms:form.submitted:sub_hubspot_1",
+        )
+        .body(body)
+        .send()
+    };
+    assert_eq!(send().await.unwrap().status(), 202);
+    assert_eq!(send().await.unwrap().status(), 200);
+
+    let contacts_url = format!("http://127.0.0.1:{hubspot_port}/contacts");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let contacts = loop {
+        let contacts: serde_json::Value = http
+            .get(&contacts_url)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        if contacts["count"] == 1 || Instant::now() > deadline {
+            break contacts;
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    };
+    assert_eq!(contacts["count"], 1, "{contacts}");
+    let contact = &contacts["contacts"][0];
+    assert_eq!(contact["properties"]["email"], "ada@example.com");
+    assert_eq!(contact["properties"]["firstname"], "Ada");
+    assert_eq!(contact["properties"]["lastname"], "Lovelace");
+    assert_eq!(contact["writes"], 1, "the duplicate was never sent");
+
+    let pid = pipeline.id().expect("running");
+    std::process::Command::new("kill")
+        .args(["-INT", &pid.to_string()])
+        .status()
+        .unwrap();
+    let exit = tokio::time::timeout(Duration::from_secs(10), pipeline.wait()).await;
+    assert!(
+        matches!(exit, Ok(Ok(status)) if status.success()),
+        "{exit:?}"
+    );
+}

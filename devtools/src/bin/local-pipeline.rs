@@ -1,7 +1,8 @@
 //! The whole pipeline on one machine, with no cloud: the real `ingest` and
 //! `worker` binaries run against a local Lambda Runtime API, behind a local
 //! HTTP API, with the receipts stream pumped from a local DynamoDB-protocol
-//! server to the worker, and a CRM stub as the destination. A reconciliation
+//! server to the worker, and a CRM stub as the destination (or, with
+//! `DESTINATION=hubspot`, the HubSpot fake). A reconciliation
 //! pass runs every few seconds, as the schedule does in AWS (every
 //! `ReconcileEvery`), with local timings short enough to watch. Started by
 //! `make run`; Ctrl-C stops it and every process it started.
@@ -21,8 +22,9 @@ use axum::response::{IntoResponse, Response};
 use axum::Router;
 use devtools::crm_stub::CrmStub;
 use devtools::http_api::{answer_from, event_for, WEBHOOK_ROUTE};
+use devtools::hubspot_fake::HubSpotFake;
 use devtools::lambda_emulator::LambdaEmulator;
-use devtools::local::{self, DEMO_TOKEN, RECEIPTS_TABLE};
+use devtools::local::{self, DEMO_HUBSPOT_TOKEN, DEMO_TOKEN, LEADS_TABLE, RECEIPTS_TABLE};
 use devtools::pump::StreamPump;
 use tokio::process::{Child, Command};
 
@@ -70,14 +72,28 @@ async fn run() -> Result<(), String> {
             .map_err(|_| "RECONCILE_EVERY_SECONDS must be a whole number".to_owned())?,
     );
 
+    let receipts_table = setting("RECEIPTS_TABLE", RECEIPTS_TABLE);
+    let leads_table = setting("LEADS_TABLE", LEADS_TABLE);
+
     let sdk = local::sdk_config(&dynamodb_endpoint).await;
     let dynamodb = aws_sdk_dynamodb::Client::new(&sdk);
     let streams = aws_sdk_dynamodbstreams::Client::new(&sdk);
-    local::create_tables(&dynamodb).await?;
+    local::create_tables_named(&dynamodb, &receipts_table, &leads_table).await?;
 
-    let crm = CrmStub::start_on(SocketAddr::from(([127, 0, 0, 1], crm_port)), true)
-        .await
-        .map_err(|e| format!("CRM stub on port {crm_port}: {e}"))?;
+    let crm_address = SocketAddr::from(([127, 0, 0, 1], crm_port));
+    let crm = match setting("DESTINATION", "http").as_str() {
+        "http" => LocalCrm::Stub(
+            CrmStub::start_on(crm_address, true)
+                .await
+                .map_err(|e| format!("CRM stub on port {crm_port}: {e}"))?,
+        ),
+        "hubspot" => LocalCrm::HubSpot(Arc::new(
+            HubSpotFake::start_on(crm_address, DEMO_HUBSPOT_TOKEN)
+                .await
+                .map_err(|e| format!("HubSpot fake on port {crm_port}: {e}"))?,
+        )),
+        _ => return Err("DESTINATION must be http or hubspot for the local pipeline".to_owned()),
+    };
 
     let common_env = [
         ("AWS_REGION", "us-east-1".to_owned()),
@@ -87,7 +103,7 @@ async fn run() -> Result<(), String> {
         ("AWS_ENDPOINT_URL_DYNAMODB", dynamodb_endpoint.clone()),
         ("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "128".to_owned()),
         ("AWS_LAMBDA_FUNCTION_VERSION", "$LATEST".to_owned()),
-        ("RECEIPTS_TABLE", RECEIPTS_TABLE.to_owned()),
+        ("RECEIPTS_TABLE", receipts_table.clone()),
     ];
     let ingest_runtime = LambdaEmulator::start("ingest")
         .await
@@ -105,8 +121,7 @@ async fn run() -> Result<(), String> {
     let worker_runtime = LambdaEmulator::start("worker")
         .await
         .map_err(|e| e.to_string())?;
-    let crm_url = crm.leads_url();
-    let mut worker_env = vec![("DESTINATION", "http".to_owned()), ("CRM_URL", crm_url)];
+    let mut worker_env = crm.worker_env();
     worker_env.extend(
         LOCAL_DELIVERY_TIMINGS
             .iter()
@@ -133,7 +148,7 @@ async fn run() -> Result<(), String> {
         let _ = axum::serve(listener, app).await;
     });
 
-    let mut pump = StreamPump::for_table(&dynamodb, streams, RECEIPTS_TABLE).await?;
+    let mut pump = StreamPump::for_table(&dynamodb, streams, &receipts_table).await?;
     let worker_runtime = Arc::new(worker_runtime);
     let pump_runtime = Arc::clone(&worker_runtime);
     tokio::spawn(async move {
@@ -185,12 +200,13 @@ async fn run() -> Result<(), String> {
 
     // One summary line every few seconds while something changes: what the
     // dashboard shows in AWS, in one line.
-    let summary_crm = crm.clone_handle();
+    let counts = crm.counts();
     tokio::spawn(async move {
         let mut last = String::new();
         loop {
             tokio::time::sleep(Duration::from_secs(5)).await;
-            let line = tally.summary(summary_crm.lead_count(), summary_crm.writes());
+            let (leads, writes) = counts();
+            let line = tally.summary(leads, writes);
             if line != last {
                 println!("{line}");
                 last = line;
@@ -199,8 +215,9 @@ async fn run() -> Result<(), String> {
     });
 
     println!(
-        "\nLocal pipeline is up (Ctrl-C stops it):\n  webhook   POST http://127.0.0.1:{webhook_port}{}\n  CRM stub  GET  http://127.0.0.1:{crm_port}/leads   (POST/DELETE /faults to break and mend it)\n  DynamoDB       {dynamodb_endpoint} (table {RECEIPTS_TABLE})\n",
-        WEBHOOK_ROUTE.1
+        "\nLocal pipeline is up (Ctrl-C stops it):\n  webhook   POST http://127.0.0.1:{webhook_port}{}\n  {}\n  DynamoDB       {dynamodb_endpoint} (table {receipts_table})\n",
+        WEBHOOK_ROUTE.1,
+        crm.describe(crm_port),
     );
 
     tokio::select! {
@@ -211,6 +228,55 @@ async fn run() -> Result<(), String> {
     let _ = ingest.kill().await;
     let _ = worker.kill().await;
     Ok(())
+}
+
+/// The local destination `DESTINATION` names.
+enum LocalCrm {
+    Stub(CrmStub),
+    HubSpot(Arc<HubSpotFake>),
+}
+
+/// Contacts or leads held, and the writes to them.
+type Counts = Box<dyn Fn() -> (usize, u64) + Send>;
+
+impl LocalCrm {
+    fn worker_env(&self) -> Vec<(&'static str, String)> {
+        match self {
+            LocalCrm::Stub(stub) => vec![
+                ("DESTINATION", "http".to_owned()),
+                ("CRM_URL", stub.leads_url()),
+            ],
+            LocalCrm::HubSpot(fake) => vec![
+                ("DESTINATION", "hubspot".to_owned()),
+                ("HUBSPOT_TOKEN", DEMO_HUBSPOT_TOKEN.to_owned()),
+                ("HUBSPOT_BASE_URL", fake.base_url()),
+            ],
+        }
+    }
+
+    fn counts(&self) -> Counts {
+        match self {
+            LocalCrm::Stub(stub) => {
+                let view = stub.clone_handle();
+                Box::new(move || (view.lead_count(), view.writes()))
+            }
+            LocalCrm::HubSpot(fake) => {
+                let fake = Arc::clone(fake);
+                Box::new(move || {
+                    let contacts = fake.contacts();
+                    let writes = contacts.iter().map(|c| u64::from(c.writes)).sum();
+                    (contacts.len(), writes)
+                })
+            }
+        }
+    }
+
+    fn describe(&self, port: u16) -> String {
+        match self {
+            LocalCrm::Stub(_) => format!("CRM stub  GET  http://127.0.0.1:{port}/leads   (POST/DELETE /faults to break and mend it)"),
+            LocalCrm::HubSpot(_) => format!("HubSpot   GET  http://127.0.0.1:{port}/contacts   (a local fake; POST/DELETE /faults to break and mend it)"),
+        }
+    }
 }
 
 /// Ctrl-C (SIGINT) or SIGTERM.
@@ -238,6 +304,15 @@ fn spawn_function(
 ) -> Result<Child, String> {
     let binary = bin_dir.join(name);
     let mut command = Command::new(&binary);
+    // As in Lambda, a function sees only its own configuration: the shell's
+    // variables (DESTINATION, LEADS_TABLE for the pipeline itself, a stray
+    // CRM_URL) would otherwise reach it and contradict what it is given.
+    command.env_clear();
+    for inherited in ["PATH", "RUST_LOG", "AWS_LAMBDA_LOG_LEVEL", "RUST_BACKTRACE"] {
+        if let Some(value) = std::env::var_os(inherited) {
+            command.env(inherited, value);
+        }
+    }
     command
         .env("AWS_LAMBDA_RUNTIME_API", runtime.runtime_api())
         .env("AWS_LAMBDA_FUNCTION_NAME", name)
