@@ -27,6 +27,10 @@ fn the_template_gives_each_function_the_configuration_its_code_requires() {
         "WebhookSecretArn",
         "arn:aws:secretsmanager:us-east-1:123456789012:secret:signing",
     );
+    let hubspot_secret = (
+        "HubSpotTokenSecretArn",
+        "arn:aws:secretsmanager:us-east-1:123456789012:secret:hubspot-token",
+    );
     for (destination, extra) in [
         ("dynamodb", vec![]),
         ("dynamodb", vec![("LeadKey", "email")]),
@@ -36,6 +40,16 @@ fn the_template_gives_each_function_the_configuration_its_code_requires() {
         ),
         ("http", vec![crm_url]),
         ("http", vec![crm_url, token_secret]),
+        ("hubspot", vec![hubspot_secret]),
+        (
+            "hubspot",
+            vec![
+                hubspot_secret,
+                ("HubSpotIdProperty", "staticforms_submission_id"),
+                ("HubSpotApiVersion", "v3"),
+                ("FieldMap", r#"{"email":"email","hs_lead_status":"=NEW"}"#),
+            ],
+        ),
     ] {
         let mut overrides = vec![("Destination", destination)];
         overrides.extend(extra.iter().copied());
@@ -68,6 +82,22 @@ fn the_template_gives_each_function_the_configuration_its_code_requires() {
             }
             ("dynamodb", worker::config::DestinationConfig::Dynamodb { leads_table, .. }) => {
                 assert_eq!(leads_table, "LeadsTable-name");
+            }
+            ("hubspot", worker::config::DestinationConfig::Hubspot { settings, token }) => {
+                assert_eq!(
+                    token,
+                    worker::config::TokenSetting::SecretsManager(hubspot_secret.1.to_owned())
+                );
+                let custom = extra.contains(&("HubSpotIdProperty", "staticforms_submission_id"));
+                assert_eq!(
+                    settings.id_property.name(),
+                    if custom {
+                        "staticforms_submission_id"
+                    } else {
+                        "email"
+                    }
+                );
+                assert_eq!(settings.base_url, "https://api.hubapi.com");
             }
             (wanted, got) => panic!("Destination={wanted} configured {got:?}"),
         }
@@ -289,6 +319,26 @@ fn each_function_may_do_only_what_it_needs() {
     assert!(
         !with_crm.iter().any(|(_, r)| r == "LeadsTable.Arn"),
         "no leads table access for the http destination"
+    );
+    let hubspot_secret = "arn:aws:secretsmanager:us-east-1:123456789012:secret:hubspot";
+    let with_hubspot = actions(&statements(
+        &template,
+        "WorkerFunction",
+        &[
+            ("Destination", "hubspot"),
+            ("HubSpotTokenSecretArn", hubspot_secret),
+        ],
+    ));
+    assert!(with_hubspot.contains(&(
+        "secretsmanager:GetSecretValue".into(),
+        hubspot_secret.into()
+    )));
+    assert!(!with_hubspot.iter().any(|(_, r)| r == "LeadsTable.Arn"));
+    assert!(
+        !with_crm
+            .iter()
+            .any(|(a, _)| a == "secretsmanager:GetSecretValue"),
+        "no secret for the http destination without a token"
     );
 }
 
