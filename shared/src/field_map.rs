@@ -31,6 +31,9 @@ pub enum Source {
 pub struct FieldMap {
     /// In the order given, so requests and tests are stable.
     entries: Vec<(String, Source)>,
+    /// Values for properties the CRM requires, used when the map gives
+    /// none (Salesforce's Lead needs `LastName` and `Company`).
+    fallbacks: Vec<(String, String)>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -47,7 +50,10 @@ pub enum FieldMapError {
 
 impl FieldMap {
     pub fn new(entries: Vec<(String, Source)>) -> Self {
-        FieldMap { entries }
+        FieldMap {
+            entries,
+            fallbacks: Vec::new(),
+        }
     }
 
     /// Parses `FIELD_MAP`. Errors never quote a value (a literal could be
@@ -76,7 +82,7 @@ impl FieldMap {
             }
             entries.push((property, source));
         }
-        Ok(FieldMap { entries })
+        Ok(FieldMap::new(entries))
     }
 
     /// HubSpot's default: its standard contact properties `email`,
@@ -95,7 +101,35 @@ impl FieldMap {
         if let Some(property) = message_property.map(str::trim).filter(|p| !p.is_empty()) {
             entries.push((property.to_owned(), Source::Field("message".to_owned())));
         }
-        FieldMap { entries }
+        FieldMap::new(entries)
+    }
+
+    /// Salesforce's default for a Lead: `FirstName`/`LastName` as for
+    /// HubSpot, `Email`, `Phone`, `Company`, and the message as
+    /// `Description`; see `with_lead_requirements` for the required two.
+    pub fn salesforce_default() -> Self {
+        FieldMap::new(vec![
+            ("FirstName".to_owned(), Source::FirstName),
+            ("LastName".to_owned(), Source::LastName),
+            ("Email".to_owned(), Source::Field("email".to_owned())),
+            ("Phone".to_owned(), Source::Field("phone".to_owned())),
+            ("Company".to_owned(), Source::Field("company".to_owned())),
+            (
+                "Description".to_owned(),
+                Source::Field("message".to_owned()),
+            ),
+        ])
+    }
+
+    /// Salesforce refuses a Lead without `LastName` or `Company`: when the
+    /// map gives none, `LastName` is `Unknown` and `Company` is
+    /// `[not provided]`, so a lead without a name still arrives.
+    pub fn with_lead_requirements(mut self) -> Self {
+        self.fallbacks = vec![
+            ("LastName".to_owned(), "Unknown".to_owned()),
+            ("Company".to_owned(), "[not provided]".to_owned()),
+        ];
+        self
     }
 
     /// The CRM properties this map can send, in order.
@@ -120,6 +154,11 @@ impl FieldMap {
             };
             if let Some(value) = value.filter(|v| !v.trim().is_empty()) {
                 properties.insert(property.clone(), Value::String(value));
+            }
+        }
+        for (property, value) in &self.fallbacks {
+            if !properties.contains_key(property) {
+                properties.insert(property.clone(), Value::String(value.clone()));
             }
         }
         properties
@@ -254,6 +293,40 @@ mod tests {
             });
             assert_eq!(parsed, expected, "{text}");
         }
+    }
+
+    #[test]
+    fn salesforce_lead_defaults() {
+        let map = FieldMap::salesforce_default().with_lead_requirements();
+        let rows = [
+            (
+                lead(
+                    "Ada King Lovelace",
+                    "ada@example.com",
+                    json!({"company": "AE", "phone": "555"}),
+                ),
+                json!({"FirstName": "Ada King", "LastName": "Lovelace", "Email": "ada@example.com", "Phone": "555", "Company": "AE", "Description": "Please call"}),
+            ),
+            (
+                lead("Prince", "", json!({})),
+                json!({"FirstName": "Prince", "LastName": "Unknown", "Company": "[not provided]", "Description": "Please call"}),
+            ),
+            (
+                lead("", "", json!({"lastName": "Hopper"})),
+                json!({"LastName": "Hopper", "Company": "[not provided]", "Description": "Please call"}),
+            ),
+        ];
+        for (lead, expected) in rows {
+            assert_eq!(Value::Object(map.apply(&lead)), expected, "{}", lead.name);
+        }
+        // A user's map keeps the requirements too.
+        let own = FieldMap::parse(r#"{"Email":"email"}"#)
+            .unwrap()
+            .with_lead_requirements();
+        assert_eq!(
+            Value::Object(own.apply(&lead("", "a@b.c", json!({})))),
+            json!({"Email": "a@b.c", "LastName": "Unknown", "Company": "[not provided]"})
+        );
     }
 
     #[test]
