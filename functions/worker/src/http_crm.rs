@@ -14,6 +14,7 @@ use reqwest::header::RETRY_AFTER;
 use shared::delivery::{classify_status, parse_retry_after, StatusClass};
 use shared::{IdempotencyKey, Lead};
 
+use crate::crm_http;
 use crate::crm_token::{BearerToken, CrmToken, TokenSource};
 use crate::destination::{Destination, DestinationError, Upserted};
 
@@ -27,7 +28,6 @@ const PATH_SEGMENT: &AsciiSet = &NON_ALPHANUMERIC
     .remove(b'_')
     .remove(b'~');
 
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
 
 pub struct HttpCrm {
@@ -41,11 +41,7 @@ impl HttpCrm {
     /// and no redirects (a redirected PUT is a misconfigured URL, and
     /// following it could send the token elsewhere).
     pub fn new(url_template: String, token: Option<CrmToken>) -> Result<Self, reqwest::Error> {
-        let client = reqwest::Client::builder()
-            .connect_timeout(CONNECT_TIMEOUT)
-            .timeout(REQUEST_TIMEOUT)
-            .redirect(reqwest::redirect::Policy::none())
-            .build()?;
+        let client = crm_http::client(REQUEST_TIMEOUT)?;
         Ok(HttpCrm {
             client,
             url_template,
@@ -95,22 +91,10 @@ impl HttpCrm {
         if let Some(token) = self.token.current() {
             request = request.bearer_auth(token.expose());
         }
-        // reqwest's own error text includes the URL, which may carry a
-        // credential: report only the kind of failure.
-        let response = request.send().await.map_err(|error| {
-            if error.is_builder() {
-                DestinationError::Permanent {
-                    status: None,
-                    reason: "request could not be built".to_owned(),
-                }
-            } else if error.is_timeout() {
-                DestinationError::retryable("timeout")
-            } else if error.is_connect() {
-                DestinationError::retryable("connection failed")
-            } else {
-                DestinationError::retryable("transport error")
-            }
-        })?;
+        let response = request
+            .send()
+            .await
+            .map_err(|error| crm_http::transport_error(&error))?;
         let status = response.status().as_u16();
         match classify_status(status) {
             StatusClass::Success => Ok(Upserted::Written),

@@ -28,6 +28,7 @@ use shared::delivery::parse_retry_after;
 use shared::field_map::FieldMap;
 use shared::{IdempotencyKey, Lead};
 
+use crate::crm_http;
 use crate::crm_token::{BearerToken, CrmToken, TokenSource};
 use crate::destination::{Answer, Destination, DestinationError, Upserted, Write};
 
@@ -50,7 +51,6 @@ const TEN_SECONDLY_WAIT: Duration = Duration::from_secs(10);
 /// HubSpot's 423 (a lock on the record): wait at least this.
 const LOCKED_WAIT: Duration = Duration::from_secs(2);
 
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(15);
 
 /// `HUBSPOT_API_VERSION`: `v3`, or a date version `YYYY-MM`.
@@ -218,11 +218,7 @@ impl HubSpot {
     /// Builds the HTTP client once: rustls, timeouts, and no redirects (a
     /// redirect could carry the token elsewhere).
     pub fn new(settings: HubSpotSettings, token: Option<CrmToken>) -> Result<Self, reqwest::Error> {
-        let client = reqwest::Client::builder()
-            .connect_timeout(CONNECT_TIMEOUT)
-            .timeout(REQUEST_TIMEOUT)
-            .redirect(reqwest::redirect::Policy::none())
-            .build()?;
+        let client = crm_http::client(REQUEST_TIMEOUT)?;
         let url = format!(
             "{}{}",
             settings.base_url.trim_end_matches('/'),
@@ -315,16 +311,9 @@ impl HubSpot {
         if let Some(token) = self.token.current() {
             request = request.bearer_auth(token.expose());
         }
-        // reqwest's error text includes the URL: report only the kind.
         let response = match request.send().await {
             Ok(response) => response,
-            Err(error) if error.is_timeout() => {
-                return Called::Whole(Err(DestinationError::retryable("timeout")))
-            }
-            Err(error) if error.is_connect() => {
-                return Called::Whole(Err(DestinationError::retryable("connection failed")))
-            }
-            Err(_) => return Called::Whole(Err(DestinationError::retryable("transport error"))),
+            Err(error) => return Called::Whole(Err(crm_http::transport_error(&error))),
         };
         let status = response.status().as_u16();
         let retry_after = response

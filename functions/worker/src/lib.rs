@@ -9,6 +9,7 @@
 //! per kind. `main.rs` only wires these parts together.
 
 pub mod config;
+pub mod crm_http;
 pub mod crm_token;
 pub mod decide;
 pub mod destination;
