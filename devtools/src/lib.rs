@@ -11,5 +11,6 @@ pub mod lambda_emulator;
 pub mod local;
 pub mod log_capture;
 pub mod pump;
+pub mod salesforce_fake;
 pub mod stream_event;
 pub mod template;
