@@ -17,6 +17,7 @@ pub use crate::http_crm::EXTERNAL_ID_PLACEHOLDER;
 use crate::hubspot::{ApiVersion, HubSpotSettings, IdProperty};
 pub use crate::leads_table::LeadKey;
 use crate::reconcile::DEFAULT_RECONCILE_AFTER;
+use crate::salesforce::{ClientCredentials, SalesforceSettings};
 
 pub const RECEIPTS_TABLE: &str = "RECEIPTS_TABLE";
 pub const DESTINATION: &str = "DESTINATION";
@@ -39,6 +40,13 @@ pub const HUBSPOT_API_VERSION: &str = "HUBSPOT_API_VERSION";
 pub const HUBSPOT_ID_PROPERTY: &str = "HUBSPOT_ID_PROPERTY";
 pub const HUBSPOT_MESSAGE_PROPERTY: &str = "HUBSPOT_MESSAGE_PROPERTY";
 pub const FIELD_MAP: &str = "FIELD_MAP";
+pub const SALESFORCE_LOGIN_URL: &str = "SALESFORCE_LOGIN_URL";
+pub const SALESFORCE_CLIENT_ID: &str = "SALESFORCE_CLIENT_ID";
+pub const SALESFORCE_CLIENT_SECRET: &str = "SALESFORCE_CLIENT_SECRET";
+pub const SALESFORCE_CREDENTIALS_SECRET_ARN: &str = "SALESFORCE_CREDENTIALS_SECRET_ARN";
+pub const SALESFORCE_OBJECT: &str = "SALESFORCE_OBJECT";
+pub const SALESFORCE_EXTERNAL_ID_FIELD: &str = "SALESFORCE_EXTERNAL_ID_FIELD";
+pub const SALESFORCE_API_VERSION: &str = "SALESFORCE_API_VERSION";
 
 /// Variables of the `http` destination only.
 const HTTP_ONLY: &[&str] = &[CRM_URL, CRM_TOKEN, CRM_TOKEN_SECRET_ARN];
@@ -52,8 +60,19 @@ const HUBSPOT_ONLY: &[&str] = &[
     HUBSPOT_API_VERSION,
     HUBSPOT_ID_PROPERTY,
     HUBSPOT_MESSAGE_PROPERTY,
-    FIELD_MAP,
 ];
+/// Variables of the `salesforce` destination only.
+const SALESFORCE_ONLY: &[&str] = &[
+    SALESFORCE_LOGIN_URL,
+    SALESFORCE_CLIENT_ID,
+    SALESFORCE_CLIENT_SECRET,
+    SALESFORCE_CREDENTIALS_SECRET_ARN,
+    SALESFORCE_OBJECT,
+    SALESFORCE_EXTERNAL_ID_FIELD,
+    SALESFORCE_API_VERSION,
+];
+/// Variables of the CRM destinations with a field map.
+const MAPPED_ONLY: &[&str] = &[FIELD_MAP];
 
 pub const DEFAULT_CONCURRENCY: usize = 8;
 pub const MAX_CONCURRENCY: usize = 100;
@@ -86,6 +105,19 @@ pub enum DestinationConfig {
         settings: HubSpotSettings,
         token: TokenSetting,
     },
+    Salesforce {
+        settings: SalesforceSettings,
+        credentials: CredentialsSetting,
+    },
+}
+
+/// Where Salesforce's client credentials come from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CredentialsSetting {
+    /// `SALESFORCE_CLIENT_ID` and `SALESFORCE_CLIENT_SECRET`, for local use.
+    Inline(ClientCredentials),
+    /// `SALESFORCE_CREDENTIALS_SECRET_ARN`: `{"client_id", "client_secret"}`.
+    SecretsManager(String),
 }
 
 /// Where the CRM token comes from, if the CRM needs one.
@@ -130,6 +162,8 @@ impl Config {
             Some("http") => {
                 forbid(DYNAMODB_ONLY, "http")?;
                 forbid(HUBSPOT_ONLY, "http")?;
+                forbid(SALESFORCE_ONLY, "http")?;
+                forbid(MAPPED_ONLY, "http")?;
                 let url = get(CRM_URL).ok_or(ConfigError::Missing(CRM_URL))?;
                 check_crm_url(url.trim(), allow_http)?;
                 let token = token_setting(&get, CRM_TOKEN, CRM_TOKEN_SECRET_ARN)?;
@@ -141,6 +175,8 @@ impl Config {
             Some("dynamodb") => {
                 forbid(HTTP_ONLY, "dynamodb")?;
                 forbid(HUBSPOT_ONLY, "dynamodb")?;
+                forbid(SALESFORCE_ONLY, "dynamodb")?;
+                forbid(MAPPED_ONLY, "dynamodb")?;
                 forbid(&[CRM_ALLOW_HTTP], "dynamodb")?;
                 let leads_table = get(LEADS_TABLE).ok_or(ConfigError::Missing(LEADS_TABLE))?;
                 let lead_key = match get(LEAD_KEY).as_deref().map(str::trim) {
@@ -156,6 +192,7 @@ impl Config {
             Some("hubspot") => {
                 forbid(HTTP_ONLY, "hubspot")?;
                 forbid(DYNAMODB_ONLY, "hubspot")?;
+                forbid(SALESFORCE_ONLY, "hubspot")?;
                 let token = match token_setting(&get, HUBSPOT_TOKEN, HUBSPOT_TOKEN_SECRET_ARN)? {
                     TokenSetting::None => {
                         return Err(ConfigError::Missing(
@@ -212,7 +249,18 @@ impl Config {
                     token,
                 }
             }
-            Some(_) => return Err(invalid(DESTINATION, "expected http, dynamodb or hubspot")),
+            Some("salesforce") => {
+                forbid(HTTP_ONLY, "salesforce")?;
+                forbid(DYNAMODB_ONLY, "salesforce")?;
+                forbid(HUBSPOT_ONLY, "salesforce")?;
+                salesforce_config(&get, allow_http)?
+            }
+            Some(_) => {
+                return Err(invalid(
+                    DESTINATION,
+                    "expected http, dynamodb, hubspot or salesforce",
+                ))
+            }
         };
 
         let concurrency = match get(WORKER_CONCURRENCY) {
@@ -303,6 +351,115 @@ fn seconds(
             .map(Duration::from_secs)
             .ok_or_else(|| invalid(name, "expected a whole number of seconds, at least 1")),
     }
+}
+
+/// `DESTINATION=salesforce`'s variables.
+fn salesforce_config(
+    get: &impl Fn(&str) -> Option<String>,
+    allow_http: bool,
+) -> Result<DestinationConfig, ConfigError> {
+    let login_url = get(SALESFORCE_LOGIN_URL)
+        .ok_or(ConfigError::Missing(SALESFORCE_LOGIN_URL))?
+        .trim()
+        .trim_end_matches('/')
+        .to_owned();
+    check_base_url(SALESFORCE_LOGIN_URL, &login_url, allow_http)?;
+    let credentials = match (
+        get(SALESFORCE_CLIENT_ID),
+        get(SALESFORCE_CLIENT_SECRET),
+        get(SALESFORCE_CREDENTIALS_SECRET_ARN),
+    ) {
+        (Some(id), Some(secret), None) => CredentialsSetting::Inline(
+            ClientCredentials::new(&id, &secret)
+                .ok_or_else(|| invalid(SALESFORCE_CLIENT_ID, "is blank"))?,
+        ),
+        (None, None, Some(arn)) if arn.trim().starts_with("arn:") => {
+            CredentialsSetting::SecretsManager(arn.trim().to_owned())
+        }
+        (None, None, Some(_)) => {
+            return Err(invalid(
+                SALESFORCE_CREDENTIALS_SECRET_ARN,
+                "must be a Secrets Manager secret ARN (arn:...)",
+            ))
+        }
+        (None, None, None) => {
+            return Err(ConfigError::Missing(
+                "SALESFORCE_CLIENT_ID and SALESFORCE_CLIENT_SECRET, or SALESFORCE_CREDENTIALS_SECRET_ARN",
+            ))
+        }
+        (Some(_), None, None) => return Err(ConfigError::Missing(SALESFORCE_CLIENT_SECRET)),
+        (None, Some(_), None) => return Err(ConfigError::Missing(SALESFORCE_CLIENT_ID)),
+        (_, _, Some(_)) => {
+            return Err(invalid(
+                SALESFORCE_CREDENTIALS_SECRET_ARN,
+                "set either it or SALESFORCE_CLIENT_ID and SALESFORCE_CLIENT_SECRET, not both",
+            ))
+        }
+    };
+    let name = |variable: &'static str, default: &str| -> Result<String, ConfigError> {
+        let value = get(variable).unwrap_or_else(|| default.to_owned());
+        let value = value.trim();
+        if is_property_name(value) {
+            Ok(value.to_owned())
+        } else {
+            Err(invalid(
+                variable,
+                "expected an API name (letters, digits, _)",
+            ))
+        }
+    };
+    let object = name(SALESFORCE_OBJECT, crate::salesforce::DEFAULT_OBJECT)?;
+    let external_id_field = name(
+        SALESFORCE_EXTERNAL_ID_FIELD,
+        crate::salesforce::DEFAULT_EXTERNAL_ID_FIELD,
+    )?;
+    let api_version = salesforce_version(
+        &get(SALESFORCE_API_VERSION)
+            .unwrap_or_else(|| crate::salesforce::DEFAULT_API_VERSION.to_owned()),
+    )
+    .ok_or_else(|| {
+        invalid(
+            SALESFORCE_API_VERSION,
+            "expected a version from v46.0 on, such as v67.0 (sObject Collections upsert needs 46.0)",
+        )
+    })?;
+    let field_map = match get(FIELD_MAP) {
+        Some(text) => {
+            FieldMap::parse(&text).map_err(|error| invalid(FIELD_MAP, error.to_string()))?
+        }
+        None => FieldMap::salesforce_default(),
+    };
+    if let Some(bad) = field_map.properties().find(|p| !is_property_name(p)) {
+        return Err(invalid(
+            FIELD_MAP,
+            format!(
+                "names {bad:?}, which is not a Salesforce field's API name (letters, digits, _)"
+            ),
+        ));
+    }
+    let field_map = if object == "Lead" {
+        field_map.with_lead_requirements()
+    } else {
+        field_map
+    };
+    Ok(DestinationConfig::Salesforce {
+        settings: SalesforceSettings {
+            login_url,
+            api_version,
+            object,
+            external_id_field,
+            field_map,
+        },
+        credentials,
+    })
+}
+
+/// `v67.0` or `67.0`, from 46.0 on, as `v67.0`.
+fn salesforce_version(raw: &str) -> Option<String> {
+    let number = raw.trim().trim_start_matches('v');
+    let (major, minor) = number.split_once('.')?;
+    let major: u32 = major.parse().ok()?;
+    (minor == "0" && (46..1000).contains(&major)).then(|| format!("v{major}.0"))
 }
 
 /// Where a CRM token comes from: `inline` (local use) or `arn` (Secrets
@@ -639,6 +796,90 @@ mod tests {
     }
 
     #[test]
+    fn salesforce_configurations() {
+        let arn = "arn:aws:secretsmanager:us-east-1:123456789012:secret:salesforce-AbCdEf";
+        let login = (SALESFORCE_LOGIN_URL, "https://acme.my.salesforce.com/");
+        let deployed = load(&[
+            TABLE,
+            (DESTINATION, "salesforce"),
+            login,
+            (SALESFORCE_CREDENTIALS_SECRET_ARN, arn),
+        ])
+        .unwrap();
+        assert_eq!(
+            deployed.destination,
+            DestinationConfig::Salesforce {
+                settings: SalesforceSettings {
+                    login_url: "https://acme.my.salesforce.com".into(),
+                    api_version: "v67.0".into(),
+                    object: "Lead".into(),
+                    external_id_field: "StaticForms_Submission_Id__c".into(),
+                    field_map: FieldMap::salesforce_default().with_lead_requirements(),
+                },
+                credentials: CredentialsSetting::SecretsManager(arn.into()),
+            }
+        );
+        let local = load(&[
+            TABLE,
+            (DESTINATION, "salesforce"),
+            (SALESFORCE_LOGIN_URL, "http://127.0.0.1:9001"),
+            (SALESFORCE_CLIENT_ID, "3MVG9local"),
+            (SALESFORCE_CLIENT_SECRET, "local-secret"),
+            (SALESFORCE_OBJECT, "Prospect__c"),
+            (SALESFORCE_EXTERNAL_ID_FIELD, "Submission__c"),
+            (SALESFORCE_API_VERSION, "62.0"),
+            (FIELD_MAP, r#"{"Email__c":"email"}"#),
+        ])
+        .unwrap();
+        let DestinationConfig::Salesforce {
+            settings,
+            credentials,
+        } = local.destination
+        else {
+            panic!("salesforce")
+        };
+        assert_eq!(settings.api_version, "v62.0");
+        assert_eq!(settings.object, "Prospect__c");
+        assert_eq!(
+            settings.field_map,
+            FieldMap::parse(r#"{"Email__c":"email"}"#).unwrap(),
+            "no Lead requirements for another object"
+        );
+        assert_eq!(
+            credentials,
+            CredentialsSetting::Inline(
+                ClientCredentials::new("3MVG9local", "local-secret").unwrap()
+            )
+        );
+
+        let salesforce = |extra: &[(&'static str, &'static str)]| {
+            let mut pairs = vec![TABLE, (DESTINATION, "salesforce"), login];
+            pairs.extend_from_slice(extra);
+            load(&pairs).unwrap_err()
+        };
+        let id = (SALESFORCE_CLIENT_ID, "3MVG9");
+        let secret = (SALESFORCE_CLIENT_SECRET, "never-shown-secret");
+        let rows: Vec<(&str, ConfigError, ConfigError)> = vec![
+            ("no login url", load(&[TABLE, (DESTINATION, "salesforce"), id, secret]).unwrap_err(), ConfigError::Missing(SALESFORCE_LOGIN_URL)),
+            ("no credentials", salesforce(&[]), ConfigError::Missing("SALESFORCE_CLIENT_ID and SALESFORCE_CLIENT_SECRET, or SALESFORCE_CREDENTIALS_SECRET_ARN")),
+            ("id without secret", salesforce(&[id]), ConfigError::Missing(SALESFORCE_CLIENT_SECRET)),
+            ("both forms", salesforce(&[id, secret, (SALESFORCE_CREDENTIALS_SECRET_ARN, arn)]), invalid(SALESFORCE_CREDENTIALS_SECRET_ARN, "set either it or SALESFORCE_CLIENT_ID and SALESFORCE_CLIENT_SECRET, not both")),
+            ("not an arn", salesforce(&[(SALESFORCE_CREDENTIALS_SECRET_ARN, "salesforce")]), invalid(SALESFORCE_CREDENTIALS_SECRET_ARN, "must be a Secrets Manager secret ARN (arn:...)")),
+            ("old version", salesforce(&[id, secret, (SALESFORCE_API_VERSION, "v45.0")]), invalid(SALESFORCE_API_VERSION, "expected a version from v46.0 on, such as v67.0 (sObject Collections upsert needs 46.0)")),
+            ("object label", salesforce(&[id, secret, (SALESFORCE_OBJECT, "Web Lead")]), invalid(SALESFORCE_OBJECT, "expected an API name (letters, digits, _)")),
+            ("http login", load(&[TABLE, (DESTINATION, "salesforce"), (SALESFORCE_LOGIN_URL, "http://acme.my.salesforce.com"), id, secret]).unwrap_err(), invalid(SALESFORCE_LOGIN_URL, format!("must be https:// (http:// sends the CRM token in clear text; it is allowed for loopback addresses, or with {CRM_ALLOW_HTTP}=true for local runs)"))),
+            ("a hubspot variable", salesforce(&[id, secret, (HUBSPOT_TOKEN, "x")]), invalid(HUBSPOT_TOKEN, "does not apply to DESTINATION=salesforce; unset it")),
+        ];
+        for (name, error, expected) in rows {
+            assert_eq!(error, expected, "case {name}");
+            assert!(
+                !error.to_string().contains("never-shown-secret"),
+                "case {name}"
+            );
+        }
+    }
+
+    #[test]
     fn invalid_configurations_name_their_variable() {
         let cases: Vec<ConfigCase> = vec![
             (
@@ -653,8 +894,8 @@ mod tests {
             ),
             (
                 "unknown destination",
-                vec![TABLE, (DESTINATION, "salesforce")],
-                invalid(DESTINATION, "expected http, dynamodb or hubspot"),
+                vec![TABLE, (DESTINATION, "pipedrive")],
+                invalid(DESTINATION, "expected http, dynamodb, hubspot or salesforce"),
             ),
             (
                 "http without url",

@@ -21,6 +21,7 @@ pub mod invocation;
 pub mod leads_table;
 pub mod ledger;
 pub mod reconcile;
+pub mod salesforce;
 pub mod secrets;
 
 pub use config::Config;

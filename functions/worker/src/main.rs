@@ -14,7 +14,8 @@ use worker::handler::deadline_from;
 use worker::http_crm::HttpCrm;
 use worker::hubspot::HubSpot;
 use worker::leads_table::LeadsTable;
-use worker::secrets::{http_crm, hubspot};
+use worker::salesforce::Salesforce;
+use worker::secrets::{http_crm, hubspot, salesforce};
 use worker::{Config, Worker};
 
 /// The destination chosen by `DESTINATION`, as one type for the handler.
@@ -22,6 +23,7 @@ enum ConfiguredDestination {
     Http(HttpCrm),
     LeadsTable(LeadsTable),
     HubSpot(HubSpot),
+    Salesforce(Salesforce),
 }
 
 impl Destination for ConfiguredDestination {
@@ -30,6 +32,7 @@ impl Destination for ConfiguredDestination {
             ConfiguredDestination::Http(crm) => crm.name(),
             ConfiguredDestination::LeadsTable(table) => table.name(),
             ConfiguredDestination::HubSpot(hubspot) => hubspot.name(),
+            ConfiguredDestination::Salesforce(salesforce) => salesforce.name(),
         }
     }
 
@@ -42,6 +45,7 @@ impl Destination for ConfiguredDestination {
             ConfiguredDestination::Http(crm) => crm.upsert(lead, key).await,
             ConfiguredDestination::LeadsTable(table) => table.upsert(lead, key).await,
             ConfiguredDestination::HubSpot(hubspot) => hubspot.upsert(lead, key).await,
+            ConfiguredDestination::Salesforce(salesforce) => salesforce.upsert(lead, key).await,
         }
     }
 
@@ -53,6 +57,9 @@ impl Destination for ConfiguredDestination {
             }
             ConfiguredDestination::HubSpot(hubspot) => {
                 hubspot.upsert_batch(writes, concurrency).await
+            }
+            ConfiguredDestination::Salesforce(salesforce) => {
+                salesforce.upsert_batch(writes, concurrency).await
             }
         }
     }
@@ -85,6 +92,18 @@ async fn main() -> Result<(), Error> {
                     tracing::error!(error = %error, "HubSpot destination unavailable; the function cannot start");
                 })?;
             ConfiguredDestination::HubSpot(hubspot)
+        }
+        DestinationConfig::Salesforce {
+            settings,
+            credentials,
+        } => {
+            let secrets_client = || aws_sdk_secretsmanager::Client::new(&sdk_config);
+            let salesforce = salesforce(settings, credentials, secrets_client)
+                .await
+                .inspect_err(|error| {
+                    tracing::error!(error = %error, "Salesforce destination unavailable; the function cannot start");
+                })?;
+            ConfiguredDestination::Salesforce(salesforce)
         }
         DestinationConfig::Dynamodb {
             leads_table,

@@ -1,6 +1,7 @@
-//! A CRM token kept in AWS Secrets Manager (`CRM_TOKEN_SECRET_ARN`,
-//! `HUBSPOT_TOKEN_SECRET_ARN`): read at init, and again when the CRM refuses
-//! it (see `crm_token`). A missing
+//! CRM credentials kept in AWS Secrets Manager: a token
+//! (`CRM_TOKEN_SECRET_ARN`, `HUBSPOT_TOKEN_SECRET_ARN`), read at init and
+//! again when the CRM refuses it (see `crm_token`), or Salesforce's client
+//! credentials (`SALESFORCE_CREDENTIALS_SECRET_ARN`), read at init. A missing
 //! or unreadable secret stops start-up with a message naming the variable,
 //! never the value.
 
@@ -13,12 +14,13 @@ use aws_sdk_secretsmanager::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_secretsmanager::Client;
 
 use crate::config::{
-    ConfigError, TokenSetting, CRM_TOKEN_SECRET_ARN, CRM_URL, HUBSPOT_BASE_URL,
-    HUBSPOT_TOKEN_SECRET_ARN,
+    ConfigError, CredentialsSetting, TokenSetting, CRM_TOKEN_SECRET_ARN, CRM_URL, HUBSPOT_BASE_URL,
+    HUBSPOT_TOKEN_SECRET_ARN, SALESFORCE_CREDENTIALS_SECRET_ARN, SALESFORCE_LOGIN_URL,
 };
 use crate::crm_token::{CrmToken, TokenError, TokenSource};
 use crate::http_crm::HttpCrm;
 use crate::hubspot::{HubSpot, HubSpotSettings};
+use crate::salesforce::{ClientCredentials, Salesforce, SalesforceSettings};
 
 pub struct SecretsManagerToken {
     client: Client,
@@ -138,5 +140,49 @@ pub async fn hubspot(
     Ok(match source {
         Some(source) => hubspot.refreshing_from(source, refresh_interval),
         None => hubspot,
+    })
+}
+
+/// The `salesforce` destination as `main` builds it: the client credentials
+/// read now (from Secrets Manager when configured so); the first call logs
+/// in. A secret that is missing or malformed stops init, naming the
+/// variable and never a value.
+pub async fn salesforce(
+    settings: SalesforceSettings,
+    setting: CredentialsSetting,
+    client: impl FnOnce() -> Client,
+) -> Result<Salesforce, ConfigError> {
+    let credentials = match setting {
+        CredentialsSetting::Inline(credentials) => credentials,
+        CredentialsSetting::SecretsManager(arn) => {
+            let named = |reason: String| ConfigError::Invalid {
+                name: SALESFORCE_CREDENTIALS_SECRET_ARN,
+                reason,
+            };
+            let output = client()
+                .get_secret_value()
+                .secret_id(&arn)
+                .send()
+                .await
+                .map_err(|error| {
+                    let code = match &error {
+                        SdkError::ServiceError(failure) => failure
+                            .err()
+                            .code()
+                            .unwrap_or("UnknownServiceError")
+                            .to_owned(),
+                        _ => "Secrets Manager unreachable".to_owned(),
+                    };
+                    named(format!("the secret could not be read ({code})"))
+                })?;
+            let text = output
+                .secret_string()
+                .ok_or_else(|| named("the secret has no text value".to_owned()))?;
+            ClientCredentials::from_secret_json(text).map_err(|reason| named(reason.to_owned()))?
+        }
+    };
+    Salesforce::new(settings, credentials).map_err(|_| ConfigError::Invalid {
+        name: SALESFORCE_LOGIN_URL,
+        reason: "the HTTP client could not be built".to_owned(),
     })
 }

@@ -1,0 +1,560 @@
+//! The `salesforce` destination: Leads (or another object) upserted by an
+//! external ID field that holds the submission id, 200 per call with sObject
+//! Collections, after an OAuth 2.0 client-credentials login.
+//!
+//! Built from Salesforce's pages:
+//! - the client credentials flow (`POST {My Domain}/services/oauth2/token`,
+//!   `grant_type=client_credentials`; `instance_url` is the API's base; no
+//!   `expires_in`, so a token is used until a 401 `INVALID_SESSION_ID`):
+//!   <https://help.salesforce.com/s/articleView?id=sf.remoteaccess_oauth_client_credentials_flow.htm>;
+//! - sObject Collections upsert (`PATCH /services/data/vXX.X/composite/sobjects/{object}/{field}`,
+//!   up to 200 records with `attributes.type`, `allOrNone: false`; one
+//!   result per record, in order, with `success`, `created`, `errors[].statusCode`):
+//!   <https://developer.salesforce.com/docs/platform/api-rest/guide/resources-composite-sobjects-collections-upsert.html>;
+//! - one-record upsert by external ID (300 when several records match):
+//!   <https://developer.salesforce.com/docs/atlas.en-us.api_rest.meta/api_rest/dome_upsert.htm>;
+//! - status codes and error bodies (`[{"errorCode", "message"}]`), and the
+//!   `Sforce-Limit-Info` header:
+//!   <https://developer.salesforce.com/docs/atlas.en-us.api_rest.meta/api_rest/errorcodes.htm>;
+//! - API versions (Summer '26 is API version 67.0):
+//!   <https://developer.salesforce.com/docs/atlas.en-us.api_rest.meta/api_rest/dome_versions.htm>.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use percent_encoding::{utf8_percent_encode, NON_ALPHANUMERIC};
+use reqwest::header::{CONTENT_TYPE, RETRY_AFTER};
+use serde_json::{json, Value};
+use shared::delivery::parse_retry_after;
+use shared::field_map::FieldMap;
+use shared::{IdempotencyKey, Lead};
+
+use crate::crm_http;
+use crate::crm_token::CrmToken;
+use crate::destination::{Answer, Destination, DestinationError, Upserted, Write};
+
+/// The newest generally available version in Salesforce's version list
+/// (see the module's pages); sObject Collections upsert needs 46.0 or later.
+pub const DEFAULT_API_VERSION: &str = "v67.0";
+pub const DEFAULT_OBJECT: &str = "Lead";
+pub const DEFAULT_EXTERNAL_ID_FIELD: &str = "StaticForms_Submission_Id__c";
+
+/// Records per sObject Collections call.
+pub const MAX_RECORDS: usize = 200;
+
+/// How long leads wait after the org's API request limit is exceeded (a
+/// rolling 24-hour limit): the reconciliation pass tries again then.
+pub const REQUEST_LIMIT_WAIT: Duration = Duration::from_secs(3600);
+
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// An External Client App's id and secret. `Debug` shows neither.
+#[derive(Clone, PartialEq, Eq)]
+pub struct ClientCredentials {
+    client_id: String,
+    client_secret: CrmToken,
+}
+
+impl ClientCredentials {
+    pub fn new(client_id: &str, client_secret: &str) -> Option<Self> {
+        let client_id = client_id.trim();
+        let client_secret = CrmToken::new(client_secret)?;
+        (!client_id.is_empty()).then(|| ClientCredentials {
+            client_id: client_id.to_owned(),
+            client_secret,
+        })
+    }
+
+    /// A Secrets Manager value: `{"client_id": "...", "client_secret": "..."}`.
+    /// The error says what is wrong, never a value.
+    pub fn from_secret_json(text: &str) -> Result<Self, &'static str> {
+        let value: Value = serde_json::from_str(text)
+            .map_err(|_| "the secret is not a JSON object with client_id and client_secret")?;
+        let field = |name| value[name].as_str().unwrap_or("");
+        ClientCredentials::new(field("client_id"), field("client_secret"))
+            .ok_or("the secret needs non-blank client_id and client_secret")
+    }
+}
+
+impl std::fmt::Debug for ClientCredentials {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ClientCredentials(***)")
+    }
+}
+
+/// Everything but the credentials.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SalesforceSettings {
+    /// The org's My Domain URL.
+    pub login_url: String,
+    pub api_version: String,
+    pub object: String,
+    pub external_id_field: String,
+    pub field_map: FieldMap,
+}
+
+/// A token and where to use it; `generation` tells a renewed one apart.
+#[derive(Debug)]
+struct Session {
+    token: CrmToken,
+    instance_url: String,
+    generation: u64,
+}
+
+/// The login: one session per container, renewed once however many callers
+/// found it expired at the same time (they wait on the lock and share it).
+struct Login {
+    client: reqwest::Client,
+    token_url: String,
+    credentials: ClientCredentials,
+    session: tokio::sync::Mutex<Option<Arc<Session>>>,
+    generation: AtomicU64,
+}
+
+impl Login {
+    async fn current(&self) -> Result<Arc<Session>, DestinationError> {
+        let mut session = self.session.lock().await;
+        if let Some(session) = session.as_ref() {
+            return Ok(Arc::clone(session));
+        }
+        let fresh = Arc::new(self.fetch().await?);
+        *session = Some(Arc::clone(&fresh));
+        Ok(fresh)
+    }
+
+    /// A new session unless another caller already replaced `stale`.
+    async fn renew(&self, stale: &Session) -> Result<Arc<Session>, DestinationError> {
+        let mut session = self.session.lock().await;
+        if let Some(current) = session
+            .as_ref()
+            .filter(|s| s.generation != stale.generation)
+        {
+            return Ok(Arc::clone(current));
+        }
+        *session = None;
+        let fresh = Arc::new(self.fetch().await?);
+        *session = Some(Arc::clone(&fresh));
+        Ok(fresh)
+    }
+
+    fn sessions(&self) -> u64 {
+        self.generation.load(Ordering::SeqCst)
+    }
+
+    async fn fetch(&self) -> Result<Session, DestinationError> {
+        let encode = |text: &str| utf8_percent_encode(text, NON_ALPHANUMERIC).to_string();
+        let body = format!(
+            "grant_type=client_credentials&client_id={}&client_secret={}",
+            encode(&self.credentials.client_id),
+            encode(self.credentials.client_secret.expose())
+        );
+        let response = self
+            .client
+            .post(&self.token_url)
+            .header(CONTENT_TYPE, "application/x-www-form-urlencoded")
+            .body(body)
+            .send()
+            .await
+            .map_err(|error| crm_http::transport_error(&error))?;
+        let status = response.status().as_u16();
+        let answer: Value = response.json().await.unwrap_or(Value::Null);
+        match (
+            status,
+            answer["access_token"].as_str(),
+            answer["instance_url"].as_str(),
+        ) {
+            (200, Some(token), Some(instance_url)) => {
+                let token = CrmToken::new(token)
+                    .ok_or_else(|| DestinationError::retryable("blank access token"))?;
+                let generation = self.generation.fetch_add(1, Ordering::SeqCst) + 1;
+                tracing::info!(destination = "salesforce", "logged in to Salesforce");
+                Ok(Session {
+                    token,
+                    instance_url: instance_url.trim_end_matches('/').to_owned(),
+                    generation,
+                })
+            }
+            (500..=599, _, _) => Err(DestinationError::Retryable {
+                status: Some(status),
+                retry_after: None,
+                reason: format!("token endpoint HTTP {status}"),
+            }),
+            _ => {
+                // Wrong credentials, a disabled app, no run-as user: ours to
+                // fix, never the leads'. They stay pending.
+                let error = answer["error"].as_str().unwrap_or("unreadable answer");
+                tracing::error!(destination = "salesforce", http_status = status, error, "Salesforce refused the client credentials: check the External Client App, its client credentials flow and run-as user");
+                Err(DestinationError::Unauthorized { status })
+            }
+        }
+    }
+}
+
+pub struct Salesforce {
+    client: reqwest::Client,
+    settings: SalesforceSettings,
+    login: Login,
+}
+
+impl Salesforce {
+    pub fn new(
+        settings: SalesforceSettings,
+        credentials: ClientCredentials,
+    ) -> Result<Self, reqwest::Error> {
+        let client = crm_http::client(REQUEST_TIMEOUT)?;
+        let token_url = format!(
+            "{}/services/oauth2/token",
+            settings.login_url.trim_end_matches('/')
+        );
+        Ok(Salesforce {
+            login: Login {
+                client: client.clone(),
+                token_url,
+                credentials,
+                session: tokio::sync::Mutex::new(None),
+                generation: AtomicU64::new(0),
+            },
+            client,
+            settings,
+        })
+    }
+
+    /// Sessions opened so far (logins), for tests and logs.
+    pub fn logins(&self) -> u64 {
+        self.login.sessions()
+    }
+
+    fn record(&self, lead: &Lead) -> Value {
+        let mut fields = self.settings.field_map.apply(lead);
+        fields.insert(
+            self.settings.external_id_field.clone(),
+            Value::String(lead.external_id.clone()),
+        );
+        let mut record = json!({"attributes": {"type": self.settings.object}});
+        if let Some(record) = record.as_object_mut() {
+            record.extend(fields);
+        }
+        record
+    }
+
+    /// One sObject Collections call for `leads` (at most 200), renewing the
+    /// session once if it expired; one result per lead, in order.
+    async fn upsert_records(&self, leads: &[&Lead]) -> Vec<Result<Upserted, DestinationError>> {
+        let all = |result: Result<Upserted, DestinationError>| vec![result; leads.len()];
+        let body = json!({
+            "allOrNone": false,
+            "records": leads.iter().map(|lead| self.record(lead)).collect::<Vec<_>>(),
+        });
+        let mut session = match self.login.current().await {
+            Ok(session) => session,
+            Err(error) => return all(Err(error)),
+        };
+        let mut answered = self.call(&session, &body).await;
+        if matches!(answered, Ok((401, _, _))) {
+            session = match self.login.renew(&session).await {
+                Ok(session) => session,
+                Err(error) => return all(Err(error)),
+            };
+            answered = self.call(&session, &body).await;
+        }
+        let (status, retry_after, answer) = match answered {
+            Ok(answered) => answered,
+            Err(error) => return all(Err(error)),
+        };
+        match status {
+            200 => {
+                let results = answer.as_array().cloned().unwrap_or_default();
+                (0..leads.len())
+                    .map(|n| match results.get(n) {
+                        Some(result) => record_result(result, &leads[n].external_id),
+                        None => Err(DestinationError::retryable(
+                            "Salesforce gave no result for this record",
+                        )),
+                    })
+                    .collect()
+            }
+            _ => all(request_result(status, retry_after, &answer)),
+        }
+    }
+
+    async fn call(
+        &self,
+        session: &Session,
+        body: &Value,
+    ) -> Result<(u16, Option<Duration>, Value), DestinationError> {
+        let url = format!(
+            "{}/services/data/{}/composite/sobjects/{}/{}",
+            session.instance_url,
+            self.settings.api_version,
+            utf8_percent_encode(&self.settings.object, NON_ALPHANUMERIC),
+            utf8_percent_encode(&self.settings.external_id_field, NON_ALPHANUMERIC),
+        );
+        let response = self
+            .client
+            .patch(url)
+            .bearer_auth(session.token.expose())
+            .json(body)
+            .send()
+            .await
+            .map_err(|error| crm_http::transport_error(&error))?;
+        let status = response.status().as_u16();
+        let api_usage = response
+            .headers()
+            .get("sforce-limit-info")
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("api-usage="))
+            .map(str::to_owned);
+        let retry_after = response
+            .headers()
+            .get(RETRY_AFTER)
+            .and_then(|value| value.to_str().ok())
+            .and_then(|value| parse_retry_after(value, SystemTime::now()));
+        let records = body["records"].as_array().map_or(0, Vec::len);
+        tracing::info!(
+            destination = "salesforce",
+            http_status = status,
+            records,
+            api_usage,
+            "Salesforce upsert call"
+        );
+        Ok((
+            status,
+            retry_after,
+            response.json().await.unwrap_or(Value::Null),
+        ))
+    }
+}
+
+/// What one record's result means. Pure.
+fn record_result(result: &Value, external_id: &str) -> Result<Upserted, DestinationError> {
+    if result["success"].as_bool() == Some(true) {
+        return Ok(Upserted::Written);
+    }
+    let code = result["errors"][0]["statusCode"]
+        .as_str()
+        .unwrap_or("UNKNOWN_EXCEPTION");
+    match code {
+        // The lead became a contact: for this pipeline it has arrived.
+        "CANNOT_UPDATE_CONVERTED_LEAD" => {
+            tracing::info!(
+                destination = "salesforce",
+                submission_id = external_id,
+                "the lead was already converted; nothing more to write"
+            );
+            Ok(Upserted::Written)
+        }
+        "UNABLE_TO_LOCK_ROW" => Err(DestinationError::retryable(code)),
+        "DUPLICATE_EXTERNAL_ID" => Err(not_unique()),
+        "REQUIRED_FIELD_MISSING"
+        | "INVALID_FIELD"
+        | "FIELD_CUSTOM_VALIDATION_EXCEPTION"
+        | "DUPLICATES_DETECTED"
+        | "STRING_TOO_LONG"
+        | "INVALID_EMAIL_ADDRESS"
+        | "INVALID_OR_NULL_FOR_RESTRICTED_PICKLIST"
+        | "FIELD_INTEGRITY_EXCEPTION" => Err(DestinationError::Permanent {
+            status: Some(200),
+            reason: code.to_owned(),
+        }),
+        // Not known to be the lead's fault: retried, and given up on only
+        // after DELIVERY_MAX_AGE_SECONDS.
+        other => Err(DestinationError::retryable(other)),
+    }
+}
+
+fn not_unique() -> DestinationError {
+    DestinationError::Permanent {
+        status: Some(300),
+        reason: "external-id-not-unique".to_owned(),
+    }
+}
+
+/// What an answer for the whole request means for each of its records. Pure.
+fn request_result(
+    status: u16,
+    retry_after: Option<Duration>,
+    answer: &Value,
+) -> Result<Upserted, DestinationError> {
+    let code = answer[0]["errorCode"].as_str().unwrap_or("");
+    match status {
+        300 => Err(not_unique()),
+        401 => Err(DestinationError::Unauthorized { status }),
+        403 if code == "REQUEST_LIMIT_EXCEEDED" => {
+            tracing::warn!(destination = "salesforce", error_code = code, "Salesforce's API request limit is exceeded; leads wait for the reconciliation pass");
+            Err(DestinationError::Retryable {
+                status: Some(status),
+                retry_after: Some(REQUEST_LIMIT_WAIT.max(retry_after.unwrap_or_default())),
+                reason: code.to_owned(),
+            })
+        }
+        403 | 404 => {
+            // A wrong object, field or version, or a run-as user without
+            // access: configuration, never the lead's fault.
+            tracing::error!(destination = "salesforce", http_status = status, error_code = code, "Salesforce refused the request: check SALESFORCE_OBJECT, SALESFORCE_EXTERNAL_ID_FIELD, SALESFORCE_API_VERSION and the run-as user's access");
+            Err(DestinationError::Unauthorized { status })
+        }
+        400 => Err(DestinationError::Permanent {
+            status: Some(status),
+            reason: if code.is_empty() {
+                "HTTP 400".to_owned()
+            } else {
+                code.to_owned()
+            },
+        }),
+        _ => Err(DestinationError::Retryable {
+            status: Some(status),
+            retry_after,
+            reason: format!("HTTP {status}"),
+        }),
+    }
+}
+
+impl Destination for Salesforce {
+    fn name(&self) -> &'static str {
+        "salesforce"
+    }
+
+    async fn upsert(
+        &self,
+        lead: &Lead,
+        key: &IdempotencyKey,
+    ) -> Result<Upserted, DestinationError> {
+        let mut answers = self.upsert_batch(&[Write { lead, key }], 1).await;
+        answers
+            .pop()
+            .map(|answer| answer.result)
+            .unwrap_or_else(|| Err(DestinationError::retryable("no answer")))
+    }
+
+    /// 200 records per call, one call after the other.
+    async fn upsert_batch(&self, writes: &[Write<'_>], _concurrency: usize) -> Vec<Answer> {
+        let mut answers = Vec::with_capacity(writes.len());
+        for chunk in writes.chunks(MAX_RECORDS) {
+            let leads: Vec<&Lead> = chunk.iter().map(|write| write.lead).collect();
+            let called = std::time::Instant::now();
+            let results = self.upsert_records(&leads).await;
+            let latency = called.elapsed();
+            answers.extend(results.into_iter().map(|result| Answer { result, latency }));
+        }
+        answers
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn credentials_from_a_secret() {
+        let good = ClientCredentials::from_secret_json(
+            r#"{"client_id":"3MVG9","client_secret":"s3cr3t"}"#,
+        )
+        .unwrap();
+        assert_eq!(good, ClientCredentials::new("3MVG9", "s3cr3t").unwrap());
+        assert!(!format!("{good:?}").contains("s3cr3t"));
+        for bad in [
+            "s3cr3t",
+            r#"{"client_id":"3MVG9"}"#,
+            r#"{"client_id":" ","client_secret":"x"}"#,
+            "[]",
+        ] {
+            let error = ClientCredentials::from_secret_json(bad).unwrap_err();
+            assert!(
+                !error.contains("s3cr3t") && !error.contains("3MVG9"),
+                "{error}"
+            );
+        }
+    }
+
+    #[test]
+    fn record_results() {
+        let failed = |code: &str| json!({"success": false, "errors": [{"statusCode": code, "message": "m", "fields": []}]});
+        let permanent = |reason: &str, status: u16| {
+            Err(DestinationError::Permanent {
+                status: Some(status),
+                reason: reason.into(),
+            })
+        };
+        let rows: Vec<(Value, Result<Upserted, DestinationError>)> = vec![
+            (
+                json!({"id": "00Q1", "success": true, "created": true, "errors": []}),
+                Ok(Upserted::Written),
+            ),
+            (
+                json!({"id": "00Q1", "success": true, "created": false, "errors": []}),
+                Ok(Upserted::Written),
+            ),
+            (
+                failed("CANNOT_UPDATE_CONVERTED_LEAD"),
+                Ok(Upserted::Written),
+            ),
+            (
+                failed("UNABLE_TO_LOCK_ROW"),
+                Err(DestinationError::retryable("UNABLE_TO_LOCK_ROW")),
+            ),
+            (
+                failed("DUPLICATE_EXTERNAL_ID"),
+                permanent("external-id-not-unique", 300),
+            ),
+            (
+                failed("REQUIRED_FIELD_MISSING"),
+                permanent("REQUIRED_FIELD_MISSING", 200),
+            ),
+            (failed("INVALID_FIELD"), permanent("INVALID_FIELD", 200)),
+            (
+                failed("FIELD_CUSTOM_VALIDATION_EXCEPTION"),
+                permanent("FIELD_CUSTOM_VALIDATION_EXCEPTION", 200),
+            ),
+            (
+                failed("DUPLICATES_DETECTED"),
+                permanent("DUPLICATES_DETECTED", 200),
+            ),
+            (failed("STRING_TOO_LONG"), permanent("STRING_TOO_LONG", 200)),
+            (
+                failed("INVALID_EMAIL_ADDRESS"),
+                permanent("INVALID_EMAIL_ADDRESS", 200),
+            ),
+            (
+                failed("SOMETHING_NEW"),
+                Err(DestinationError::retryable("SOMETHING_NEW")),
+            ),
+        ];
+        for (result, expected) in rows {
+            assert_eq!(record_result(&result, "sub_1"), expected, "{result}");
+        }
+    }
+
+    #[test]
+    fn request_results() {
+        let error = |code: &str| json!([{"errorCode": code, "message": "m"}]);
+        assert_eq!(request_result(300, None, &json!([])), Err(not_unique()));
+        assert_eq!(
+            request_result(401, None, &error("INVALID_SESSION_ID")),
+            Err(DestinationError::Unauthorized { status: 401 })
+        );
+        assert!(matches!(
+            request_result(403, None, &error("REQUEST_LIMIT_EXCEEDED")),
+            Err(DestinationError::Retryable { retry_after: Some(wait), .. }) if wait == REQUEST_LIMIT_WAIT
+        ));
+        assert_eq!(
+            request_result(403, None, &error("INSUFFICIENT_ACCESS")),
+            Err(DestinationError::Unauthorized { status: 403 })
+        );
+        assert_eq!(
+            request_result(404, None, &error("NOT_FOUND")),
+            Err(DestinationError::Unauthorized { status: 404 })
+        );
+        assert_eq!(
+            request_result(400, None, &error("INVALID_FIELD")),
+            Err(DestinationError::Permanent {
+                status: Some(400),
+                reason: "INVALID_FIELD".into()
+            })
+        );
+        assert!(matches!(
+            request_result(503, Some(Duration::from_secs(5)), &Value::Null),
+            Err(DestinationError::Retryable { retry_after: Some(wait), .. }) if wait == Duration::from_secs(5)
+        ));
+    }
+}
