@@ -12,6 +12,9 @@ pub const LEADS_TABLE: &str = "staticforms-leads";
 pub const DEMO_TOKEN: &str = "local-demo-token-change-me";
 /// The token the local HubSpot fake accepts (`DESTINATION=hubspot make run`).
 pub const DEMO_HUBSPOT_TOKEN: &str = "pat-local-demo-hubspot-token";
+/// The client credentials the local Salesforce fake accepts.
+pub const DEMO_SALESFORCE_CLIENT_ID: &str = "3MVG9local.demo.client";
+pub const DEMO_SALESFORCE_CLIENT_SECRET: &str = "local-demo-salesforce-secret";
 
 /// SDK configuration for a local DynamoDB-protocol server.
 pub async fn sdk_config(endpoint: &str) -> aws_config::SdkConfig {

@@ -230,23 +230,25 @@ async fn the_local_pipeline_takes_a_delivery_to_one_lead_and_stops_cleanly() {
     }
 }
 
-/// `DESTINATION=hubspot make run`: the same pipeline with the HubSpot fake
-/// as the destination. 202, then 200, then exactly one contact.
-#[tokio::test]
-async fn the_local_pipeline_with_hubspot_makes_one_contact() {
+/// The local pipeline with `DESTINATION=<destination>` on its own tables,
+/// once it says it is up; its ports (webhook, CRM).
+async fn start_pipeline_for(destination: &str) -> (tokio::process::Child, u16, u16) {
     let bin_dir = std::env::var("FUNCTION_BIN_DIR").unwrap_or_else(|_| {
         panic!("FUNCTION_BIN_DIR is not set: run the suite with `make test`, which builds the function binaries first")
     });
-    let (webhook_port, hubspot_port) = two_free_ports();
+    let (webhook_port, crm_port) = two_free_ports();
     let mut pipeline = Command::new(format!("{bin_dir}/local-pipeline"))
         .env("DYNAMODB_ENDPOINT", endpoint(DYNAMODB_ENDPOINT))
         .env("FUNCTION_BIN_DIR", &bin_dir)
         .env("WEBHOOK_PORT", webhook_port.to_string())
-        .env("CRM_PORT", hubspot_port.to_string())
-        .env("DESTINATION", "hubspot")
-        // Its own tables: the other pipeline test uses the default names.
-        .env("RECEIPTS_TABLE", unique_name("hubspot-receipts"))
-        .env("LEADS_TABLE", unique_name("hubspot-leads"))
+        .env("CRM_PORT", crm_port.to_string())
+        .env("DESTINATION", destination)
+        // Its own tables: the other pipeline tests use the default names.
+        .env(
+            "RECEIPTS_TABLE",
+            unique_name(&format!("{destination}-receipts")),
+        )
+        .env("LEADS_TABLE", unique_name(&format!("{destination}-leads")))
         .stdout(Stdio::piped())
         .kill_on_drop(true)
         .spawn()
@@ -263,48 +265,47 @@ async fn the_local_pipeline_with_hubspot_makes_one_contact() {
     .await;
     assert_eq!(ready, Ok(true), "the pipeline said it is up");
     tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    (pipeline, webhook_port, crm_port)
+}
 
+/// One delivery twice (202, then 200), then what the CRM fake lists at
+/// `list_path` once it holds one item (`items` names the list).
+async fn deliver_twice_and_list(
+    webhook_port: u16,
+    crm_port: u16,
+    list_path: &str,
+    items: &str,
+) -> serde_json::Value {
     let http = reqwest::Client::new();
-    let body = r#"{"event":"form.submitted","timestamp":1795941528,"data":{"submissionId":"sub_hubspot_1","formData":{"name":"Ada Lovelace","email":"Ada@Example.com","company":"AE"}}}"#;
+    let body = r#"{"event":"form.submitted","timestamp":1795941528,"data":{"submissionId":"sub_crm_1","formData":{"name":"Ada Lovelace","email":"Ada@Example.com","company":"AE"}}}"#;
     let send = || {
         http.post(format!(
             "http://127.0.0.1:{webhook_port}/webhooks/staticforms"
         ))
         .header("authorization", "Bearer local-demo-token-change-me")
         .header("content-type", "application/json")
-        .header(
-            "idempotency-key",
-            "staticforms:form.submitted:sub_hubspot_1",
-        )
+        .header("idempotency-key", "staticforms:form.submitted:sub_crm_1")
         .body(body)
         .send()
     };
     assert_eq!(send().await.unwrap().status(), 202);
     assert_eq!(send().await.unwrap().status(), 200);
-
-    let contacts_url = format!("http://127.0.0.1:{hubspot_port}/contacts");
+    let url = format!("http://127.0.0.1:{crm_port}{list_path}");
     let deadline = Instant::now() + Duration::from_secs(20);
-    let contacts = loop {
-        let contacts: serde_json::Value = http
-            .get(&contacts_url)
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
-        if contacts["count"] == 1 || Instant::now() > deadline {
-            break contacts;
+    let listed = loop {
+        let listed: serde_json::Value = http.get(&url).send().await.unwrap().json().await.unwrap();
+        if listed["count"] == 1 || Instant::now() > deadline {
+            break listed;
         }
         tokio::time::sleep(Duration::from_millis(250)).await;
     };
-    assert_eq!(contacts["count"], 1, "{contacts}");
-    let contact = &contacts["contacts"][0];
-    assert_eq!(contact["properties"]["email"], "ada@example.com");
-    assert_eq!(contact["properties"]["firstname"], "Ada");
-    assert_eq!(contact["properties"]["lastname"], "Lovelace");
-    assert_eq!(contact["writes"], 1, "the duplicate was never sent");
+    assert_eq!(listed["count"], 1, "{listed}");
+    let item = listed[items][0].clone();
+    assert_eq!(item["writes"], 1, "the duplicate was never sent: {item}");
+    item
+}
 
+async fn stop(mut pipeline: tokio::process::Child) {
     let pid = pipeline.id().expect("running");
     std::process::Command::new("kill")
         .args(["-INT", &pid.to_string()])
@@ -315,4 +316,26 @@ async fn the_local_pipeline_with_hubspot_makes_one_contact() {
         matches!(exit, Ok(Ok(status)) if status.success()),
         "{exit:?}"
     );
+}
+
+/// `DESTINATION=hubspot make run`: 202, then 200, then exactly one contact.
+#[tokio::test]
+async fn the_local_pipeline_with_hubspot_makes_one_contact() {
+    let (pipeline, webhook_port, crm_port) = start_pipeline_for("hubspot").await;
+    let contact = deliver_twice_and_list(webhook_port, crm_port, "/contacts", "contacts").await;
+    assert_eq!(contact["properties"]["email"], "ada@example.com");
+    assert_eq!(contact["properties"]["firstname"], "Ada");
+    assert_eq!(contact["properties"]["lastname"], "Lovelace");
+    stop(pipeline).await;
+}
+
+/// `DESTINATION=salesforce make run`: 202, then 200, then exactly one Lead.
+#[tokio::test]
+async fn the_local_pipeline_with_salesforce_makes_one_lead() {
+    let (pipeline, webhook_port, crm_port) = start_pipeline_for("salesforce").await;
+    let lead = deliver_twice_and_list(webhook_port, crm_port, "/records", "records").await;
+    assert_eq!(lead["fields"]["StaticForms_Submission_Id__c"], "sub_crm_1");
+    assert_eq!(lead["fields"]["LastName"], "Lovelace");
+    assert_eq!(lead["fields"]["Company"], "AE");
+    stop(pipeline).await;
 }

@@ -2,7 +2,7 @@
 //! `worker` binaries run against a local Lambda Runtime API, behind a local
 //! HTTP API, with the receipts stream pumped from a local DynamoDB-protocol
 //! server to the worker, and a CRM stub as the destination (or, with
-//! `DESTINATION=hubspot`, the HubSpot fake). A reconciliation
+//! `DESTINATION=hubspot` or `salesforce`, that CRM's fake). A reconciliation
 //! pass runs every few seconds, as the schedule does in AWS (every
 //! `ReconcileEvery`), with local timings short enough to watch. Started by
 //! `make run`; Ctrl-C stops it and every process it started.
@@ -24,8 +24,12 @@ use devtools::crm_stub::CrmStub;
 use devtools::http_api::{answer_from, event_for, WEBHOOK_ROUTE};
 use devtools::hubspot_fake::HubSpotFake;
 use devtools::lambda_emulator::LambdaEmulator;
-use devtools::local::{self, DEMO_HUBSPOT_TOKEN, DEMO_TOKEN, LEADS_TABLE, RECEIPTS_TABLE};
+use devtools::local::{
+    self, DEMO_HUBSPOT_TOKEN, DEMO_SALESFORCE_CLIENT_ID, DEMO_SALESFORCE_CLIENT_SECRET, DEMO_TOKEN,
+    LEADS_TABLE, RECEIPTS_TABLE,
+};
 use devtools::pump::StreamPump;
+use devtools::salesforce_fake::SalesforceFake;
 use tokio::process::{Child, Command};
 
 const INGEST_TIMEOUT: Duration = Duration::from_secs(10);
@@ -92,7 +96,20 @@ async fn run() -> Result<(), String> {
                 .await
                 .map_err(|e| format!("HubSpot fake on port {crm_port}: {e}"))?,
         )),
-        _ => return Err("DESTINATION must be http or hubspot for the local pipeline".to_owned()),
+        "salesforce" => LocalCrm::Salesforce(Arc::new(
+            SalesforceFake::start_on(
+                crm_address,
+                DEMO_SALESFORCE_CLIENT_ID,
+                DEMO_SALESFORCE_CLIENT_SECRET,
+            )
+            .await
+            .map_err(|e| format!("Salesforce fake on port {crm_port}: {e}"))?,
+        )),
+        _ => {
+            return Err(
+                "DESTINATION must be http, hubspot or salesforce for the local pipeline".to_owned(),
+            )
+        }
     };
 
     let common_env = [
@@ -234,6 +251,7 @@ async fn run() -> Result<(), String> {
 enum LocalCrm {
     Stub(CrmStub),
     HubSpot(Arc<HubSpotFake>),
+    Salesforce(Arc<SalesforceFake>),
 }
 
 /// Contacts or leads held, and the writes to them.
@@ -250,6 +268,15 @@ impl LocalCrm {
                 ("DESTINATION", "hubspot".to_owned()),
                 ("HUBSPOT_TOKEN", DEMO_HUBSPOT_TOKEN.to_owned()),
                 ("HUBSPOT_BASE_URL", fake.base_url()),
+            ],
+            LocalCrm::Salesforce(fake) => vec![
+                ("DESTINATION", "salesforce".to_owned()),
+                ("SALESFORCE_LOGIN_URL", fake.login_url()),
+                ("SALESFORCE_CLIENT_ID", DEMO_SALESFORCE_CLIENT_ID.to_owned()),
+                (
+                    "SALESFORCE_CLIENT_SECRET",
+                    DEMO_SALESFORCE_CLIENT_SECRET.to_owned(),
+                ),
             ],
         }
     }
@@ -268,6 +295,14 @@ impl LocalCrm {
                     (contacts.len(), writes)
                 })
             }
+            LocalCrm::Salesforce(fake) => {
+                let fake = Arc::clone(fake);
+                Box::new(move || {
+                    let records = fake.records();
+                    let writes = records.iter().map(|r| u64::from(r.writes)).sum();
+                    (records.len(), writes)
+                })
+            }
         }
     }
 
@@ -275,6 +310,7 @@ impl LocalCrm {
         match self {
             LocalCrm::Stub(_) => format!("CRM stub  GET  http://127.0.0.1:{port}/leads   (POST/DELETE /faults to break and mend it)"),
             LocalCrm::HubSpot(_) => format!("HubSpot   GET  http://127.0.0.1:{port}/contacts   (a local fake; POST/DELETE /faults to break and mend it)"),
+            LocalCrm::Salesforce(_) => format!("Salesforce GET http://127.0.0.1:{port}/records   (a local fake; POST/DELETE /faults to break and mend it)"),
         }
     }
 }
