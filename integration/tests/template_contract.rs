@@ -31,6 +31,11 @@ fn the_template_gives_each_function_the_configuration_its_code_requires() {
         "HubSpotTokenSecretArn",
         "arn:aws:secretsmanager:us-east-1:123456789012:secret:hubspot-token",
     );
+    let salesforce_secret = (
+        "SalesforceCredentialsSecretArn",
+        "arn:aws:secretsmanager:us-east-1:123456789012:secret:salesforce-app",
+    );
+    let salesforce_login = ("SalesforceLoginUrl", "https://acme.my.salesforce.com");
     for (destination, extra) in [
         ("dynamodb", vec![]),
         ("dynamodb", vec![("LeadKey", "email")]),
@@ -48,6 +53,18 @@ fn the_template_gives_each_function_the_configuration_its_code_requires() {
                 ("HubSpotIdProperty", "staticforms_submission_id"),
                 ("HubSpotApiVersion", "v3"),
                 ("FieldMap", r#"{"email":"email","hs_lead_status":"=NEW"}"#),
+            ],
+        ),
+        ("salesforce", vec![salesforce_secret, salesforce_login]),
+        (
+            "salesforce",
+            vec![
+                salesforce_secret,
+                salesforce_login,
+                ("SalesforceObject", "Prospect__c"),
+                ("SalesforceExternalIdField", "Submission__c"),
+                ("SalesforceApiVersion", "v62.0"),
+                ("FieldMap", r#"{"Email__c":"email"}"#),
             ],
         ),
     ] {
@@ -98,6 +115,24 @@ fn the_template_gives_each_function_the_configuration_its_code_requires() {
                     }
                 );
                 assert_eq!(settings.base_url, "https://api.hubapi.com");
+            }
+            (
+                "salesforce",
+                worker::config::DestinationConfig::Salesforce {
+                    settings,
+                    credentials,
+                },
+            ) => {
+                assert_eq!(
+                    credentials,
+                    worker::config::CredentialsSetting::SecretsManager(
+                        salesforce_secret.1.to_owned()
+                    )
+                );
+                assert_eq!(settings.login_url, salesforce_login.1);
+                let custom = extra.contains(&("SalesforceObject", "Prospect__c"));
+                assert_eq!(settings.object, if custom { "Prospect__c" } else { "Lead" });
+                assert_eq!(settings.api_version, if custom { "v62.0" } else { "v67.0" });
             }
             (wanted, got) => panic!("Destination={wanted} configured {got:?}"),
         }
@@ -334,6 +369,25 @@ fn each_function_may_do_only_what_it_needs() {
         hubspot_secret.into()
     )));
     assert!(!with_hubspot.iter().any(|(_, r)| r == "LeadsTable.Arn"));
+    let salesforce_secret = "arn:aws:secretsmanager:us-east-1:123456789012:secret:salesforce";
+    let with_salesforce = actions(&statements(
+        &template,
+        "WorkerFunction",
+        &[
+            ("Destination", "salesforce"),
+            ("SalesforceCredentialsSecretArn", salesforce_secret),
+        ],
+    ));
+    let secrets: Vec<&String> = with_salesforce
+        .iter()
+        .filter(|(a, _)| a == "secretsmanager:GetSecretValue")
+        .map(|(_, r)| r)
+        .collect();
+    assert_eq!(
+        secrets,
+        [salesforce_secret],
+        "exactly the credentials secret"
+    );
     assert!(
         !with_crm
             .iter()

@@ -103,6 +103,9 @@ fn each_deployed_role_has_exactly_the_access_it_needs() {
             json!({"Fn::If": ["UseHubSpot",
                    {"Action": "secretsmanager:GetSecretValue", "Effect": "Allow", "Resource": {"Ref": "HubSpotTokenSecretArn"}},
                    {"Ref": "AWS::NoValue"}]}),
+            json!({"Fn::If": ["UseSalesforce",
+                   {"Action": "secretsmanager:GetSecretValue", "Effect": "Allow", "Resource": {"Ref": "SalesforceCredentialsSecretArn"}},
+                   {"Ref": "AWS::NoValue"}]}),
             // SAM's own policy for the stream's on-failure destination.
             dead_letter,
         ]
