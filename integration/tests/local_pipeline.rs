@@ -73,37 +73,7 @@ async fn leads_once_there(
 
 #[tokio::test]
 async fn the_local_pipeline_takes_a_delivery_to_one_lead_and_stops_cleanly() {
-    let bin_dir = std::env::var("FUNCTION_BIN_DIR").unwrap_or_else(|_| {
-        panic!("FUNCTION_BIN_DIR is not set: run the suite with `make test`, which builds the function binaries first")
-    });
-    let (webhook_port, crm_port) = two_free_ports();
-    let mut pipeline = Command::new(format!("{bin_dir}/local-pipeline"))
-        .env("DYNAMODB_ENDPOINT", endpoint(DYNAMODB_ENDPOINT))
-        .env("FUNCTION_BIN_DIR", &bin_dir)
-        .env("WEBHOOK_PORT", webhook_port.to_string())
-        .env("CRM_PORT", crm_port.to_string())
-        .stdout(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("local-pipeline starts");
-    let mut lines = BufReader::new(pipeline.stdout.take().unwrap()).lines();
-    let ready = tokio::time::timeout(Duration::from_secs(60), async {
-        while let Ok(Some(line)) = lines.next_line().await {
-            if line.contains("Local pipeline is up") {
-                return true;
-            }
-        }
-        false
-    })
-    .await;
-    assert_eq!(ready, Ok(true), "the pipeline said it is up");
-    let printed = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
-    let keep = std::sync::Arc::clone(&printed);
-    tokio::spawn(async move {
-        while let Ok(Some(line)) = lines.next_line().await {
-            keep.lock().unwrap().push(line);
-        }
-    });
+    let (mut pipeline, webhook_port, crm_port, printed) = start_pipeline_for("http").await;
 
     let event: serde_json::Value = serde_json::from_str(
         &std::fs::read_to_string(concat!(
@@ -230,9 +200,12 @@ async fn the_local_pipeline_takes_a_delivery_to_one_lead_and_stops_cleanly() {
     }
 }
 
+/// Lines the pipeline printed after it said it is up.
+type Printed = std::sync::Arc<std::sync::Mutex<Vec<String>>>;
+
 /// The local pipeline with `DESTINATION=<destination>` on its own tables,
-/// once it says it is up; its ports (webhook, CRM).
-async fn start_pipeline_for(destination: &str) -> (tokio::process::Child, u16, u16) {
+/// once it says it is up; its ports (webhook, CRM) and what it prints.
+async fn start_pipeline_for(destination: &str) -> (tokio::process::Child, u16, u16, Printed) {
     let bin_dir = std::env::var("FUNCTION_BIN_DIR").unwrap_or_else(|_| {
         panic!("FUNCTION_BIN_DIR is not set: run the suite with `make test`, which builds the function binaries first")
     });
@@ -264,8 +237,14 @@ async fn start_pipeline_for(destination: &str) -> (tokio::process::Child, u16, u
     })
     .await;
     assert_eq!(ready, Ok(true), "the pipeline said it is up");
-    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
-    (pipeline, webhook_port, crm_port)
+    let printed = Printed::default();
+    let keep = std::sync::Arc::clone(&printed);
+    tokio::spawn(async move {
+        while let Ok(Some(line)) = lines.next_line().await {
+            keep.lock().unwrap().push(line);
+        }
+    });
+    (pipeline, webhook_port, crm_port, printed)
 }
 
 /// One delivery twice (202, then 200), then what the CRM fake lists at
@@ -321,7 +300,7 @@ async fn stop(mut pipeline: tokio::process::Child) {
 /// `DESTINATION=hubspot make run`: 202, then 200, then exactly one contact.
 #[tokio::test]
 async fn the_local_pipeline_with_hubspot_makes_one_contact() {
-    let (pipeline, webhook_port, crm_port) = start_pipeline_for("hubspot").await;
+    let (pipeline, webhook_port, crm_port, _) = start_pipeline_for("hubspot").await;
     let contact = deliver_twice_and_list(webhook_port, crm_port, "/contacts", "contacts").await;
     assert_eq!(contact["properties"]["email"], "ada@example.com");
     assert_eq!(contact["properties"]["firstname"], "Ada");
@@ -332,7 +311,7 @@ async fn the_local_pipeline_with_hubspot_makes_one_contact() {
 /// `DESTINATION=salesforce make run`: 202, then 200, then exactly one Lead.
 #[tokio::test]
 async fn the_local_pipeline_with_salesforce_makes_one_lead() {
-    let (pipeline, webhook_port, crm_port) = start_pipeline_for("salesforce").await;
+    let (pipeline, webhook_port, crm_port, _) = start_pipeline_for("salesforce").await;
     let lead = deliver_twice_and_list(webhook_port, crm_port, "/records", "records").await;
     assert_eq!(lead["fields"]["StaticForms_Submission_Id__c"], "sub_crm_1");
     assert_eq!(lead["fields"]["LastName"], "Lovelace");

@@ -2,6 +2,8 @@
 //! devtools stub) and an in-memory receipt ledger that keeps DynamoDB's
 //! "update only if it exists" rule.
 
+mod common;
+
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -12,13 +14,14 @@ use aws_lambda_events::event::dynamodb::Event;
 use devtools::crm_stub::{Answer, CrmStub};
 use devtools::stream_event;
 use serde_json::Value;
-use shared::delivery::RetryPolicy;
 use shared::{FormSubmission, Receipt, ReceiptStatus, Retention};
 use worker::config::CrmToken;
 use worker::crm_token::{TokenError, TokenSource};
 use worker::http_crm::HttpCrm;
 use worker::ledger::{MemoryLedger, WatchedLedger};
 use worker::Worker;
+
+use common::{fast_retries, in_seconds};
 
 fn receipt(submission_id: &str, email: &str) -> Receipt {
     let body = serde_json::json!({
@@ -55,10 +58,6 @@ fn event(records: Vec<Value>) -> Event {
     serde_json::from_value(stream_event::event(records)).expect("a Lambda DynamoDB event")
 }
 
-fn in_seconds(seconds: u64) -> Instant {
-    Instant::now() + Duration::from_secs(seconds)
-}
-
 fn failed_sequence_numbers(
     response: &aws_lambda_events::event::streams::DynamoDbEventResponse,
 ) -> Vec<Option<String>> {
@@ -67,16 +66,6 @@ fn failed_sequence_numbers(
         .iter()
         .map(|f| f.item_identifier.clone())
         .collect()
-}
-
-/// Quick retries so the tests take milliseconds, not seconds.
-fn fast_retries() -> RetryPolicy {
-    RetryPolicy {
-        base_delay: Duration::from_millis(10),
-        max_delay: Duration::from_millis(50),
-        safety_margin: Duration::from_millis(200),
-        max_attempts: 3,
-    }
 }
 
 fn http_worker(crm: &CrmStub, ledger: MemoryLedger) -> Worker<HttpCrm, MemoryLedger> {

@@ -2,22 +2,23 @@
 //! fake on 127.0.0.1 (devtools, built from HubSpot's documented request
 //! and answer shapes) and the in-memory receipt ledger.
 
+mod common;
+
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-use aws_lambda_events::event::dynamodb::Event;
 use devtools::hubspot_fake::{Fault, HubSpotFake};
-use devtools::stream_event;
-use shared::delivery::RetryPolicy;
 use shared::field_map::FieldMap;
 use shared::{FormSubmission, Receipt, ReceiptStatus, Retention};
 use worker::crm_token::{CrmToken, TokenError, TokenSource};
 use worker::hubspot::{ApiVersion, HubSpot, HubSpotSettings, IdProperty};
 use worker::ledger::MemoryLedger;
 use worker::Worker;
+
+use common::*;
 
 const TOKEN: &str = "pat-na1-hubspot-test-token";
 
@@ -35,28 +36,6 @@ fn receipt(submission_id: &str, email: &str, first_name: &str, timestamp: u64) -
     Receipt::new(&submission, SystemTime::now(), Retention::default())
 }
 
-fn event(receipts: &[&Receipt]) -> Event {
-    let records = receipts
-        .iter()
-        .enumerate()
-        .map(|(n, r)| stream_event::record("INSERT", r, &(100 + n).to_string()))
-        .collect();
-    serde_json::from_value(stream_event::event(records)).unwrap()
-}
-
-fn ledger_of(receipts: &[&Receipt]) -> MemoryLedger {
-    MemoryLedger::with_received(receipts.iter().map(|r| r.pk.as_str()))
-}
-
-fn fast_retries() -> RetryPolicy {
-    RetryPolicy {
-        base_delay: Duration::from_millis(10),
-        max_delay: Duration::from_millis(50),
-        safety_margin: Duration::from_millis(200),
-        max_attempts: 3,
-    }
-}
-
 fn settings(fake: &HubSpotFake, id_property: IdProperty) -> HubSpotSettings {
     HubSpotSettings {
         base_url: fake.base_url(),
@@ -66,26 +45,9 @@ fn settings(fake: &HubSpotFake, id_property: IdProperty) -> HubSpotSettings {
     }
 }
 
-fn worker(
-    fake: &HubSpotFake,
-    settings: HubSpotSettings,
-    ledger: MemoryLedger,
-) -> Worker<HubSpot, MemoryLedger> {
+fn worker(settings: HubSpotSettings, ledger: MemoryLedger) -> Worker<HubSpot, MemoryLedger> {
     let hubspot = HubSpot::new(settings, CrmToken::new(TOKEN)).unwrap();
-    let _ = fake;
     Worker::new(hubspot, ledger, 8).with_retry_policy(fast_retries())
-}
-
-fn in_seconds(seconds: u64) -> Instant {
-    Instant::now() + Duration::from_secs(seconds)
-}
-
-fn status_of(
-    worker: &Worker<HubSpot, MemoryLedger>,
-    receipt: &Receipt,
-) -> (ReceiptStatus, Option<String>) {
-    let stored = worker.ledger().get(&receipt.pk).unwrap();
-    (stored.status, stored.failure_reason.or(stored.last_error))
 }
 
 #[tokio::test]
@@ -94,13 +56,12 @@ async fn a_new_contact_then_an_update_of_the_same_person() {
     let first = receipt("sub_1", "Ada@Example.com ", "Ada", 1_795_941_500);
     let second = receipt("sub_2", "ada@example.com", "Augusta", 1_795_941_600);
     let worker = worker(
-        &fake,
         settings(&fake, IdProperty::Email),
         ledger_of(&[&first, &second]),
     );
 
     for receipt in [&first, &second] {
-        let response = worker.handle(event(&[receipt]), in_seconds(30)).await;
+        let response = worker.handle(inserts(&[receipt]), in_seconds(30)).await;
         assert!(response.batch_item_failures.is_empty());
         assert_eq!(status_of(&worker, receipt).0, ReceiptStatus::Completed);
     }
@@ -133,13 +94,12 @@ async fn the_same_person_twice_in_one_batch_sends_only_the_newest() {
     let older = receipt("sub_old", "ADA@example.com", "Ada", 1_795_941_500);
     let other = receipt("sub_grace", "grace@example.com", "Grace", 1_795_941_500);
     let worker = worker(
-        &fake,
         settings(&fake, IdProperty::Email),
         ledger_of(&[&newer, &older, &other]),
     );
 
     let response = worker
-        .handle(event(&[&newer, &older, &other]), in_seconds(30))
+        .handle(inserts(&[&newer, &older, &other]), in_seconds(30))
         .await;
     assert!(response.batch_item_failures.is_empty());
     assert_eq!(fake.calls().len(), 1);
@@ -161,9 +121,9 @@ async fn one_contact_per_submission_with_a_unique_property() {
     let a = receipt("sub_a", "ada@example.com", "Ada", 1_795_941_500);
     let b = receipt("sub_b", "ada2@example.com", "Ada", 1_795_941_600);
     let custom = IdProperty::Custom("staticforms_submission_id".into());
-    let worker = worker(&fake, settings(&fake, custom), ledger_of(&[&a, &b]));
-    worker.handle(event(&[&a, &b]), in_seconds(30)).await;
-    worker.handle(event(&[&a]), in_seconds(30)).await;
+    let worker = worker(settings(&fake, custom), ledger_of(&[&a, &b]));
+    worker.handle(inserts(&[&a, &b]), in_seconds(30)).await;
+    worker.handle(inserts(&[&a]), in_seconds(30)).await;
     assert_eq!(fake.contacts().len(), 2);
     let contact = fake
         .contact_by("staticforms_submission_id", "sub_a")
@@ -177,12 +137,11 @@ async fn no_email_fails_that_lead_only_and_never_blocks_the_shard() {
     let without = receipt("sub_none", "  ", "Ada", 1_795_941_500);
     let with = receipt("sub_ok", "ada@example.com", "Ada", 1_795_941_500);
     let worker = worker(
-        &fake,
         settings(&fake, IdProperty::Email),
         ledger_of(&[&without, &with]),
     );
     let response = worker
-        .handle(event(&[&without, &with]), in_seconds(30))
+        .handle(inserts(&[&without, &with]), in_seconds(30))
         .await;
     assert!(response.batch_item_failures.is_empty());
     assert_eq!(
@@ -199,12 +158,8 @@ async fn an_unknown_property_fails_the_leads_with_hubspots_reason_in_one_call() 
     fake.forget_property("company");
     let a = receipt("sub_a", "ada@example.com", "Ada", 1_795_941_500);
     let b = receipt("sub_b", "grace@example.com", "Grace", 1_795_941_500);
-    let worker = worker(
-        &fake,
-        settings(&fake, IdProperty::Email),
-        ledger_of(&[&a, &b]),
-    );
-    worker.handle(event(&[&a, &b]), in_seconds(30)).await;
+    let worker = worker(settings(&fake, IdProperty::Email), ledger_of(&[&a, &b]));
+    worker.handle(inserts(&[&a, &b]), in_seconds(30)).await;
     for receipt in [&a, &b] {
         assert_eq!(
             status_of(&worker, receipt),
@@ -225,11 +180,10 @@ async fn a_207_fails_only_the_invalid_input() {
     let bad = receipt("sub_bad", "not-an-email", "Ada", 1_795_941_500);
     let good = receipt("sub_good", "grace@example.com", "Grace", 1_795_941_500);
     let worker = worker(
-        &fake,
         settings(&fake, IdProperty::Email),
         ledger_of(&[&bad, &good]),
     );
-    worker.handle(event(&[&bad, &good]), in_seconds(30)).await;
+    worker.handle(inserts(&[&bad, &good]), in_seconds(30)).await;
     assert_eq!(
         status_of(&worker, &bad),
         (ReceiptStatus::Failed, Some("INVALID_EMAIL".into()))
@@ -257,8 +211,8 @@ async fn a_whole_request_400_about_one_value_is_narrowed_to_that_lead() {
         .collect();
     receipts[5] = receipt("sub_5", "bad-email", "P", 1_795_941_500);
     let refs: Vec<&Receipt> = receipts.iter().collect();
-    let worker = worker(&fake, settings(&fake, IdProperty::Email), ledger_of(&refs));
-    worker.handle(event(&refs), in_seconds(30)).await;
+    let worker = worker(settings(&fake, IdProperty::Email), ledger_of(&refs));
+    worker.handle(inserts(&refs), in_seconds(30)).await;
     for (n, receipt) in receipts.iter().enumerate() {
         let expected = if n == 5 {
             ReceiptStatus::Failed
@@ -289,13 +243,9 @@ async fn rate_limits_wait_as_their_policy_says() {
         let fake = HubSpotFake::start(TOKEN).await.unwrap();
         fake.fail(fault.clone().times(1));
         let lead = receipt("sub_rl", "ada@example.com", "Ada", 1_795_941_500);
-        let worker = worker(
-            &fake,
-            settings(&fake, IdProperty::Email),
-            ledger_of(&[&lead]),
-        );
+        let worker = worker(settings(&fake, IdProperty::Email), ledger_of(&[&lead]));
         let started = Instant::now();
-        worker.handle(event(&[&lead]), in_seconds(30)).await;
+        worker.handle(inserts(&[&lead]), in_seconds(30)).await;
         assert!(started.elapsed() >= min_wait, "{fault:?}");
         assert_eq!(
             status_of(&worker, &lead).0,
@@ -313,12 +263,8 @@ async fn rate_limits_wait_as_their_policy_says() {
     fake.fail(Fault::rate_limited("DAILY"));
     let a = receipt("sub_d1", "ada@example.com", "Ada", 1_795_941_500);
     let b = receipt("sub_d2", "grace@example.com", "Grace", 1_795_941_500);
-    let worker = worker(
-        &fake,
-        settings(&fake, IdProperty::Email),
-        ledger_of(&[&a, &b]),
-    );
-    let response = worker.handle(event(&[&a, &b]), in_seconds(30)).await;
+    let worker = worker(settings(&fake, IdProperty::Email), ledger_of(&[&a, &b]));
+    let response = worker.handle(inserts(&[&a, &b]), in_seconds(30)).await;
     assert!(
         response.batch_item_failures.is_empty(),
         "never blocks the shard"
@@ -345,13 +291,9 @@ async fn locked_and_server_errors_are_retried() {
         let fake = HubSpotFake::start(TOKEN).await.unwrap();
         fake.fail(fault.clone());
         let lead = receipt("sub_r", "ada@example.com", "Ada", 1_795_941_500);
-        let worker = worker(
-            &fake,
-            settings(&fake, IdProperty::Email),
-            ledger_of(&[&lead]),
-        );
+        let worker = worker(settings(&fake, IdProperty::Email), ledger_of(&[&lead]));
         let started = Instant::now();
-        worker.handle(event(&[&lead]), in_seconds(30)).await;
+        worker.handle(inserts(&[&lead]), in_seconds(30)).await;
         assert!(started.elapsed() >= min_wait, "{fault:?}");
         assert_eq!(
             status_of(&worker, &lead).0,
@@ -383,7 +325,7 @@ async fn a_401_rereads_the_token_once_and_delivers() {
     let a = receipt("sub_a", "ada@example.com", "Ada", 1_795_941_500);
     let b = receipt("sub_b", "grace@example.com", "Grace", 1_795_941_500);
     let worker = Worker::new(hubspot, ledger_of(&[&a, &b]), 8).with_retry_policy(fast_retries());
-    worker.handle(event(&[&a, &b]), in_seconds(30)).await;
+    worker.handle(inserts(&[&a, &b]), in_seconds(30)).await;
     assert_eq!(
         source.0.load(Ordering::SeqCst),
         1,
@@ -410,12 +352,8 @@ async fn configuration_faults_keep_leads_pending_and_never_fail_them() {
         let fake = HubSpotFake::start(TOKEN).await.unwrap();
         fake.fail(fault.clone());
         let lead = receipt("sub_cfg", "ada@example.com", "Ada", 1_795_941_500);
-        let worker = worker(
-            &fake,
-            settings(&fake, IdProperty::Email),
-            ledger_of(&[&lead]),
-        );
-        let response = worker.handle(event(&[&lead]), in_seconds(30)).await;
+        let worker = worker(settings(&fake, IdProperty::Email), ledger_of(&[&lead]));
+        let response = worker.handle(inserts(&[&lead]), in_seconds(30)).await;
         assert!(response.batch_item_failures.is_empty());
         assert_eq!(
             status_of(&worker, &lead),
@@ -443,8 +381,8 @@ async fn a_hundred_receipts_cost_at_most_two_calls() {
             })
             .collect();
         let refs: Vec<&Receipt> = receipts.iter().collect();
-        let worker = worker(&fake, settings(&fake, IdProperty::Email), ledger_of(&refs));
-        let response = worker.handle(event(&refs), in_seconds(30)).await;
+        let worker = worker(settings(&fake, IdProperty::Email), ledger_of(&refs));
+        let response = worker.handle(inserts(&refs), in_seconds(30)).await;
         assert!(response.batch_item_failures.is_empty());
         assert_eq!(fake.calls().len(), calls, "{count} receipts");
         assert!(fake.calls().len() <= 2);
@@ -462,8 +400,8 @@ async fn the_v3_path_works_too() {
     let lead = receipt("sub_v3", "ada@example.com", "Ada", 1_795_941_500);
     let mut settings = settings(&fake, IdProperty::Email);
     settings.api_version = ApiVersion::V3;
-    let worker = worker(&fake, settings, ledger_of(&[&lead]));
-    worker.handle(event(&[&lead]), in_seconds(30)).await;
+    let worker = worker(settings, ledger_of(&[&lead]));
+    worker.handle(inserts(&[&lead]), in_seconds(30)).await;
     assert_eq!(
         fake.calls()[0].path,
         "/crm/v3/objects/contacts/batch/upsert"

@@ -3,18 +3,19 @@
 //! documented token endpoint, upsert forms and answers) and the in-memory
 //! receipt ledger.
 
-use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime};
+mod common;
 
-use aws_lambda_events::event::dynamodb::Event;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
 use devtools::salesforce_fake::{Fault, SalesforceFake, EXTERNAL_ID_FIELD};
-use devtools::stream_event;
-use shared::delivery::RetryPolicy;
 use shared::field_map::FieldMap;
 use shared::{FormSubmission, Receipt, ReceiptStatus, Retention};
 use worker::ledger::MemoryLedger;
 use worker::salesforce::{ClientCredentials, Salesforce, SalesforceSettings};
 use worker::Worker;
+
+use common::*;
 
 const CLIENT_ID: &str = "3MVG9fake.client.id";
 const CLIENT_SECRET: &str = "fake-client-secret-0001";
@@ -35,24 +36,6 @@ fn receipt(submission_id: &str) -> Receipt {
     )
 }
 
-fn event(receipts: &[&Receipt]) -> Event {
-    let records = receipts
-        .iter()
-        .enumerate()
-        .map(|(n, r)| stream_event::record("INSERT", r, &(100 + n).to_string()))
-        .collect();
-    serde_json::from_value(stream_event::event(records)).unwrap()
-}
-
-fn fast_retries() -> RetryPolicy {
-    RetryPolicy {
-        base_delay: Duration::from_millis(10),
-        max_delay: Duration::from_millis(50),
-        safety_margin: Duration::from_millis(200),
-        max_attempts: 3,
-    }
-}
-
 fn salesforce(fake: &SalesforceFake, secret: &str) -> Salesforce {
     let settings = SalesforceSettings {
         login_url: fake.login_url(),
@@ -69,18 +52,6 @@ fn worker_for(fake: &SalesforceFake, receipts: &[&Receipt]) -> Worker<Salesforce
     Worker::new(salesforce(fake, CLIENT_SECRET), ledger, 8).with_retry_policy(fast_retries())
 }
 
-fn in_seconds(seconds: u64) -> Instant {
-    Instant::now() + Duration::from_secs(seconds)
-}
-
-fn status_of(
-    worker: &Worker<Salesforce, MemoryLedger>,
-    receipt: &Receipt,
-) -> (ReceiptStatus, Option<String>) {
-    let stored = worker.ledger().get(&receipt.pk).unwrap();
-    (stored.status, stored.failure_reason.or(stored.last_error))
-}
-
 async fn fake() -> SalesforceFake {
     SalesforceFake::start(CLIENT_ID, CLIENT_SECRET)
         .await
@@ -93,7 +64,7 @@ async fn a_new_lead_then_an_update() {
     let lead = receipt("sub_1");
     let worker = worker_for(&fake, &[&lead]);
     for _ in 0..2 {
-        let response = worker.handle(event(&[&lead]), in_seconds(30)).await;
+        let response = worker.handle(inserts(&[&lead]), in_seconds(30)).await;
         assert!(response.batch_item_failures.is_empty());
     }
     let record = fake.record("sub_1").unwrap();
@@ -122,7 +93,7 @@ async fn a_batch_of_150_is_one_call() {
     let receipts: Vec<Receipt> = (0..150).map(|n| receipt(&format!("sub_{n:03}"))).collect();
     let refs: Vec<&Receipt> = receipts.iter().collect();
     let worker = worker_for(&fake, &refs);
-    let response = worker.handle(event(&refs), in_seconds(30)).await;
+    let response = worker.handle(inserts(&refs), in_seconds(30)).await;
     assert!(response.batch_item_failures.is_empty());
     assert_eq!(fake.calls().len(), 1);
     assert_eq!(fake.calls()[0].records, 150);
@@ -187,7 +158,7 @@ async fn each_record_answer_does_what_the_table_says() {
     let mut refs: Vec<&Receipt> = receipts.iter().collect();
     refs.push(&ambiguous);
     let worker = worker_for(&fake, &refs);
-    let response = worker.handle(event(&refs), in_seconds(30)).await;
+    let response = worker.handle(inserts(&refs), in_seconds(30)).await;
     assert!(
         response.batch_item_failures.is_empty(),
         "never blocks the shard"
@@ -218,7 +189,7 @@ async fn request_limits_and_configuration_faults_keep_leads_pending() {
     fake.fail(Fault::status(403, "REQUEST_LIMIT_EXCEEDED"));
     let lead = receipt("sub_limit");
     let worker = worker_for(&fake, &[&lead]);
-    worker.handle(event(&[&lead]), in_seconds(30)).await;
+    worker.handle(inserts(&[&lead]), in_seconds(30)).await;
     let stored = worker.ledger().get(&lead.pk).unwrap();
     assert_eq!(stored.status, ReceiptStatus::Received);
     let next =
@@ -234,7 +205,7 @@ async fn request_limits_and_configuration_faults_keep_leads_pending() {
         let fake = fake_with(fault.clone()).await;
         let lead = receipt("sub_config");
         let worker = worker_for(&fake, &[&lead]);
-        worker.handle(event(&[&lead]), in_seconds(30)).await;
+        worker.handle(inserts(&[&lead]), in_seconds(30)).await;
         assert_eq!(
             status_of(&worker, &lead),
             (ReceiptStatus::Received, Some("destination-auth".into())),
@@ -246,7 +217,7 @@ async fn request_limits_and_configuration_faults_keep_leads_pending() {
     let fake = fake_with(Fault::status(503, "SERVER_UNAVAILABLE").times(2)).await;
     let lead = receipt("sub_5xx");
     let worker = worker_for(&fake, &[&lead]);
-    worker.handle(event(&[&lead]), in_seconds(30)).await;
+    worker.handle(inserts(&[&lead]), in_seconds(30)).await;
     assert_eq!(status_of(&worker, &lead).0, ReceiptStatus::Completed);
     assert_eq!(fake.calls().len(), 3);
 }
@@ -264,7 +235,7 @@ async fn wrong_credentials_keep_leads_pending_never_failed() {
     let ledger = MemoryLedger::with_received([lead.pk.as_str()]);
     let worker = Worker::new(salesforce(&fake, "wrong-secret-000000"), ledger, 8)
         .with_retry_policy(fast_retries());
-    let response = worker.handle(event(&[&lead]), in_seconds(30)).await;
+    let response = worker.handle(inserts(&[&lead]), in_seconds(30)).await;
     assert!(response.batch_item_failures.is_empty());
     assert_eq!(
         status_of(&worker, &lead),
@@ -281,7 +252,7 @@ async fn a_token_that_expires_in_the_middle_of_a_batch_is_renewed_once() {
     let refs: Vec<&Receipt> = receipts.iter().collect();
     let worker = worker_for(&fake, &refs);
     fake.expire_tokens_after_calls(1);
-    let response = worker.handle(event(&refs), in_seconds(30)).await;
+    let response = worker.handle(inserts(&refs), in_seconds(30)).await;
     assert!(response.batch_item_failures.is_empty());
     assert_eq!(fake.tokens_issued(), 2, "one renewal");
     assert_eq!(
@@ -309,14 +280,14 @@ async fn concurrent_callers_share_one_renewal() {
     let mut all: Vec<&Receipt> = receipts.iter().collect();
     all.push(&first);
     let worker = Arc::new(worker_for(&fake, &all));
-    worker.handle(event(&[&first]), in_seconds(30)).await;
+    worker.handle(inserts(&[&first]), in_seconds(30)).await;
     assert_eq!(fake.tokens_issued(), 1);
     fake.expire_tokens();
     let batches: Vec<_> = receipts
         .chunks(10)
         .map(|chunk| {
             let worker = Arc::clone(&worker);
-            let event = event(&chunk.iter().collect::<Vec<_>>());
+            let event = inserts(&chunk.iter().collect::<Vec<_>>());
             tokio::spawn(async move { worker.handle(event, in_seconds(30)).await })
         })
         .collect();
@@ -336,7 +307,7 @@ async fn a_lead_with_no_name_and_no_company_still_arrives() {
     let fake = fake().await;
     let lead = receipt_with("sub_anon", serde_json::json!({"email": "anon@example.com"}));
     let worker = worker_for(&fake, &[&lead]);
-    worker.handle(event(&[&lead]), in_seconds(30)).await;
+    worker.handle(inserts(&[&lead]), in_seconds(30)).await;
     let record = fake.record("sub_anon").unwrap();
     assert_eq!(record.fields["LastName"], "Unknown");
     assert_eq!(record.fields["Company"], "[not provided]");
