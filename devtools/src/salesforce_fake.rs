@@ -100,7 +100,7 @@ impl Fault {
 
 struct Org {
     client_id: String,
-    client_secret: String,
+    client_secret: Mutex<String>,
     token_ttl: Mutex<Duration>,
     /// Tokens issued, and when each expires.
     tokens: Mutex<HashMap<String, Instant>>,
@@ -157,7 +157,7 @@ impl SalesforceFake {
         let address = listener.local_addr()?;
         let org = Arc::new(Org {
             client_id: client_id.to_owned(),
-            client_secret: client_secret.to_owned(),
+            client_secret: Mutex::new(client_secret.to_owned()),
             token_ttl: Mutex::new(Duration::from_secs(7200)),
             tokens: Mutex::new(HashMap::new()),
             tokens_issued: Mutex::new(0),
@@ -195,6 +195,12 @@ impl SalesforceFake {
     /// For `SALESFORCE_LOGIN_URL` (the org's My Domain URL).
     pub fn login_url(&self) -> String {
         format!("http://{}", self.address)
+    }
+
+    /// Accepts only `client_secret` from now on (a rotation); tokens already
+    /// issued keep working, as in Salesforce.
+    pub fn rotate_client_secret(&self, client_secret: &str) {
+        *lock(&self.org.client_secret) = client_secret.to_owned();
     }
 
     /// Tokens issued from now on expire after `ttl`.
@@ -262,7 +268,7 @@ async fn token(State(org): State<Arc<Org>>, Form(request): Form<TokenRequest>) -
         return (StatusCode::BAD_REQUEST, Json(json!({"error": "unsupported_grant_type", "error_description": "grant type not supported"}))).into_response();
     }
     if request.client_id.as_deref() != Some(&org.client_id)
-        || request.client_secret.as_deref() != Some(&org.client_secret)
+        || request.client_secret.as_deref() != Some(lock(&org.client_secret).as_str())
     {
         return (StatusCode::BAD_REQUEST, Json(json!({"error": "invalid_client", "error_description": "invalid client credentials"}))).into_response();
     }

@@ -326,3 +326,97 @@ async fn the_worker_reads_its_crm_token_from_secrets_manager() {
         .to_string();
     assert!(error.starts_with("CRM_TOKEN_SECRET_ARN"), "{error}");
 }
+
+/// The CRM destinations as `main` builds them from Secrets Manager (moto),
+/// each writing one lead to its fake: HubSpot's token, Salesforce's client
+/// credentials; and a malformed credentials secret stopping init by name.
+#[tokio::test]
+async fn the_crm_destinations_read_their_credentials_from_secrets_manager() {
+    use devtools::hubspot_fake::HubSpotFake;
+    use devtools::salesforce_fake::{SalesforceFake, EXTERNAL_ID_FIELD};
+    use shared::field_map::FieldMap;
+    use worker::config::{CredentialsSetting, TokenSetting};
+    use worker::destination::{Destination, Upserted};
+
+    let client = secrets_client(&endpoint(DYNAMODB_ENDPOINT)).await;
+    let body = serde_json::json!({
+        "event": "form.submitted",
+        "data": {"submissionId": "sub_secret", "formData": {"name": "Ada Lovelace", "email": "ada@example.com"}}
+    });
+    let receipt = shared::Receipt::new(
+        &shared::FormSubmission::parse(body.to_string().as_bytes()).unwrap(),
+        SystemTime::now(),
+        shared::Retention::default(),
+    );
+    let lead = shared::Lead::from_receipt(&receipt).unwrap();
+    let key = receipt.key();
+
+    let hubspot_fake = HubSpotFake::start("pat-from-secrets-manager")
+        .await
+        .unwrap();
+    let arn = create_secret(&client, "hubspot-token", "pat-from-secrets-manager").await;
+    let hubspot = worker::secrets::hubspot(
+        worker::hubspot::HubSpotSettings {
+            base_url: hubspot_fake.base_url(),
+            api_version: worker::hubspot::ApiVersion::V3,
+            id_property: worker::hubspot::IdProperty::Email,
+            field_map: FieldMap::hubspot_default(None),
+        },
+        TokenSetting::SecretsManager(arn),
+        || client.clone(),
+        Duration::from_secs(60),
+    )
+    .await
+    .unwrap();
+    assert_eq!(hubspot.upsert(&lead, &key).await, Ok(Upserted::Written));
+    assert_eq!(hubspot_fake.contacts().len(), 1);
+
+    let salesforce_fake = SalesforceFake::start("3MVG9secrets", "secret-from-secrets-manager")
+        .await
+        .unwrap();
+    let settings = worker::salesforce::SalesforceSettings {
+        login_url: salesforce_fake.login_url(),
+        api_version: "v67.0".into(),
+        object: "Lead".into(),
+        external_id_field: EXTERNAL_ID_FIELD.into(),
+        field_map: FieldMap::salesforce_default().with_lead_requirements(),
+    };
+    let arn = create_secret(
+        &client,
+        "salesforce-app",
+        r#"{"client_id":"3MVG9secrets","client_secret":"secret-from-secrets-manager"}"#,
+    )
+    .await;
+    let salesforce = worker::secrets::salesforce(
+        settings.clone(),
+        CredentialsSetting::SecretsManager(arn),
+        || client.clone(),
+        Duration::from_secs(60),
+    )
+    .await
+    .unwrap();
+    assert_eq!(salesforce.upsert(&lead, &key).await, Ok(Upserted::Written));
+    assert!(salesforce_fake.record("sub_secret").is_some());
+
+    let malformed = create_secret(
+        &client,
+        "salesforce-app",
+        "client_id=x&client_secret=visible-value",
+    )
+    .await;
+    let error = worker::secrets::salesforce(
+        settings,
+        CredentialsSetting::SecretsManager(malformed),
+        || client.clone(),
+        Duration::from_secs(60),
+    )
+    .await
+    .err()
+    .expect("init fails")
+    .to_string();
+    assert!(
+        error.starts_with("SALESFORCE_CREDENTIALS_SECRET_ARN"),
+        "{error}"
+    );
+    assert!(!error.contains("visible-value"), "{error}");
+}

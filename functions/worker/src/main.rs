@@ -98,7 +98,7 @@ async fn main() -> Result<(), Error> {
             credentials,
         } => {
             let secrets_client = || aws_sdk_secretsmanager::Client::new(&sdk_config);
-            let salesforce = salesforce(settings, credentials, secrets_client)
+            let salesforce = salesforce(settings, credentials, secrets_client, TOKEN_REFRESH_INTERVAL)
                 .await
                 .inspect_err(|error| {
                     tracing::error!(error = %error, "Salesforce destination unavailable; the function cannot start");

@@ -19,9 +19,11 @@
 //! - API versions (Summer '26 is API version 67.0):
 //!   <https://developer.salesforce.com/docs/atlas.en-us.api_rest.meta/api_rest/dome_versions.htm>.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::sync::{Arc, RwLock};
+use std::time::{Duration, Instant, SystemTime};
 
 use percent_encoding::{utf8_percent_encode, NON_ALPHANUMERIC};
 use reqwest::header::{CONTENT_TYPE, RETRY_AFTER};
@@ -31,8 +33,9 @@ use shared::field_map::FieldMap;
 use shared::{IdempotencyKey, Lead};
 
 use crate::crm_http;
-use crate::crm_token::CrmToken;
+use crate::crm_token::{CrmToken, TokenError};
 use crate::destination::{Answer, Destination, DestinationError, Upserted, Write};
+use shared::refresh::RefreshGate;
 
 /// The newest generally available version in Salesforce's version list
 /// (see the module's pages); sObject Collections upsert needs 46.0 or later.
@@ -102,12 +105,27 @@ struct Session {
     generation: u64,
 }
 
+/// Where the client credentials are read again after the token endpoint
+/// refuses them (Secrets Manager): a rotated client secret then works
+/// without waiting for a cold start.
+pub trait CredentialsSource: Send + Sync {
+    fn fetch(
+        &self,
+    ) -> Pin<Box<dyn Future<Output = Result<ClientCredentials, TokenError>> + Send + '_>>;
+}
+
+struct CredentialsRefresh {
+    source: Arc<dyn CredentialsSource>,
+    gate: RefreshGate,
+}
+
 /// The login: one session per container, renewed once however many callers
 /// found it expired at the same time (they wait on the lock and share it).
 struct Login {
     client: reqwest::Client,
     token_url: String,
-    credentials: ClientCredentials,
+    credentials: RwLock<ClientCredentials>,
+    refresh: Option<CredentialsRefresh>,
     session: tokio::sync::Mutex<Option<Arc<Session>>>,
     generation: AtomicU64,
 }
@@ -142,13 +160,57 @@ impl Login {
         self.generation.load(Ordering::SeqCst)
     }
 
+    /// A new session; credentials the token endpoint refuses are read
+    /// again (at most once per interval) and tried once more.
     async fn fetch(&self) -> Result<Session, DestinationError> {
+        match self.request_token().await {
+            Err(DestinationError::Unauthorized { .. }) if self.reread_credentials().await => {
+                self.request_token().await
+            }
+            result => result,
+        }
+    }
+
+    async fn reread_credentials(&self) -> bool {
+        let Some(refresh) = self
+            .refresh
+            .as_ref()
+            .filter(|r| r.gate.claim(Instant::now()))
+        else {
+            return false;
+        };
+        match refresh.source.fetch().await {
+            Ok(credentials) => {
+                tracing::info!(
+                    destination = "salesforce",
+                    "Salesforce client credentials re-read after a refusal"
+                );
+                *self
+                    .credentials
+                    .write()
+                    .unwrap_or_else(|poisoned| poisoned.into_inner()) = credentials;
+                true
+            }
+            Err(error) => {
+                tracing::warn!(destination = "salesforce", error = %error, "Salesforce client credentials could not be re-read");
+                false
+            }
+        }
+    }
+
+    async fn request_token(&self) -> Result<Session, DestinationError> {
         let encode = |text: &str| utf8_percent_encode(text, NON_ALPHANUMERIC).to_string();
-        let body = format!(
-            "grant_type=client_credentials&client_id={}&client_secret={}",
-            encode(&self.credentials.client_id),
-            encode(self.credentials.client_secret.expose())
-        );
+        let body = {
+            let credentials = self
+                .credentials
+                .read()
+                .unwrap_or_else(|poisoned| poisoned.into_inner());
+            format!(
+                "grant_type=client_credentials&client_id={}&client_secret={}",
+                encode(&credentials.client_id),
+                encode(credentials.client_secret.expose())
+            )
+        };
         let response = self
             .client
             .post(&self.token_url)
@@ -211,13 +273,29 @@ impl Salesforce {
             login: Login {
                 client: client.clone(),
                 token_url,
-                credentials,
+                credentials: RwLock::new(credentials),
+                refresh: None,
                 session: tokio::sync::Mutex::new(None),
                 generation: AtomicU64::new(0),
             },
             client,
             settings,
         })
+    }
+
+    /// Re-reads the client credentials from `source` when the token
+    /// endpoint refuses them, at most once per `interval` (counted from now:
+    /// the credentials in force were just read).
+    pub fn refreshing_credentials_from(
+        mut self,
+        source: Arc<dyn CredentialsSource>,
+        interval: Duration,
+    ) -> Self {
+        self.login.refresh = Some(CredentialsRefresh {
+            source,
+            gate: RefreshGate::new(interval, Instant::now()),
+        });
+        self
     }
 
     /// Sessions opened so far (logins), for tests and logs.
@@ -432,7 +510,7 @@ impl Destination for Salesforce {
         let mut answers = Vec::with_capacity(writes.len());
         for chunk in writes.chunks(MAX_RECORDS) {
             let leads: Vec<&Lead> = chunk.iter().map(|write| write.lead).collect();
-            let called = std::time::Instant::now();
+            let called = Instant::now();
             let results = self.upsert_records(&leads).await;
             let latency = called.elapsed();
             answers.extend(results.into_iter().map(|result| Answer { result, latency }));

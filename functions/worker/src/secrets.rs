@@ -20,7 +20,7 @@ use crate::config::{
 use crate::crm_token::{CrmToken, TokenError, TokenSource};
 use crate::http_crm::HttpCrm;
 use crate::hubspot::{HubSpot, HubSpotSettings};
-use crate::salesforce::{ClientCredentials, Salesforce, SalesforceSettings};
+use crate::salesforce::{ClientCredentials, CredentialsSource, Salesforce, SalesforceSettings};
 
 pub struct SecretsManagerToken {
     client: Client,
@@ -143,46 +143,72 @@ pub async fn hubspot(
     })
 }
 
-/// The `salesforce` destination as `main` builds it: the client credentials
-/// read now (from Secrets Manager when configured so); the first call logs
-/// in. A secret that is missing or malformed stops init, naming the
-/// variable and never a value.
-pub async fn salesforce(
-    settings: SalesforceSettings,
-    setting: CredentialsSetting,
-    client: impl FnOnce() -> Client,
-) -> Result<Salesforce, ConfigError> {
-    let credentials = match setting {
-        CredentialsSetting::Inline(credentials) => credentials,
-        CredentialsSetting::SecretsManager(arn) => {
-            let named = |reason: String| ConfigError::Invalid {
-                name: SALESFORCE_CREDENTIALS_SECRET_ARN,
-                reason,
-            };
-            let output = client()
+/// Salesforce's client credentials in a Secrets Manager secret:
+/// `{"client_id": "...", "client_secret": "..."}`.
+pub struct SecretsManagerCredentials {
+    client: Client,
+    arn: String,
+}
+
+impl CredentialsSource for SecretsManagerCredentials {
+    fn fetch(
+        &self,
+    ) -> Pin<Box<dyn Future<Output = Result<ClientCredentials, TokenError>> + Send + '_>> {
+        Box::pin(async move {
+            let output = self
+                .client
                 .get_secret_value()
-                .secret_id(&arn)
+                .secret_id(&self.arn)
                 .send()
                 .await
                 .map_err(|error| {
-                    let code = match &error {
+                    TokenError(match &error {
                         SdkError::ServiceError(failure) => failure
                             .err()
                             .code()
                             .unwrap_or("UnknownServiceError")
                             .to_owned(),
                         _ => "Secrets Manager unreachable".to_owned(),
-                    };
-                    named(format!("the secret could not be read ({code})"))
+                    })
                 })?;
             let text = output
                 .secret_string()
-                .ok_or_else(|| named("the secret has no text value".to_owned()))?;
-            ClientCredentials::from_secret_json(text).map_err(|reason| named(reason.to_owned()))?
-        }
+                .ok_or_else(|| TokenError("the secret has no text value".to_owned()))?;
+            ClientCredentials::from_secret_json(text)
+                .map_err(|reason| TokenError(reason.to_owned()))
+        })
+    }
+}
+
+/// The `salesforce` destination as `main` builds it: the client credentials
+/// read now (from Secrets Manager when configured so, and then read again
+/// when the token endpoint refuses them, at most once per
+/// `refresh_interval`); the first call logs in. A secret that is missing or
+/// malformed stops init, naming the variable and never a value.
+pub async fn salesforce(
+    settings: SalesforceSettings,
+    setting: CredentialsSetting,
+    client: impl FnOnce() -> Client,
+    refresh_interval: Duration,
+) -> Result<Salesforce, ConfigError> {
+    let built = |credentials| {
+        Salesforce::new(settings, credentials).map_err(|_| ConfigError::Invalid {
+            name: SALESFORCE_LOGIN_URL,
+            reason: "the HTTP client could not be built".to_owned(),
+        })
     };
-    Salesforce::new(settings, credentials).map_err(|_| ConfigError::Invalid {
-        name: SALESFORCE_LOGIN_URL,
-        reason: "the HTTP client could not be built".to_owned(),
-    })
+    match setting {
+        CredentialsSetting::Inline(credentials) => built(credentials),
+        CredentialsSetting::SecretsManager(arn) => {
+            let source = SecretsManagerCredentials {
+                client: client(),
+                arn,
+            };
+            let credentials = source.fetch().await.map_err(|error| ConfigError::Invalid {
+                name: SALESFORCE_CREDENTIALS_SECRET_ARN,
+                reason: format!("the secret could not be used ({})", error.0),
+            })?;
+            Ok(built(credentials)?.refreshing_credentials_from(Arc::new(source), refresh_interval))
+        }
+    }
 }

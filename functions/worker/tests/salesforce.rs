@@ -11,8 +11,9 @@ use std::time::{Duration, SystemTime};
 use devtools::salesforce_fake::{Fault, SalesforceFake, EXTERNAL_ID_FIELD};
 use shared::field_map::FieldMap;
 use shared::{FormSubmission, Receipt, ReceiptStatus, Retention};
+use worker::crm_token::TokenError;
 use worker::ledger::MemoryLedger;
-use worker::salesforce::{ClientCredentials, Salesforce, SalesforceSettings};
+use worker::salesforce::{ClientCredentials, CredentialsSource, Salesforce, SalesforceSettings};
 use worker::Worker;
 
 use common::*;
@@ -312,5 +313,38 @@ async fn a_lead_with_no_name_and_no_company_still_arrives() {
     assert_eq!(record.fields["LastName"], "Unknown");
     assert_eq!(record.fields["Company"], "[not provided]");
     assert!(!record.fields.contains_key("FirstName"));
+    assert_eq!(status_of(&worker, &lead).0, ReceiptStatus::Completed);
+}
+
+/// The client secret as "Secrets Manager" holds it after a rotation.
+struct RotatedSecret(std::sync::atomic::AtomicUsize);
+
+impl CredentialsSource for RotatedSecret {
+    fn fetch(
+        &self,
+    ) -> std::pin::Pin<
+        Box<dyn std::future::Future<Output = Result<ClientCredentials, TokenError>> + Send + '_>,
+    > {
+        self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        Box::pin(async { Ok(ClientCredentials::new(CLIENT_ID, "rotated-client-secret").unwrap()) })
+    }
+}
+
+#[tokio::test]
+async fn a_rotated_client_secret_is_read_again_when_the_old_one_is_refused() {
+    let fake = fake().await;
+    fake.rotate_client_secret("rotated-client-secret");
+    let source = Arc::new(RotatedSecret(std::sync::atomic::AtomicUsize::new(0)));
+    let salesforce = salesforce(&fake, CLIENT_SECRET)
+        .refreshing_credentials_from(source.clone(), Duration::ZERO);
+    let lead = receipt("sub_rotated");
+    let worker = Worker::new(salesforce, ledger_of(&[&lead]), 8).with_retry_policy(fast_retries());
+    worker.handle(inserts(&[&lead]), in_seconds(30)).await;
+    assert_eq!(
+        source.0.load(std::sync::atomic::Ordering::SeqCst),
+        1,
+        "read once"
+    );
+    assert_eq!(fake.tokens_issued(), 1);
     assert_eq!(status_of(&worker, &lead).0, ReceiptStatus::Completed);
 }
