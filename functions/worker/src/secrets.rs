@@ -36,29 +36,30 @@ impl SecretsManagerToken {
     }
 }
 
+/// The text value of the secret `arn`; errors carry the service's error
+/// code, never the value.
+async fn secret_text(client: &Client, arn: &str) -> Result<String, TokenError> {
+    match client.get_secret_value().secret_id(arn).send().await {
+        Ok(output) => output
+            .secret_string
+            .ok_or_else(|| TokenError("the secret has no text value".to_owned())),
+        Err(SdkError::ServiceError(failure)) => Err(TokenError(
+            failure
+                .err()
+                .code()
+                .unwrap_or("UnknownServiceError")
+                .to_owned(),
+        )),
+        Err(_) => Err(TokenError("Secrets Manager unreachable".to_owned())),
+    }
+}
+
 impl TokenSource for SecretsManagerToken {
     fn fetch(&self) -> Pin<Box<dyn Future<Output = Result<CrmToken, TokenError>> + Send + '_>> {
         Box::pin(async move {
-            match self
-                .client
-                .get_secret_value()
-                .secret_id(&self.arn)
-                .send()
-                .await
-            {
-                Ok(output) => output
-                    .secret_string()
-                    .and_then(CrmToken::new)
-                    .ok_or_else(|| TokenError("the secret has no text value".to_owned())),
-                Err(SdkError::ServiceError(failure)) => Err(TokenError(
-                    failure
-                        .err()
-                        .code()
-                        .unwrap_or("UnknownServiceError")
-                        .to_owned(),
-                )),
-                Err(_) => Err(TokenError("Secrets Manager unreachable".to_owned())),
-            }
+            let text = secret_text(&self.client, &self.arn).await?;
+            CrmToken::new(&text)
+                .ok_or_else(|| TokenError("the secret has no text value".to_owned()))
         })
     }
 }
@@ -155,26 +156,8 @@ impl CredentialsSource for SecretsManagerCredentials {
         &self,
     ) -> Pin<Box<dyn Future<Output = Result<ClientCredentials, TokenError>> + Send + '_>> {
         Box::pin(async move {
-            let output = self
-                .client
-                .get_secret_value()
-                .secret_id(&self.arn)
-                .send()
-                .await
-                .map_err(|error| {
-                    TokenError(match &error {
-                        SdkError::ServiceError(failure) => failure
-                            .err()
-                            .code()
-                            .unwrap_or("UnknownServiceError")
-                            .to_owned(),
-                        _ => "Secrets Manager unreachable".to_owned(),
-                    })
-                })?;
-            let text = output
-                .secret_string()
-                .ok_or_else(|| TokenError("the secret has no text value".to_owned()))?;
-            ClientCredentials::from_secret_json(text)
+            let text = secret_text(&self.client, &self.arn).await?;
+            ClientCredentials::from_secret_json(&text)
                 .map_err(|reason| TokenError(reason.to_owned()))
         })
     }
