@@ -319,6 +319,8 @@ fn error_body(message: &str, category: &str, code: Option<&str>, context: Value)
 fn handle(state: &FakeState, path: &str, headers: &HeaderMap, body: Value) -> Response {
     let inputs = body["inputs"].as_array().cloned().unwrap_or_default();
     let count = inputs.len();
+    // A 400 for the whole request: HubSpot's validation error body.
+    let refuse = |body: Value| answer(state, path, count, StatusCode::BAD_REQUEST, body);
     let bearer = headers
         .get("authorization")
         .and_then(|v| v.to_str().ok())
@@ -341,18 +343,12 @@ fn handle(state: &FakeState, path: &str, headers: &HeaderMap, body: Value) -> Re
         return fault_answer(state, path, count, &fault);
     }
     if count == 0 || count > 100 {
-        return answer(
-            state,
-            path,
-            count,
-            StatusCode::BAD_REQUEST,
-            error_body(
-                "Batch size must be between 1 and 100",
-                "VALIDATION_ERROR",
-                None,
-                json!({}),
-            ),
-        );
+        return refuse(error_body(
+            "Batch size must be between 1 and 100",
+            "VALIDATION_ERROR",
+            None,
+            json!({}),
+        ));
     }
     // Whole-request checks first: one bad input fails them all.
     let known = lock(&state.known).clone();
@@ -360,76 +356,46 @@ fn handle(state: &FakeState, path: &str, headers: &HeaderMap, body: Value) -> Re
     for input in &inputs {
         let id_property = input["idProperty"].as_str().unwrap_or("");
         if !UNIQUE_PROPERTIES.contains(&id_property) {
-            return answer(
-                state,
-                path,
-                count,
-                StatusCode::BAD_REQUEST,
-                error_body(
-                    "idProperty must be a property with unique values",
-                    "VALIDATION_ERROR",
-                    Some("INVALID_ID_PROPERTY"),
-                    json!({"propertyName": [id_property]}),
-                ),
-            );
+            return refuse(error_body(
+                "idProperty must be a property with unique values",
+                "VALIDATION_ERROR",
+                Some("INVALID_ID_PROPERTY"),
+                json!({"propertyName": [id_property]}),
+            ));
         }
         let Some(id) = input["id"].as_str() else {
-            return answer(
-                state,
-                path,
-                count,
-                StatusCode::BAD_REQUEST,
-                error_body(
-                    "Each input needs an id",
-                    "VALIDATION_ERROR",
-                    None,
-                    json!({}),
-                ),
-            );
+            return refuse(error_body(
+                "Each input needs an id",
+                "VALIDATION_ERROR",
+                None,
+                json!({}),
+            ));
         };
         if !ids.insert((id_property.to_owned(), id.to_lowercase())) {
-            return answer(
-                state,
-                path,
-                count,
-                StatusCode::BAD_REQUEST,
-                error_body(
-                    "Duplicate IDs found in batch input",
-                    "VALIDATION_ERROR",
-                    Some("DUPLICATE_ID"),
-                    json!({"ids": [id]}),
-                ),
-            );
+            return refuse(error_body(
+                "Duplicate IDs found in batch input",
+                "VALIDATION_ERROR",
+                Some("DUPLICATE_ID"),
+                json!({"ids": [id]}),
+            ));
         }
         if let Some(properties) = input["properties"].as_object() {
             let email = properties.get("email").and_then(Value::as_str);
             if *lock(&state.whole_request_errors) && email.is_some_and(|e| !plausible_email(e)) {
-                return answer(
-                    state,
-                    path,
-                    count,
-                    StatusCode::BAD_REQUEST,
-                    error_body(
-                        "Email address is invalid",
-                        "VALIDATION_ERROR",
-                        Some("INVALID_EMAIL"),
-                        json!({}),
-                    ),
-                );
+                return refuse(error_body(
+                    "Email address is invalid",
+                    "VALIDATION_ERROR",
+                    Some("INVALID_EMAIL"),
+                    json!({}),
+                ));
             }
             if let Some(unknown) = properties.keys().find(|p| !known.contains(*p)) {
-                return answer(
-                    state,
-                    path,
-                    count,
-                    StatusCode::BAD_REQUEST,
-                    error_body(
-                        &format!("Property \"{unknown}\" does not exist"),
-                        "VALIDATION_ERROR",
-                        Some("PROPERTY_DOESNT_EXIST"),
-                        json!({"propertyName": [unknown]}),
-                    ),
-                );
+                return refuse(error_body(
+                    &format!("Property \"{unknown}\" does not exist"),
+                    "VALIDATION_ERROR",
+                    Some("PROPERTY_DOESNT_EXIST"),
+                    json!({"propertyName": [unknown]}),
+                ));
             }
         }
     }
