@@ -32,6 +32,19 @@ check_prerequisites() {
     die "python3 cannot create virtualenvs: install python3-venv (Debian/Ubuntu: apt-get install python3-venv)"
 }
 
+# Fails at once when a folder's disk cannot take what is still to be
+# written there: a full disk otherwise fails late and obscurely (pip's "No
+# space left on device" after minutes of building). What a folder already
+# holds counts towards the need, so a warm build needs little.
+need_disk_space() {
+  local dir=$1 needed_mb=$2 what=$3 remedy=$4 existing=$1 held_mb=0 free_mb
+  while [[ ! -d "$existing" ]]; do existing=$(dirname "$existing"); done
+  [[ -d "$dir" ]] && held_mb=$(du -sm "$dir" 2>/dev/null | cut -f1)
+  free_mb=$(df -Pm "$existing" | awk 'NR == 2 { print $4 }')
+  ((free_mb + held_mb >= needed_mb)) ||
+    die "$what in $dir needs about $((needed_mb - held_mb)) MB more disk and $free_mb MB are free: $remedy"
+}
+
 # Fails at once when a port the command listens on is taken, naming the
 # variable that moves it.
 need_free_port() {

@@ -8,6 +8,10 @@ cd "$ROOT"
 trap stop_servers EXIT
 
 check_prerequisites
+# Measured from a fresh clone: 5.9 GB of builds, 1.1 GB of pinned tools.
+need_disk_space "$(dirname "$(debug_bin_dir)")" 6500 "make test's build" \
+  "free some space, or set CARGO_TARGET_DIR to a folder on a larger disk"
+need_disk_space "$TOOLS" 1300 "make test's pinned tools" "free some space"
 
 # Every cargo test run is also written here, to count the tests at the end.
 results="$TOOLS/test-results.log"
