@@ -111,6 +111,8 @@ struct Org {
     record_errors: Mutex<HashMap<String, VecDeque<String>>>,
     /// External IDs held by two records (answered as "not unique").
     ambiguous: Mutex<HashSet<String>>,
+    /// External IDs whose next upsert loses a race to another writer's.
+    racing: Mutex<HashSet<String>>,
     faults: Mutex<VecDeque<Fault>>,
     calls: Mutex<Vec<Call>>,
     base_url: Mutex<String>,
@@ -164,6 +166,7 @@ impl SalesforceFake {
             records: Mutex::new(Vec::new()),
             record_errors: Mutex::new(HashMap::new()),
             ambiguous: Mutex::new(HashSet::new()),
+            racing: Mutex::new(HashSet::new()),
             faults: Mutex::new(VecDeque::new()),
             calls: Mutex::new(Vec::new()),
             base_url: Mutex::new(format!("http://{address}")),
@@ -234,6 +237,17 @@ impl SalesforceFake {
     /// Makes `external_id` match two records (a field that is not unique).
     pub fn make_ambiguous(&self, external_id: &str) {
         lock(&self.org.ambiguous).insert(external_id.to_owned());
+    }
+
+    /// The next upsert of `external_id` loses a race: another writer's
+    /// upsert of the same external ID inserts the record first, and this one
+    /// is answered `DUPLICATE_VALUE` ("duplicate value found: <field>
+    /// duplicates value on record with id: <id>"), as Salesforce answers
+    /// two upserts of one new external ID that overlap, reported in
+    /// <https://salesforce.stackexchange.com/questions/197382> (Salesforce
+    /// lists its status codes only in an org's WSDL).
+    pub fn lose_race(&self, external_id: &str) {
+        lock(&self.org.racing).insert(external_id.to_owned());
     }
 
     pub fn fail(&self, fault: Fault) {
@@ -391,6 +405,20 @@ fn upsert_record(org: &Org, external_id: &str, fields: &Map<String, Value>) -> V
         return json!({"success": false, "errors": [{"statusCode": "DUPLICATE_EXTERNAL_ID", "message": format!("{EXTERNAL_ID_FIELD}: more than one record found for external id field"), "fields": []}]});
     }
     let mut records = lock(&org.records);
+    if lock(&org.racing).remove(external_id) {
+        let mut winner = fields.clone();
+        winner.insert(
+            EXTERNAL_ID_FIELD.to_owned(),
+            Value::String(external_id.to_owned()),
+        );
+        let id = format!("00QFAKE{:011}", records.len() + 1);
+        records.push(Record {
+            id: id.clone(),
+            fields: winner,
+            writes: 1,
+        });
+        return json!({"success": false, "errors": [{"statusCode": "DUPLICATE_VALUE", "message": format!("duplicate value found: {EXTERNAL_ID_FIELD} duplicates value on record with id: {id}"), "fields": []}]});
+    }
     let existing = records
         .iter_mut()
         .find(|r| r.fields.get(EXTERNAL_ID_FIELD).and_then(Value::as_str) == Some(external_id));

@@ -422,7 +422,10 @@ fn record_result(result: &Value, external_id: &str) -> Result<Upserted, Destinat
             );
             Ok(Upserted::Written)
         }
-        "UNABLE_TO_LOCK_ROW" => Err(DestinationError::retryable(code)),
+        // DUPLICATE_VALUE: another upsert of the same external ID (the
+        // stream and a reconciliation pass racing) inserted the record
+        // first. Retried, the upsert finds and updates that one record.
+        "UNABLE_TO_LOCK_ROW" | "DUPLICATE_VALUE" => Err(DestinationError::retryable(code)),
         "DUPLICATE_EXTERNAL_ID" => Err(not_unique()),
         "REQUIRED_FIELD_MISSING"
         | "INVALID_FIELD"
@@ -570,6 +573,10 @@ mod tests {
             (
                 failed("UNABLE_TO_LOCK_ROW"),
                 Err(DestinationError::retryable("UNABLE_TO_LOCK_ROW")),
+            ),
+            (
+                failed("DUPLICATE_VALUE"),
+                Err(DestinationError::retryable("DUPLICATE_VALUE")),
             ),
             (
                 failed("DUPLICATE_EXTERNAL_ID"),

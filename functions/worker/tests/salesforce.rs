@@ -89,6 +89,26 @@ async fn a_new_lead_then_an_update() {
 }
 
 #[tokio::test]
+async fn an_upsert_that_loses_a_race_updates_the_winners_lead() {
+    // The stream and a reconciliation pass may upsert one new submission at
+    // once; the loser is answered DUPLICATE_VALUE.
+    let fake = fake().await;
+    let lead = receipt("sub_race");
+    fake.lose_race("sub_race");
+    let worker = worker_for(&fake, &[&lead]);
+    let response = worker.handle(inserts(&[&lead]), in_seconds(30)).await;
+    assert!(response.batch_item_failures.is_empty());
+    assert_eq!(status_of(&worker, &lead).0, ReceiptStatus::Completed);
+    assert_eq!(fake.records().len(), 1, "one Lead, never two");
+    assert_eq!(
+        fake.record("sub_race").unwrap().writes,
+        2,
+        "the retry updated the winner's Lead"
+    );
+    assert_eq!(fake.calls().len(), 2);
+}
+
+#[tokio::test]
 async fn a_batch_of_150_is_one_call() {
     let fake = fake().await;
     let receipts: Vec<Receipt> = (0..150).map(|n| receipt(&format!("sub_{n:03}"))).collect();
