@@ -9,8 +9,14 @@
 //!   and <https://developers.hubspot.com/docs/api-reference/legacy/crm/objects/contacts/batch/upsert-contacts>;
 //! - errors: 207 multi-status with per-input errors, 401, 403 with
 //!   `MISSING_SCOPES`, the error body (`status`, `message`, `category`,
-//!   `errors[].code`, `context`), and 429 with `policyName`:
-//!   <https://developers.hubspot.com/docs/api-reference/error-handling>;
+//!   `errors[].code`, `context`), 429 with `policyName`, and 477 with a
+//!   `Retry-After`: <https://developers.hubspot.com/docs/api-reference/error-handling>;
+//! - 409 "Contact already exists" (category `OBJECT_ALREADY_EXISTS`) for a
+//!   write that conflicts with an existing contact:
+//!   <https://developers.hubspot.com/docs/methods/contacts/create_or_update>;
+//!   a batch with one such input fails as a whole, as HubSpot's batch
+//!   contact writes do for one contact's error:
+//!   <https://developers.hubspot.com/docs/methods/contacts/batch_create_or_update>;
 //! - the rate-limit headers (`X-HubSpot-RateLimit-Max`, `-Remaining`,
 //!   `-Interval-Milliseconds`): <https://developers.hubspot.com/docs/guides/apps/api-usage/usage-details>.
 //!
@@ -19,7 +25,7 @@
 //! (HubSpot refuses the whole request); only known properties (an unknown
 //! one fails the whole request); a plausible email (per input, 207).
 //! `GET /contacts` lists what it holds; `POST /faults` with
-//! `{"status": 429, "policyName": "DAILY"}` (or 423, 5xx, 401, 403) makes
+//! `{"status": 429, "policyName": "DAILY"}` (or 409, 423, 477, 5xx, 401, 403) makes
 //! the next calls fail so, `"times"` of them (every call without it);
 //! `DELETE /faults` restores it.
 
@@ -120,6 +126,9 @@ struct FakeState {
     faults: Mutex<VecDeque<Fault>>,
     calls: Mutex<Vec<Call>>,
     window: Mutex<VecDeque<Instant>>,
+    /// Ids whose every write conflicts with another contact (409 for the
+    /// whole request that carries one).
+    conflicting: Mutex<HashSet<String>>,
     /// When set, an invalid email fails the whole request (400) instead of
     /// its own input (207): HubSpot answers either way depending on the
     /// endpoint, and the adapter must isolate the bad input in both.
@@ -162,6 +171,7 @@ impl HubSpotFake {
             calls: Mutex::new(Vec::new()),
             window: Mutex::new(VecDeque::new()),
             whole_request_errors: Mutex::new(false),
+            conflicting: Mutex::new(HashSet::new()),
         });
         let app = Router::new()
             .route("/crm/v3/objects/contacts/batch/upsert", post(upsert_v3))
@@ -213,6 +223,13 @@ impl HubSpotFake {
     /// Answers an invalid email with a 400 for the whole request.
     pub fn fail_whole_requests_on_invalid_values(&self) {
         *lock(&self.state.whole_request_errors) = true;
+    }
+
+    /// Every request that carries an input with this `id` (its email, or
+    /// its unique property's value) answers 409 for the whole request: a
+    /// conflict with another contact that no retry resolves.
+    pub fn conflict_on(&self, id: &str) {
+        lock(&self.state.conflicting).insert(id.to_owned());
     }
 
     pub fn contacts(&self) -> Vec<Contact> {
@@ -399,6 +416,14 @@ fn handle(state: &FakeState, path: &str, headers: &HeaderMap, body: Value) -> Re
             }
         }
     }
+    let conflicting = lock(&state.conflicting).clone();
+    if let Some(id) = inputs
+        .iter()
+        .filter_map(|input| input["id"].as_str())
+        .find(|id| conflicting.contains(*id))
+    {
+        return answer(state, path, count, StatusCode::CONFLICT, conflict_body(id));
+    }
     let mut results = Vec::new();
     let mut errors = Vec::new();
     let mut contacts = lock(&state.contacts);
@@ -470,6 +495,16 @@ fn handle(state: &FakeState, path: &str, headers: &HeaderMap, body: Value) -> Re
     answer(state, path, count, status, body)
 }
 
+fn conflict_body(id: &str) -> Value {
+    json!({
+        "status": "error",
+        "message": "Contact already exists. Existing ID: 999",
+        "correlationId": "00000000-0000-4000-8000-000000000000",
+        "category": "OBJECT_ALREADY_EXISTS",
+        "errors": [{"message": format!("A contact with {id} already exists. Existing ID: 999"), "in": "email"}],
+    })
+}
+
 fn plausible_email(email: &str) -> bool {
     match email.split_once('@') {
         Some((local, domain)) => !local.is_empty() && domain.contains('.') && !email.contains(' '),
@@ -518,6 +553,7 @@ fn fault_answer(state: &FakeState, path: &str, count: usize, fault: &Fault) -> R
             None,
             json!({}),
         ),
+        409 => conflict_body("someone@example.com"),
         _ => error_body("Internal error", "INTERNAL_ERROR", None, json!({})),
     };
     let mut response = answer(state, path, count, status, body);

@@ -10,7 +10,10 @@
 //!   (date version, the newest documented, and this module's default) and
 //!   <https://developers.hubspot.com/docs/api-reference/legacy/crm/objects/contacts/batch/upsert-contacts> (`v3`);
 //! - errors (207 multi-status, 401, 403 `MISSING_SCOPES`, 429 with
-//!   `policyName`, the error body): <https://developers.hubspot.com/docs/api-reference/error-handling>.
+//!   `policyName`, 477 migration in progress with `Retry-After`, the error
+//!   body): <https://developers.hubspot.com/docs/api-reference/error-handling>;
+//! - 409 when a write conflicts with an existing contact ("Contact already
+//!   exists"): <https://developers.hubspot.com/docs/methods/contacts/create_or_update>.
 //!
 //! Every input carries `objectWriteTraceId` = the submission id, so each
 //! result and each error maps back to its receipt. Two inputs for the same
@@ -50,6 +53,9 @@ const SECONDLY_WAIT: Duration = Duration::from_secs(1);
 const TEN_SECONDLY_WAIT: Duration = Duration::from_secs(10);
 /// HubSpot's 423 (a lock on the record): wait at least this.
 const LOCKED_WAIT: Duration = Duration::from_secs(2);
+/// HubSpot's 477 (the account is moving between data centres) without a
+/// `Retry-After`: HubSpot says a migration takes up to a day.
+const MIGRATION_WAIT: Duration = Duration::from_secs(3600);
 
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(15);
 
@@ -240,11 +246,12 @@ impl HubSpot {
         self
     }
 
-    /// Sends `inputs` (at most 100): one answer per input, by slot. A 400
-    /// for the whole request that is about one input's value (an invalid
-    /// email, an invalid option) is split in halves until that input stands
-    /// alone: one bad lead never fails the others. A 400 about a property
-    /// (`PROPERTY_DOESNT_EXIST`) applies to every input that carries it.
+    /// Sends `inputs` (at most 100): one answer per input, by slot. A
+    /// whole-request answer that one input may have caused (a 400 about a
+    /// value, a 409 conflict) is split in halves until that input stands
+    /// alone: one bad lead never fails or holds the others. A 400 about a
+    /// property (`PROPERTY_DOESNT_EXIST`) applies to every input that
+    /// carries it.
     fn send<'a>(&'a self, inputs: &'a [Input]) -> Sending<'a> {
         Box::pin(async move {
             let called = Instant::now();
@@ -258,10 +265,7 @@ impl HubSpot {
             }
             let latency = called.elapsed();
             match outcome {
-                Called::Whole(Err(DestinationError::Permanent {
-                    status: Some(400),
-                    reason,
-                })) if inputs.len() > 1 && is_about_one_value(&reason) => {
+                Called::Whole(Err(error)) if inputs.len() > 1 && may_be_one_inputs(&error) => {
                     let (left, right) = inputs.split_at(inputs.len() / 2);
                     let mut answers = self.send(left).await;
                     answers.extend(self.send(right).await);
@@ -354,6 +358,18 @@ fn answer_for(status: u16, retry_after: Option<Duration>, body: &Value) -> Calle
             "HTTP 423".to_owned(),
             Some(retry_after.unwrap_or(LOCKED_WAIT).max(LOCKED_WAIT)),
         ),
+        // Another writer holds the contact (two upserts of one new contact
+        // at once) or its email: the first resolves on a retry; a lasting
+        // conflict waits, visible, until DELIVERY_MAX_AGE_SECONDS. Never
+        // FAILED at once: the lead may well be written next time.
+        409 => retryable(
+            reason_of(body).unwrap_or_else(|| "HTTP 409".to_owned()),
+            retry_after,
+        ),
+        477 => retryable(
+            "HTTP 477 migration in progress".to_owned(),
+            Some(retry_after.unwrap_or(MIGRATION_WAIT)),
+        ),
         500..=599 => retryable(format!("HTTP {status}"), retry_after),
         401 => Called::Whole(Err(DestinationError::Unauthorized { status })),
         403 => {
@@ -415,9 +431,20 @@ fn reason_of(error: &Value) -> Option<String> {
         .map(str::to_owned)
 }
 
-/// A 400 caused by one input's value rather than by the request's shape.
-fn is_about_one_value(reason: &str) -> bool {
-    reason.starts_with("INVALID_") && reason != "INVALID_ID_PROPERTY"
+/// A whole-request answer that one input may have caused: a 400 about one
+/// input's value rather than the request's shape, or a conflict on one
+/// contact.
+fn may_be_one_inputs(error: &DestinationError) -> bool {
+    match error {
+        DestinationError::Permanent {
+            status: Some(400),
+            reason,
+        } => reason.starts_with("INVALID_") && reason != "INVALID_ID_PROPERTY",
+        DestinationError::Retryable {
+            status: Some(409), ..
+        } => true,
+        _ => false,
+    }
 }
 
 /// Errors that no retry can fix: the lead's own data, or a property the
@@ -621,7 +648,7 @@ mod tests {
         let policy =
             |name: &str| json!({"status": "error", "errorType": "RATE_LIMIT", "policyName": name});
         let five = Some(Duration::from_secs(5));
-        let rows: [(u16, Option<Duration>, Value, Option<Duration>); 8] = [
+        let rows: [(u16, Option<Duration>, Value, Option<Duration>); 11] = [
             (
                 429,
                 None,
@@ -640,6 +667,14 @@ mod tests {
                 Some(LOCKED_WAIT),
             ),
             (503, five, json!({}), five),
+            (
+                409,
+                None,
+                json!({"category": "OBJECT_ALREADY_EXISTS"}),
+                None,
+            ),
+            (477, five, json!({}), five),
+            (477, None, json!({}), Some(MIGRATION_WAIT)),
         ];
         for (status, retry_after, body, wait) in rows {
             assert_eq!(
@@ -671,6 +706,36 @@ mod tests {
                 status: Some(400),
                 reason: "PROPERTY_DOESNT_EXIST".into()
             })
+        );
+    }
+
+    #[test]
+    fn whole_request_answers_one_input_may_cause_are_narrowed() {
+        let refused = |reason: &str| DestinationError::Permanent {
+            status: Some(400),
+            reason: reason.into(),
+        };
+        let retryable = |status: u16| DestinationError::Retryable {
+            status: Some(status),
+            retry_after: None,
+            reason: "r".into(),
+        };
+        let rows = [
+            (refused("INVALID_EMAIL"), true),
+            (refused("INVALID_OPTION"), true),
+            (refused("INVALID_ID_PROPERTY"), false),
+            (refused("PROPERTY_DOESNT_EXIST"), false),
+            (retryable(409), true),
+            (retryable(503), false),
+            (retryable(429), false),
+            (DestinationError::Unauthorized { status: 401 }, false),
+        ];
+        for (error, narrowed) in rows {
+            assert_eq!(may_be_one_inputs(&error), narrowed, "{error:?}");
+        }
+        let conflict = answer_for(409, None, &json!({"category": "OBJECT_ALREADY_EXISTS"}));
+        assert!(
+            matches!(whole(&conflict), Err(DestinationError::Retryable { reason, .. }) if reason == "OBJECT_ALREADY_EXISTS")
         );
     }
 

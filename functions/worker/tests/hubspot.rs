@@ -227,6 +227,79 @@ async fn a_whole_request_400_about_one_value_is_narrowed_to_that_lead() {
 }
 
 #[tokio::test]
+async fn a_conflict_is_retried_and_one_conflicting_lead_never_holds_the_others() {
+    // Once: two writers creating one contact at the same moment.
+    let fake = HubSpotFake::start(TOKEN).await.unwrap();
+    fake.fail(Fault::status(409).times(1));
+    let lead = receipt("sub_c", "ada@example.com", "Ada", 1_795_941_500);
+    let single = worker(settings(&fake, IdProperty::Email), ledger_of(&[&lead]));
+    single.handle(inserts(&[&lead]), in_seconds(30)).await;
+    assert_eq!(status_of(&single, &lead).0, ReceiptStatus::Completed);
+    assert_eq!(
+        fake.calls().iter().map(|c| c.status).collect::<Vec<_>>(),
+        [409, 200]
+    );
+    assert_eq!(fake.contacts().len(), 1);
+
+    // Lasting, for one lead of eight: the others are written, that one waits.
+    let fake = HubSpotFake::start(TOKEN).await.unwrap();
+    fake.conflict_on("p5@example.com");
+    let receipts: Vec<Receipt> = (0..8)
+        .map(|n| {
+            receipt(
+                &format!("sub_{n}"),
+                &format!("p{n}@example.com"),
+                "P",
+                1_795_941_500,
+            )
+        })
+        .collect();
+    let refs: Vec<&Receipt> = receipts.iter().collect();
+    let worker = worker(settings(&fake, IdProperty::Email), ledger_of(&refs));
+    let response = worker.handle(inserts(&refs), in_seconds(30)).await;
+    assert!(
+        response.batch_item_failures.is_empty(),
+        "never blocks the shard"
+    );
+    for (n, receipt) in receipts.iter().enumerate() {
+        let expected = if n == 5 {
+            ReceiptStatus::Received
+        } else {
+            ReceiptStatus::Completed
+        };
+        assert_eq!(status_of(&worker, receipt).0, expected, "sub_{n}");
+    }
+    let stored = worker.ledger().get(&receipts[5].pk).unwrap();
+    assert_eq!(stored.last_error.as_deref(), Some("OBJECT_ALREADY_EXISTS"));
+    assert!(stored.next_attempt_at.is_some(), "the reconciler owns it");
+    assert_eq!(fake.contacts().len(), 7);
+    assert!(fake.contacts().iter().all(|c| c.writes == 1));
+}
+
+#[tokio::test]
+async fn a_migration_in_progress_waits_as_long_as_hubspot_asks() {
+    let fake = HubSpotFake::start(TOKEN).await.unwrap();
+    fake.fail(Fault {
+        retry_after: Some("7200".into()),
+        ..Fault::status(477)
+    });
+    let lead = receipt("sub_m", "ada@example.com", "Ada", 1_795_941_500);
+    let worker = worker(settings(&fake, IdProperty::Email), ledger_of(&[&lead]));
+    let response = worker.handle(inserts(&[&lead]), in_seconds(30)).await;
+    assert!(response.batch_item_failures.is_empty());
+    let stored = worker.ledger().get(&lead.pk).unwrap();
+    assert_eq!(
+        stored.status,
+        ReceiptStatus::Received,
+        "pending, not FAILED"
+    );
+    let next =
+        shared::receipt::parse_timestamp(stored.next_attempt_at.as_deref().unwrap()).unwrap();
+    assert!(next >= SystemTime::now() + Duration::from_secs(7100));
+    assert_eq!(fake.calls().len(), 1, "no retry before HubSpot's time");
+}
+
+#[tokio::test]
 async fn rate_limits_wait_as_their_policy_says() {
     // TEN_SECONDLY_ROLLING and SECONDLY: retried in the invocation, after
     // the wait (Retry-After when HubSpot sends one).
