@@ -36,6 +36,20 @@ fn receipt(submission_id: &str, email: &str, first_name: &str, timestamp: u64) -
     Receipt::new(&submission, SystemTime::now(), Retention::default())
 }
 
+/// `count` receipts from as many people: `sub_000` from `p0@example.com`, …
+fn people(count: usize) -> Vec<Receipt> {
+    (0..count)
+        .map(|n| {
+            receipt(
+                &format!("sub_{n:03}"),
+                &format!("p{n}@example.com"),
+                "P",
+                1_795_941_500,
+            )
+        })
+        .collect()
+}
+
 fn settings(fake: &HubSpotFake, id_property: IdProperty) -> HubSpotSettings {
     HubSpotSettings {
         base_url: fake.base_url(),
@@ -199,17 +213,8 @@ async fn a_207_fails_only_the_invalid_input() {
 async fn a_whole_request_400_about_one_value_is_narrowed_to_that_lead() {
     let fake = HubSpotFake::start(TOKEN).await.unwrap();
     fake.fail_whole_requests_on_invalid_values();
-    let mut receipts: Vec<Receipt> = (0..8)
-        .map(|n| {
-            receipt(
-                &format!("sub_{n}"),
-                &format!("p{n}@example.com"),
-                "P",
-                1_795_941_500,
-            )
-        })
-        .collect();
-    receipts[5] = receipt("sub_5", "bad-email", "P", 1_795_941_500);
+    let mut receipts = people(8);
+    receipts[5] = receipt("sub_005", "bad-email", "P", 1_795_941_500);
     let refs: Vec<&Receipt> = receipts.iter().collect();
     let worker = worker(settings(&fake, IdProperty::Email), ledger_of(&refs));
     worker.handle(inserts(&refs), in_seconds(30)).await;
@@ -244,16 +249,7 @@ async fn a_conflict_is_retried_and_one_conflicting_lead_never_holds_the_others()
     // Lasting, for one lead of eight: the others are written, that one waits.
     let fake = HubSpotFake::start(TOKEN).await.unwrap();
     fake.conflict_on("p5@example.com");
-    let receipts: Vec<Receipt> = (0..8)
-        .map(|n| {
-            receipt(
-                &format!("sub_{n}"),
-                &format!("p{n}@example.com"),
-                "P",
-                1_795_941_500,
-            )
-        })
-        .collect();
+    let receipts = people(8);
     let refs: Vec<&Receipt> = receipts.iter().collect();
     let worker = worker(settings(&fake, IdProperty::Email), ledger_of(&refs));
     let response = worker.handle(inserts(&refs), in_seconds(30)).await;
@@ -443,16 +439,7 @@ async fn configuration_faults_keep_leads_pending_and_never_fail_them() {
 async fn a_hundred_receipts_cost_at_most_two_calls() {
     for (count, calls) in [(100, 1), (150, 2)] {
         let fake = HubSpotFake::start(TOKEN).await.unwrap();
-        let receipts: Vec<Receipt> = (0..count)
-            .map(|n| {
-                receipt(
-                    &format!("sub_{n:03}"),
-                    &format!("p{n}@example.com"),
-                    "P",
-                    1_795_941_500,
-                )
-            })
-            .collect();
+        let receipts = people(count);
         let refs: Vec<&Receipt> = receipts.iter().collect();
         let worker = worker(settings(&fake, IdProperty::Email), ledger_of(&refs));
         let response = worker.handle(inserts(&refs), in_seconds(30)).await;
