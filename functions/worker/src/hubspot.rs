@@ -265,7 +265,7 @@ impl HubSpot {
             }
             let latency = called.elapsed();
             match outcome {
-                Called::Whole(Err(error)) if inputs.len() > 1 && may_be_one_inputs(&error) => {
+                Called::Whole(Err(error)) if inputs.len() > 1 && one_input_may_cause(&error) => {
                     let (left, right) = inputs.split_at(inputs.len() / 2);
                     let mut answers = self.send(left).await;
                     answers.extend(self.send(right).await);
@@ -359,7 +359,7 @@ fn answer_for(status: u16, retry_after: Option<Duration>, body: &Value) -> Calle
             Some(retry_after.unwrap_or(LOCKED_WAIT).max(LOCKED_WAIT)),
         ),
         // Another writer holds the contact (two upserts of one new contact
-        // at once) or its email: the first resolves on a retry; a lasting
+        // at once) or its email: a race resolves on the retry; a lasting
         // conflict waits, visible, until DELIVERY_MAX_AGE_SECONDS. Never
         // FAILED at once: the lead may well be written next time.
         409 => retryable(
@@ -434,7 +434,7 @@ fn reason_of(error: &Value) -> Option<String> {
 /// A whole-request answer that one input may have caused: a 400 about one
 /// input's value rather than the request's shape, or a conflict on one
 /// contact.
-fn may_be_one_inputs(error: &DestinationError) -> bool {
+fn one_input_may_cause(error: &DestinationError) -> bool {
     match error {
         DestinationError::Permanent {
             status: Some(400),
@@ -731,7 +731,7 @@ mod tests {
             (DestinationError::Unauthorized { status: 401 }, false),
         ];
         for (error, narrowed) in rows {
-            assert_eq!(may_be_one_inputs(&error), narrowed, "{error:?}");
+            assert_eq!(one_input_may_cause(&error), narrowed, "{error:?}");
         }
         let conflict = answer_for(409, None, &json!({"category": "OBJECT_ALREADY_EXISTS"}));
         assert!(
