@@ -295,6 +295,24 @@ async fn a_migration_in_progress_waits_as_long_as_hubspot_asks() {
     assert_eq!(fake.calls().len(), 1, "no retry before HubSpot's time");
 }
 
+/// One lead through a fake that first answers `fault`: it is COMPLETED, no
+/// sooner than `min_wait`. The fake is returned for its calls and contacts.
+async fn completes_after(fault: Fault, min_wait: Duration) -> HubSpotFake {
+    let fake = HubSpotFake::start(TOKEN).await.unwrap();
+    fake.fail(fault.clone());
+    let lead = receipt("sub_t", "ada@example.com", "Ada", 1_795_941_500);
+    let worker = worker(settings(&fake, IdProperty::Email), ledger_of(&[&lead]));
+    let started = Instant::now();
+    worker.handle(inserts(&[&lead]), in_seconds(30)).await;
+    assert!(started.elapsed() >= min_wait, "{fault:?}");
+    assert_eq!(
+        status_of(&worker, &lead).0,
+        ReceiptStatus::Completed,
+        "{fault:?}"
+    );
+    fake
+}
+
 #[tokio::test]
 async fn rate_limits_wait_as_their_policy_says() {
     // TEN_SECONDLY_ROLLING and SECONDLY: retried in the invocation, after
@@ -309,18 +327,7 @@ async fn rate_limits_wait_as_their_policy_says() {
         ),
         (Fault::rate_limited("SECONDLY"), Duration::from_secs(1)),
     ] {
-        let fake = HubSpotFake::start(TOKEN).await.unwrap();
-        fake.fail(fault.clone().times(1));
-        let lead = receipt("sub_rl", "ada@example.com", "Ada", 1_795_941_500);
-        let worker = worker(settings(&fake, IdProperty::Email), ledger_of(&[&lead]));
-        let started = Instant::now();
-        worker.handle(inserts(&[&lead]), in_seconds(30)).await;
-        assert!(started.elapsed() >= min_wait, "{fault:?}");
-        assert_eq!(
-            status_of(&worker, &lead).0,
-            ReceiptStatus::Completed,
-            "{fault:?}"
-        );
+        let fake = completes_after(fault.times(1), min_wait).await;
         assert_eq!(
             fake.calls().iter().map(|c| c.status).collect::<Vec<_>>(),
             [429, 200]
@@ -357,18 +364,7 @@ async fn locked_and_server_errors_are_retried() {
         (Fault::status(423).times(1), Duration::from_secs(2)),
         (Fault::status(502).times(2), Duration::ZERO),
     ] {
-        let fake = HubSpotFake::start(TOKEN).await.unwrap();
-        fake.fail(fault.clone());
-        let lead = receipt("sub_r", "ada@example.com", "Ada", 1_795_941_500);
-        let worker = worker(settings(&fake, IdProperty::Email), ledger_of(&[&lead]));
-        let started = Instant::now();
-        worker.handle(inserts(&[&lead]), in_seconds(30)).await;
-        assert!(started.elapsed() >= min_wait, "{fault:?}");
-        assert_eq!(
-            status_of(&worker, &lead).0,
-            ReceiptStatus::Completed,
-            "{fault:?}"
-        );
+        let fake = completes_after(fault, min_wait).await;
         assert_eq!(fake.contacts().len(), 1);
     }
 }
