@@ -287,3 +287,64 @@ where
         .await;
     serde_json::to_value(response).map_err(|e| e.to_string())
 }
+
+/// A stack on moto's CloudFormation with these parameters and literal
+/// outputs, as `receipts --stack` finds a deployed one. Its one resource
+/// is a wait-condition handle: the outputs are what the CLI reads.
+pub async fn create_stack(
+    endpoint: &str,
+    name: &str,
+    parameters: &[(&str, &str)],
+    outputs: &[(&str, &str)],
+) {
+    let config = aws_config::from_env()
+        .endpoint_url(endpoint)
+        .region(Region::new("us-east-1"))
+        .credentials_provider(credentials())
+        .load()
+        .await;
+    let template = serde_json::json!({
+        "Parameters": parameters.iter().map(|(key, _)| (key.to_string(), serde_json::json!({"Type": "String"}))).collect::<serde_json::Map<_, _>>(),
+        "Resources": {"Handle": {"Type": "AWS::CloudFormation::WaitConditionHandle"}},
+        "Outputs": outputs.iter().map(|(key, value)| (key.to_string(), serde_json::json!({"Value": value}))).collect::<serde_json::Map<_, _>>(),
+    });
+    let mut create = aws_sdk_cloudformation::Client::new(&config)
+        .create_stack()
+        .stack_name(name)
+        .template_body(template.to_string());
+    for (key, value) in parameters {
+        create = create.parameters(
+            aws_sdk_cloudformation::types::Parameter::builder()
+                .parameter_key(*key)
+                .parameter_value(*value)
+                .build(),
+        );
+    }
+    create.send().await.expect("moto creates the stack");
+}
+
+/// Runs the `receipts` CLI binary against moto's server (DynamoDB,
+/// CloudFormation, Secrets Manager), the way an operator would with the
+/// standard AWS environment: exit success, stdout, stderr.
+pub fn receipts_cli(env: &[(&str, &str)], args: &[&str]) -> (bool, String, String) {
+    let bin_dir = std::env::var("FUNCTION_BIN_DIR").unwrap_or_else(|_| {
+        panic!("FUNCTION_BIN_DIR is not set: run the suite with `make test`, which builds the receipts CLI first")
+    });
+    let output = std::process::Command::new(format!("{bin_dir}/receipts"))
+        .args(args)
+        .env_remove("RECEIPTS_TABLE")
+        .env_remove("AWS_PROFILE")
+        .envs(env.iter().copied())
+        .env("AWS_ENDPOINT_URL", endpoint(DYNAMODB_ENDPOINT))
+        .env("AWS_REGION", "us-east-1")
+        .env("AWS_ACCESS_KEY_ID", "test")
+        .env("AWS_SECRET_ACCESS_KEY", "test")
+        .env("AWS_EC2_METADATA_DISABLED", "true")
+        .output()
+        .expect("the receipts binary runs");
+    (
+        output.status.success(),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}

@@ -376,27 +376,9 @@ async fn a_pass_racing_a_stream_delivery_leaves_one_lead_and_one_completion() {
     );
 }
 
-/// Runs the `receipts` CLI binary against `table` on moto's server, the way
-/// an operator would with the standard AWS environment.
-fn receipts_cli(table: &str, args: &[&str]) -> (bool, String, String) {
-    let bin_dir = std::env::var("FUNCTION_BIN_DIR").unwrap_or_else(|_| {
-        panic!("FUNCTION_BIN_DIR is not set: run the suite with `make test`, which builds the receipts CLI first")
-    });
-    let output = std::process::Command::new(format!("{bin_dir}/receipts"))
-        .args(args)
-        .env("RECEIPTS_TABLE", table)
-        .env("AWS_ENDPOINT_URL", endpoint(DYNAMODB_ENDPOINT))
-        .env("AWS_REGION", "us-east-1")
-        .env("AWS_ACCESS_KEY_ID", "test")
-        .env("AWS_SECRET_ACCESS_KEY", "test")
-        .env("AWS_EC2_METADATA_DISABLED", "true")
-        .output()
-        .expect("the receipts binary runs");
-    (
-        output.status.success(),
-        String::from_utf8_lossy(&output.stdout).into_owned(),
-        String::from_utf8_lossy(&output.stderr).into_owned(),
-    )
+/// The `receipts` CLI on `table`, found through RECEIPTS_TABLE.
+fn receipts_on(table: &str, args: &[&str]) -> (bool, String, String) {
+    receipts_cli(&[("RECEIPTS_TABLE", table)], args)
 }
 
 fn json(text: &str) -> serde_json::Value {
@@ -431,7 +413,7 @@ async fn a_failed_receipt_redriven_with_the_cli_is_delivered_once_at_the_next_pa
     }
     drain_stream(&moto, &client, &table, &worker).await;
 
-    let (ok, out, err) = receipts_cli(&table, &["list", "--status", "failed", "--json"]);
+    let (ok, out, err) = receipts_on(&table, &["list", "--status", "failed", "--json"]);
     assert!(ok, "{err}");
     let failed = json(&out);
     assert_eq!(failed.as_array().map(Vec::len), Some(1), "{out}");
@@ -439,11 +421,11 @@ async fn a_failed_receipt_redriven_with_the_cli_is_delivered_once_at_the_next_pa
     assert_eq!(failed[0]["failureReason"], "HTTP 422");
     assert!(
         !out.contains("ada@example.com"),
-        "no form data without --show-lead"
+        "no form data without --payload"
     );
 
     let before = scan(&client, &table).await;
-    let (ok, out, err) = receipts_cli(&table, &["redrive", "--status", "failed", "--dry-run"]);
+    let (ok, out, err) = receipts_on(&table, &["redrive", "--status", "failed", "--dry-run"]);
     assert!(ok, "{err}");
     assert!(out.contains("would redrive 1, skipped 0, of 1"), "{out}");
     assert_eq!(
@@ -454,17 +436,17 @@ async fn a_failed_receipt_redriven_with_the_cli_is_delivered_once_at_the_next_pa
 
     // The operator fixes the cause, then redrives.
     crm.answer_normally("sub_refused");
-    let (ok, out, err) = receipts_cli(&table, &["redrive", "--status", "failed"]);
+    let (ok, out, err) = receipts_on(&table, &["redrive", "--status", "failed"]);
     assert!(ok, "{err}");
     assert!(out.contains("redriven 1, skipped 0, of 1"), "{out}");
-    let (ok, out, _) = receipts_cli(&table, &["redrive", "sub_fine"]);
+    let (ok, out, _) = receipts_on(&table, &["redrive", "sub_fine"]);
     assert!(ok);
     assert!(
         out.contains("skipped staticforms:form.submitted:sub_fine: COMPLETED"),
         "{out}"
     );
 
-    let (ok, out, err) = receipts_cli(&table, &["stats", "--json"]);
+    let (ok, out, err) = receipts_on(&table, &["stats", "--json"]);
     assert!(ok, "{err}");
     let stats = json(&out);
     assert_eq!(stats["byStatus"]["RECEIVED"], 1, "{out}");
@@ -483,7 +465,7 @@ async fn a_failed_receipt_redriven_with_the_cli_is_delivered_once_at_the_next_pa
     );
     assert_eq!(worker.reconcile(in_seconds(30)).await.due, 0);
 
-    let (ok, out, err) = receipts_cli(&table, &["show", "sub_refused", "--json"]);
+    let (ok, out, err) = receipts_on(&table, &["show", "sub_refused", "--json"]);
     assert!(ok, "{err}");
     let shown = json(&out);
     assert_eq!(shown["status"], "COMPLETED", "{out}");
@@ -491,11 +473,11 @@ async fn a_failed_receipt_redriven_with_the_cli_is_delivered_once_at_the_next_pa
     assert!(shown.get("failureReason").is_none(), "{out}");
     assert!(shown.get("redrivenAt").is_some(), "{out}");
 
-    let (ok, out, _) = receipts_cli(&table, &["list"]);
+    let (ok, out, _) = receipts_on(&table, &["list"]);
     assert!(ok);
     assert!(out.starts_with("SUBMISSION ID"), "{out}");
     assert_eq!(out.lines().count(), 3, "{out}");
-    let (ok, _, err) = receipts_cli(&table, &["show", "sub_never"]);
+    let (ok, _, err) = receipts_on(&table, &["show", "sub_never"]);
     assert!(!ok);
     assert!(
         err.contains("no receipt staticforms:form.submitted:sub_never"),

@@ -206,6 +206,18 @@ type Printed = std::sync::Arc<std::sync::Mutex<Vec<String>>>;
 /// The local pipeline with `DESTINATION=<destination>` on its own tables,
 /// once it says it is up; its ports (webhook, CRM) and what it prints.
 async fn start_pipeline_for(destination: &str) -> (tokio::process::Child, u16, u16, Printed) {
+    start_pipeline_on(
+        destination,
+        &unique_name(&format!("{destination}-receipts")),
+    )
+    .await
+}
+
+/// The same, on the receipts table named.
+async fn start_pipeline_on(
+    destination: &str,
+    receipts_table: &str,
+) -> (tokio::process::Child, u16, u16, Printed) {
     let bin_dir = std::env::var("FUNCTION_BIN_DIR").unwrap_or_else(|_| {
         panic!("FUNCTION_BIN_DIR is not set: run the suite with `make test`, which builds the function binaries first")
     });
@@ -217,10 +229,7 @@ async fn start_pipeline_for(destination: &str) -> (tokio::process::Child, u16, u
         .env("CRM_PORT", crm_port.to_string())
         .env("DESTINATION", destination)
         // Its own tables: the other pipeline tests use the default names.
-        .env(
-            "RECEIPTS_TABLE",
-            unique_name(&format!("{destination}-receipts")),
-        )
+        .env("RECEIPTS_TABLE", receipts_table)
         .env("LEADS_TABLE", unique_name(&format!("{destination}-leads")))
         .stdout(Stdio::piped())
         .kill_on_drop(true)
@@ -316,5 +325,97 @@ async fn the_local_pipeline_with_salesforce_makes_one_lead() {
     assert_eq!(lead["fields"]["StaticForms_Submission_Id__c"], "sub_crm_1");
     assert_eq!(lead["fields"]["LastName"], "Lovelace");
     assert_eq!(lead["fields"]["Company"], "AE");
+    stop(pipeline).await;
+}
+
+/// `receipts smoke --stack NAME` against the local pipeline, found through
+/// a stack on moto's CloudFormation whose outputs point at it: the test
+/// submission is accepted with the stack's own secret (read from moto's
+/// Secrets Manager) and followed to COMPLETED. With the CRM failing it says
+/// where the receipt waits and why, and exits non-zero; so it does with a
+/// secret the endpoint refuses. The secret is never printed.
+#[tokio::test(flavor = "multi_thread")]
+async fn smoke_follows_a_test_submission_to_completed() {
+    let receipts_table = unique_name("smoke-receipts");
+    let (pipeline, webhook_port, crm_port, _) = start_pipeline_on("http", &receipts_table).await;
+    let endpoint = endpoint(DYNAMODB_ENDPOINT);
+    let secrets = secrets_client(&endpoint).await;
+    let secret = "local-demo-token-change-me";
+    let good_secret = create_secret(
+        &secrets,
+        "smoke-secret",
+        &format!("{secret},an-older-secret-0001"),
+    )
+    .await;
+    let webhook_url = format!("http://127.0.0.1:{webhook_port}/webhooks/staticforms");
+    let stack_with = |secret_arn: String| {
+        let (webhook_url, receipts_table) = (webhook_url.clone(), receipts_table.clone());
+        let endpoint = endpoint.clone();
+        async move {
+            let stack = unique_name("smoke-stack");
+            create_stack(
+                &endpoint,
+                &stack,
+                &[("WebhookAuth", "bearer"), ("AcceptedForms", "")],
+                &[
+                    ("WebhookUrl", &webhook_url),
+                    ("ReceiptsTableName", &receipts_table),
+                    ("WebhookSecretArn", &secret_arn),
+                ],
+            )
+            .await;
+            stack
+        }
+    };
+
+    let stack = stack_with(good_secret).await;
+    let (ok, out, err) = receipts_cli(&[], &["--stack", &stack, "smoke", "--timeout", "60s"]);
+    assert!(ok, "{out}{err}");
+    assert!(out.contains("webhook answered 202"), "{out}");
+    assert!(out.contains("COMPLETED after"), "{out}");
+    assert!(
+        !out.contains(secret) && !err.contains(secret),
+        "the secret was printed: {out}{err}"
+    );
+    let http = reqwest::Client::new();
+    let leads = leads_once_there(
+        &http,
+        &format!("http://127.0.0.1:{crm_port}/leads"),
+        1,
+        Duration::from_secs(5),
+    )
+    .await;
+    assert_eq!(leads["count"], 1, "{leads}");
+    assert!(
+        leads["leads"][0]["externalId"]
+            .as_str()
+            .unwrap()
+            .starts_with("smoke_"),
+        "{leads}"
+    );
+
+    // The CRM fails: smoke shows where the receipt waits, and why.
+    http.post(format!("http://127.0.0.1:{crm_port}/faults"))
+        .json(&serde_json::json!({"status": 503}))
+        .send()
+        .await
+        .unwrap();
+    let (ok, out, err) = receipts_cli(&[], &["--stack", &stack, "smoke", "--timeout", "8s"]);
+    assert!(!ok, "{out}");
+    assert!(err.contains("not COMPLETED within 8s"), "{err}");
+    assert!(out.contains("last error HTTP 503"), "{out}");
+    http.delete(format!("http://127.0.0.1:{crm_port}/faults"))
+        .send()
+        .await
+        .unwrap();
+
+    // A secret the endpoint does not accept: refused, said, non-zero.
+    let wrong_secret = create_secret(&secrets, "smoke-wrong", "not-the-pipelines-secret-01").await;
+    let wrong = stack_with(wrong_secret).await;
+    let (ok, out, err) = receipts_cli(&[], &["--stack", &wrong, "smoke"]);
+    assert!(!ok);
+    assert!(out.contains("webhook answered 401"), "{out}");
+    assert!(err.contains("refused the test submission (401)"), "{err}");
+    assert!(!out.contains("not-the-pipelines-secret-01"), "{out}");
     stop(pipeline).await;
 }

@@ -1,8 +1,12 @@
-//! `receipts`: the operator's view of the receipts table. Lists and counts
-//! receipts, shows one, and puts FAILED (or stranded) receipts back in the
-//! reconciler's queue. It talks only to DynamoDB and never needs the CRM's
+//! `receipts`: the operator's view of a deployed stack. Lists and counts
+//! receipts, shows one, puts FAILED (or stranded) receipts back in the
+//! reconciler's queue, and smoke-tests the pipeline end to end. It finds
+//! its tables through the stack (`--stack`) and never needs the CRM's
 //! secret.
 
-pub mod args;
+pub mod cli;
+pub mod commands;
+pub mod smoke;
+pub mod stack;
 pub mod table;
 pub mod view;

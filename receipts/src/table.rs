@@ -10,7 +10,7 @@ use aws_sdk_dynamodb::Client;
 use shared::receipt::{attr, PENDING, PENDING_INDEX};
 use shared::{IdempotencyKey, Receipt, SubmissionId};
 
-use crate::args::{StatusFilter, Window};
+use crate::cli::{StatusFilter, Window};
 
 type Item = HashMap<String, AttributeValue>;
 
@@ -42,6 +42,18 @@ pub enum Redriven {
 pub struct Found {
     pub receipts: Vec<Receipt>,
     pub unreadable: usize,
+}
+
+impl Found {
+    /// Newest first: receipt timestamps sort as text; the submission id
+    /// breaks ties so the order is the same on every run.
+    fn newest_first(&mut self) {
+        self.receipts.sort_by(|a, b| {
+            b.received_at
+                .cmp(&a.received_at)
+                .then_with(|| a.submission_id.cmp(&b.submission_id))
+        });
+    }
 }
 
 pub struct ReceiptsTable {
@@ -85,15 +97,15 @@ impl ReceiptsTable {
             .and_then(|item| serde_dynamo::from_item(item).ok()))
     }
 
-    /// Receipts with `status` received in `window`, at most `limit`;
+    /// Receipts with `status` received in `window`, newest first;
     /// `progress` is told the items read after each page. Pending ones come
     /// from the pending index; the others need a scan, which reads the whole
-    /// table: an operator's tool, not a pass.
+    /// table (a scan has no order, so every match is read before the newest
+    /// can be told): an operator's tool, not a pass.
     pub async fn select(
         &self,
         status: Option<StatusFilter>,
         window: &Window,
-        limit: Option<usize>,
         mut progress: impl FnMut(usize),
     ) -> Result<Found, TableError> {
         let mut conditions = Vec::new();
@@ -177,13 +189,13 @@ impl ReceiptsTable {
                     Ok(receipt) => found.receipts.push(receipt),
                     Err(_) => found.unreadable += 1,
                 }
-                if limit.is_some_and(|limit| found.receipts.len() >= limit) {
-                    return Ok(found);
-                }
             }
             match last {
                 Some(last) => start = Some(last),
-                None => return Ok(found),
+                None => {
+                    found.newest_first();
+                    return Ok(found);
+                }
             }
         }
     }

@@ -1,8 +1,8 @@
-//! How receipts are shown: a readable table, or JSON. Form data (names,
-//! emails, messages) only when asked for with `--show-lead`.
+//! How receipts are shown: a readable table, a card, or JSON. Form data
+//! (names, emails, messages) only when asked for with `--payload`.
 
 use std::collections::BTreeMap;
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde_json::{json, Value};
 use shared::receipt::parse_timestamp;
@@ -41,7 +41,7 @@ fn lead_of(receipt: &Receipt) -> Value {
 }
 
 /// A receipt as JSON: every recorded field but the payload, which appears
-/// (as `lead`, the form data) only with `show_lead`.
+/// (as `lead`, the form data) only with `show_lead` (`--payload`).
 pub fn json_of(receipt: &Receipt, show_lead: bool) -> Value {
     let mut value = serde_json::to_value(receipt).unwrap_or(Value::Null);
     if let Some(fields) = value.as_object_mut() {
@@ -101,20 +101,71 @@ pub fn table(receipts: &[Receipt], show_lead: bool) -> String {
     out
 }
 
-/// `receipts show`: one field a line.
-pub fn details(receipt: &Receipt, show_lead: bool) -> String {
-    let value = json_of(receipt, show_lead);
-    let mut out = String::new();
-    if let Some(fields) = value.as_object() {
-        for (name, field) in fields {
-            let text = match field {
-                Value::String(text) => text.clone(),
-                other => other.to_string(),
-            };
-            out.push_str(&format!("{name:<20} {text}\n"));
+/// `receipts show`: a card, one labelled line per recorded fact, times as
+/// dates with how long ago (or how soon). Form data only with `payload`.
+pub fn card(receipt: &Receipt, payload: bool, now: SystemTime) -> String {
+    let when = |text: &str| match parse_timestamp(text) {
+        Some(at) => date_with_distance(at, now),
+        None => text.to_owned(),
+    };
+    let mut lines: Vec<(&str, String)> = vec![
+        ("submission", receipt.submission_id.clone()),
+        ("key", receipt.pk.clone()),
+        ("status", status_text(receipt.status).to_owned()),
+        ("received", when(&receipt.received_at)),
+    ];
+    if receipt.attempts > 0 {
+        lines.push(("attempts", receipt.attempts.to_string()));
+    }
+    let optional = [
+        ("last attempt", &receipt.last_attempt_at),
+        ("next attempt", &receipt.next_attempt_at),
+        ("completed", &receipt.completed_at),
+        ("failed", &receipt.failed_at),
+        ("redriven", &receipt.redriven_at),
+    ];
+    for (label, value) in optional {
+        if let Some(value) = value {
+            lines.push((label, when(value)));
         }
     }
-    out
+    let problem = problem(receipt);
+    if !problem.is_empty() {
+        let label = match receipt.status {
+            ReceiptStatus::Failed => "reason",
+            _ => "last error",
+        };
+        lines.push((label, problem));
+    }
+    if receipt.expires_at > 0 {
+        let at = UNIX_EPOCH + Duration::from_secs(receipt.expires_at);
+        lines.push(("expires (TTL)", date_with_distance(at, now)));
+    }
+    if payload {
+        lines.push(("form data", lead_of(receipt).to_string()));
+    }
+    lines
+        .into_iter()
+        .map(|(label, value)| format!("{label:<14} {value}\n"))
+        .collect()
+}
+
+/// `2026-11-30 08:00:00 UTC (3h 2m ago)`, or `(in 5m)` for a future time.
+fn date_with_distance(at: SystemTime, now: SystemTime) -> String {
+    let date = humantime::format_rfc3339_seconds(at)
+        .to_string()
+        .replacen('T', " ", 1)
+        .replace('Z', " UTC");
+    let round = |d: Duration| {
+        let secs = d.as_secs();
+        // Minutes are enough past an hour; seconds say nothing then.
+        let secs = if secs >= 3600 { secs - secs % 60 } else { secs };
+        humantime::format_duration(Duration::from_secs(secs)).to_string()
+    };
+    match now.duration_since(at) {
+        Ok(ago) => format!("{date} ({} ago)", round(ago)),
+        Err(ahead) => format!("{date} (in {})", round(ahead.duration())),
+    }
 }
 
 /// Counts by status and the age of the oldest receipt still RECEIVED.
@@ -225,10 +276,26 @@ mod tests {
         let json = json_of(&receipts[1], false).to_string();
         assert!(!json.contains("Ada") && !json.contains("payload"), "{json}");
         assert!(json_of(&receipts[1], true)["lead"]["email"] == "ada@example.com");
-        let details = details(&receipts[1], false);
+        let now = UNIX_EPOCH + Duration::from_secs(1_800_003_720);
+        let card_plain = card(&receipts[1], false, now);
+        assert!(!card_plain.contains("Ada"), "{card_plain}");
         assert!(
-            details.contains("attempts") && !details.contains("Ada"),
-            "{details}"
+            card_plain.contains("received       2027-01-15 08:00:00 UTC (1h 2m ago)\n"),
+            "{card_plain}"
+        );
+        assert!(card_plain.contains("attempts       3\n"), "{card_plain}");
+        assert!(
+            card_plain.contains("last error     destination-auth (HTTP 401)\n"),
+            "{card_plain}"
+        );
+        assert!(
+            card_plain.contains("expires (TTL)  2027-02-14 08:00:00 UTC (in 29days 22h 58m)"),
+            "{card_plain}"
+        );
+        let card_shown = card(&receipts[1], true, now);
+        assert!(
+            card_shown.contains("form data") && card_shown.contains("ada@example.com"),
+            "{card_shown}"
         );
     }
 

@@ -1,0 +1,116 @@
+//! The `receipts` CLI as an operator meets it: it finds the stack's table
+//! through moto's CloudFormation (`--stack`), lists newest first, shows a
+//! card without personal data unless `--payload`, and says clearly when
+//! the stack does not exist.
+
+use std::time::{Duration, UNIX_EPOCH};
+
+use aws_sdk_dynamodb::Client;
+use integration::*;
+use shared::{FormSubmission, Receipt, Retention};
+
+/// A receipt for `id` received at `received` (Unix seconds), as ingest
+/// stores it.
+async fn put_receipt(client: &Client, table: &str, id: &str, received: u64) {
+    let body = body(id, &format!("{id}@example.com"));
+    let submission = FormSubmission::parse(body.as_bytes()).unwrap();
+    let receipt = Receipt::new(
+        &submission,
+        UNIX_EPOCH + Duration::from_secs(received),
+        Retention::default(),
+    );
+    client
+        .put_item()
+        .table_name(table)
+        .set_item(Some(serde_dynamo::to_item(&receipt).unwrap()))
+        .send()
+        .await
+        .expect("moto stores the receipt");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn receipts_finds_the_table_through_the_stack() {
+    let endpoint = endpoint(DYNAMODB_ENDPOINT);
+    let client = ingest_client(&endpoint).await;
+    let table = create_table(&client, "ReceiptsTable").await;
+    // Stored out of order: the list must sort, not follow the scan.
+    for (id, received) in [
+        ("sub_middle", 1_800_000_100),
+        ("sub_newest", 1_800_000_200),
+        ("sub_oldest", 1_800_000_000),
+    ] {
+        put_receipt(&client, &table, id, received).await;
+    }
+    let stack = unique_name("crm-stack");
+    create_stack(
+        &endpoint,
+        &stack,
+        &[("WebhookAuth", "bearer")],
+        &[("ReceiptsTableName", &table)],
+    )
+    .await;
+
+    let (ok, out, err) = receipts_cli(&[], &["--stack", &stack, "list", "--limit", "2", "--json"]);
+    assert!(ok, "{err}");
+    let rows: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let ids: Vec<&str> = rows
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|row| row["submissionId"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        ids,
+        ["sub_newest", "sub_middle"],
+        "newest first, then --limit"
+    );
+
+    // The flag may come after the subcommand too (global), and RECEIPTS_TABLE
+    // pointing elsewhere does not win over --stack.
+    let (ok, out, err) = receipts_cli(
+        &[("RECEIPTS_TABLE", "not-this-table")],
+        &["show", "sub_oldest", "--stack", &stack],
+    );
+    assert!(ok, "{err}");
+    assert!(out.contains("status         RECEIVED\n"), "{out}");
+    assert!(
+        out.contains("received       2027-01-15 08:00:00 UTC ("),
+        "{out}"
+    );
+    assert!(
+        !out.contains("@example.com"),
+        "no personal data without --payload: {out}"
+    );
+    let (ok, out, _) = receipts_cli(&[], &["show", "sub_oldest", "--stack", &stack, "--payload"]);
+    assert!(ok && out.contains("sub_oldest@example.com"), "{out}");
+
+    let (ok, _, err) = receipts_cli(&[], &["--stack", "no-such-stack", "stats"]);
+    assert!(!ok);
+    assert!(err.contains("no stack \"no-such-stack\""), "{err}");
+
+    // A stack without the output (not ours, or half-deployed) is named.
+    let other = unique_name("other-stack");
+    create_stack(
+        &endpoint,
+        &other,
+        &[("Anything", "x")],
+        &[("Elsewhere", "y")],
+    )
+    .await;
+    let (ok, _, err) = receipts_cli(&[], &["--stack", &other, "stats"]);
+    assert!(!ok);
+    assert!(err.contains("has no output ReceiptsTableName"), "{err}");
+}
+
+#[test]
+fn receipts_says_its_version_and_refuses_a_bad_command_with_exit_2() {
+    let (ok, out, _) = receipts_cli(&[], &["--version"]);
+    assert!(ok && out.starts_with("receipts "), "{out}");
+    let bin_dir = std::env::var("FUNCTION_BIN_DIR").expect("FUNCTION_BIN_DIR (make test)");
+    let status = std::process::Command::new(format!("{bin_dir}/receipts"))
+        .args(["list", "--status", "done"])
+        .output()
+        .unwrap()
+        .status;
+    assert_eq!(status.code(), Some(2));
+}

@@ -1,0 +1,369 @@
+//! The command line, through clap: which stack or table, which AWS region
+//! and profile, and one subcommand. Times given as ages (`2h`) become
+//! receipt timestamps in `Window::resolve`, against a `now` the tests fix.
+
+use std::num::NonZeroUsize;
+use std::time::{Duration, SystemTime};
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use shared::receipt::{format_timestamp, parse_timestamp};
+
+const AFTER_HELP: &str = "\
+T is an RFC 3339 time (2026-11-30T08:00:00Z) or an age (90m, 2h, 3days).
+Form data (names, emails, messages) is shown only with --payload.
+
+redrive puts receipts back in the reconciler's queue: RECEIVED, attempts
+reset, due now. A COMPLETED receipt is never redriven. The next
+reconciliation pass delivers them; to start one at once:
+  aws lambda invoke --function-name <WorkerFunction> \\
+    --payload fileb://events/worker-reconcile.json /dev/stdout";
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "receipts",
+    version,
+    arg_required_else_help = true,
+    about = "Look at, redrive and smoke-test the receipts of a staticforms-to-crm stack.",
+    after_help = AFTER_HELP
+)]
+pub struct Cli {
+    #[command(flatten)]
+    pub target: Target,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Where the receipts are, and how to reach AWS. Without `--stack` or
+/// `--table`, the table is `$RECEIPTS_TABLE`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Args)]
+pub struct Target {
+    /// The stack's name: its tables, webhook URL and secret come from its
+    /// outputs (CloudFormation DescribeStacks).
+    #[arg(long, global = true, value_name = "NAME", conflicts_with = "table")]
+    pub stack: Option<String>,
+    /// The receipts table (the stack's ReceiptsTableName output).
+    #[arg(long, global = true, value_name = "NAME")]
+    pub table: Option<String>,
+    /// The AWS region (default: the SDK's: AWS_REGION, then the profile).
+    #[arg(long, global = true, value_name = "REGION")]
+    pub region: Option<String>,
+    /// A profile from ~/.aws/config and ~/.aws/credentials (default:
+    /// AWS_PROFILE, then "default").
+    #[arg(long, global = true, value_name = "NAME")]
+    pub profile: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Subcommand)]
+pub enum Command {
+    /// Receipts, newest first: submission id, status, received, attempts,
+    /// next attempt, last error.
+    List {
+        #[arg(long, value_enum, ignore_case = true)]
+        status: Option<StatusFilter>,
+        #[command(flatten)]
+        window: TimeArgs,
+        /// At most this many, the newest.
+        #[arg(long, value_name = "N")]
+        limit: Option<NonZeroUsize>,
+        #[arg(long)]
+        json: bool,
+        /// Also the form data (personal data).
+        #[arg(long, alias = "show-lead")]
+        payload: bool,
+    },
+    /// One receipt as a card.
+    Show {
+        /// A submission id, or a whole key (staticforms:form.submitted:<id>).
+        submission_id: String,
+        #[arg(long)]
+        json: bool,
+        /// Also the form data (personal data).
+        #[arg(long, alias = "show-lead")]
+        payload: bool,
+    },
+    /// Counts by status and the oldest pending receipt's age.
+    Stats {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Back into the reconciler's queue, by submission id or by status.
+    Redrive {
+        /// Submission ids (or whole keys).
+        #[arg(
+            value_name = "SUBMISSION_ID",
+            required_unless_present = "status",
+            conflicts_with = "status"
+        )]
+        ids: Vec<String>,
+        #[arg(long, value_enum, ignore_case = true)]
+        status: Option<RedriveStatus>,
+        #[command(flatten)]
+        window: TimeArgs,
+        /// Say what would be redriven; change nothing.
+        #[arg(long)]
+        dry_run: bool,
+    },
+    /// Send one marked test submission to the stack's webhook URL with the
+    /// stack's own secret, and follow its receipt until it is COMPLETED.
+    /// Needs --stack.
+    Smoke {
+        /// How long to follow the receipt before giving up (e.g. 2m).
+        #[arg(long, value_name = "AGE", default_value = "3m", value_parser = age)]
+        timeout: Duration,
+    },
+}
+
+/// `--since` and `--until`, as given.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Args)]
+pub struct TimeArgs {
+    /// Received at or after T.
+    #[arg(long, value_name = "T")]
+    pub since: Option<String>,
+    /// Received at or before T.
+    #[arg(long, value_name = "T")]
+    pub until: Option<String>,
+}
+
+/// The statuses a command can select.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum StatusFilter {
+    Received,
+    Completed,
+    Failed,
+    /// RECEIVED and in the reconciler's queue (the pending index).
+    Pending,
+}
+
+/// What redrive may select: completed receipts are never redriven, and
+/// pending ones are already queued.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum RedriveStatus {
+    Failed,
+    /// RECEIVED receipts stored before the queue existed, which no pass finds.
+    Received,
+}
+
+impl From<RedriveStatus> for StatusFilter {
+    fn from(status: RedriveStatus) -> Self {
+        match status {
+            RedriveStatus::Failed => StatusFilter::Failed,
+            RedriveStatus::Received => StatusFilter::Received,
+        }
+    }
+}
+
+/// Received-time bounds, as receipt timestamp text (which sorts as time).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Window {
+    pub since: Option<String>,
+    pub until: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0:?} is neither an RFC 3339 time nor an age such as 2h")]
+pub struct BadTime(pub String);
+
+impl TimeArgs {
+    /// The bounds as timestamps; an age counts back from `now`.
+    pub fn resolve(&self, now: SystemTime) -> Result<Window, BadTime> {
+        let at = |raw: &Option<String>| raw.as_deref().map(|raw| time(raw, now)).transpose();
+        Ok(Window {
+            since: at(&self.since)?,
+            until: at(&self.until)?,
+        })
+    }
+}
+
+/// An RFC 3339 time, or an age before `now`, as receipt timestamp text.
+fn time(raw: &str, now: SystemTime) -> Result<String, BadTime> {
+    parse_timestamp(raw)
+        .or_else(|| age(raw).ok().and_then(|age| now.checked_sub(age)))
+        .map(format_timestamp)
+        .ok_or_else(|| BadTime(raw.to_owned()))
+}
+
+fn age(raw: &str) -> Result<Duration, String> {
+    humantime::parse_duration(raw).map_err(|_| format!("{raw:?} is not an age such as 90s or 2m"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::error::ErrorKind;
+    use std::time::UNIX_EPOCH;
+
+    fn now() -> SystemTime {
+        UNIX_EPOCH + Duration::from_secs(1_800_000_000) // 2027-01-15T08:00:00Z
+    }
+
+    fn parse(line: &str) -> Result<Cli, clap::Error> {
+        Cli::try_parse_from(std::iter::once("receipts").chain(line.split_whitespace()))
+    }
+
+    fn command(line: &str) -> Command {
+        parse(line)
+            .unwrap_or_else(|e| panic!("{line}: {e}"))
+            .command
+    }
+
+    fn window(since: Option<&str>, until: Option<&str>) -> TimeArgs {
+        TimeArgs {
+            since: since.map(str::to_owned),
+            until: until.map(str::to_owned),
+        }
+    }
+
+    #[test]
+    fn commands() {
+        let rows = [
+            (
+                "list",
+                Command::List {
+                    status: None,
+                    window: TimeArgs::default(),
+                    limit: None,
+                    json: false,
+                    payload: false,
+                },
+            ),
+            (
+                "list --status FAILED --since 2h --limit 5 --json --payload",
+                Command::List {
+                    status: Some(StatusFilter::Failed),
+                    window: window(Some("2h"), None),
+                    limit: NonZeroUsize::new(5),
+                    json: true,
+                    payload: true,
+                },
+            ),
+            (
+                "list --status pending --show-lead",
+                Command::List {
+                    status: Some(StatusFilter::Pending),
+                    window: TimeArgs::default(),
+                    limit: None,
+                    json: false,
+                    payload: true,
+                },
+            ),
+            (
+                "show sub_1 --json",
+                Command::Show {
+                    submission_id: "sub_1".into(),
+                    json: true,
+                    payload: false,
+                },
+            ),
+            ("stats", Command::Stats { json: false }),
+            (
+                "redrive sub_1 sub_2 --dry-run",
+                Command::Redrive {
+                    ids: vec!["sub_1".into(), "sub_2".into()],
+                    status: None,
+                    window: TimeArgs::default(),
+                    dry_run: true,
+                },
+            ),
+            (
+                "redrive --status failed --since 2h",
+                Command::Redrive {
+                    ids: vec![],
+                    status: Some(RedriveStatus::Failed),
+                    window: window(Some("2h"), None),
+                    dry_run: false,
+                },
+            ),
+            (
+                "smoke --timeout 90s",
+                Command::Smoke {
+                    timeout: Duration::from_secs(90),
+                },
+            ),
+        ];
+        for (line, expected) in rows {
+            assert_eq!(command(line), expected, "{line:?}");
+        }
+    }
+
+    #[test]
+    fn the_target_is_global() {
+        let cli = parse("list --stack crm-prod --region eu-west-1 --profile ops").unwrap();
+        assert_eq!(
+            cli.target,
+            Target {
+                stack: Some("crm-prod".into()),
+                table: None,
+                region: Some("eu-west-1".into()),
+                profile: Some("ops".into()),
+            }
+        );
+        assert_eq!(
+            parse("--table t stats").unwrap().target.table.as_deref(),
+            Some("t")
+        );
+    }
+
+    #[test]
+    fn mistakes_are_refused() {
+        let rows = [
+            ("frobnicate", ErrorKind::InvalidSubcommand),
+            ("list --colour", ErrorKind::UnknownArgument),
+            ("list --status done", ErrorKind::InvalidValue),
+            ("list --limit 0", ErrorKind::ValueValidation),
+            ("list --since", ErrorKind::InvalidValue),
+            ("list sub_1", ErrorKind::UnknownArgument),
+            ("show", ErrorKind::MissingRequiredArgument),
+            ("show a b", ErrorKind::UnknownArgument),
+            ("redrive", ErrorKind::MissingRequiredArgument),
+            ("redrive sub_1 --status failed", ErrorKind::ArgumentConflict),
+            ("redrive --status completed", ErrorKind::InvalidValue),
+            ("redrive --status pending", ErrorKind::InvalidValue),
+            ("stats --stack a --table b", ErrorKind::ArgumentConflict),
+            ("smoke --timeout soon", ErrorKind::ValueValidation),
+            ("", ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand),
+        ];
+        for (line, kind) in rows {
+            match parse(line) {
+                Err(error) => assert_eq!(error.kind(), kind, "{line:?}: {error}"),
+                Ok(cli) => panic!("{line:?} was accepted: {cli:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn version_and_help() {
+        let version = parse("--version").unwrap_err();
+        assert_eq!(version.kind(), ErrorKind::DisplayVersion);
+        assert!(version.to_string().contains(env!("CARGO_PKG_VERSION")));
+        let help = parse("--help").unwrap_err().to_string();
+        for word in [
+            "list",
+            "show",
+            "stats",
+            "redrive",
+            "smoke",
+            "--stack",
+            "--region",
+            "--profile",
+        ] {
+            assert!(help.contains(word), "{word} in {help}");
+        }
+    }
+
+    #[test]
+    fn times_and_ages() {
+        let rows = [
+            ("2h", Ok("2027-01-15T06:00:00.000Z")),
+            ("2027-01-01T00:00:00Z", Ok("2027-01-01T00:00:00.000Z")),
+            ("yesterday", Err(BadTime("yesterday".into()))),
+        ];
+        for (raw, expected) in rows {
+            let resolved = window(Some(raw), None).resolve(now());
+            assert_eq!(
+                resolved.map(|w| w.since.unwrap()),
+                expected.map(str::to_owned),
+                "{raw}"
+            );
+        }
+    }
+}

@@ -1,0 +1,348 @@
+//! `receipts smoke`: one clearly marked test submission, sent the way the
+//! stack's sender would send it (its `WebhookAuth` mode, its own secret),
+//! then its receipt followed until it is COMPLETED. The request and the
+//! reading of a receipt are pure and table-tested here; main does the I/O.
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use base64::engine::general_purpose::STANDARD as BASE64;
+use base64::Engine;
+use hmac::{Hmac, Mac};
+use serde_json::json;
+use sha2::Sha256;
+use shared::{Receipt, ReceiptStatus};
+
+/// What every smoke submission carries, so nobody takes it for a lead.
+pub const SMOKE_NAME: &str = "Smoke Test";
+pub const SMOKE_EMAIL: &str = "smoke-test@example.com";
+pub const SMOKE_MESSAGE: &str =
+    "A test submission sent by `receipts smoke` to check the pipeline. Safe to delete.";
+
+/// How the stack's sender proves itself (the template's `WebhookAuth`),
+/// from the sending side.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SenderAuth {
+    Bearer,
+    Basic,
+    Query(String),
+    Header(String),
+    StandardWebhooks,
+    None,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SmokeError {
+    #[error("the stack's WebhookAuth {0:?} is not one smoke knows (bearer, basic, query:<param>, header:<name>, standard-webhooks, none)")]
+    UnknownAuth(String),
+    #[error("the webhook secret is empty")]
+    EmptySecret,
+    #[error("the webhook secret is not whsec_<base64>, as standard-webhooks needs")]
+    BadSigningSecret,
+}
+
+impl SenderAuth {
+    pub fn parse(mode: &str) -> Result<Self, SmokeError> {
+        let mode = mode.trim();
+        let named = |prefix: &str| {
+            mode.strip_prefix(prefix)
+                .map(str::trim)
+                .filter(|name| !name.is_empty())
+                .map(str::to_owned)
+        };
+        match mode.to_ascii_lowercase().as_str() {
+            "bearer" => Ok(SenderAuth::Bearer),
+            "basic" => Ok(SenderAuth::Basic),
+            "standard-webhooks" => Ok(SenderAuth::StandardWebhooks),
+            "none" => Ok(SenderAuth::None),
+            _ => named("query:")
+                .map(SenderAuth::Query)
+                .or_else(|| named("header:").map(SenderAuth::Header))
+                .ok_or_else(|| SmokeError::UnknownAuth(mode.to_owned())),
+        }
+    }
+}
+
+/// The test submission: its id, and the request that carries it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SmokeRequest {
+    pub submission_id: String,
+    pub url: String,
+    pub headers: Vec<(String, String)>,
+    pub body: String,
+}
+
+/// The first secret of a secret's text (several, comma-separated, while
+/// one rotates: the first is the one the sender has).
+pub fn first_secret(text: &str) -> Option<&str> {
+    text.split(',').map(str::trim).find(|s| !s.is_empty())
+}
+
+/// Builds the delivery: the envelope with a `smoke_` submission id, the
+/// form's API key when the stack accepts only listed forms, the
+/// `Idempotency-Key` header, and the credential where `auth` puts it.
+pub fn request(
+    url: &str,
+    auth: &SenderAuth,
+    secret: &str,
+    accepted_forms: &str,
+    now: SystemTime,
+) -> Result<SmokeRequest, SmokeError> {
+    let since_epoch = now.duration_since(UNIX_EPOCH).unwrap_or_default();
+    let submission_id = format!("smoke_{}", since_epoch.as_millis());
+    let mut data = json!({
+        "submissionId": submission_id,
+        "formData": {"name": SMOKE_NAME, "email": SMOKE_EMAIL, "message": SMOKE_MESSAGE},
+    });
+    if let Some(api_key) = first_secret(accepted_forms) {
+        data["apiKey"] = json!(api_key);
+    }
+    let body = json!({
+        "event": "form.submitted",
+        "timestamp": since_epoch.as_secs(),
+        "data": data,
+    })
+    .to_string();
+    let mut headers = vec![
+        ("content-type".to_owned(), "application/json".to_owned()),
+        (
+            "idempotency-key".to_owned(),
+            format!("staticforms:form.submitted:{submission_id}"),
+        ),
+    ];
+    let mut url = url.to_owned();
+    let secret = match auth {
+        SenderAuth::None => "",
+        _ => first_secret(secret).ok_or(SmokeError::EmptySecret)?,
+    };
+    match auth {
+        SenderAuth::Bearer => headers.push(("authorization".into(), format!("Bearer {secret}"))),
+        SenderAuth::Basic => headers.push((
+            "authorization".into(),
+            format!("Basic {}", BASE64.encode(secret)),
+        )),
+        SenderAuth::Header(name) => headers.push((name.to_ascii_lowercase(), secret.to_owned())),
+        SenderAuth::Query(param) => {
+            let separator = if url.contains('?') { '&' } else { '?' };
+            url = format!("{url}{separator}{param}={}", query_escape(secret));
+        }
+        SenderAuth::StandardWebhooks => {
+            let key = secret
+                .strip_prefix("whsec_")
+                .and_then(|key| BASE64.decode(key).ok())
+                .ok_or(SmokeError::BadSigningSecret)?;
+            let id = format!("msg_{submission_id}");
+            let timestamp = since_epoch.as_secs().to_string();
+            let mut mac =
+                Hmac::<Sha256>::new_from_slice(&key).map_err(|_| SmokeError::BadSigningSecret)?;
+            mac.update(format!("{id}.{timestamp}.{body}").as_bytes());
+            let signature = BASE64.encode(mac.finalize().into_bytes());
+            headers.push(("webhook-id".into(), id));
+            headers.push(("webhook-timestamp".into(), timestamp));
+            headers.push(("webhook-signature".into(), format!("v1,{signature}")));
+        }
+        SenderAuth::None => {}
+    }
+    Ok(SmokeRequest {
+        submission_id,
+        url,
+        headers,
+        body,
+    })
+}
+
+/// Percent-encodes everything but unreserved characters.
+fn query_escape(text: &str) -> String {
+    text.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+/// Where a followed receipt stands.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Progress {
+    Completed,
+    Failed(String),
+    /// Still RECEIVED: what it waits for, in words.
+    Waiting(String),
+    /// Not written (yet): a read right after the 202 can miss nothing,
+    /// since it is consistent, so this means the table is not the stack's.
+    Missing,
+}
+
+pub fn progress(receipt: Option<&Receipt>) -> Progress {
+    let Some(receipt) = receipt else {
+        return Progress::Missing;
+    };
+    let error = |code: &Option<String>, status: Option<u16>| match (code, status) {
+        (Some(code), Some(status)) => format!("{code} (HTTP {status})"),
+        (Some(code), None) => code.clone(),
+        (None, Some(status)) => format!("HTTP {status}"),
+        (None, None) => "no reason recorded".to_owned(),
+    };
+    match receipt.status {
+        ReceiptStatus::Completed => Progress::Completed,
+        ReceiptStatus::Failed => {
+            Progress::Failed(error(&receipt.failure_reason, receipt.failure_http_status))
+        }
+        ReceiptStatus::Received if receipt.attempts == 0 => {
+            Progress::Waiting("RECEIVED, not attempted yet (the stream delivers it)".to_owned())
+        }
+        ReceiptStatus::Received => Progress::Waiting(format!(
+            "RECEIVED after {} attempt(s); last error {}; next attempt {}",
+            receipt.attempts,
+            error(&receipt.last_error, receipt.last_http_status),
+            receipt.next_attempt_at.as_deref().unwrap_or("-"),
+        )),
+    }
+}
+
+/// How long to wait between two reads of the receipt.
+pub const POLL_EVERY: Duration = Duration::from_secs(2);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use shared::{FormSubmission, Retention};
+
+    fn at() -> SystemTime {
+        UNIX_EPOCH + Duration::from_millis(1_800_000_000_123)
+    }
+
+    fn header<'a>(request: &'a SmokeRequest, name: &str) -> Option<&'a str> {
+        request
+            .headers
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+    }
+
+    #[test]
+    fn auth_modes() {
+        let rows = [
+            ("bearer", Ok(SenderAuth::Bearer)),
+            ("Basic", Ok(SenderAuth::Basic)),
+            ("query:token", Ok(SenderAuth::Query("token".into()))),
+            (
+                "header:X-Webhook-Token",
+                Ok(SenderAuth::Header("X-Webhook-Token".into())),
+            ),
+            ("standard-webhooks", Ok(SenderAuth::StandardWebhooks)),
+            ("none", Ok(SenderAuth::None)),
+            ("query:", Err(SmokeError::UnknownAuth("query:".into()))),
+            ("hmac", Err(SmokeError::UnknownAuth("hmac".into()))),
+        ];
+        for (mode, expected) in rows {
+            assert_eq!(SenderAuth::parse(mode), expected, "{mode}");
+        }
+    }
+
+    #[test]
+    fn the_request_is_marked_and_carries_the_credential_where_the_mode_puts_it() {
+        let url = "https://abc.execute-api.eu-west-1.amazonaws.com/webhooks/staticforms";
+        let bearer = request(url, &SenderAuth::Bearer, " new-secret , old ", "", at()).unwrap();
+        assert_eq!(bearer.submission_id, "smoke_1800000000123");
+        assert_eq!(bearer.url, url);
+        assert_eq!(header(&bearer, "authorization"), Some("Bearer new-secret"));
+        assert_eq!(
+            header(&bearer, "idempotency-key"),
+            Some("staticforms:form.submitted:smoke_1800000000123")
+        );
+        let submission = FormSubmission::parse(bearer.body.as_bytes()).expect("a valid envelope");
+        assert_eq!(submission.submission_id.as_str(), "smoke_1800000000123");
+        assert!(bearer.body.contains(SMOKE_EMAIL) && bearer.body.contains("receipts smoke"));
+        assert!(!bearer.body.contains("apiKey"));
+
+        let query = request(url, &SenderAuth::Query("token".into()), "a b&c", "", at()).unwrap();
+        assert_eq!(query.url, format!("{url}?token=a%20b%26c"));
+        assert_eq!(header(&query, "authorization"), None);
+
+        let basic = request(url, &SenderAuth::Basic, "sf:pw", "", at()).unwrap();
+        assert_eq!(header(&basic, "authorization"), Some("Basic c2Y6cHc="));
+
+        let custom = request(url, &SenderAuth::Header("X-Token".into()), "s", "", at()).unwrap();
+        assert_eq!(header(&custom, "x-token"), Some("s"));
+
+        let with_form = request(url, &SenderAuth::None, "", "key_1, key_2", at()).unwrap();
+        assert!(
+            with_form.body.contains(r#""apiKey":"key_1""#),
+            "{}",
+            with_form.body
+        );
+
+        assert_eq!(
+            request(url, &SenderAuth::Bearer, " , ", "", at()),
+            Err(SmokeError::EmptySecret)
+        );
+    }
+
+    #[test]
+    fn standard_webhooks_signs_id_timestamp_and_body() {
+        // The signature is recomputed here from its definition; the signed
+        // deliveries suite checks the ingest side against the reference
+        // package.
+        let secret = format!(
+            "whsec_{}",
+            BASE64.encode(b"0123456789abcdef0123456789abcdef")
+        );
+        let signed = request(
+            "https://x/webhooks/staticforms",
+            &SenderAuth::StandardWebhooks,
+            &secret,
+            "",
+            at(),
+        )
+        .unwrap();
+        let id = header(&signed, "webhook-id").unwrap();
+        let timestamp = header(&signed, "webhook-timestamp").unwrap();
+        assert_eq!(timestamp, "1800000000");
+        let mut mac = Hmac::<Sha256>::new_from_slice(b"0123456789abcdef0123456789abcdef").unwrap();
+        mac.update(format!("{id}.{timestamp}.{}", signed.body).as_bytes());
+        let expected = format!("v1,{}", BASE64.encode(mac.finalize().into_bytes()));
+        assert_eq!(
+            header(&signed, "webhook-signature"),
+            Some(expected.as_str())
+        );
+        assert_eq!(
+            request(
+                "https://x",
+                &SenderAuth::StandardWebhooks,
+                "not-whsec",
+                "",
+                at()
+            ),
+            Err(SmokeError::BadSigningSecret)
+        );
+    }
+
+    #[test]
+    fn progress_says_where_the_receipt_waits() {
+        let body = r#"{"event":"form.submitted","data":{"submissionId":"smoke_1","formData":{}}}"#;
+        let submission = FormSubmission::parse(body.as_bytes()).unwrap();
+        let fresh = Receipt::new(&submission, at(), Retention::default());
+        let mut deferred = fresh.clone();
+        deferred.attempts = 2;
+        deferred.last_error = Some("destination-auth".into());
+        deferred.last_http_status = Some(401);
+        deferred.next_attempt_at = Some("2027-01-15T08:05:00.000Z".into());
+        let mut failed = fresh.clone();
+        failed.status = ReceiptStatus::Failed;
+        failed.failure_reason = Some("no-email".into());
+        let mut completed = fresh.clone();
+        completed.status = ReceiptStatus::Completed;
+        assert_eq!(progress(None), Progress::Missing);
+        assert_eq!(progress(Some(&completed)), Progress::Completed);
+        assert_eq!(progress(Some(&failed)), Progress::Failed("no-email".into()));
+        assert!(
+            matches!(progress(Some(&fresh)), Progress::Waiting(w) if w.contains("not attempted"))
+        );
+        assert_eq!(
+            progress(Some(&deferred)),
+            Progress::Waiting("RECEIVED after 2 attempt(s); last error destination-auth (HTTP 401); next attempt 2027-01-15T08:05:00.000Z".into())
+        );
+    }
+}
