@@ -133,6 +133,9 @@ struct FakeState {
     /// its own input (207): HubSpot answers either way depending on the
     /// endpoint, and the adapter must isolate the bad input in both.
     whole_request_errors: Mutex<bool>,
+    /// A property an admin's validation rule requires on every contact
+    /// written: enforced on API writes from date version 2026-09 on.
+    required: Mutex<Option<String>>,
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -171,6 +174,7 @@ impl HubSpotFake {
             calls: Mutex::new(Vec::new()),
             window: Mutex::new(VecDeque::new()),
             whole_request_errors: Mutex::new(false),
+            required: Mutex::new(None),
             conflicting: Mutex::new(HashSet::new()),
         });
         let app = Router::new()
@@ -223,6 +227,17 @@ impl HubSpotFake {
     /// Answers an invalid email with a 400 for the whole request.
     pub fn fail_whole_requests_on_invalid_values(&self) {
         *lock(&self.state.whole_request_errors) = true;
+    }
+
+    /// An admin's validation rule: every contact written must carry
+    /// `property`. HubSpot applies such rules to API writes from date
+    /// version 2026-09
+    /// (<https://developers.hubspot.com/changelog/crm-api-write-validation-enforcement>):
+    /// a call with a lead that breaks it is a 400 for the whole request,
+    /// category `VALIDATION_ERROR` and a message, without `errors[]` (every
+    /// field of HubSpot's error body is optional). Older versions ignore it.
+    pub fn require_property(&self, property: &str) {
+        *lock(&self.state.required) = Some(property.to_owned());
     }
 
     /// Every request that carries an input with this `id` (its email, or
@@ -406,6 +421,21 @@ fn handle(state: &FakeState, path: &str, headers: &HeaderMap, body: Value) -> Re
                     json!({}),
                 ));
             }
+            let required = lock(&state.required).clone();
+            if let Some(required) = required.filter(|_| enforces_validation_rules(path)) {
+                if properties
+                    .get(&required)
+                    .and_then(Value::as_str)
+                    .is_none_or(str::is_empty)
+                {
+                    return refuse(json!({
+                        "status": "error",
+                        "category": "VALIDATION_ERROR",
+                        "message": format!("Property \"{required}\" is required by a validation rule of this account"),
+                        "correlationId": "00000000-0000-4000-8000-000000000000",
+                    }));
+                }
+            }
             if let Some(unknown) = properties.keys().find(|p| !known.contains(*p)) {
                 return refuse(error_body(
                     &format!("Property \"{unknown}\" does not exist"),
@@ -493,6 +523,14 @@ fn handle(state: &FakeState, path: &str, headers: &HeaderMap, body: Value) -> Re
         body["errors"] = errors.into();
     }
     answer(state, path, count, status, body)
+}
+
+/// Date versions from 2026-09 on apply an account's validation rules to
+/// API writes; v3 and older date versions do not.
+fn enforces_validation_rules(path: &str) -> bool {
+    path.strip_prefix("/crm/objects/")
+        .and_then(|rest| rest.split('/').next())
+        .is_some_and(|version| version >= "2026-09")
 }
 
 fn conflict_body(id: &str) -> Value {

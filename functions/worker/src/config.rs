@@ -676,7 +676,7 @@ mod tests {
             DestinationConfig::Hubspot {
                 settings: HubSpotSettings {
                     base_url: "https://api.hubapi.com".into(),
-                    api_version: ApiVersion::Dated("2026-03".into()),
+                    api_version: ApiVersion::Dated("2026-09".into()),
                     id_property: IdProperty::Email,
                     field_map: FieldMap::hubspot_default(None),
                 },

@@ -38,8 +38,12 @@ use crate::destination::{Answer, Destination, DestinationError, Upserted, Write}
 pub const DEFAULT_BASE_URL: &str = "https://api.hubapi.com";
 
 /// The newest date version HubSpot documents for contacts batch upsert
-/// (see the module's pages): path `/crm/objects/2026-03/contacts/batch/upsert`.
-pub const DEFAULT_API_VERSION: &str = "2026-03";
+/// (see the module's pages): path `/crm/objects/2026-09/contacts/batch/upsert`.
+/// From 2026-09 HubSpot applies an account's own validation rules to API
+/// writes (<https://developers.hubspot.com/changelog/crm-api-write-validation-enforcement>):
+/// a lead that breaks one is refused with a 400 for the whole call, which
+/// `send` narrows to that lead.
+pub const DEFAULT_API_VERSION: &str = "2026-09";
 
 /// Inputs HubSpot takes per batch call.
 pub const MAX_INPUTS: usize = 100;
@@ -380,7 +384,7 @@ fn answer_for(status: u16, retry_after: Option<Duration>, body: &Value) -> Calle
         }
         _ => Called::Whole(Err(DestinationError::Permanent {
             status: Some(status),
-            reason: reason_of(body).unwrap_or_else(|| format!("HTTP {status}")),
+            reason: whole_request_reason(body).unwrap_or_else(|| format!("HTTP {status}")),
         })),
     }
 }
@@ -431,15 +435,54 @@ fn reason_of(error: &Value) -> Option<String> {
         .map(str::to_owned)
 }
 
-/// A whole-request answer that one input may have caused: a 400 about one
-/// input's value rather than the request's shape, or a conflict on one
+/// The reason a whole-request refusal gives: its code, or, when HubSpot
+/// sends none (every field of its error body is optional, and an account's
+/// validation rule answers with a category and a message only), the
+/// category with the message, bounded, on one line, with anything that
+/// looks like an email address left out: the reason is stored and logged.
+fn whole_request_reason(body: &Value) -> Option<String> {
+    if let Some(code) = body["errors"][0]["code"].as_str().filter(|c| !c.is_empty()) {
+        return Some(code.to_owned());
+    }
+    let category = body["category"].as_str().filter(|c| !c.is_empty());
+    let message = body["message"].as_str().map(|message| {
+        message
+            .split_whitespace()
+            .map(|word| if word.contains('@') { "[email]" } else { word })
+            .collect::<Vec<_>>()
+            .join(" ")
+            .chars()
+            .filter(|c| !c.is_control())
+            .take(MAX_REASON_CHARS)
+            .collect::<String>()
+    });
+    match (category, message) {
+        (Some(category), Some(message)) if !message.is_empty() => {
+            Some(format!("{category}: {message}"))
+        }
+        (Some(category), _) => Some(category.to_owned()),
+        (None, message) => message.filter(|m| !m.is_empty()),
+    }
+}
+
+/// The longest message kept in a reason.
+const MAX_REASON_CHARS: usize = 200;
+
+/// 400s about the request or the configuration, never about one lead: the
+/// id property, or a property the portal does not have (every lead that
+/// carries it fails with it; fix FIELD_MAP and redrive).
+const ABOUT_THE_REQUEST: &[&str] = &["INVALID_ID_PROPERTY", "PROPERTY_DOESNT_EXIST"];
+
+/// A whole-request answer that one input may have caused: any 400 that is
+/// not clearly about the request itself (a bad value, an account's
+/// validation rule, or a code we do not know), or a conflict on one
 /// contact.
 fn one_input_may_cause(error: &DestinationError) -> bool {
     match error {
         DestinationError::Permanent {
             status: Some(400),
             reason,
-        } => reason.starts_with("INVALID_") && reason != "INVALID_ID_PROPERTY",
+        } => !ABOUT_THE_REQUEST.contains(&reason.as_str()),
         DestinationError::Retryable {
             status: Some(409), ..
         } => true,
@@ -555,6 +598,10 @@ mod tests {
             (
                 "2026-03",
                 Some("/crm/objects/2026-03/contacts/batch/upsert"),
+            ),
+            (
+                "2026-09",
+                Some("/crm/objects/2026-09/contacts/batch/upsert"),
             ),
             (
                 " 2025-09 ",
@@ -710,6 +757,41 @@ mod tests {
     }
 
     #[test]
+    fn a_whole_request_refusal_names_its_code_or_its_message() {
+        let rows = [
+            (
+                json!({"category": "VALIDATION_ERROR", "errors": [{"code": "INVALID_EMAIL", "message": "Email address ada@example.com is invalid"}]}),
+                Some("INVALID_EMAIL"),
+            ),
+            (
+                json!({"status": "error", "category": "VALIDATION_ERROR", "message": "Property \"company\" is required by a rule of this account"}),
+                Some(
+                    "VALIDATION_ERROR: Property \"company\" is required by a rule of this account",
+                ),
+            ),
+            (
+                json!({"category": "VALIDATION_ERROR", "message": "Contact ada@example.com\nbreaks\trule  X"}),
+                Some("VALIDATION_ERROR: Contact [email] breaks rule X"),
+            ),
+            (
+                json!({"category": "VALIDATION_ERROR"}),
+                Some("VALIDATION_ERROR"),
+            ),
+            (json!({"message": "Bad"}), Some("Bad")),
+            (json!({}), None),
+            (Value::Null, None),
+        ];
+        for (body, reason) in rows {
+            assert_eq!(whole_request_reason(&body).as_deref(), reason, "{body}");
+        }
+        let long = json!({"category": "VALIDATION_ERROR", "message": "x".repeat(5000)});
+        assert_eq!(
+            whole_request_reason(&long).unwrap().len(),
+            "VALIDATION_ERROR: ".len() + MAX_REASON_CHARS
+        );
+    }
+
+    #[test]
     fn whole_request_answers_one_input_may_cause_are_narrowed() {
         let refused = |reason: &str| DestinationError::Permanent {
             status: Some(400),
@@ -725,6 +807,9 @@ mod tests {
             (refused("INVALID_OPTION"), true),
             (refused("INVALID_ID_PROPERTY"), false),
             (refused("PROPERTY_DOESNT_EXIST"), false),
+            (refused("VALIDATION_ERROR: Company is required"), true),
+            (refused("VALIDATION_ERROR"), true),
+            (refused("HTTP 400"), true),
             (retryable(409), true),
             (retryable(503), false),
             (retryable(429), false),

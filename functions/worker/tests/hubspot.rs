@@ -231,6 +231,55 @@ async fn a_whole_request_400_about_one_value_is_narrowed_to_that_lead() {
     assert!(fake.calls().len() <= 7, "{:?}", fake.calls());
 }
 
+/// From date version 2026-09 HubSpot refuses a whole call for one lead
+/// that breaks an admin's validation rule (a 400 with a category and a
+/// message only). Only that lead fails, with the rule's message as its
+/// reason; the others are written.
+#[tokio::test]
+async fn a_validation_rule_of_the_account_fails_only_the_leads_that_break_it() {
+    let fake = HubSpotFake::start(TOKEN).await.unwrap();
+    fake.require_property("company");
+    let mut receipts = people(8);
+    for n in [2, 6] {
+        let body = serde_json::json!({
+            "event": "form.submitted",
+            "data": {"submissionId": format!("sub_{n:03}"), "formData": {"email": format!("p{n}@example.com")}}
+        });
+        let submission = FormSubmission::parse(body.to_string().as_bytes()).unwrap();
+        receipts[n] = Receipt::new(&submission, SystemTime::now(), Retention::default());
+    }
+    let refs: Vec<&Receipt> = receipts.iter().collect();
+    let mut current = settings(&fake, IdProperty::Email);
+    current.api_version = ApiVersion::parse(worker::hubspot::DEFAULT_API_VERSION).unwrap();
+    let current = worker(current, ledger_of(&refs));
+    current.handle(inserts(&refs), in_seconds(30)).await;
+    for (n, receipt) in receipts.iter().enumerate() {
+        let (status, reason) = status_of(&current, receipt);
+        if n == 2 || n == 6 {
+            assert_eq!(status, ReceiptStatus::Failed, "sub_{n}");
+            assert_eq!(
+                reason.as_deref(),
+                Some("VALIDATION_ERROR: Property \"company\" is required by a validation rule of this account"),
+                "sub_{n}"
+            );
+        } else {
+            assert_eq!(status, ReceiptStatus::Completed, "sub_{n}");
+        }
+    }
+    assert_eq!(fake.contacts().len(), 6);
+    assert!(fake
+        .calls()
+        .iter()
+        .all(|c| c.path == "/crm/objects/2026-09/contacts/batch/upsert"));
+
+    // The same account on 2026-03: the rule is not applied to API writes.
+    let older = HubSpotFake::start(TOKEN).await.unwrap();
+    older.require_property("company");
+    let before = worker(settings(&older, IdProperty::Email), ledger_of(&refs));
+    before.handle(inserts(&refs), in_seconds(30)).await;
+    assert_eq!(older.contacts().len(), 8);
+}
+
 #[tokio::test]
 async fn a_conflict_is_retried_and_one_conflicting_lead_never_holds_the_others() {
     // Once: two writers creating one contact at the same moment.
