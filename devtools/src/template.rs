@@ -208,8 +208,11 @@ async fn wait_until_active(client: &Client, name: &str) -> Result<(), String> {
 /// parameter values: `!Ref` of a parameter gives its value, `!Ref` of a
 /// secret gives an ARN ending in its logical id, of another resource
 /// `<LogicalId>-name`, `!GetAtt` gives `<LogicalId>.<Attr>`,
-/// `!If` picks a branch, `!Sub` is kept as its text, and `AWS::NoValue`
-/// removes the entry. Enough for the checks in the test suite, no more.
+/// `!If` picks a branch, a `!Sub` string has its parameters and the pseudo
+/// parameters `AWS::StackName` (`test-stack` unless overridden) and
+/// `AWS::Region` (`us-east-1`) replaced, other references kept as text, and
+/// `AWS::NoValue` removes the entry. Enough for the checks in the test
+/// suite, no more.
 pub struct Evaluator<'t> {
     template: &'t Value,
     parameters: std::collections::HashMap<String, String>,
@@ -218,7 +221,10 @@ pub struct Evaluator<'t> {
 impl<'t> Evaluator<'t> {
     /// Parameters take their defaults unless `overrides` gives a value.
     pub fn new(template: &'t Value, overrides: &[(&str, &str)]) -> Self {
-        let mut parameters = std::collections::HashMap::new();
+        let mut parameters = std::collections::HashMap::from([
+            ("AWS::StackName".to_owned(), "test-stack".to_owned()),
+            ("AWS::Region".to_owned(), "us-east-1".to_owned()),
+        ]);
         if let Some(declared) = template["Parameters"].as_mapping() {
             for (name, declaration) in declared {
                 if let (Some(name), Some(default)) =
@@ -308,7 +314,10 @@ impl<'t> Evaluator<'t> {
                         };
                         self.evaluate(args.get(branch)?)
                     }
-                    "!Sub" => Some(tagged.value.clone()),
+                    "!Sub" => Some(match &tagged.value {
+                        Value::String(text) => Value::String(self.substitute(text)),
+                        other => other.clone(),
+                    }),
                     _ => Some(value.clone()),
                 }
             }
@@ -326,6 +335,33 @@ impl<'t> Evaluator<'t> {
             )),
             other => Some(other.clone()),
         }
+    }
+
+    /// `${Name}` replaced by the parameter (or pseudo parameter) `Name`;
+    /// other references (`${Resource.Attr}`) kept as they are.
+    fn substitute(&self, text: &str) -> String {
+        let mut out = String::new();
+        let mut rest = text;
+        while let Some(start) = rest.find("${") {
+            out.push_str(&rest[..start]);
+            let after = &rest[start + 2..];
+            match after.find('}') {
+                Some(end) => {
+                    let name = &after[..end];
+                    match self.parameters.get(name) {
+                        Some(value) => out.push_str(value),
+                        None => out.push_str(&rest[start..start + 3 + end]),
+                    }
+                    rest = &after[end + 1..];
+                }
+                None => {
+                    out.push_str(&rest[start..]);
+                    rest = "";
+                }
+            }
+        }
+        out.push_str(rest);
+        out
     }
 
     /// A function's environment variables after evaluation.

@@ -48,6 +48,10 @@ fn the_template_gives_each_function_the_configuration_its_code_requires() {
         ("hubspot", vec![hubspot_secret]),
         (
             "hubspot",
+            vec![hubspot_secret, ("HubSpotMessageProperty", "message")],
+        ),
+        (
+            "hubspot",
             vec![
                 hubspot_secret,
                 ("HubSpotIdProperty", "staticforms_submission_id"),
@@ -115,6 +119,17 @@ fn the_template_gives_each_function_the_configuration_its_code_requires() {
                     }
                 );
                 assert_eq!(settings.base_url, "https://api.hubapi.com");
+                let message = extra
+                    .iter()
+                    .find(|(name, _)| *name == "HubSpotMessageProperty")
+                    .map(|(_, property)| *property);
+                if !extra.iter().any(|(name, _)| *name == "FieldMap") {
+                    assert_eq!(
+                        settings.field_map,
+                        shared::field_map::FieldMap::hubspot_default(message),
+                        "the message goes to HubSpotMessageProperty"
+                    );
+                }
             }
             (
                 "salesforce",
@@ -464,7 +479,7 @@ fn a_schedule_starts_the_reconciliation_pass() {
     let schedule = Evaluator::new(&template, &[])
         .evaluate(&event["Properties"]["Schedule"])
         .unwrap();
-    assert_eq!(schedule.as_str(), Some("rate(${ReconcileEvery})"));
+    assert_eq!(schedule.as_str(), Some("rate(5 minutes)"));
     assert_eq!(
         template["Parameters"]["ReconcileEvery"]["Default"].as_str(),
         Some("5 minutes")
@@ -650,10 +665,7 @@ fn alarms_and_dashboard_read_the_metrics_the_code_emits() {
                 .collect(),
             None => vec![properties.clone()],
         };
-        for metric in metrics
-            .iter()
-            .filter(|m| m["Namespace"] == "StaticFormsToCrm")
-        {
+        for metric in metrics.iter().filter(|m| m["Namespace"] == NAMESPACE) {
             alarms_on_our_metrics += 1;
             check(
                 metric["MetricName"].as_str().unwrap(),
@@ -673,7 +685,7 @@ fn alarms_and_dashboard_read_the_metrics_the_code_emits() {
         other => panic!("DashboardBody is not a !Sub string: {other:?}"),
     };
     let body = body
-        .replace("${MetricsNamespace}", "StaticFormsToCrm")
+        .replace("${MetricsNamespace}/${AWS::StackName}", NAMESPACE)
         .replace("${Destination}", "http")
         .replace("${AWS::Region}", "us-east-1");
     let body: serde_json::Value = serde_json::from_str(&body).expect("the dashboard body is JSON");
@@ -682,7 +694,7 @@ fn alarms_and_dashboard_read_the_metrics_the_code_emits() {
     for widget in body["widgets"].as_array().unwrap() {
         for metric in widget["properties"]["metrics"].as_array().unwrap() {
             let parts = metric.as_array().unwrap();
-            if parts[0] != "StaticFormsToCrm" {
+            if parts[0] != NAMESPACE {
                 continue;
             }
             let name = parts[1].as_str().unwrap();
@@ -721,10 +733,99 @@ fn alarms_and_dashboard_read_the_metrics_the_code_emits() {
                 .environment(function)
                 .get("METRICS_NAMESPACE")
                 .map(String::as_str),
-            Some("StaticFormsToCrm"),
+            Some(NAMESPACE),
             "{function}"
         );
     }
+}
+
+/// The metrics namespace of a stack named `test-stack` (the evaluator's
+/// stack name) with the default prefix.
+const NAMESPACE: &str = "StaticFormsToCrm/test-stack";
+
+/// Two stacks in one account never share metrics, so never alarms or
+/// dashboards: the namespace carries the stack's name, and a dashboard
+/// body names no other namespace of ours.
+#[test]
+fn each_stack_has_its_own_metrics_namespace() {
+    let template = load();
+    let namespace_of = |stack: &str| {
+        Evaluator::new(&template, &[("AWS::StackName", stack)])
+            .environment("WorkerFunction")
+            .get("METRICS_NAMESPACE")
+            .cloned()
+    };
+    assert_eq!(
+        namespace_of("crm-eu").as_deref(),
+        Some("StaticFormsToCrm/crm-eu")
+    );
+    assert_ne!(namespace_of("crm-eu"), namespace_of("crm-us"));
+    let body = match &template["Resources"]["Dashboard"]["Properties"]["DashboardBody"] {
+        Value::Tagged(tagged) => tagged.value.as_str().unwrap().to_owned(),
+        other => panic!("DashboardBody is not a !Sub string: {other:?}"),
+    };
+    assert!(
+        !body.contains("\"${MetricsNamespace}\""),
+        "a dashboard metric without the stack name"
+    );
+    assert!(body.contains("\"${MetricsNamespace}/${AWS::StackName}\""));
+    // The namespace the code accepts: what the template can produce.
+    assert!(shared::metrics::namespace(namespace_of("crm-eu").as_deref()).is_ok());
+}
+
+/// Alarms reach a person: without AlarmTopicArn the stack creates a topic
+/// and every alarm notifies it; AlarmEmail subscribes an address to the
+/// topic the alarms notify, the stack's or the given one.
+#[test]
+fn every_alarm_notifies_a_topic_and_an_email_can_subscribe() {
+    let template = load();
+    let alarms: Vec<&str> = template["Resources"]
+        .as_mapping()
+        .unwrap()
+        .iter()
+        .filter(|(_, r)| r["Type"].as_str() == Some("AWS::CloudWatch::Alarm"))
+        .map(|(id, _)| id.as_str().unwrap())
+        .collect();
+    assert!(alarms.len() >= 10, "{alarms:?}");
+    for (overrides, topic) in [
+        (vec![], "AlarmTopic-name"),
+        (
+            vec![("AlarmTopicArn", "arn:aws:sns:us-east-1:123456789012:ops")],
+            "arn:aws:sns:us-east-1:123456789012:ops",
+        ),
+    ] {
+        let evaluator = Evaluator::new(&template, &overrides);
+        assert_eq!(
+            evaluator.condition("CreateAlarmTopic"),
+            overrides.is_empty()
+        );
+        for alarm in &alarms {
+            let properties = evaluator
+                .evaluate(&resource(&template, alarm)["Properties"])
+                .unwrap();
+            let properties = serde_json::to_value(&properties).unwrap();
+            assert_eq!(
+                properties["AlarmActions"],
+                serde_json::json!([topic]),
+                "{alarm}"
+            );
+        }
+        let with_email: Vec<(&str, &str)> = overrides
+            .iter()
+            .copied()
+            .chain([("AlarmEmail", "ops@example.com")])
+            .collect();
+        let evaluator = Evaluator::new(&template, &with_email);
+        assert!(evaluator.condition("HasAlarmEmail"));
+        let subscription = evaluator
+            .evaluate(&resource(&template, "AlarmEmailSubscription")["Properties"])
+            .unwrap();
+        let subscription = serde_json::to_value(&subscription).unwrap();
+        assert_eq!(subscription["TopicArn"], topic);
+        assert_eq!(subscription["Endpoint"], "ops@example.com");
+        assert_eq!(subscription["Protocol"], "email");
+    }
+    assert!(!Evaluator::new(&template, &[]).condition("HasAlarmEmail"));
 }
 
 #[test]
