@@ -1,5 +1,5 @@
 # The two commands (see README): `make run` and `make test`.
-.PHONY: run test check proptest watch invoke invoke-stop
+.PHONY: run test check proptest watch invoke invoke-stop deploy smoke
 
 run:
 	@scripts/run.sh
@@ -29,3 +29,14 @@ invoke:
 
 invoke-stop:
 	@scripts/invoke.sh stop
+
+# A first deployment that asks only what it must (see README), then the
+# smoke test. Non-interactive: make deploy ARGS="--stack-name ... --help".
+deploy:
+	@ARGS="$(ARGS)" scripts/deploy.sh
+
+# One marked test submission through a deployed stack, followed to
+# COMPLETED: make smoke STACK=<name> [REGION=<region>]
+smoke:
+	@test -n "$(STACK)" || { echo "make smoke STACK=<stack name> [REGION=<region>]" >&2; exit 2; }
+	@cargo run --release --locked --quiet -p receipts -- --stack "$(STACK)" $(if $(REGION),--region "$(REGION)") smoke

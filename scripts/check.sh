@@ -6,7 +6,7 @@
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 cd "$ROOT"
-check_prerequisites
+check_everyday_prerequisites
 
 say "format and lints"
 cargo fmt --all -- --check

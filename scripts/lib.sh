@@ -17,19 +17,67 @@ need() {
   command -v "$1" >/dev/null 2>&1 || die "$1 is required: $2"
 }
 
-# What the commands rely on beyond the toolchains: Linux (/proc, setsid,
-# GNU stat), sha256sum, and Python's venv module (Debian and Ubuntu ship it
-# apart, as python3-venv). One line each for what is missing.
-check_prerequisites() {
-  [[ "$(uname -s)" == Linux ]] || die "these commands run on Linux only (they use /proc, setsid and GNU stat); on macOS or Windows use a Linux VM or container"
+# The platform: Linux, or Darwin (macOS). PLATFORM overrides it, so the
+# platform switch below is tested on Linux (scripts/test_platform.sh).
+platform() {
+  echo "${PLATFORM:-$(uname -s)}"
+}
+
+# The few calls that differ between Linux and macOS, each behind one
+# function: a file's SHA-256, a file's size, and starting a process in its
+# own session (setsid is util-linux; macOS has none, and a background job
+# of a script there is already out of the terminal's signals).
+sha256_of() {
+  case "$(platform)" in
+    Darwin) shasum -a 256 "$1" | cut -d' ' -f1 ;;
+    *) sha256sum "$1" | cut -d' ' -f1 ;;
+  esac
+}
+
+size_of() {
+  case "$(platform)" in
+    Darwin) stat -f %z "$1" ;;
+    *) stat -c %s "$1" ;;
+  esac
+}
+
+detached() {
+  case "$(platform)" in
+    Darwin) "$@" ;;
+    *) setsid "$@" ;;
+  esac
+}
+
+# The tools the platform's functions above need.
+platform_tools() {
+  case "$(platform)" in
+    Darwin) echo "shasum stat" ;;
+    Linux) echo "sha256sum setsid stat" ;;
+  esac
+}
+
+# What make run, make watch, make check and make deploy rely on beyond the
+# toolchains, on Linux or macOS: one line each for what is missing.
+check_everyday_prerequisites() {
+  case "$(platform)" in
+    Linux | Darwin) ;;
+    *) die "these commands run on Linux and macOS; on $(platform) use WSL or a Linux VM" ;;
+  esac
   need cargo "install the Rust toolchain (rustup)"
   need python3 "install Python 3.11 with pip"
   local tool
-  for tool in sha256sum setsid stat; do
-    need "$tool" "install GNU coreutils and util-linux"
+  for tool in $(platform_tools); do
+    need "$tool" "install it (Linux: GNU coreutils and util-linux; macOS: it ships with the system)"
   done
   python3 -c 'import venv, ensurepip' 2>/dev/null ||
     die "python3 cannot create virtualenvs: install python3-venv (Debian/Ubuntu: apt-get install python3-venv)"
+}
+
+# make test and make invoke also run `sam local invoke` in Docker, which
+# they install and start as root on Debian: Linux only.
+check_prerequisites() {
+  [[ "$(platform)" == Linux ]] || die "make test and make invoke run on Linux only (they install and start Docker as root for sam local invoke); make run, make watch and make check work on macOS"
+  check_everyday_prerequisites
 }
 
 # Fails at once when a folder's disk cannot take what is still to be
@@ -70,7 +118,7 @@ ensure_venv() {
   local venv=$1 requirements=$2 what=$3
   need python3 "install Python 3.11 with pip"
   local stamp="$venv/.installed" wanted
-  wanted=$(sha256sum "$requirements" | cut -d' ' -f1)
+  wanted=$(sha256_of "$requirements")
   if [[ -f "$stamp" && "$(cat "$stamp")" == "$wanted" ]]; then return; fi
   say "installing pinned $what into ${venv#"$ROOT"/}"
   python3 -m venv "$venv"
@@ -186,7 +234,7 @@ ensure_docker() {
     [[ $(id -u) == 0 ]] || die "no Docker daemon answers: start it (sudo systemctl start docker)"
     say "starting dockerd (log: .tools/dockerd.log)"
     mkdir -p "$TOOLS"
-    setsid dockerd >"$TOOLS/dockerd.log" 2>&1 </dev/null &
+    detached dockerd >"$TOOLS/dockerd.log" 2>&1 </dev/null &
     STARTED_DOCKERD=$!
     for _ in $(seq 1 60); do
       docker info >/dev/null 2>&1 && return

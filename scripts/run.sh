@@ -8,7 +8,7 @@ source "$(dirname "$0")/lib.sh"
 cd "$ROOT"
 trap stop_servers EXIT
 
-check_prerequisites
+check_everyday_prerequisites
 need_free_port "${WEBHOOK_PORT:-9000}" WEBHOOK_PORT
 need_free_port "${CRM_PORT:-9001}" CRM_PORT
 ensure_python_tools

@@ -26,6 +26,7 @@ say "integration tests against local DynamoDB-protocol servers"
 cargo build --locked -p ingest -p worker -p receipts -p devtools
 ensure_python_tools
 ensure_node_tools
+ensure_deploy_tools
 # Started in this shell (not in a $(...) subshell) so the trap can stop them.
 start_moto >"$TOOLS/moto.url"
 start_dynalite >"$TOOLS/dynalite.url"
@@ -35,13 +36,17 @@ FUNCTION_BIN_DIR="$(debug_bin_dir)" \
 STANDARDWEBHOOKS_PYTHON="$VENV/bin/python" \
   cargo test -p integration --locked 2>&1 | tee -a "$results"
 
-ensure_deploy_tools
+say "make deploy's wizard against moto's Secrets Manager and CloudFormation, a stand-in sam on PATH"
+MOTO_URL=$(cat "$TOOLS/moto.url") "$SAM_VENV/bin/python" scripts/test_deploy.py
+say "the platform switch (Linux and macOS)"
+scripts/test_platform.sh
+
 export PATH="$SAM_VENV/bin:$PATH" SAM_CLI_TELEMETRY=0
 
 say "cargo lambda watch: each function invoked with events/"
 stop_servers
 watch_port=$(free_port)
-WATCH_PORT=$watch_port setsid scripts/watch.sh >"$TOOLS/watch.log" 2>&1 &
+WATCH_PORT=$watch_port detached scripts/watch.sh >"$TOOLS/watch.log" 2>&1 &
 watch_group=$!
 stop_watch() { kill -TERM -- "-$watch_group" 2>/dev/null || true; wait "$watch_group" 2>/dev/null || true; }
 trap 'stop_watch; stop_servers' EXIT
@@ -70,7 +75,7 @@ sam build --parameter-overrides Architecture=x86_64 --beta-features
 for function in IngestFunction WorkerFunction; do
   bootstrap=".aws-sam/build/$function/bootstrap"
   [[ -x "$bootstrap" ]] || die "sam build produced no $bootstrap"
-  say "$function bootstrap: $(stat -c %s "$bootstrap") bytes"
+  say "$function bootstrap: $(size_of "$bootstrap") bytes"
 done
 
 say "sam local invoke: every file in events/, in Docker"

@@ -8,7 +8,7 @@ source "$(dirname "$0")/lib.sh"
 cd "$ROOT"
 trap stop_servers EXIT
 
-check_prerequisites
+check_everyday_prerequisites
 need_free_port "${WATCH_PORT:-9000}" WATCH_PORT
 ensure_python_tools
 ensure_deploy_tools

@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# `make deploy`: installs the pinned SAM, cargo-lambda and zig into
+# .tools/sam-venv, then asks what it must and deploys (scripts/deploy.py).
+# Flags for a non-interactive run: make deploy ARGS="--help".
+set -euo pipefail
+source "$(dirname "$0")/lib.sh"
+cd "$ROOT"
+check_everyday_prerequisites
+ensure_deploy_tools
+export PATH="$SAM_VENV/bin:$PATH" SAM_CLI_TELEMETRY=0
+# shellcheck disable=SC2086 # ARGS is split on purpose: several flags.
+exec "$SAM_VENV/bin/python" scripts/deploy.py ${ARGS:-} "$@"

@@ -1,0 +1,202 @@
+"""The `make deploy` wizard (scripts/deploy.py) against moto's Secrets
+Manager and CloudFormation, with a stand-in `sam` on PATH that records its
+arguments and, for `deploy`, creates a stack with the outputs the wizard
+reads. Answers in; the right secrets, parameter overrides and samconfig.toml
+out; no secret value in samconfig.toml or in any output.
+
+Run by make test with moto's URL in MOTO_URL, under the SAM virtualenv's
+Python (boto3).
+"""
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import textwrap
+import tomllib
+import unittest
+import uuid
+from pathlib import Path
+
+import boto3
+
+ROOT = Path(__file__).resolve().parent.parent
+MOTO_URL = os.environ.get("MOTO_URL") or sys.exit(
+    "MOTO_URL is not set: run this with `make test`, which installs moto's server and starts it")
+
+STAND_IN_SAM = textwrap.dedent('''\
+    #!{python}
+    """A stand-in for the SAM CLI: records its arguments; `deploy` creates
+    the stack on moto with the outputs a deployed stack has."""
+    import json, os, sys
+    import boto3
+    with open(os.environ["SAM_RECORD"], "a") as record:
+        record.write(json.dumps(sys.argv[1:]) + "\\n")
+    if sys.argv[1] == "deploy":
+        args = sys.argv[1:]
+        stack = args[args.index("--stack-name") + 1]
+        region = args[args.index("--region") + 1]
+        template = {{
+            "Resources": {{"Handle": {{"Type": "AWS::CloudFormation::WaitConditionHandle"}}}},
+            "Outputs": {{
+                "WebhookUrl": {{"Value": "https://abc123.execute-api." + region + ".amazonaws.com/webhooks/staticforms"}},
+                "WebhookSecretArn": {{"Value": "arn:aws:secretsmanager:" + region + ":123456789012:secret:webhook"}},
+            }},
+        }}
+        boto3.client("cloudformation", region_name=region).create_stack(
+            StackName=stack, TemplateBody=json.dumps(template))
+    ''')
+
+STAND_IN = "#!/bin/sh\necho \"$(basename \"$0\") $*\" >> \"$SAM_RECORD.others\"\n"
+
+
+class Wizard(unittest.TestCase):
+    def setUp(self):
+        self.dir = Path(tempfile.mkdtemp())
+        bin_dir = self.dir / "bin"
+        bin_dir.mkdir()
+        (bin_dir / "sam").write_text(STAND_IN_SAM.format(python=sys.executable))
+        for tool in ["cargo-lambda", "receipts"]:
+            (bin_dir / tool).write_text(STAND_IN)
+        for tool in bin_dir.iterdir():
+            tool.chmod(0o755)
+        self.record = self.dir / "sam-calls.jsonl"
+        self.samconfig = self.dir / "samconfig.toml"
+        self.samconfig.write_text((ROOT / "samconfig.toml").read_text())
+        self.env = {
+            key: value for key, value in os.environ.items()
+            if not key.startswith(("AWS_", "HUBSPOT_", "SALESFORCE_", "CRM_"))
+        }
+        self.env.update({
+            "PATH": f"{bin_dir}:{os.environ['PATH']}",
+            "AWS_ENDPOINT_URL": MOTO_URL,
+            "AWS_ACCESS_KEY_ID": "test",
+            "AWS_SECRET_ACCESS_KEY": "test",
+            "AWS_DEFAULT_REGION": "eu-west-1",
+            "AWS_CONFIG_FILE": str(self.dir / "no-config"),
+            "AWS_SHARED_CREDENTIALS_FILE": str(self.dir / "no-credentials"),
+            "SAM_RECORD": str(self.record),
+            "RECEIPTS_BIN": str(bin_dir / "receipts"),
+        })
+        self.stack = "crm-" + uuid.uuid4().hex[:8]
+
+    def wizard(self, *flags, answers="", env=None):
+        result = subprocess.run(
+            [sys.executable, str(ROOT / "scripts/deploy.py"), "--config-file", str(self.samconfig),
+             "--architecture", "x86_64", *flags],
+            input=answers, capture_output=True, text=True, env={**self.env, **(env or {})}, timeout=120)
+        return result
+
+    def sam_calls(self):
+        if not self.record.exists():
+            return []
+        return [json.loads(line) for line in self.record.read_text().splitlines()]
+
+    def others(self):
+        path = Path(str(self.record) + ".others")
+        return path.read_text().splitlines() if path.exists() else []
+
+    def overrides(self, deploy_args):
+        start = deploy_args.index("--parameter-overrides") + 1
+        return dict(arg.split("=", 1) for arg in deploy_args[start:])
+
+    def secret(self, name, region="eu-west-1"):
+        client = boto3.client("secretsmanager", region_name=region, endpoint_url=MOTO_URL,
+                              aws_access_key_id="test", aws_secret_access_key="test")
+        value = client.get_secret_value(SecretId=name)
+        return value["ARN"], value["SecretString"]
+
+    def test_answers_at_the_prompts_deploy_hubspot_with_a_secret_and_no_secret_anywhere(self):
+        token = "pat-eu1-" + uuid.uuid4().hex
+        answers = "\n".join([self.stack, "eu-west-1", "url", "hubspot", token, "ops@example.com"]) + "\n"
+        result = self.wizard(answers=answers)
+        output = result.stdout + result.stderr
+        self.assertEqual(result.returncode, 0, output)
+        prompts = [line for line in result.stdout.splitlines() if line.endswith(": ")]
+        self.assertEqual(len(prompts), 6, prompts)
+        self.assertLessEqual(len(prompts), 8)
+
+        arn, value = self.secret(f"{self.stack}/hubspot-token")
+        self.assertEqual(value, token)
+        build, deploy = self.sam_calls()
+        self.assertEqual(build[0], "build")
+        self.assertIn("Architecture=x86_64", build)
+        self.assertEqual(deploy[0], "deploy")
+        self.assertEqual(deploy[deploy.index("--stack-name") + 1], self.stack)
+        self.assertEqual(self.overrides(deploy), {
+            "Architecture": "x86_64",
+            "WebhookAuth": "query:token",
+            "IdempotencyKeyHeader": "derive",
+            "Destination": "hubspot",
+            "AlarmEmail": "ops@example.com",
+            "HubSpotTokenSecretArn": arn,
+        })
+        # The answers are kept for the next `sam deploy`; the secret is not.
+        saved = self.samconfig.read_text()
+        config = tomllib.loads(saved)["default"]
+        self.assertEqual(config["deploy"]["parameters"]["stack_name"], self.stack)
+        self.assertEqual(config["deploy"]["parameters"]["region"], "eu-west-1")
+        self.assertIn(f'HubSpotTokenSecretArn="{arn}"', config["deploy"]["parameters"]["parameter_overrides"])
+        self.assertTrue(config["build"]["parameters"]["beta_features"], "other settings kept")
+        self.assertNotIn(token, saved)
+        self.assertNotIn(token, output)
+        # Where to paste the URL, and the smoke test of the stack.
+        self.assertIn("https://abc123.execute-api.eu-west-1.amazonaws.com/webhooks/staticforms?token=<the secret>",
+                      result.stdout)
+        self.assertIn(f"receipts --stack {self.stack} --region eu-west-1 smoke", self.others())
+
+    def test_flags_and_environment_deploy_salesforce_without_a_prompt_and_again(self):
+        client_secret = "sf-secret-" + uuid.uuid4().hex
+        flags = ["--stack-name", self.stack, "--region", "eu-west-1", "--auth", "header",
+                 "--destination", "salesforce", "--salesforce-login-url", "https://acme.my.salesforce.com",
+                 "--alarm-email", ""]
+        env = {"SALESFORCE_CLIENT_ID": "3MVG9-client", "SALESFORCE_CLIENT_SECRET": client_secret}
+        first = self.wizard(*flags, env=env)
+        self.assertEqual(first.returncode, 0, first.stdout + first.stderr)
+        self.assertNotIn(": \n", first.stdout + "\n", "no question asked")
+        arn, value = self.secret(f"{self.stack}/salesforce-credentials")
+        self.assertEqual(json.loads(value), {"client_id": "3MVG9-client", "client_secret": client_secret})
+        overrides = self.overrides(self.sam_calls()[1])
+        self.assertEqual(overrides["WebhookAuth"], "bearer")
+        self.assertEqual(overrides["IdempotencyKeyHeader"], "derive")
+        self.assertEqual(overrides["SalesforceLoginUrl"], "https://acme.my.salesforce.com")
+        self.assertEqual(overrides["SalesforceCredentialsSecretArn"], arn)
+        self.assertIn("Header: Authorization: Bearer <the secret>", first.stdout)
+
+        # A second run (a rotated secret) updates the same secret.
+        self.record.unlink()
+        boto3.client("cloudformation", region_name="eu-west-1", endpoint_url=MOTO_URL,
+                     aws_access_key_id="test", aws_secret_access_key="test").delete_stack(StackName=self.stack)
+        rotated = "sf-rotated-" + uuid.uuid4().hex
+        second = self.wizard(*flags, env={**env, "SALESFORCE_CLIENT_SECRET": rotated})
+        self.assertEqual(second.returncode, 0, second.stdout + second.stderr)
+        same_arn, value = self.secret(f"{self.stack}/salesforce-credentials")
+        self.assertEqual(same_arn, arn)
+        self.assertEqual(json.loads(value)["client_secret"], rotated)
+        for text in [first.stdout, first.stderr, second.stdout, second.stderr, self.samconfig.read_text()]:
+            self.assertNotIn(client_secret, text)
+            self.assertNotIn(rotated, text)
+
+    def test_a_missing_answer_without_a_terminal_is_named_and_nothing_is_deployed(self):
+        result = self.wizard("--stack-name", self.stack, "--region", "eu-west-1", "--auth", "url",
+                             "--destination", "hubspot")
+        self.assertEqual(result.returncode, 1)
+        self.assertIn("HubSpot token", result.stderr)
+        self.assertEqual(len(result.stderr.strip().splitlines()), 1, result.stderr)
+        self.assertEqual(self.sam_calls(), [])
+
+    def test_missing_credentials_stop_it_first_in_one_line(self):
+        env = {key: value for key, value in self.env.items()
+               if key not in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY")}
+        result = subprocess.run(
+            [sys.executable, str(ROOT / "scripts/deploy.py"), "--config-file", str(self.samconfig),
+             "--architecture", "x86_64", "--stack-name", self.stack],
+            capture_output=True, text=True, env={**env, "AWS_EC2_METADATA_DISABLED": "true"}, timeout=60)
+        self.assertEqual(result.returncode, 1)
+        self.assertIn("no AWS credentials: run `aws configure`", result.stderr)
+        self.assertEqual(self.sam_calls(), [])
+
+
+if __name__ == "__main__":
+    unittest.main()
