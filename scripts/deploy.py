@@ -128,7 +128,7 @@ def gather(args, asker: Asker) -> Answers:
     a = Answers(architecture=args.architecture)
     a.stack_name = args.stack_name or asker.ask(
         "The CloudFormation stack's name (several stacks can live in one account).",
-        "Stack name", "staticforms-to-crm", check_stack)
+        "Stack name", "staticforms-crm", check_stack)
     a.region = args.region or asker.ask(
         "The AWS region to deploy into.", "Region", default_region())
     a.auth = args.auth or asker.ask(

@@ -61,7 +61,7 @@ ensure_python_tools
 ensure_deploy_tools
 export PATH="$SAM_VENV/bin:$PATH"
 ensure_docker
-ensure_base_image
+ensure_invoke_image
 mkdir -p "$STATE"
 bridge=$(docker_bridge_address)
 

@@ -245,35 +245,57 @@ ensure_docker() {
   fi
 }
 
-# The image SAM runs provided.al2023 functions in. Offline it cannot be
-# pulled, so a stand-in is built once: a minimal Debian root filesystem
-# (debootstrap, with ca-certificates) imported under the image's name. The
-# function binary is static apart from glibc, and SAM adds its own runtime
-# emulator on top, so the stand-in runs it as Amazon Linux 2023 would. Kept
-# in Docker's image store between runs.
+# The image SAM runs provided.al2023 functions in: AWS's own when it is
+# here or can be pulled; else a stand-in built once, under a name of its own
+# (never AWS's, so other SAM projects on this machine are not silently run
+# on it): a minimal Debian root filesystem (debootstrap, with
+# ca-certificates). The function binary needs only glibc, and SAM adds its
+# own runtime emulator on top, so the stand-in runs it as Amazon Linux 2023
+# would. `sam local invoke --invoke-image` points SAM at it.
 lambda_base_image() {
   echo "public.ecr.aws/lambda/provided:al2023-$(host_architecture)"
 }
 
-ensure_base_image() {
-  local image rootfs
-  image=$(lambda_base_image)
-  if docker image inspect "$image" >/dev/null 2>&1; then return; fi
+standin_image() {
+  echo "staticforms-to-crm/lambda-standin:provided-al2023-$(host_architecture)"
+}
+
+# Sets INVOKE_IMAGE to the image to run functions in.
+INVOKE_IMAGE=""
+ensure_invoke_image() {
+  local official standin rootfs
+  official=$(lambda_base_image)
+  standin=$(standin_image)
+  # Earlier versions of this script imported the stand-in under AWS's name:
+  # remove it, so SAM and other projects get the real image again.
+  if [[ "$(docker image inspect "$official" --format '{{.Comment}}' 2>/dev/null)" == "Imported from -" ]]; then
+    say "removing an old stand-in tagged as $official"
+    docker rmi "$official" >/dev/null
+  fi
+  if docker image inspect "$official" >/dev/null 2>&1; then INVOKE_IMAGE=$official; return; fi
+  say "pulling $official (up to 2 minutes)"
+  if timeout 120 docker pull --quiet "$official" >"$TOOLS/docker-pull.log" 2>&1; then
+    INVOKE_IMAGE=$official
+    return
+  fi
+  say "$official cannot be pulled here (see .tools/docker-pull.log): using the stand-in $standin"
+  INVOKE_IMAGE=$standin
+  if docker image inspect "$standin" >/dev/null 2>&1; then return; fi
   if ! command -v debootstrap >/dev/null 2>&1; then
-    [[ $(id -u) == 0 ]] || die "$image is missing and cannot be built: install debootstrap (apt-get install debootstrap), or pull the image"
+    [[ $(id -u) == 0 ]] || die "$official cannot be pulled and the stand-in cannot be built: install debootstrap (apt-get install debootstrap), or let Docker reach public.ecr.aws"
     say "installing Debian's debootstrap (log: .tools/apt.log)"
     mkdir -p "$TOOLS"
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap >"$TOOLS/apt.log" 2>&1 ||
       { tail -5 "$TOOLS/apt.log" >&2; die "debootstrap could not be installed: see .tools/apt.log"; }
   fi
-  say "building a stand-in for $image (a minimal Debian root filesystem; a few minutes, once)"
+  say "building the stand-in $standin (a minimal Debian root filesystem; a few minutes, once)"
   rootfs="$TOOLS/lambda-base/rootfs"
   rm -rf "$rootfs"
   mkdir -p "$rootfs"
   # No mirror named: debootstrap's default Debian mirror.
   debootstrap --variant=minbase --include=ca-certificates bookworm "$rootfs" >"$TOOLS/lambda-base/debootstrap.log" 2>&1 ||
     { tail -5 "$TOOLS/lambda-base/debootstrap.log" >&2; die "debootstrap failed: see .tools/lambda-base/debootstrap.log"; }
-  tar -C "$rootfs" -c . | docker import - "$image" >/dev/null
+  tar -C "$rootfs" -c . | docker import --change "LABEL org.opencontainers.image.description=stand-in for $official (staticforms-to-crm make test)" - "$standin" >/dev/null
   rm -rf "$rootfs"
 }
 
@@ -314,5 +336,5 @@ sam_local_invoke() {
     --template "$ROOT/.aws-sam/build/template.yaml" \
     --event "$event" --env-vars "$env_file" \
     --parameter-overrides "Architecture=$(host_architecture)" \
-    --region us-east-1 --skip-pull-image
+    --invoke-image "$INVOKE_IMAGE" --region us-east-1 --skip-pull-image
 }

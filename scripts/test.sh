@@ -82,10 +82,11 @@ say "sam local invoke: every file in events/, in Docker"
 ensure_docker
 stop_dockerd() { [[ -z "$STARTED_DOCKERD" ]] || { kill "$STARTED_DOCKERD" 2>/dev/null; wait "$STARTED_DOCKERD" 2>/dev/null || true; }; }
 trap 'stop_servers; stop_dockerd' EXIT
-ensure_base_image
+ensure_invoke_image
 bridge=$(docker_bridge_address)
 # moto on Docker's bridge address, where the functions' containers reach it.
 start_moto "$bridge" >"$TOOLS/moto-bridge.url"
+SAM_INVOKE_IMAGE="$INVOKE_IMAGE" \
 SAM_DYNAMODB_ENDPOINT=$(cat "$TOOLS/moto-bridge.url") \
 DOCKER_BRIDGE_ADDRESS="$bridge" \
   cargo test -p integration --locked --test sam_local_invoke -- --ignored 2>&1 | tee -a "$results"

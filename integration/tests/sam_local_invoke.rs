@@ -62,6 +62,13 @@ async fn invoke(function: &str, event: &str, env_file: &Path) -> Value {
             "--parameter-overrides",
             &format!("Architecture={architecture}"),
         ])
+        // The image make test chose: AWS's, or a stand-in of our own name.
+        .args(
+            std::env::var("SAM_INVOKE_IMAGE")
+                .ok()
+                .map(|image| vec!["--invoke-image".to_owned(), image])
+                .unwrap_or_default(),
+        )
         .args(["--region", "us-east-1", "--skip-pull-image"])
         .env_remove("AWS_ACCESS_KEY_ID")
         .env_remove("AWS_SECRET_ACCESS_KEY")
