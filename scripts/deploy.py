@@ -245,8 +245,9 @@ def parameter_overrides(a: Answers) -> dict[str, str]:
         "WebhookAuth": AUTH_MODES[a.auth],
         "IdempotencyKeyHeader": "derive",
         "Destination": a.destination,
-        "AlarmEmail": a.alarm_email,
     }
+    if a.alarm_email:
+        overrides["AlarmEmail"] = a.alarm_email
     if a.crm_url:
         overrides["CrmUrl"] = a.crm_url
     if a.salesforce_login_url:

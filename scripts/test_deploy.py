@@ -162,6 +162,7 @@ class Wizard(unittest.TestCase):
         self.assertEqual(overrides["IdempotencyKeyHeader"], "derive")
         self.assertEqual(overrides["SalesforceLoginUrl"], "https://acme.my.salesforce.com")
         self.assertEqual(overrides["SalesforceCredentialsSecretArn"], arn)
+        self.assertNotIn("AlarmEmail", overrides, "no empty value passed to SAM")
         self.assertIn("Header: Authorization: Bearer <the secret>", first.stdout)
 
         # A second run (a rotated secret) updates the same secret.

@@ -58,14 +58,19 @@ pub async fn worker_client(endpoint: &str) -> Client {
     Client::new(&config)
 }
 
-pub async fn streams_client(endpoint: &str) -> aws_sdk_dynamodbstreams::Client {
-    let config = aws_config::from_env()
+/// The SDK's default configuration, pointed at a local server with test
+/// credentials: for the clients whose functions have no limits of their own.
+async fn local_config(endpoint: &str) -> aws_config::SdkConfig {
+    aws_config::from_env()
         .endpoint_url(endpoint)
         .region(Region::new("us-east-1"))
         .credentials_provider(credentials())
         .load()
-        .await;
-    aws_sdk_dynamodbstreams::Client::new(&config)
+        .await
+}
+
+pub async fn streams_client(endpoint: &str) -> aws_sdk_dynamodbstreams::Client {
+    aws_sdk_dynamodbstreams::Client::new(&local_config(endpoint).await)
 }
 
 /// A table name no other test uses.
@@ -297,12 +302,7 @@ pub async fn create_stack(
     parameters: &[(&str, &str)],
     outputs: &[(&str, &str)],
 ) {
-    let config = aws_config::from_env()
-        .endpoint_url(endpoint)
-        .region(Region::new("us-east-1"))
-        .credentials_provider(credentials())
-        .load()
-        .await;
+    let config = local_config(endpoint).await;
     let template = serde_json::json!({
         "Parameters": parameters.iter().map(|(key, _)| (key.to_string(), serde_json::json!({"Type": "String"}))).collect::<serde_json::Map<_, _>>(),
         "Resources": {"Handle": {"Type": "AWS::CloudFormation::WaitConditionHandle"}},
