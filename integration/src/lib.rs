@@ -194,7 +194,24 @@ pub fn delivery(submission_id: &str, email: &str) -> Request {
     )
 }
 
+/// Every item of `table`. A test's own check, so it does not take the
+/// functions' tight time limits (a 2 s attempt): a 1 MB page of moto's scan
+/// on a loaded 2-core machine can take longer, and a check that times out
+/// fails a test for nothing.
 pub async fn scan(client: &Client, table: &str) -> Vec<HashMap<String, AttributeValue>> {
+    let client = Client::from_conf(
+        client
+            .config()
+            .to_builder()
+            .timeout_config(
+                aws_sdk_dynamodb::config::timeout::TimeoutConfig::builder()
+                    .connect_timeout(Duration::from_secs(5))
+                    .operation_attempt_timeout(Duration::from_secs(60))
+                    .operation_timeout(Duration::from_secs(120))
+                    .build(),
+            )
+            .build(),
+    );
     let mut items = Vec::new();
     let mut start = None;
     loop {
