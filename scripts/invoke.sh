@@ -73,7 +73,7 @@ fi
 
 if ! running dynamodb; then
   say "starting moto's DynamoDB on $bridge:$DYNAMODB_PORT"
-  detached "$VENV/bin/moto_server" -H "$bridge" -p "$DYNAMODB_PORT" >"$STATE/moto.log" 2>&1 </dev/null &
+  setsid "$VENV/bin/moto_server" -H "$bridge" -p "$DYNAMODB_PORT" >"$STATE/moto.log" 2>&1 </dev/null &
   echo $! >"$STATE/dynamodb.pid"
   wait_for_dynamodb "http://$bridge:$DYNAMODB_PORT" "moto" || { cat "$STATE/moto.log" >&2; exit 1; }
   cargo build --locked -q -p devtools --bin create-tables --bin crm-stub
@@ -82,7 +82,7 @@ fi
 if ! running crm; then
   cargo build --locked -q -p devtools --bin crm-stub
   say "starting the CRM stub on $bridge:$CRM_PORT"
-  CRM_ADDRESS="$bridge:$CRM_PORT" detached "$(debug_bin_dir)/crm-stub" >"$STATE/crm.log" 2>&1 </dev/null &
+  CRM_ADDRESS="$bridge:$CRM_PORT" setsid "$(debug_bin_dir)/crm-stub" >"$STATE/crm.log" 2>&1 </dev/null &
   echo $! >"$STATE/crm.pid"
   wait_for_http "http://$bridge:$CRM_PORT/leads"
 fi

@@ -23,10 +23,9 @@ platform() {
   echo "${PLATFORM:-$(uname -s)}"
 }
 
-# The few calls that differ between Linux and macOS, each behind one
-# function: a file's SHA-256, a file's size, and starting a process in its
-# own session (setsid is util-linux; macOS has none, and a background job
-# of a script there is already out of the terminal's signals).
+# The calls that differ between Linux and macOS, each behind one function:
+# a file's SHA-256 and a file's size. (setsid, util-linux only, is used by
+# make test and make invoke alone, which need Linux.)
 sha256_of() {
   case "$(platform)" in
     Darwin) shasum -a 256 "$1" | cut -d' ' -f1 ;;
@@ -38,13 +37,6 @@ size_of() {
   case "$(platform)" in
     Darwin) stat -f %z "$1" ;;
     *) stat -c %s "$1" ;;
-  esac
-}
-
-detached() {
-  case "$(platform)" in
-    Darwin) "$@" ;;
-    *) setsid "$@" ;;
   esac
 }
 
@@ -234,7 +226,7 @@ ensure_docker() {
     [[ $(id -u) == 0 ]] || die "no Docker daemon answers: start it (sudo systemctl start docker)"
     say "starting dockerd (log: .tools/dockerd.log)"
     mkdir -p "$TOOLS"
-    detached dockerd >"$TOOLS/dockerd.log" 2>&1 </dev/null &
+    setsid dockerd >"$TOOLS/dockerd.log" 2>&1 </dev/null &
     STARTED_DOCKERD=$!
     for _ in $(seq 1 60); do
       docker info >/dev/null 2>&1 && return

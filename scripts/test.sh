@@ -46,7 +46,7 @@ export PATH="$SAM_VENV/bin:$PATH" SAM_CLI_TELEMETRY=0
 say "cargo lambda watch: each function invoked with events/"
 stop_servers
 watch_port=$(free_port)
-WATCH_PORT=$watch_port detached scripts/watch.sh >"$TOOLS/watch.log" 2>&1 &
+WATCH_PORT=$watch_port setsid scripts/watch.sh >"$TOOLS/watch.log" 2>&1 &
 watch_group=$!
 stop_watch() { kill -TERM -- "-$watch_group" 2>/dev/null || true; wait "$watch_group" 2>/dev/null || true; }
 trap 'stop_watch; stop_servers' EXIT

@@ -29,8 +29,6 @@ expect "Linux sha256" "sha256sum" "$(PLATFORM=Linux with_stand_ins sha256_of f)"
 expect "macOS sha256" "shasum" "$(PLATFORM=Darwin with_stand_ins sha256_of f)"
 expect "Linux size" "stat -c %s f" "$(PLATFORM=Linux with_stand_ins size_of f)"
 expect "macOS size" "stat -f %z f" "$(PLATFORM=Darwin with_stand_ins size_of f)"
-expect "Linux detached" "setsid echo hi" "$(PLATFORM=Linux with_stand_ins detached echo hi)"
-expect "macOS detached" "hi" "$(PLATFORM=Darwin with_stand_ins detached echo hi)"
 expect "macOS tools" "shasum stat" "$(PLATFORM=Darwin platform_tools)"
 
 # macOS passes the everyday check (run, watch, check, deploy)...
