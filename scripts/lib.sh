@@ -287,7 +287,7 @@ ensure_invoke_image() {
   # No mirror named: debootstrap's default Debian mirror.
   debootstrap --variant=minbase --include=ca-certificates bookworm "$rootfs" >"$TOOLS/lambda-base/debootstrap.log" 2>&1 ||
     { tail -5 "$TOOLS/lambda-base/debootstrap.log" >&2; die "debootstrap failed: see .tools/lambda-base/debootstrap.log"; }
-  tar -C "$rootfs" -c . | docker import --change "LABEL org.opencontainers.image.description=stand-in for $official (staticforms-to-crm make test)" - "$standin" >/dev/null
+  tar -C "$rootfs" -c . | docker import --change "LABEL org.opencontainers.image.description=\"stand-in for $official, built by staticforms-to-crm\"" - "$standin" >/dev/null
   rm -rf "$rootfs"
 }
 
