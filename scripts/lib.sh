@@ -281,13 +281,20 @@ ensure_invoke_image() {
       { tail -5 "$TOOLS/apt.log" >&2; die "debootstrap could not be installed: see .tools/apt.log"; }
   fi
   say "building the stand-in $standin (a minimal Debian root filesystem; a few minutes, once)"
-  rootfs="$TOOLS/lambda-base/rootfs"
-  rm -rf "$rootfs"
-  mkdir -p "$rootfs"
-  # No mirror named: debootstrap's default Debian mirror.
-  debootstrap --variant=minbase --include=ca-certificates bookworm "$rootfs" >"$TOOLS/lambda-base/debootstrap.log" 2>&1 ||
-    { tail -5 "$TOOLS/lambda-base/debootstrap.log" >&2; die "debootstrap failed: see .tools/lambda-base/debootstrap.log"; }
-  tar -C "$rootfs" -c . | docker import --change "LABEL org.opencontainers.image.description=\"stand-in for $official, built by staticforms-to-crm\"" - "$standin" >/dev/null
+  # Outside the workspace, and removed whatever happens: `sam build` hashes
+  # every file under the workspace, and a root filesystem's device files
+  # stop it ("Illegal seek").
+  rootfs=$(mktemp -d "${TMPDIR:-/tmp}/staticforms-standin.XXXXXX")
+  mkdir -p "$TOOLS/lambda-base"
+  if ! (
+    # No mirror named: debootstrap's default Debian mirror.
+    debootstrap --variant=minbase --include=ca-certificates bookworm "$rootfs" >"$TOOLS/lambda-base/debootstrap.log" 2>&1 ||
+      { tail -5 "$TOOLS/lambda-base/debootstrap.log" >&2; echo "debootstrap failed: see .tools/lambda-base/debootstrap.log" >&2; exit 1; }
+    tar -C "$rootfs" -c . | docker import --change "LABEL org.opencontainers.image.description=\"stand-in for $official, built by staticforms-to-crm\"" - "$standin" >/dev/null
+  ); then
+    rm -rf "$rootfs"
+    die "the stand-in image could not be built"
+  fi
   rm -rf "$rootfs"
 }
 
