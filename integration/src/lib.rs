@@ -49,7 +49,7 @@ pub async fn ingest_client(endpoint: &str) -> Client {
 
 /// A client with the worker function's own retry and time limits.
 pub async fn worker_client(endpoint: &str) -> Client {
-    let config = worker::dynamo::sdk_loader()
+    let config = worker::ledger::dynamodb::sdk_loader()
         .endpoint_url(endpoint)
         .region(Region::new("us-east-1"))
         .credentials_provider(credentials())

@@ -6,8 +6,8 @@ use std::collections::HashSet;
 
 use devtools::crm_stub::CrmStub;
 use integration::*;
-use worker::dynamo::DynamoLedger;
 use worker::http_crm::HttpCrm;
+use worker::ledger::dynamodb::DynamoLedger;
 use worker::Worker;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -9,8 +9,8 @@ use devtools::fault_proxy::{Fault, FaultProxy};
 use devtools::pump::StreamPump;
 use ingest::dynamo::DynamoReceiptStore;
 use integration::*;
-use worker::dynamo::DynamoLedger;
 use worker::http_crm::HttpCrm;
+use worker::ledger::dynamodb::DynamoLedger;
 use worker::ledger::WatchedLedger;
 use worker::Worker;
 

@@ -10,8 +10,8 @@ use shared::{FormSubmission, IdempotencyKey, Lead, Receipt, Retention};
 use worker::config::LeadKey;
 use worker::decide::AttemptError;
 use worker::destination::{Destination, Upserted};
-use worker::dynamo::DynamoLedger;
 use worker::leads_table::LeadsTable;
+use worker::ledger::dynamodb::DynamoLedger;
 use worker::ledger::{AttemptRecord, Marked, ReceiptLedger};
 use worker::Worker;
 

@@ -13,7 +13,6 @@ pub mod crm_http;
 pub mod crm_token;
 pub mod decide;
 pub mod destination;
-pub mod dynamo;
 pub mod handler;
 pub mod http_crm;
 pub mod hubspot;

@@ -9,11 +9,11 @@ use shared::{IdempotencyKey, Lead};
 use worker::config::DestinationConfig;
 use worker::crm_token::TOKEN_REFRESH_INTERVAL;
 use worker::destination::{Answer, Destination, DestinationError, Upserted, Write};
-use worker::dynamo::{self, sdk_loader, DynamoLedger};
 use worker::handler::deadline_from;
 use worker::http_crm::HttpCrm;
 use worker::hubspot::HubSpot;
 use worker::leads_table::LeadsTable;
+use worker::ledger::dynamodb::{self, sdk_loader, DynamoLedger};
 use worker::salesforce::Salesforce;
 use worker::secrets::{http_crm, hubspot, salesforce};
 use worker::{Config, Worker};
@@ -73,7 +73,7 @@ async fn main() -> Result<(), Error> {
     })?;
 
     let sdk_config = sdk_loader().load().await;
-    let client = dynamo::client(&sdk_config, config.dynamodb_endpoint.as_deref());
+    let client = dynamodb::client(&sdk_config, config.dynamodb_endpoint.as_deref());
     let destination = match config.destination {
         DestinationConfig::Http { url, token } => {
             let secrets_client = || aws_sdk_secretsmanager::Client::new(&sdk_config);

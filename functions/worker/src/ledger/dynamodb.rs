@@ -15,11 +15,11 @@ use aws_sdk_dynamodb::types::AttributeValue;
 use aws_sdk_dynamodb::Client;
 use shared::receipt::{attr, PENDING, PENDING_INDEX};
 
-use crate::decide::AttemptError;
-use crate::ledger::{
+use super::{
     AttemptRecord, Census, Cursor, DuePage, DueQuery, LedgerError, Marked, PendingQueue,
     ReceiptLedger, UnreadableItem,
 };
+use crate::decide::AttemptError;
 
 /// The SDK configuration with bounded retries and time limits: a stuck call
 /// must end while the invocation still has time to report it. Tests add an
