@@ -33,7 +33,7 @@ impl TestClock {
         self.0.fetch_add(by.as_secs(), Ordering::SeqCst);
     }
 
-    fn clock(&self) -> worker::handler::Clock {
+    fn clock(&self) -> worker::deliver::Clock {
         let offset = Arc::clone(&self.0);
         Arc::new(move || SystemTime::now() + Duration::from_secs(offset.load(Ordering::SeqCst)))
     }

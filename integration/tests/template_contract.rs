@@ -598,7 +598,7 @@ fn alarms_and_dashboard_read_the_metrics_the_code_emits() {
     use shared::metrics::catalog;
     let template = load();
     let ingest_outcomes: Vec<&str> = shared::Outcome::ALL.iter().map(|o| o.code()).collect();
-    let worker_outcomes: Vec<&str> = worker::handler::RecordOutcome::ALL
+    let worker_outcomes: Vec<&str> = worker::outcome::RecordOutcome::ALL
         .iter()
         .map(|o| o.code())
         .collect();

@@ -13,10 +13,10 @@ use shared::Retention;
 
 pub use crate::crm_token::CrmToken;
 use crate::decide::{DeliveryRules, DEFAULT_MAX_AGE_SECONDS};
+use crate::deliver::DEFAULT_RECONCILE_AFTER;
 pub use crate::http_crm::EXTERNAL_ID_PLACEHOLDER;
 use crate::hubspot::{ApiVersion, HubSpotSettings, IdProperty};
 pub use crate::leads_table::LeadKey;
-use crate::reconcile::DEFAULT_RECONCILE_AFTER;
 use crate::salesforce::{ClientCredentials, SalesforceSettings};
 
 pub const RECEIPTS_TABLE: &str = "RECEIPTS_TABLE";

@@ -156,6 +156,9 @@ pub enum Settlement {
     Complete { stale: bool },
     /// FAILED for good, with the reason an operator reads.
     Fail(AttemptError),
+    /// FAILED because the age limit ran out: the reason is `gave-up`, the
+    /// status the last attempt's.
+    GiveUp(AttemptError),
     /// Still RECEIVED; the reconciler tries again at `at`.
     Later {
         at: SystemTime,
@@ -211,7 +214,7 @@ pub fn settle(
     };
     let give_up_at = started.checked_add(rules.max_age).unwrap_or(started);
     if now >= give_up_at {
-        return Settlement::Fail(AttemptError {
+        return Settlement::GiveUp(AttemptError {
             code: GAVE_UP.to_owned(),
             status: error.status,
         });
@@ -444,14 +447,14 @@ mod tests {
                 retryable(503, None),
                 max_age,
                 31,
-                Settlement::Fail(error(GAVE_UP, Some(503))),
+                Settlement::GiveUp(error(GAVE_UP, Some(503))),
             ),
             (
                 "auth at the limit",
                 Err(DestinationError::Unauthorized { status: 403 }),
                 max_age + min(1),
                 31,
-                Settlement::Fail(error(GAVE_UP, Some(403))),
+                Settlement::GiveUp(error(GAVE_UP, Some(403))),
             ),
             (
                 "huge Retry-After",

@@ -1,8 +1,9 @@
 //! What invoked the worker: a batch from the receipts stream, or the
 //! schedule that starts a reconciliation pass. Decided from the event's own
-//! shape, so one function serves both triggers.
+//! shape, so one function serves both triggers; and the invocation's
+//! deadline, from Lambda's.
 
-use std::time::Instant;
+use std::time::{Duration, Instant, SystemTime};
 
 use aws_lambda_events::event::dynamodb::Event;
 use serde_json::Value;
@@ -57,6 +58,25 @@ impl<D: Destination, L: ReceiptLedger + PendingQueue> Worker<D, L> {
     }
 }
 
+/// Time assumed when the runtime gives a deadline that has already passed.
+/// AWS never does; some local emulators (`cargo lambda watch`) do.
+pub const ASSUMED_TIME_WITHOUT_DEADLINE: Duration = Duration::from_secs(30);
+
+/// The invocation's deadline as an `Instant`, from Lambda's deadline.
+pub fn deadline_from(lambda_deadline: SystemTime) -> Instant {
+    let remaining = match lambda_deadline.duration_since(SystemTime::now()) {
+        Ok(remaining) if !remaining.is_zero() => remaining,
+        _ => {
+            tracing::warn!(
+                assumed_ms = ASSUMED_TIME_WITHOUT_DEADLINE.as_millis() as u64,
+                "the invocation deadline is not in the future (a local emulator?)"
+            );
+            ASSUMED_TIME_WITHOUT_DEADLINE
+        }
+    };
+    Instant::now() + remaining
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -100,6 +120,23 @@ mod tests {
                 expected,
                 "{event}"
             );
+        }
+    }
+
+    #[test]
+    fn deadlines() {
+        let in_ten = deadline_from(SystemTime::now() + Duration::from_secs(10));
+        let left = in_ten.saturating_duration_since(Instant::now());
+        assert!(
+            left > Duration::from_secs(9) && left <= Duration::from_secs(10),
+            "{left:?}"
+        );
+        for past in [
+            SystemTime::UNIX_EPOCH,
+            SystemTime::now() - Duration::from_secs(1),
+        ] {
+            let assumed = deadline_from(past).saturating_duration_since(Instant::now());
+            assert!(assumed > Duration::from_secs(29), "{assumed:?}");
         }
     }
 }

@@ -17,16 +17,13 @@ use shared::metrics::catalog;
 use shared::receipt::format_timestamp;
 
 use crate::decide::{decode_receipt, Decoded};
+use crate::deliver::Worker;
 use crate::destination::Destination;
-use crate::handler::{RecordOutcome, Via, Worker};
 use crate::ledger::{Cursor, DueQuery, PendingQueue, ReceiptLedger, UnreadableItem};
+use crate::outcome::{RecordOutcome, Via};
 
 /// Receipts read per query page.
 pub const PAGE_SIZE: u32 = 100;
-
-/// Ten minutes: receipts younger than this are the stream's, which has long
-/// since had its turn by then (`RECONCILE_AFTER_SECONDS`).
-pub const DEFAULT_RECONCILE_AFTER: Duration = Duration::from_secs(600);
 
 /// Added to the invocation's remaining time for a claim: a receipt whose
 /// pass died is due again this long after the invocation's end.
@@ -61,8 +58,8 @@ impl<D: Destination, L: ReceiptLedger + PendingQueue> Worker<D, L> {
     /// One pass; `deadline` is when the invocation times out.
     pub async fn reconcile(&self, deadline: Instant) -> PassReport {
         let started = Instant::now();
-        let now = (self.clock)();
-        let received_before = now.checked_sub(self.reconcile_after).unwrap_or(now);
+        let now = self.now();
+        let received_before = now.checked_sub(self.reconcile_after()).unwrap_or(now);
         let query = DueQuery {
             now: format_timestamp(now),
             received_before: format_timestamp(received_before),
@@ -75,10 +72,10 @@ impl<D: Destination, L: ReceiptLedger + PendingQueue> Worker<D, L> {
         let mut from: Option<Cursor> = None;
         loop {
             // A delivery needs its attempts plus the ledger write.
-            if deadline.saturating_duration_since(Instant::now()) <= self.retry.safety_margin * 2 {
+            if deadline.saturating_duration_since(Instant::now()) <= self.safety_margin() * 2 {
                 break;
             }
-            let page = match self.ledger.due(&query, from.as_ref()).await {
+            let page = match self.ledger().due(&query, from.as_ref()).await {
                 Ok(page) => page,
                 Err(error) => {
                     tracing::error!(error = %error, "pending receipts could not be read");
@@ -93,7 +90,7 @@ impl<D: Destination, L: ReceiptLedger + PendingQueue> Worker<D, L> {
                 .map(|item| self.claim(item, &claim_until))
                 .collect();
             let claimed: Vec<Option<Decoded>> = stream::iter(claiming)
-                .buffer_unordered(self.concurrency)
+                .buffer_unordered(self.concurrency())
                 .collect()
                 .await;
             // Taken by another pass or delivery first.
@@ -122,14 +119,13 @@ impl<D: Destination, L: ReceiptLedger + PendingQueue> Worker<D, L> {
         }
         // Counting what waits reads the pending index; skip it rather than
         // run past the invocation (the metric then simply has a gap).
-        let census =
-            if deadline.saturating_duration_since(Instant::now()) > self.retry.safety_margin {
-                self.ledger.census().await
-            } else {
-                Err(crate::ledger::LedgerError(
-                    "no time left to count".to_owned(),
-                ))
-            };
+        let census = if deadline.saturating_duration_since(Instant::now()) > self.safety_margin() {
+            self.ledger().census().await
+        } else {
+            Err(crate::ledger::LedgerError(
+                "no time left to count".to_owned(),
+            ))
+        };
         match census {
             Ok(census) => {
                 report.pending = Some(census.pending);
@@ -174,7 +170,7 @@ impl<D: Destination, L: ReceiptLedger + PendingQueue> Worker<D, L> {
             measured.push((catalog::OLDEST_PENDING_AGE, (age as f64).into()));
         }
         shared::metrics::emit(
-            &self.metrics_namespace,
+            self.metrics_namespace(),
             &[(shared::metrics::FUNCTION, "worker")],
             &measured,
             &[],
@@ -191,7 +187,7 @@ impl<D: Destination, L: ReceiptLedger + PendingQueue> Worker<D, L> {
         match item {
             Ok(receipt) => {
                 let seen = receipt.next_attempt_at.clone()?;
-                match self.ledger.claim(&receipt.pk, &seen, claim_until).await {
+                match self.ledger().claim(&receipt.pk, &seen, claim_until).await {
                     Ok(true) => Some(decode_receipt(receipt)),
                     Ok(false) => None,
                     Err(error) => {

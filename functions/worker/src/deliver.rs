@@ -1,0 +1,507 @@
+//! The delivery core: a receipt's lead to the destination, attempts within
+//! the invocation, and the settlement written to the receipt with one log
+//! line per outcome. The stream (`stream`) and the reconciliation pass
+//! (`reconcile`) are its two callers, through `act_all`.
+//!
+//! A destination that is down, or asks to wait longer than the invocation
+//! has, defers the receipt to the reconciler: one failing CRM never holds a
+//! shard for long. Only an outcome that cannot be written to the receipt is
+//! `FailedRetryable`, which the stream delivers again.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+
+use futures_util::stream::{self, StreamExt};
+use shared::delivery::RetryPolicy;
+use shared::metrics::{catalog, Values, DESTINATION, FUNCTION, OUTCOME};
+use shared::receipt::format_timestamp;
+use shared::IdempotencyKey;
+
+use crate::decide::{settle, AttemptError, Decoded, Delivery, DeliveryRules, Settlement};
+use crate::destination::{Answer, Destination, DestinationError, Upserted, Write};
+use crate::ledger::{AttemptRecord, LedgerError, Marked, ReceiptLedger};
+use crate::outcome::{OutcomeLine, RecordOutcome, Via};
+use tracing::Level;
+
+/// The wall clock; tests move it forward instead of waiting.
+pub type Clock = Arc<dyn Fn() -> SystemTime + Send + Sync>;
+
+/// The receipts a pass leaves to the stream: those received in the last
+/// ten minutes (`RECONCILE_AFTER_SECONDS`).
+pub const DEFAULT_RECONCILE_AFTER: Duration = Duration::from_secs(600);
+
+/// The worker: a destination, the ledger of receipts, and the rules for
+/// delivering to one from the other. The stream (`stream`) and the pass
+/// (`reconcile`) both deliver through it.
+pub struct Worker<D, L> {
+    destination: D,
+    ledger: L,
+    concurrency: usize,
+    retry: RetryPolicy,
+    rules: DeliveryRules,
+    reconcile_after: Duration,
+    clock: Clock,
+    metrics_namespace: String,
+}
+
+impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
+    pub fn new(destination: D, ledger: L, concurrency: usize) -> Self {
+        Worker {
+            destination,
+            ledger,
+            concurrency: concurrency.max(1),
+            retry: RetryPolicy::default(),
+            rules: DeliveryRules::default(),
+            reconcile_after: DEFAULT_RECONCILE_AFTER,
+            clock: Arc::new(SystemTime::now),
+            metrics_namespace: shared::metrics::DEFAULT_NAMESPACE.to_owned(),
+        }
+    }
+
+    pub fn with_retry_policy(mut self, retry: RetryPolicy) -> Self {
+        self.retry = retry;
+        self
+    }
+
+    pub fn with_delivery_rules(mut self, rules: DeliveryRules) -> Self {
+        self.rules = rules;
+        self
+    }
+
+    pub fn with_reconcile_after(mut self, after: Duration) -> Self {
+        self.reconcile_after = after;
+        self
+    }
+
+    pub fn with_metrics_namespace(mut self, namespace: impl Into<String>) -> Self {
+        self.metrics_namespace = namespace.into();
+        self
+    }
+
+    pub fn with_clock(mut self, clock: Clock) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    pub fn destination(&self) -> &D {
+        &self.destination
+    }
+
+    pub fn ledger(&self) -> &L {
+        &self.ledger
+    }
+
+    /// Receipts at most a delivery's share of the invocation at once.
+    pub(crate) fn concurrency(&self) -> usize {
+        self.concurrency
+    }
+
+    /// The time kept free before the invocation's deadline.
+    pub(crate) fn safety_margin(&self) -> Duration {
+        self.retry.safety_margin
+    }
+
+    /// How old a receipt must be before a pass takes it from the stream.
+    pub(crate) fn reconcile_after(&self) -> Duration {
+        self.reconcile_after
+    }
+
+    pub(crate) fn now(&self) -> SystemTime {
+        (self.clock)()
+    }
+
+    pub(crate) fn metrics_namespace(&self) -> &str {
+        &self.metrics_namespace
+    }
+
+    /// Acts on what records or stored receipts were decoded into, no two of
+    /// the same receipt, and counts each outcome (`Records`). Those to
+    /// deliver go to the destination together; outcomes come back in order.
+    pub(crate) async fn act_all(
+        &self,
+        decoded: Vec<Decoded>,
+        via: Via,
+        deadline: Instant,
+    ) -> Vec<RecordOutcome> {
+        let mut outcomes = vec![RecordOutcome::Skipped; decoded.len()];
+        let mut deliveries = Vec::new();
+        let mut delivery_slots = Vec::new();
+        let mut undeliverable = Vec::new();
+        for (slot, decoded) in decoded.into_iter().enumerate() {
+            match decoded {
+                Decoded::Deliver(delivery) => {
+                    delivery_slots.push(slot);
+                    deliveries.push(*delivery);
+                }
+                other => undeliverable.push((slot, other)),
+            }
+        }
+        let settling: Vec<_> =
+            undeliverable
+                .into_iter()
+                .map(|(slot, decoded)| async move {
+                    (slot, self.act_on_undeliverable(decoded, via).await)
+                })
+                .collect();
+        let settled: Vec<(usize, RecordOutcome)> = stream::iter(settling)
+            .buffer_unordered(self.concurrency)
+            .collect()
+            .await;
+        for (slot, outcome) in settled {
+            outcomes[slot] = outcome;
+        }
+        let delivered = self.deliver_all(deliveries, via, deadline).await;
+        for (slot, outcome) in delivery_slots.into_iter().zip(delivered) {
+            outcomes[slot] = outcome;
+        }
+        for outcome in &outcomes {
+            shared::metrics::emit(
+                &self.metrics_namespace,
+                &[(FUNCTION, "worker"), (OUTCOME, outcome.code())],
+                &[(catalog::RECORDS, 1.0.into())],
+                &[],
+            );
+        }
+        outcomes
+    }
+
+    /// A record or receipt with nothing to deliver: skipped, or unreadable.
+    async fn act_on_undeliverable(&self, decoded: Decoded, via: Via) -> RecordOutcome {
+        let mut line = OutcomeLine::new(None, self.destination.name(), via, 0, Instant::now());
+        match decoded {
+            Decoded::Deliver(_) => unreachable!("deliveries go to deliver_all"),
+            Decoded::Skip(reason) => {
+                line.reason = Some(reason.code());
+                line.log(Level::INFO, "skipped", "receipt delivery handled");
+                RecordOutcome::Skipped
+            }
+            Decoded::Unreadable { key: None, reason } => {
+                line.reason = Some(reason);
+                line.detail = Some("receipt-without-key");
+                line.log(Level::ERROR, "skipped", "receipt delivery handled");
+                RecordOutcome::Skipped
+            }
+            Decoded::Unreadable {
+                key: Some(key),
+                reason,
+            } => {
+                let failure = AttemptError {
+                    code: reason.to_owned(),
+                    status: None,
+                };
+                let settlement = Settlement::Fail(failure);
+                self.record(&key, None, settlement, 0, via, Instant::now())
+                    .await
+            }
+        }
+    }
+
+    /// Delivers receipts together: attempts within the invocation, then
+    /// each answer settled and written to its receipt. Outcomes in order.
+    async fn deliver_all(
+        &self,
+        deliveries: Vec<Delivery>,
+        via: Via,
+        deadline: Instant,
+    ) -> Vec<RecordOutcome> {
+        if deliveries.is_empty() {
+            return Vec::new();
+        }
+        let started = Instant::now();
+        let keys: Vec<IdempotencyKey> = deliveries.iter().map(|d| d.receipt.key()).collect();
+        let attempts = self.upsert_with_retries(&deliveries, &keys, deadline).await;
+        let finishing: Vec<_> = deliveries
+            .into_iter()
+            .zip(keys)
+            .zip(attempts)
+            .map(|((delivery, key), attempts)| self.finish(delivery, key, attempts, via, started))
+            .collect();
+        stream::iter(finishing)
+            .buffered(self.concurrency)
+            .collect()
+            .await
+    }
+
+    /// Measures one receipt's attempts, settles the last answer and writes
+    /// the outcome to the receipt.
+    async fn finish(
+        &self,
+        delivery: Delivery,
+        key: IdempotencyKey,
+        attempts: Attempts,
+        via: Via,
+        started: Instant,
+    ) -> RecordOutcome {
+        let Attempts {
+            result,
+            made,
+            latencies_ms,
+            rate_limited,
+        } = attempts;
+        if made > 0 {
+            let auth_errors = matches!(result, Err(DestinationError::Unauthorized { .. }));
+            shared::metrics::emit(
+                &self.metrics_namespace,
+                &[(FUNCTION, "worker"), (DESTINATION, self.destination.name())],
+                &[
+                    (catalog::DESTINATION_LATENCY, Values::Many(latencies_ms)),
+                    (catalog::DESTINATION_ATTEMPTS, f64::from(made).into()),
+                    (
+                        catalog::DESTINATION_AUTH_ERRORS,
+                        f64::from(u8::from(auth_errors)).into(),
+                    ),
+                    (
+                        catalog::DESTINATION_RATE_LIMITED,
+                        f64::from(rate_limited).into(),
+                    ),
+                ],
+                &[],
+            );
+        }
+        if made == 0 {
+            // No time was left for even one attempt, so nothing happened to
+            // record: the receipt stays due (the stream's case) or claimed
+            // until shortly after this invocation (a pass's), and the next
+            // pass takes it. Backing off here would punish it for our clock.
+            let mut line = OutcomeLine::new(
+                Some(delivery.receipt.submission_id.as_str()),
+                self.destination.name(),
+                via,
+                0,
+                started,
+            );
+            line.reason = Some("no time left in this invocation");
+            line.log(Level::WARN, "deferred", "receipt delivery handled");
+            return RecordOutcome::Deferred;
+        }
+        let settlement = settle(
+            &result,
+            delivery.started,
+            (self.clock)(),
+            delivery.receipt.attempts.saturating_add(made),
+            &self.rules,
+            fastrand::f64(),
+        );
+        let submission_id = Some(delivery.receipt.submission_id.as_str());
+        self.record(key.as_str(), submission_id, settlement, made, via, started)
+            .await
+    }
+
+    /// Writes a settlement to the receipt and logs the outcome (one line).
+    async fn record(
+        &self,
+        key: &str,
+        submission_id: Option<&str>,
+        settlement: Settlement,
+        made: u32,
+        via: Via,
+        started: Instant,
+    ) -> RecordOutcome {
+        let written = self.write_settlement(key, &settlement, made).await;
+        let mut line = OutcomeLine::new(submission_id, self.destination.name(), via, made, started);
+        let marked = match written {
+            Ok(marked) => marked,
+            Err(error) => {
+                // Nothing recorded: the stream delivers the record again
+                // (the reconciler, for its own pass). A lead already written
+                // is written again, to the same key.
+                line.reason = Some(&error.0);
+                line.log(
+                    Level::WARN,
+                    RecordOutcome::FailedRetryable.code(),
+                    "receipt delivery handled; its outcome could not be recorded",
+                );
+                return RecordOutcome::FailedRetryable;
+            }
+        };
+        line.settled_elsewhere = Some(marked == Marked::NotPending);
+        let next_attempt_at;
+        let (outcome, level, message) = match &settlement {
+            Settlement::Complete { stale: false } => (
+                RecordOutcome::Upserted,
+                Level::INFO,
+                "receipt delivery handled",
+            ),
+            Settlement::Complete { stale: true } => (
+                RecordOutcome::Stale,
+                Level::INFO,
+                "receipt delivery handled",
+            ),
+            Settlement::Fail(failure) | Settlement::GiveUp(failure) => {
+                line.reason = Some(&failure.code);
+                line.http_status = failure.status;
+                let outcome = match settlement {
+                    Settlement::GiveUp(_) => RecordOutcome::GaveUp,
+                    _ => RecordOutcome::FailedPermanent,
+                };
+                (outcome, Level::ERROR, "receipt delivery handled")
+            }
+            Settlement::Later { at, error, auth } => {
+                next_attempt_at = format_timestamp(*at);
+                line.next_attempt_at = Some(&next_attempt_at);
+                line.http_status = error.status;
+                if *auth {
+                    // Counted by an alarm: every lead waits until the
+                    // destination's credentials are fixed.
+                    line.auth_error = Some(true);
+                    (
+                        RecordOutcome::Deferred,
+                        Level::ERROR,
+                        "destination refused our credentials; the receipt waits",
+                    )
+                } else {
+                    line.reason = Some(&error.code);
+                    (
+                        RecordOutcome::Deferred,
+                        Level::WARN,
+                        "receipt delivery handled",
+                    )
+                }
+            }
+        };
+        line.log(level, outcome.code(), message);
+        outcome
+    }
+
+    /// Writes a settlement to the receipt, conditional on RECEIVED.
+    async fn write_settlement(
+        &self,
+        key: &str,
+        settlement: &Settlement,
+        made: u32,
+    ) -> Result<Marked, LedgerError> {
+        let attempt = AttemptRecord {
+            attempts: made,
+            at: format_timestamp((self.clock)()),
+        };
+        match settlement {
+            Settlement::Complete { .. } => self.ledger.mark_completed(key, &attempt).await,
+            Settlement::Fail(failure) | Settlement::GiveUp(failure) => {
+                self.ledger.mark_failed(key, failure, &attempt).await
+            }
+            Settlement::Later { at, error, .. } => {
+                self.ledger
+                    .defer(key, &format_timestamp(*at), error, &attempt)
+                    .await
+            }
+        }
+    }
+
+    /// Attempts every delivery until each succeeds, fails for good, runs out
+    /// of attempts for this invocation, or its next wait would not leave the
+    /// safety margin before the deadline. Each round sends the deliveries
+    /// still open together, after the longest wait any of them needs.
+    async fn upsert_with_retries(
+        &self,
+        deliveries: &[Delivery],
+        keys: &[IdempotencyKey],
+        deadline: Instant,
+    ) -> Vec<Attempts> {
+        let mut attempts: Vec<Attempts> = deliveries.iter().map(|_| Attempts::none()).collect();
+        let mut open: Vec<usize> = (0..deliveries.len()).collect();
+        while !open.is_empty() {
+            let remaining = deadline.saturating_duration_since(Instant::now());
+            let Some(budget) = remaining
+                .checked_sub(self.retry.safety_margin)
+                .filter(|b| !b.is_zero())
+            else {
+                break;
+            };
+            let writes: Vec<Write<'_>> = open
+                .iter()
+                .map(|&i| Write {
+                    lead: &deliveries[i].lead,
+                    key: &keys[i],
+                })
+                .collect();
+            let called = Instant::now();
+            let answers = match tokio::time::timeout(
+                budget,
+                self.destination.upsert_batch(&writes, self.concurrency),
+            )
+            .await
+            {
+                Ok(answers) if answers.len() == writes.len() => answers,
+                Ok(_) => unanswered(
+                    writes.len(),
+                    "the destination answered for other leads",
+                    called,
+                ),
+                Err(_) => unanswered(writes.len(), "attempt ran out of invocation time", called),
+            };
+            let mut waits = Vec::new();
+            let mut again = Vec::new();
+            for (&i, answer) in open.iter().zip(answers) {
+                let attempt = &mut attempts[i];
+                attempt.made += 1;
+                attempt
+                    .latencies_ms
+                    .push(answer.latency.as_secs_f64() * 1000.0);
+                attempt.result = answer.result;
+                let Err(DestinationError::Retryable {
+                    retry_after,
+                    status,
+                    ..
+                }) = &attempt.result
+                else {
+                    continue;
+                };
+                if *status == Some(429) {
+                    attempt.rate_limited += 1;
+                }
+                let remaining = deadline.saturating_duration_since(Instant::now());
+                if let Some(wait) = self.retry.wait_before_retry(
+                    attempt.made,
+                    *retry_after,
+                    remaining,
+                    fastrand::f64(),
+                ) {
+                    waits.push(wait);
+                    again.push(i);
+                }
+            }
+            // Each waited at least its own wait, and the longest still
+            // leaves its margin: it was computed against the same deadline.
+            let Some(wait) = waits.into_iter().max() else {
+                break;
+            };
+            tokio::time::sleep(wait).await;
+            open = again;
+        }
+        attempts
+    }
+}
+
+/// The same retryable answer for every write of a call that gave none.
+fn unanswered(count: usize, reason: &str, called: Instant) -> Vec<Answer> {
+    let latency = called.elapsed();
+    (0..count)
+        .map(|_| Answer {
+            result: Err(DestinationError::retryable(reason)),
+            latency,
+        })
+        .collect()
+}
+
+/// What one delivery's attempts came to.
+struct Attempts {
+    /// The last answer.
+    result: Result<Upserted, DestinationError>,
+    made: u32,
+    latencies_ms: Vec<f64>,
+    /// Answers that were 429.
+    rate_limited: u32,
+}
+
+impl Attempts {
+    fn none() -> Self {
+        Attempts {
+            result: Err(DestinationError::retryable(
+                "no time left in this invocation",
+            )),
+            made: 0,
+            latencies_ms: Vec::new(),
+            rate_limited: 0,
+        }
+    }
+}
