@@ -282,7 +282,7 @@ pub async fn drain_stream<D, L>(
     worker: &worker::Worker<D, L>,
 ) -> devtools::pump::PumpReport
 where
-    D: worker::destination::Destination,
+    D: worker::destinations::Destination,
     L: worker::ledger::ReceiptLedger,
 {
     let mut pump =
@@ -300,7 +300,7 @@ pub async fn invoke_worker<D, L>(
     event: Value,
 ) -> Result<Value, String>
 where
-    D: worker::destination::Destination,
+    D: worker::destinations::Destination,
     L: worker::ledger::ReceiptLedger,
 {
     let event = serde_json::from_value(event).map_err(|e| e.to_string())?;

@@ -18,7 +18,7 @@ use integration::*;
 use shared::delivery::RetryPolicy;
 use shared::{FormSubmission, Receipt, ReceiptStatus, Retention};
 use worker::config::TokenSetting;
-use worker::http_crm::HttpCrm;
+use worker::destinations::http::HttpCrm;
 use worker::ledger::dynamodb::DynamoLedger;
 use worker::ledger::WatchedLedger;
 use worker::reconcile::PassReport;

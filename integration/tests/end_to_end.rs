@@ -6,7 +6,7 @@ use std::collections::HashSet;
 
 use devtools::crm_stub::CrmStub;
 use integration::*;
-use worker::http_crm::HttpCrm;
+use worker::destinations::http::HttpCrm;
 use worker::ledger::dynamodb::DynamoLedger;
 use worker::Worker;
 

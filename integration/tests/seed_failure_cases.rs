@@ -9,7 +9,7 @@ use devtools::fault_proxy::{Fault, FaultProxy};
 use devtools::pump::StreamPump;
 use ingest::dynamo::DynamoReceiptStore;
 use integration::*;
-use worker::http_crm::HttpCrm;
+use worker::destinations::http::HttpCrm;
 use worker::ledger::dynamodb::DynamoLedger;
 use worker::ledger::WatchedLedger;
 use worker::Worker;

@@ -336,7 +336,7 @@ async fn the_crm_destinations_read_their_credentials_from_secrets_manager() {
     use devtools::salesforce_fake::{SalesforceFake, EXTERNAL_ID_FIELD};
     use shared::field_map::FieldMap;
     use worker::config::{CredentialsSetting, TokenSetting};
-    use worker::destination::{Destination, Upserted};
+    use worker::destinations::{Destination, Upserted};
 
     let client = secrets_client(&endpoint(DYNAMODB_ENDPOINT)).await;
     let body = serde_json::json!({
@@ -356,10 +356,10 @@ async fn the_crm_destinations_read_their_credentials_from_secrets_manager() {
         .unwrap();
     let arn = create_secret(&client, "hubspot-token", "pat-from-secrets-manager").await;
     let hubspot = worker::secrets::hubspot(
-        worker::hubspot::HubSpotSettings {
+        worker::destinations::hubspot::HubSpotSettings {
             base_url: hubspot_fake.base_url(),
-            api_version: worker::hubspot::ApiVersion::V3,
-            id_property: worker::hubspot::IdProperty::Email,
+            api_version: worker::destinations::hubspot::ApiVersion::V3,
+            id_property: worker::destinations::hubspot::IdProperty::Email,
             field_map: FieldMap::hubspot_default(None),
         },
         TokenSetting::SecretsManager(arn),
@@ -374,7 +374,7 @@ async fn the_crm_destinations_read_their_credentials_from_secrets_manager() {
     let salesforce_fake = SalesforceFake::start("3MVG9secrets", "secret-from-secrets-manager")
         .await
         .unwrap();
-    let settings = worker::salesforce::SalesforceSettings {
+    let settings = worker::destinations::salesforce::SalesforceSettings {
         login_url: salesforce_fake.login_url(),
         api_version: "v67.0".into(),
         object: "Lead".into(),

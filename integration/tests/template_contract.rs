@@ -177,7 +177,10 @@ fn the_tables_are_shaped_as_the_code_writes_them() {
         "the reconciler queries a sparse index of pending receipts"
     );
     let leads = template::table_spec(&template, "LeadsTable").unwrap();
-    assert_eq!(leads.partition_key, worker::leads_table::attr::PK);
+    assert_eq!(
+        leads.partition_key,
+        worker::destinations::leads_table::attr::PK
+    );
 
     for table in ["ReceiptsTable", "LeadsTable"] {
         let table_resource = resource(&template, table);

@@ -11,13 +11,13 @@ use shared::field_map::FieldMap;
 use shared::metrics::METRICS_NAMESPACE;
 use shared::Retention;
 
-pub use crate::crm_token::CrmToken;
 use crate::decide::{DeliveryRules, DEFAULT_MAX_AGE_SECONDS};
 use crate::deliver::DEFAULT_RECONCILE_AFTER;
-pub use crate::http_crm::EXTERNAL_ID_PLACEHOLDER;
-use crate::hubspot::{ApiVersion, HubSpotSettings, IdProperty};
-pub use crate::leads_table::LeadKey;
-use crate::salesforce::{ClientCredentials, SalesforceSettings};
+pub use crate::destinations::http::EXTERNAL_ID_PLACEHOLDER;
+use crate::destinations::hubspot::{ApiVersion, HubSpotSettings, IdProperty};
+pub use crate::destinations::leads_table::LeadKey;
+use crate::destinations::salesforce::{ClientCredentials, SalesforceSettings};
+pub use crate::destinations::token::CrmToken;
 
 pub const RECEIPTS_TABLE: &str = "RECEIPTS_TABLE";
 pub const DESTINATION: &str = "DESTINATION";
@@ -203,10 +203,11 @@ impl Config {
                 };
                 let base_url = get(HUBSPOT_BASE_URL)
                     .map(|url| url.trim().trim_end_matches('/').to_owned())
-                    .unwrap_or_else(|| crate::hubspot::DEFAULT_BASE_URL.to_owned());
+                    .unwrap_or_else(|| crate::destinations::hubspot::DEFAULT_BASE_URL.to_owned());
                 check_base_url(HUBSPOT_BASE_URL, &base_url, allow_http)?;
-                let api_version = get(HUBSPOT_API_VERSION)
-                    .unwrap_or_else(|| crate::hubspot::DEFAULT_API_VERSION.to_owned());
+                let api_version = get(HUBSPOT_API_VERSION).unwrap_or_else(|| {
+                    crate::destinations::hubspot::DEFAULT_API_VERSION.to_owned()
+                });
                 let api_version = ApiVersion::parse(&api_version).ok_or_else(|| {
                     invalid(HUBSPOT_API_VERSION, "expected v3 or a date version YYYY-MM")
                 })?;
@@ -408,14 +409,17 @@ fn salesforce_config(
             ))
         }
     };
-    let object = name(SALESFORCE_OBJECT, crate::salesforce::DEFAULT_OBJECT)?;
+    let object = name(
+        SALESFORCE_OBJECT,
+        crate::destinations::salesforce::DEFAULT_OBJECT,
+    )?;
     let external_id_field = name(
         SALESFORCE_EXTERNAL_ID_FIELD,
-        crate::salesforce::DEFAULT_EXTERNAL_ID_FIELD,
+        crate::destinations::salesforce::DEFAULT_EXTERNAL_ID_FIELD,
     )?;
     let api_version = salesforce_version(
         &get(SALESFORCE_API_VERSION)
-            .unwrap_or_else(|| crate::salesforce::DEFAULT_API_VERSION.to_owned()),
+            .unwrap_or_else(|| crate::destinations::salesforce::DEFAULT_API_VERSION.to_owned()),
     )
     .ok_or_else(|| {
         invalid(

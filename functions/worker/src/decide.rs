@@ -11,7 +11,7 @@ use shared::delivery::Redelivery;
 use shared::receipt::attr;
 use shared::{Lead, Receipt, ReceiptStatus};
 
-use crate::destination::{DestinationError, Upserted};
+use crate::destinations::{DestinationError, Upserted};
 
 /// Why a record needs no work.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -18,7 +18,7 @@ use shared::receipt::format_timestamp;
 use shared::IdempotencyKey;
 
 use crate::decide::{settle, AttemptError, Decoded, Delivery, DeliveryRules, Settlement};
-use crate::destination::{Answer, Destination, DestinationError, Upserted, Write};
+use crate::destinations::{Answer, Destination, DestinationError, Upserted, Write};
 use crate::ledger::{AttemptRecord, LedgerError, Marked, ReceiptLedger};
 use crate::outcome::{OutcomeLine, RecordOutcome, Via};
 use tracing::Level;

@@ -4,24 +4,19 @@
 //! On a schedule, the same function runs a reconciliation pass that
 //! delivers the receipts still waiting (`reconcile`).
 //!
-//! Decisions are pure functions in `decide`; `handler` and `reconcile` act on
-//! them through two ports, `destination` and `ledger`, with one adapter each
-//! per kind. `main.rs` only wires these parts together.
+//! Decisions are pure functions in `decide`; the delivery core (`deliver`)
+//! acts on them for its two callers, the stream batch (`stream`) and the
+//! pass (`reconcile`), through two ports, `destinations` and `ledger`, each
+//! with its adapters beside it. `main.rs` only wires these parts together.
 
 pub mod config;
-pub mod crm_http;
-pub mod crm_token;
 pub mod decide;
 pub mod deliver;
-pub mod destination;
-pub mod http_crm;
-pub mod hubspot;
+pub mod destinations;
 pub mod invocation;
-pub mod leads_table;
 pub mod ledger;
 pub mod outcome;
 pub mod reconcile;
-pub mod salesforce;
 pub mod secrets;
 pub mod stream;
 

@@ -18,7 +18,7 @@ use shared::receipt::format_timestamp;
 
 use crate::decide::{decode_receipt, Decoded};
 use crate::deliver::Worker;
-use crate::destination::Destination;
+use crate::destinations::Destination;
 use crate::ledger::{Cursor, DueQuery, PendingQueue, ReceiptLedger, UnreadableItem};
 use crate::outcome::{RecordOutcome, Via};
 

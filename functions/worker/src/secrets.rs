@@ -1,6 +1,6 @@
 //! CRM credentials kept in AWS Secrets Manager: a token
 //! (`CRM_TOKEN_SECRET_ARN`, `HUBSPOT_TOKEN_SECRET_ARN`), read at init and
-//! again when the CRM refuses it (see `crm_token`), or Salesforce's client
+//! again when the CRM refuses it (see `destinations::token`), or Salesforce's client
 //! credentials (`SALESFORCE_CREDENTIALS_SECRET_ARN`), read at init. A missing
 //! or unreadable secret stops start-up with a message naming the variable,
 //! never the value.
@@ -17,10 +17,12 @@ use crate::config::{
     ConfigError, CredentialsSetting, TokenSetting, CRM_TOKEN_SECRET_ARN, CRM_URL, HUBSPOT_BASE_URL,
     HUBSPOT_TOKEN_SECRET_ARN, SALESFORCE_CREDENTIALS_SECRET_ARN, SALESFORCE_LOGIN_URL,
 };
-use crate::crm_token::{CrmToken, TokenError, TokenSource};
-use crate::http_crm::HttpCrm;
-use crate::hubspot::{HubSpot, HubSpotSettings};
-use crate::salesforce::{ClientCredentials, CredentialsSource, Salesforce, SalesforceSettings};
+use crate::destinations::http::HttpCrm;
+use crate::destinations::hubspot::{HubSpot, HubSpotSettings};
+use crate::destinations::salesforce::{
+    ClientCredentials, CredentialsSource, Salesforce, SalesforceSettings,
+};
+use crate::destinations::token::{CrmToken, TokenError, TokenSource};
 
 pub struct SecretsManagerToken {
     client: Client,

@@ -14,7 +14,7 @@ use shared::receipt::attr;
 
 use crate::decide::decode_stream_record;
 use crate::deliver::Worker;
-use crate::destination::Destination;
+use crate::destinations::Destination;
 use crate::ledger::ReceiptLedger;
 use crate::outcome::{RecordOutcome, Via};
 

@@ -16,8 +16,8 @@ use devtools::stream_event;
 use serde_json::Value;
 use shared::{FormSubmission, Receipt, ReceiptStatus, Retention};
 use worker::config::CrmToken;
-use worker::crm_token::{TokenError, TokenSource};
-use worker::http_crm::HttpCrm;
+use worker::destinations::http::HttpCrm;
+use worker::destinations::token::{TokenError, TokenSource};
 use worker::ledger::{MemoryLedger, WatchedLedger};
 use worker::Worker;
 

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant, SystemTime};
 use devtools::crm_stub::CrmStub;
 use serde_json::Value;
 use shared::{FormSubmission, Receipt, ReceiptStatus, Retention};
-use worker::http_crm::HttpCrm;
+use worker::destinations::http::HttpCrm;
 use worker::ledger::MemoryLedger;
 use worker::Worker;
 

@@ -13,8 +13,8 @@ use std::time::{Duration, Instant, SystemTime};
 use devtools::hubspot_fake::{Fault, HubSpotFake};
 use shared::field_map::FieldMap;
 use shared::{FormSubmission, Receipt, ReceiptStatus, Retention};
-use worker::crm_token::{CrmToken, TokenError, TokenSource};
-use worker::hubspot::{ApiVersion, HubSpot, HubSpotSettings, IdProperty};
+use worker::destinations::hubspot::{ApiVersion, HubSpot, HubSpotSettings, IdProperty};
+use worker::destinations::token::{CrmToken, TokenError, TokenSource};
 use worker::ledger::MemoryLedger;
 use worker::Worker;
 
@@ -250,7 +250,8 @@ async fn a_validation_rule_of_the_account_fails_only_the_leads_that_break_it() {
     }
     let refs: Vec<&Receipt> = receipts.iter().collect();
     let mut current = settings(&fake, IdProperty::Email);
-    current.api_version = ApiVersion::parse(worker::hubspot::DEFAULT_API_VERSION).unwrap();
+    current.api_version =
+        ApiVersion::parse(worker::destinations::hubspot::DEFAULT_API_VERSION).unwrap();
     let current = worker(current, ledger_of(&refs));
     current.handle(inserts(&refs), in_seconds(30)).await;
     for (n, receipt) in receipts.iter().enumerate() {

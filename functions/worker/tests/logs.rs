@@ -10,7 +10,7 @@ use devtools::log_capture::CapturedLogs;
 use devtools::stream_event;
 use shared::{FormSubmission, Receipt, Retention};
 use worker::config::{DestinationConfig, TokenSetting};
-use worker::http_crm::HttpCrm;
+use worker::destinations::http::HttpCrm;
 use worker::ledger::MemoryLedger;
 use worker::{Config, Worker};
 

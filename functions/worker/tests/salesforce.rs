@@ -11,9 +11,11 @@ use std::time::{Duration, SystemTime};
 use devtools::salesforce_fake::{Fault, SalesforceFake, EXTERNAL_ID_FIELD};
 use shared::field_map::FieldMap;
 use shared::{FormSubmission, Receipt, ReceiptStatus, Retention};
-use worker::crm_token::TokenError;
+use worker::destinations::salesforce::{
+    ClientCredentials, CredentialsSource, Salesforce, SalesforceSettings,
+};
+use worker::destinations::token::TokenError;
 use worker::ledger::MemoryLedger;
-use worker::salesforce::{ClientCredentials, CredentialsSource, Salesforce, SalesforceSettings};
 use worker::Worker;
 
 use common::*;

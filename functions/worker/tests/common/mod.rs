@@ -8,7 +8,7 @@ use aws_lambda_events::event::dynamodb::Event;
 use devtools::stream_event;
 use shared::delivery::RetryPolicy;
 use shared::{Receipt, ReceiptStatus};
-use worker::destination::Destination;
+use worker::destinations::Destination;
 use worker::ledger::MemoryLedger;
 use worker::Worker;
 

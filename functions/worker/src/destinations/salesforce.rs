@@ -32,9 +32,9 @@ use shared::delivery::parse_retry_after;
 use shared::field_map::FieldMap;
 use shared::{IdempotencyKey, Lead};
 
-use crate::crm_http;
-use crate::crm_token::{CrmToken, TokenError};
-use crate::destination::{Answer, Destination, DestinationError, Upserted, Write};
+use crate::destinations::client;
+use crate::destinations::token::{CrmToken, TokenError};
+use crate::destinations::{Answer, Destination, DestinationError, Upserted, Write};
 use shared::refresh::RefreshGate;
 
 /// The newest generally available version in Salesforce's version list
@@ -218,7 +218,7 @@ impl Login {
             .body(body)
             .send()
             .await
-            .map_err(|error| crm_http::transport_error(&error))?;
+            .map_err(|error| client::transport_error(&error))?;
         let status = response.status().as_u16();
         let answer: Value = response.json().await.unwrap_or(Value::Null);
         match (
@@ -264,7 +264,7 @@ impl Salesforce {
         settings: SalesforceSettings,
         credentials: ClientCredentials,
     ) -> Result<Self, reqwest::Error> {
-        let client = crm_http::client(REQUEST_TIMEOUT)?;
+        let client = client::client(REQUEST_TIMEOUT)?;
         let token_url = format!(
             "{}/services/oauth2/token",
             settings.login_url.trim_end_matches('/')
@@ -375,7 +375,7 @@ impl Salesforce {
             .json(body)
             .send()
             .await
-            .map_err(|error| crm_http::transport_error(&error))?;
+            .map_err(|error| client::transport_error(&error))?;
         let status = response.status().as_u16();
         let api_usage = response
             .headers()

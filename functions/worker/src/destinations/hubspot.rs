@@ -31,9 +31,9 @@ use shared::delivery::parse_retry_after;
 use shared::field_map::FieldMap;
 use shared::{IdempotencyKey, Lead};
 
-use crate::crm_http;
-use crate::crm_token::{BearerToken, CrmToken, TokenSource};
-use crate::destination::{Answer, Destination, DestinationError, Upserted, Write};
+use crate::destinations::client;
+use crate::destinations::token::{BearerToken, CrmToken, TokenSource};
+use crate::destinations::{Answer, Destination, DestinationError, Upserted, Write};
 
 pub const DEFAULT_BASE_URL: &str = "https://api.hubapi.com";
 
@@ -228,7 +228,7 @@ impl HubSpot {
     /// Builds the HTTP client once: rustls, timeouts, and no redirects (a
     /// redirect could carry the token elsewhere).
     pub fn new(settings: HubSpotSettings, token: Option<CrmToken>) -> Result<Self, reqwest::Error> {
-        let client = crm_http::client(REQUEST_TIMEOUT)?;
+        let client = client::client(REQUEST_TIMEOUT)?;
         let url = format!(
             "{}{}",
             settings.base_url.trim_end_matches('/'),
@@ -321,7 +321,7 @@ impl HubSpot {
         }
         let response = match request.send().await {
             Ok(response) => response,
-            Err(error) => return Called::Whole(Err(crm_http::transport_error(&error))),
+            Err(error) => return Called::Whole(Err(client::transport_error(&error))),
         };
         let status = response.status().as_u16();
         let retry_after = response

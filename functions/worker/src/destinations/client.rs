@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use crate::destination::DestinationError;
+use crate::destinations::DestinationError;
 
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
 

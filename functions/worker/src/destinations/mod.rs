@@ -1,12 +1,22 @@
 //! The destination port: upsert leads so that running it again for the same
-//! receipts changes nothing more. One adapter per kind of destination
-//! (`http_crm`, `leads_table`, `hubspot`); the choice between them is
-//! wiring, in `main.rs`. The port holds only the trait and its types.
+//! receipts changes nothing more. One adapter per kind of destination, each
+//! in its own module with its settings (`http`, `leads_table`, `hubspot`,
+//! `salesforce`), and what the HTTP adapters share (`client`, `token`).
+//! The choice between them is wiring (`startup`); this file holds only the
+//! trait and its types.
+
 //!
 //! The handler hands a destination every lead of a stream batch or a pass
 //! page at once (`upsert_batch`): a CRM with a batch API writes them in as
 //! few calls as it can; the others write one by one, at most `concurrency`
 //! at a time.
+
+pub mod client;
+pub mod http;
+pub mod hubspot;
+pub mod leads_table;
+pub mod salesforce;
+pub mod token;
 
 use std::future::Future;
 use std::time::{Duration, Instant};

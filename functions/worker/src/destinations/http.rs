@@ -4,7 +4,7 @@
 //! idempotency keys on create.
 //!
 //! A 401 or 403 may mean the token was rotated: the adapter renews it (see
-//! `crm_token`) and retries once.
+//! `token`) and retries once.
 
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
@@ -14,9 +14,9 @@ use reqwest::header::RETRY_AFTER;
 use shared::delivery::{classify_status, parse_retry_after, StatusClass};
 use shared::{IdempotencyKey, Lead};
 
-use crate::crm_http;
-use crate::crm_token::{BearerToken, CrmToken, TokenSource};
-use crate::destination::{Destination, DestinationError, Upserted};
+use crate::destinations::client;
+use crate::destinations::token::{BearerToken, CrmToken, TokenSource};
+use crate::destinations::{Destination, DestinationError, Upserted};
 
 /// The placeholder in `CRM_URL` replaced by the URL-encoded submission id.
 pub const EXTERNAL_ID_PLACEHOLDER: &str = "{externalId}";
@@ -41,7 +41,7 @@ impl HttpCrm {
     /// and no redirects (a redirected PUT is a misconfigured URL, and
     /// following it could send the token elsewhere).
     pub fn new(url_template: String, token: Option<CrmToken>) -> Result<Self, reqwest::Error> {
-        let client = crm_http::client(REQUEST_TIMEOUT)?;
+        let client = client::client(REQUEST_TIMEOUT)?;
         Ok(HttpCrm {
             client,
             url_template,
@@ -94,7 +94,7 @@ impl HttpCrm {
         let response = request
             .send()
             .await
-            .map_err(|error| crm_http::transport_error(&error))?;
+            .map_err(|error| client::transport_error(&error))?;
         let status = response.status().as_u16();
         match classify_status(status) {
             StatusClass::Success => Ok(Upserted::Written),

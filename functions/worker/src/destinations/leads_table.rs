@@ -15,7 +15,7 @@ use aws_sdk_dynamodb::Client;
 use shared::store_errors::is_transient;
 use shared::{IdempotencyKey, Lead};
 
-use crate::destination::{Destination, DestinationError, Upserted};
+use crate::destinations::{Destination, DestinationError, Upserted};
 
 /// How the leads table identifies a lead.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
