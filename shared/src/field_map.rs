@@ -10,6 +10,9 @@
 
 use serde_json::{Map, Value};
 
+/// The variable that holds a CRM's field map (JSON).
+pub const FIELD_MAP: &str = "FIELD_MAP";
+
 use crate::lead::Lead;
 
 /// Where a CRM property's value comes from.

@@ -1,76 +1,51 @@
-//! The worker's configuration, read and checked once at init. Invalid
-//! combinations stop start-up with one message naming the variable; the CRM
-//! token is never part of a message.
+//! The worker's configuration, read and checked once at init: the common
+//! settings here, each destination's own in its module
+//! (`destinations::<name>`), which this one delegates to. Invalid
+//! combinations stop start-up with one message naming the variable; a CRM's
+//! credentials are never part of a message.
 
 use std::time::Duration;
 
 pub use shared::config::ConfigError;
 use shared::config::{dynamodb_endpoint, invalid, non_empty, number_in};
 use shared::delivery::Redelivery;
-use shared::field_map::FieldMap;
+pub use shared::field_map::FIELD_MAP;
 use shared::metrics::METRICS_NAMESPACE;
 use shared::Retention;
 
 use crate::decide::{DeliveryRules, DEFAULT_MAX_AGE_SECONDS};
 use crate::deliver::DEFAULT_RECONCILE_AFTER;
-pub use crate::destinations::http::EXTERNAL_ID_PLACEHOLDER;
-use crate::destinations::hubspot::{ApiVersion, HubSpotSettings, IdProperty};
-pub use crate::destinations::leads_table::LeadKey;
-use crate::destinations::salesforce::{ClientCredentials, SalesforceSettings};
-pub use crate::destinations::token::CrmToken;
+pub use crate::destinations::client::CRM_ALLOW_HTTP;
+use crate::destinations::http;
+pub use crate::destinations::http::{
+    CRM_TOKEN, CRM_TOKEN_SECRET_ARN, CRM_URL, EXTERNAL_ID_PLACEHOLDER,
+};
+pub use crate::destinations::hubspot::{
+    HubSpotSettings, HUBSPOT_API_VERSION, HUBSPOT_BASE_URL, HUBSPOT_ID_PROPERTY,
+    HUBSPOT_MESSAGE_PROPERTY, HUBSPOT_ONLY, HUBSPOT_TOKEN, HUBSPOT_TOKEN_SECRET_ARN,
+};
+use crate::destinations::leads_table;
+pub use crate::destinations::leads_table::{LeadKey, LEADS_TABLE, LEAD_KEY};
+pub use crate::destinations::salesforce::{
+    CredentialsSetting, SalesforceSettings, SALESFORCE_API_VERSION, SALESFORCE_CLIENT_ID,
+    SALESFORCE_CLIENT_SECRET, SALESFORCE_CREDENTIALS_SECRET_ARN, SALESFORCE_EXTERNAL_ID_FIELD,
+    SALESFORCE_LOGIN_URL, SALESFORCE_OBJECT, SALESFORCE_ONLY,
+};
+pub use crate::destinations::token::{CrmToken, TokenSetting};
 
 pub const RECEIPTS_TABLE: &str = "RECEIPTS_TABLE";
 pub const DESTINATION: &str = "DESTINATION";
-pub const CRM_URL: &str = "CRM_URL";
-pub const CRM_TOKEN: &str = "CRM_TOKEN";
-pub const CRM_TOKEN_SECRET_ARN: &str = "CRM_TOKEN_SECRET_ARN";
-pub const CRM_ALLOW_HTTP: &str = "CRM_ALLOW_HTTP";
-pub const LEADS_TABLE: &str = "LEADS_TABLE";
-pub const LEAD_KEY: &str = "LEAD_KEY";
 pub const WORKER_CONCURRENCY: &str = "WORKER_CONCURRENCY";
 pub const DELIVERY_MAX_AGE_SECONDS: &str = "DELIVERY_MAX_AGE_SECONDS";
 pub const RECEIPT_RETENTION_DAYS: &str = "RECEIPT_RETENTION_DAYS";
 pub const RECONCILE_AFTER_SECONDS: &str = "RECONCILE_AFTER_SECONDS";
 pub const REDELIVERY_BASE_SECONDS: &str = "REDELIVERY_BASE_SECONDS";
 pub const REDELIVERY_MAX_SECONDS: &str = "REDELIVERY_MAX_SECONDS";
-pub const HUBSPOT_TOKEN: &str = "HUBSPOT_TOKEN";
-pub const HUBSPOT_TOKEN_SECRET_ARN: &str = "HUBSPOT_TOKEN_SECRET_ARN";
-pub const HUBSPOT_BASE_URL: &str = "HUBSPOT_BASE_URL";
-pub const HUBSPOT_API_VERSION: &str = "HUBSPOT_API_VERSION";
-pub const HUBSPOT_ID_PROPERTY: &str = "HUBSPOT_ID_PROPERTY";
-pub const HUBSPOT_MESSAGE_PROPERTY: &str = "HUBSPOT_MESSAGE_PROPERTY";
-pub const FIELD_MAP: &str = "FIELD_MAP";
-pub const SALESFORCE_LOGIN_URL: &str = "SALESFORCE_LOGIN_URL";
-pub const SALESFORCE_CLIENT_ID: &str = "SALESFORCE_CLIENT_ID";
-pub const SALESFORCE_CLIENT_SECRET: &str = "SALESFORCE_CLIENT_SECRET";
-pub const SALESFORCE_CREDENTIALS_SECRET_ARN: &str = "SALESFORCE_CREDENTIALS_SECRET_ARN";
-pub const SALESFORCE_OBJECT: &str = "SALESFORCE_OBJECT";
-pub const SALESFORCE_EXTERNAL_ID_FIELD: &str = "SALESFORCE_EXTERNAL_ID_FIELD";
-pub const SALESFORCE_API_VERSION: &str = "SALESFORCE_API_VERSION";
 
 /// Variables of the `http` destination only.
 const HTTP_ONLY: &[&str] = &[CRM_URL, CRM_TOKEN, CRM_TOKEN_SECRET_ARN];
 /// Variables of the `dynamodb` destination only.
 const DYNAMODB_ONLY: &[&str] = &[LEADS_TABLE, LEAD_KEY];
-/// Variables of the `hubspot` destination only.
-const HUBSPOT_ONLY: &[&str] = &[
-    HUBSPOT_TOKEN,
-    HUBSPOT_TOKEN_SECRET_ARN,
-    HUBSPOT_BASE_URL,
-    HUBSPOT_API_VERSION,
-    HUBSPOT_ID_PROPERTY,
-    HUBSPOT_MESSAGE_PROPERTY,
-];
-/// Variables of the `salesforce` destination only.
-const SALESFORCE_ONLY: &[&str] = &[
-    SALESFORCE_LOGIN_URL,
-    SALESFORCE_CLIENT_ID,
-    SALESFORCE_CLIENT_SECRET,
-    SALESFORCE_CREDENTIALS_SECRET_ARN,
-    SALESFORCE_OBJECT,
-    SALESFORCE_EXTERNAL_ID_FIELD,
-    SALESFORCE_API_VERSION,
-];
 /// Variables of the CRM destinations with a field map.
 const MAPPED_ONLY: &[&str] = &[FIELD_MAP];
 
@@ -111,25 +86,6 @@ pub enum DestinationConfig {
     },
 }
 
-/// Where Salesforce's client credentials come from.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum CredentialsSetting {
-    /// `SALESFORCE_CLIENT_ID` and `SALESFORCE_CLIENT_SECRET`, for local use.
-    Inline(ClientCredentials),
-    /// `SALESFORCE_CREDENTIALS_SECRET_ARN`: `{"client_id", "client_secret"}`.
-    SecretsManager(String),
-}
-
-/// Where the CRM token comes from, if the CRM needs one.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum TokenSetting {
-    None,
-    /// `CRM_TOKEN`, for local use.
-    Inline(CrmToken),
-    /// `CRM_TOKEN_SECRET_ARN`: read from Secrets Manager once, at init.
-    SecretsManager(String),
-}
-
 impl Config {
     pub fn from_env() -> Result<Self, ConfigError> {
         Self::from_lookup(|name| std::env::var(name).ok())
@@ -164,13 +120,8 @@ impl Config {
                 forbid(HUBSPOT_ONLY, "http")?;
                 forbid(SALESFORCE_ONLY, "http")?;
                 forbid(MAPPED_ONLY, "http")?;
-                let url = get(CRM_URL).ok_or(ConfigError::Missing(CRM_URL))?;
-                check_crm_url(url.trim(), allow_http)?;
-                let token = token_setting(&get, CRM_TOKEN, CRM_TOKEN_SECRET_ARN)?;
-                DestinationConfig::Http {
-                    url: url.trim().to_owned(),
-                    token,
-                }
+                let (url, token) = http::settings_from_lookup(&get, allow_http)?;
+                DestinationConfig::Http { url, token }
             }
             Some("dynamodb") => {
                 forbid(HTTP_ONLY, "dynamodb")?;
@@ -178,14 +129,9 @@ impl Config {
                 forbid(SALESFORCE_ONLY, "dynamodb")?;
                 forbid(MAPPED_ONLY, "dynamodb")?;
                 forbid(&[CRM_ALLOW_HTTP], "dynamodb")?;
-                let leads_table = get(LEADS_TABLE).ok_or(ConfigError::Missing(LEADS_TABLE))?;
-                let lead_key = match get(LEAD_KEY).as_deref().map(str::trim) {
-                    None | Some("submission") => LeadKey::Submission,
-                    Some("email") => LeadKey::Email,
-                    Some(_) => return Err(invalid(LEAD_KEY, "expected submission or email")),
-                };
+                let (leads_table, lead_key) = leads_table::settings_from_lookup(&get)?;
                 DestinationConfig::Dynamodb {
-                    leads_table: leads_table.trim().to_owned(),
+                    leads_table,
                     lead_key,
                 }
             }
@@ -193,68 +139,18 @@ impl Config {
                 forbid(HTTP_ONLY, "hubspot")?;
                 forbid(DYNAMODB_ONLY, "hubspot")?;
                 forbid(SALESFORCE_ONLY, "hubspot")?;
-                let token = match token_setting(&get, HUBSPOT_TOKEN, HUBSPOT_TOKEN_SECRET_ARN)? {
-                    TokenSetting::None => {
-                        return Err(ConfigError::Missing(
-                            "HUBSPOT_TOKEN or HUBSPOT_TOKEN_SECRET_ARN",
-                        ))
-                    }
-                    token => token,
-                };
-                let base_url = get(HUBSPOT_BASE_URL)
-                    .map(|url| url.trim().trim_end_matches('/').to_owned())
-                    .unwrap_or_else(|| crate::destinations::hubspot::DEFAULT_BASE_URL.to_owned());
-                check_base_url(HUBSPOT_BASE_URL, &base_url, allow_http)?;
-                let api_version = get(HUBSPOT_API_VERSION).unwrap_or_else(|| {
-                    crate::destinations::hubspot::DEFAULT_API_VERSION.to_owned()
-                });
-                let api_version = ApiVersion::parse(&api_version).ok_or_else(|| {
-                    invalid(HUBSPOT_API_VERSION, "expected v3 or a date version YYYY-MM")
-                })?;
-                let id_property = match get(HUBSPOT_ID_PROPERTY).as_deref().map(str::trim) {
-                    None | Some("email") => IdProperty::Email,
-                    Some(name) if is_property_name(name) => IdProperty::Custom(name.to_owned()),
-                    Some(_) => {
-                        return Err(invalid(
-                            HUBSPOT_ID_PROPERTY,
-                            "expected email or a property's internal name (letters, digits, _)",
-                        ))
-                    }
-                };
-                let field_map = match get(FIELD_MAP) {
-                    Some(text) => {
-                        if get(HUBSPOT_MESSAGE_PROPERTY).is_some() {
-                            return Err(invalid(
-                                HUBSPOT_MESSAGE_PROPERTY,
-                                "applies only without FIELD_MAP (map the message there); unset it",
-                            ));
-                        }
-                        FieldMap::parse(&text)
-                            .map_err(|error| invalid(FIELD_MAP, error.to_string()))?
-                    }
-                    None => FieldMap::hubspot_default(get(HUBSPOT_MESSAGE_PROPERTY).as_deref()),
-                };
-                if let Some(bad) = field_map.properties().find(|p| !is_property_name(p)) {
-                    return Err(invalid(
-                        FIELD_MAP,
-                        format!("names {bad:?}, which is not a HubSpot property's internal name (letters, digits, _)"),
-                    ));
-                }
-                DestinationConfig::Hubspot {
-                    settings: HubSpotSettings {
-                        base_url,
-                        api_version,
-                        id_property,
-                        field_map,
-                    },
-                    token,
-                }
+                let (settings, token) = HubSpotSettings::from_lookup(&get, allow_http)?;
+                DestinationConfig::Hubspot { settings, token }
             }
             Some("salesforce") => {
                 forbid(HTTP_ONLY, "salesforce")?;
                 forbid(DYNAMODB_ONLY, "salesforce")?;
                 forbid(HUBSPOT_ONLY, "salesforce")?;
-                salesforce_config(&get, allow_http)?
+                let (settings, credentials) = SalesforceSettings::from_lookup(&get, allow_http)?;
+                DestinationConfig::Salesforce {
+                    settings,
+                    credentials,
+                }
             }
             Some(_) => {
                 return Err(invalid(
@@ -354,215 +250,12 @@ fn seconds(
     }
 }
 
-/// `DESTINATION=salesforce`'s variables.
-fn salesforce_config(
-    get: &impl Fn(&str) -> Option<String>,
-    allow_http: bool,
-) -> Result<DestinationConfig, ConfigError> {
-    let login_url = get(SALESFORCE_LOGIN_URL)
-        .ok_or(ConfigError::Missing(SALESFORCE_LOGIN_URL))?
-        .trim()
-        .trim_end_matches('/')
-        .to_owned();
-    check_base_url(SALESFORCE_LOGIN_URL, &login_url, allow_http)?;
-    let credentials = match (
-        get(SALESFORCE_CLIENT_ID),
-        get(SALESFORCE_CLIENT_SECRET),
-        get(SALESFORCE_CREDENTIALS_SECRET_ARN),
-    ) {
-        (Some(id), Some(secret), None) => CredentialsSetting::Inline(
-            ClientCredentials::new(&id, &secret)
-                .ok_or_else(|| invalid(SALESFORCE_CLIENT_ID, "is blank"))?,
-        ),
-        (None, None, Some(arn)) if arn.trim().starts_with("arn:") => {
-            CredentialsSetting::SecretsManager(arn.trim().to_owned())
-        }
-        (None, None, Some(_)) => {
-            return Err(invalid(
-                SALESFORCE_CREDENTIALS_SECRET_ARN,
-                "must be a Secrets Manager secret ARN (arn:...)",
-            ))
-        }
-        (None, None, None) => {
-            return Err(ConfigError::Missing(
-                "SALESFORCE_CLIENT_ID and SALESFORCE_CLIENT_SECRET, or SALESFORCE_CREDENTIALS_SECRET_ARN",
-            ))
-        }
-        (Some(_), None, None) => return Err(ConfigError::Missing(SALESFORCE_CLIENT_SECRET)),
-        (None, Some(_), None) => return Err(ConfigError::Missing(SALESFORCE_CLIENT_ID)),
-        (_, _, Some(_)) => {
-            return Err(invalid(
-                SALESFORCE_CREDENTIALS_SECRET_ARN,
-                "set either it or SALESFORCE_CLIENT_ID and SALESFORCE_CLIENT_SECRET, not both",
-            ))
-        }
-    };
-    let name = |variable: &'static str, default: &str| -> Result<String, ConfigError> {
-        let value = get(variable).unwrap_or_else(|| default.to_owned());
-        let value = value.trim();
-        if is_property_name(value) {
-            Ok(value.to_owned())
-        } else {
-            Err(invalid(
-                variable,
-                "expected an API name (letters, digits, _)",
-            ))
-        }
-    };
-    let object = name(
-        SALESFORCE_OBJECT,
-        crate::destinations::salesforce::DEFAULT_OBJECT,
-    )?;
-    let external_id_field = name(
-        SALESFORCE_EXTERNAL_ID_FIELD,
-        crate::destinations::salesforce::DEFAULT_EXTERNAL_ID_FIELD,
-    )?;
-    let api_version = salesforce_version(
-        &get(SALESFORCE_API_VERSION)
-            .unwrap_or_else(|| crate::destinations::salesforce::DEFAULT_API_VERSION.to_owned()),
-    )
-    .ok_or_else(|| {
-        invalid(
-            SALESFORCE_API_VERSION,
-            "expected a version from v46.0 on, such as v67.0 (sObject Collections upsert needs 46.0)",
-        )
-    })?;
-    let field_map = match get(FIELD_MAP) {
-        Some(text) => {
-            FieldMap::parse(&text).map_err(|error| invalid(FIELD_MAP, error.to_string()))?
-        }
-        None => FieldMap::salesforce_default(),
-    };
-    if let Some(bad) = field_map.properties().find(|p| !is_property_name(p)) {
-        return Err(invalid(
-            FIELD_MAP,
-            format!(
-                "names {bad:?}, which is not a Salesforce field's API name (letters, digits, _)"
-            ),
-        ));
-    }
-    let field_map = if object == "Lead" {
-        field_map.with_lead_requirements()
-    } else {
-        field_map
-    };
-    Ok(DestinationConfig::Salesforce {
-        settings: SalesforceSettings {
-            login_url,
-            api_version,
-            object,
-            external_id_field,
-            field_map,
-        },
-        credentials,
-    })
-}
-
-/// `v67.0` or `67.0`, from 46.0 on, as `v67.0`.
-fn salesforce_version(raw: &str) -> Option<String> {
-    let number = raw.trim().trim_start_matches('v');
-    let (major, minor) = number.split_once('.')?;
-    let major: u32 = major.parse().ok()?;
-    (minor == "0" && (46..1000).contains(&major)).then(|| format!("v{major}.0"))
-}
-
-/// Where a CRM token comes from: `inline` (local use) or `arn` (Secrets
-/// Manager), not both; `None` when neither is set.
-fn token_setting(
-    get: &impl Fn(&str) -> Option<String>,
-    inline: &'static str,
-    arn: &'static str,
-) -> Result<TokenSetting, ConfigError> {
-    match (get(inline).as_deref().and_then(CrmToken::new), get(arn)) {
-        (None, None) => Ok(TokenSetting::None),
-        (Some(token), None) => Ok(TokenSetting::Inline(token)),
-        (None, Some(value)) if value.trim().starts_with("arn:") => {
-            Ok(TokenSetting::SecretsManager(value.trim().to_owned()))
-        }
-        (None, Some(_)) => Err(invalid(
-            arn,
-            "must be a Secrets Manager secret ARN (arn:...)",
-        )),
-        (Some(_), Some(_)) => Err(invalid(
-            arn,
-            format!("set either {inline} or {arn}, not both"),
-        )),
-    }
-}
-
-/// A HubSpot property's internal name: what `FIELD_MAP` and
-/// `HUBSPOT_ID_PROPERTY` must use (labels have spaces; names do not).
-fn is_property_name(name: &str) -> bool {
-    !name.is_empty()
-        && name.len() <= 100
-        && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
-}
-
-/// A CRM's base URL: absolute, https (http only to loopback or with
-/// `CRM_ALLOW_HTTP=true`), no query. Messages never quote it.
-fn check_base_url(name: &'static str, url: &str, allow_http: bool) -> Result<(), ConfigError> {
-    let parsed = reqwest::Url::parse(url).map_err(|_| invalid(name, "is not an absolute URL"))?;
-    if parsed.query().is_some() || parsed.fragment().is_some() {
-        return Err(invalid(name, "must have no query or fragment"));
-    }
-    check_scheme(name, &parsed, allow_http)
-}
-
-/// https, or http to a loopback host or with `CRM_ALLOW_HTTP=true`.
-fn check_scheme(
-    name: &'static str,
-    parsed: &reqwest::Url,
-    allow_http: bool,
-) -> Result<(), ConfigError> {
-    let Some(host) = parsed.host_str().filter(|host| !host.is_empty()) else {
-        return Err(invalid(name, "must be an https:// URL with a host"));
-    };
-    let loopback = host.eq_ignore_ascii_case("localhost")
-        || host
-            .trim_start_matches('[')
-            .trim_end_matches(']')
-            .parse::<std::net::IpAddr>()
-            .is_ok_and(|address| address.is_loopback());
-    match parsed.scheme() {
-        "https" => Ok(()),
-        "http" if loopback || allow_http => Ok(()),
-        "http" => Err(invalid(
-            name,
-            format!("must be https:// (http:// sends the CRM token in clear text; it is allowed for loopback addresses, or with {CRM_ALLOW_HTTP}=true for local runs)"),
-        )),
-        _ => Err(invalid(name, "must be an https:// URL with a host")),
-    }
-}
-
-/// `CRM_URL` must be an absolute URL with `{externalId}` exactly once, in
-/// its path (or every lead would be written to one URL and overwrite the
-/// others), and https, since the token travels with every call: plain http
-/// only to a loopback address, or with `CRM_ALLOW_HTTP=true` (local runs in
-/// containers, whose host is not loopback). Messages never quote the URL: it
-/// may carry a credential.
-fn check_crm_url(url: &str, allow_http: bool) -> Result<(), ConfigError> {
-    const MARKER: &str = "externalid-placeholder-marker";
-    if url.matches(EXTERNAL_ID_PLACEHOLDER).count() != 1 {
-        return Err(invalid(
-            CRM_URL,
-            "must contain {externalId} exactly once, in the path: each lead needs its own URL",
-        ));
-    }
-    let filled = url.replace(EXTERNAL_ID_PLACEHOLDER, MARKER);
-    let parsed =
-        reqwest::Url::parse(&filled).map_err(|_| invalid(CRM_URL, "is not an absolute URL"))?;
-    if !parsed.path().contains(MARKER) {
-        return Err(invalid(
-            CRM_URL,
-            "must contain {externalId} exactly once, in the path: each lead needs its own URL",
-        ));
-    }
-    check_scheme(CRM_URL, &parsed, allow_http)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::destinations::hubspot::{ApiVersion, IdProperty};
+    use crate::destinations::salesforce::ClientCredentials;
+    use shared::field_map::FieldMap;
     use std::collections::HashMap;
 
     /// A case name, the environment, and the error it must give.

@@ -1,7 +1,7 @@
 //! The worker's decisions, as pure functions: what a stream record or a
 //! stored receipt asks for (`decode_*`), and what the destination's answer
 //! means for the receipt (`settle`). The stream handler and the
-//! reconciliation pass both decide here and act in `handler`.
+//! reconciliation pass both decide here and act in `deliver`.
 
 use std::time::{Duration, SystemTime};
 

@@ -18,7 +18,7 @@ use worker::ledger::dynamodb::{self, sdk_loader, DynamoLedger};
 use worker::secrets::{http_crm, hubspot, salesforce};
 use worker::{Config, Worker};
 
-/// The destination chosen by `DESTINATION`, as one type for the handler.
+/// The destination chosen by `DESTINATION`, as one type for the worker.
 enum ConfiguredDestination {
     Http(HttpCrm),
     LeadsTable(LeadsTable),

@@ -4,6 +4,8 @@
 
 use std::time::Duration;
 
+use shared::config::{invalid, ConfigError};
+
 use crate::destinations::DestinationError;
 
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
@@ -33,5 +35,56 @@ pub fn transport_error(error: &reqwest::Error) -> DestinationError {
         DestinationError::retryable("connection failed")
     } else {
         DestinationError::retryable("transport error")
+    }
+}
+
+/// `CRM_ALLOW_HTTP=true` allows `http://` to any host: local runs only.
+pub const CRM_ALLOW_HTTP: &str = "CRM_ALLOW_HTTP";
+
+/// A CRM's internal name for a property or field, as `FIELD_MAP` and the
+/// id settings must give it: letters, digits and `_` (labels have spaces).
+pub(crate) fn is_property_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 100
+        && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+}
+
+/// A CRM's base URL: absolute, https (http only to loopback or with
+/// `CRM_ALLOW_HTTP=true`), no query. Messages never quote it.
+pub(crate) fn check_base_url(
+    name: &'static str,
+    url: &str,
+    allow_http: bool,
+) -> Result<(), ConfigError> {
+    let parsed = reqwest::Url::parse(url).map_err(|_| invalid(name, "is not an absolute URL"))?;
+    if parsed.query().is_some() || parsed.fragment().is_some() {
+        return Err(invalid(name, "must have no query or fragment"));
+    }
+    check_scheme(name, &parsed, allow_http)
+}
+
+/// https, or http to a loopback host or with `CRM_ALLOW_HTTP=true`.
+pub(crate) fn check_scheme(
+    name: &'static str,
+    parsed: &reqwest::Url,
+    allow_http: bool,
+) -> Result<(), ConfigError> {
+    let Some(host) = parsed.host_str().filter(|host| !host.is_empty()) else {
+        return Err(invalid(name, "must be an https:// URL with a host"));
+    };
+    let loopback = host.eq_ignore_ascii_case("localhost")
+        || host
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|address| address.is_loopback());
+    match parsed.scheme() {
+        "https" => Ok(()),
+        "http" if loopback || allow_http => Ok(()),
+        "http" => Err(invalid(
+            name,
+            format!("must be https:// (http:// sends the CRM token in clear text; it is allowed for loopback addresses, or with {CRM_ALLOW_HTTP}=true for local runs)"),
+        )),
+        _ => Err(invalid(name, "must be an https:// URL with a host")),
     }
 }

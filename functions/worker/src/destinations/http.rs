@@ -14,7 +14,10 @@ use reqwest::header::RETRY_AFTER;
 use shared::delivery::{classify_status, parse_retry_after, StatusClass};
 use shared::{IdempotencyKey, Lead};
 
-use crate::destinations::client;
+use shared::config::{invalid, ConfigError};
+
+use crate::destinations::client::{self, check_scheme};
+use crate::destinations::token::{token_setting, TokenSetting};
 use crate::destinations::token::{BearerToken, CrmToken, TokenSource};
 use crate::destinations::{Destination, DestinationError, Upserted};
 
@@ -114,6 +117,51 @@ impl HttpCrm {
             }),
         }
     }
+}
+
+/// The upsert URL, with `{externalId}` where the submission id goes.
+pub const CRM_URL: &str = "CRM_URL";
+/// The bearer token inline, for local use.
+pub const CRM_TOKEN: &str = "CRM_TOKEN";
+/// The bearer token's Secrets Manager secret.
+pub const CRM_TOKEN_SECRET_ARN: &str = "CRM_TOKEN_SECRET_ARN";
+
+/// `DESTINATION=http`'s settings: the upsert URL and where its token comes
+/// from.
+pub fn settings_from_lookup(
+    get: &impl Fn(&str) -> Option<String>,
+    allow_http: bool,
+) -> Result<(String, TokenSetting), ConfigError> {
+    let url = get(CRM_URL).ok_or(ConfigError::Missing(CRM_URL))?;
+    check_crm_url(url.trim(), allow_http)?;
+    let token = token_setting(get, CRM_TOKEN, CRM_TOKEN_SECRET_ARN)?;
+    Ok((url.trim().to_owned(), token))
+}
+
+/// `CRM_URL` must be an absolute URL with `{externalId}` exactly once, in
+/// its path (or every lead would be written to one URL and overwrite the
+/// others), and https, since the token travels with every call: plain http
+/// only to a loopback address, or with `CRM_ALLOW_HTTP=true` (local runs in
+/// containers, whose host is not loopback). Messages never quote the URL: it
+/// may carry a credential.
+pub(crate) fn check_crm_url(url: &str, allow_http: bool) -> Result<(), ConfigError> {
+    const MARKER: &str = "externalid-placeholder-marker";
+    if url.matches(EXTERNAL_ID_PLACEHOLDER).count() != 1 {
+        return Err(invalid(
+            CRM_URL,
+            "must contain {externalId} exactly once, in the path: each lead needs its own URL",
+        ));
+    }
+    let filled = url.replace(EXTERNAL_ID_PLACEHOLDER, MARKER);
+    let parsed =
+        reqwest::Url::parse(&filled).map_err(|_| invalid(CRM_URL, "is not an absolute URL"))?;
+    if !parsed.path().contains(MARKER) {
+        return Err(invalid(
+            CRM_URL,
+            "must contain {externalId} exactly once, in the path: each lead needs its own URL",
+        ));
+    }
+    check_scheme(CRM_URL, &parsed, allow_http)
 }
 
 #[cfg(test)]

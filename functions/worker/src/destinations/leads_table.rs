@@ -15,6 +15,8 @@ use aws_sdk_dynamodb::Client;
 use shared::store_errors::is_transient;
 use shared::{IdempotencyKey, Lead};
 
+use shared::config::{invalid, ConfigError};
+
 use crate::destinations::{Destination, DestinationError, Upserted};
 
 /// How the leads table identifies a lead.
@@ -120,6 +122,24 @@ impl Destination for LeadsTable {
             Err(_) => Err(DestinationError::retryable("store unreachable")),
         }
     }
+}
+
+/// The leads table.
+pub const LEADS_TABLE: &str = "LEADS_TABLE";
+/// `submission` or `email`: what makes two submissions one lead.
+pub const LEAD_KEY: &str = "LEAD_KEY";
+
+/// `DESTINATION=dynamodb`'s settings: the table and its key.
+pub fn settings_from_lookup(
+    get: &impl Fn(&str) -> Option<String>,
+) -> Result<(String, LeadKey), ConfigError> {
+    let leads_table = get(LEADS_TABLE).ok_or(ConfigError::Missing(LEADS_TABLE))?;
+    let lead_key = match get(LEAD_KEY).as_deref().map(str::trim) {
+        None | Some("submission") => LeadKey::Submission,
+        Some("email") => LeadKey::Email,
+        Some(_) => return Err(invalid(LEAD_KEY, "expected submission or email")),
+    };
+    Ok((leads_table.trim().to_owned(), lead_key))
 }
 
 #[cfg(test)]

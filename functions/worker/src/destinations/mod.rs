@@ -6,7 +6,7 @@
 //! trait and its types.
 
 //!
-//! The handler hands a destination every lead of a stream batch or a pass
+//! The delivery core hands a destination every lead of a stream batch or a pass
 //! page at once (`upsert_batch`): a CRM with a batch API writes them in as
 //! few calls as it can; the others write one by one, at most `concurrency`
 //! at a time.

@@ -8,6 +8,7 @@ use std::pin::Pin;
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
+use shared::config::{invalid, ConfigError};
 use shared::refresh::RefreshGate;
 
 /// A CRM's bearer token. Its `Debug` never shows it.
@@ -106,5 +107,39 @@ impl BearerToken {
                 false
             }
         }
+    }
+}
+
+/// Where the CRM token comes from, if the CRM needs one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TokenSetting {
+    None,
+    /// `CRM_TOKEN`, for local use.
+    Inline(CrmToken),
+    /// `CRM_TOKEN_SECRET_ARN`: read from Secrets Manager once, at init.
+    SecretsManager(String),
+}
+
+/// Where a CRM token comes from: `inline` (local use) or `arn` (Secrets
+/// Manager), not both; `None` when neither is set.
+pub(crate) fn token_setting(
+    get: &impl Fn(&str) -> Option<String>,
+    inline: &'static str,
+    arn: &'static str,
+) -> Result<TokenSetting, ConfigError> {
+    match (get(inline).as_deref().and_then(CrmToken::new), get(arn)) {
+        (None, None) => Ok(TokenSetting::None),
+        (Some(token), None) => Ok(TokenSetting::Inline(token)),
+        (None, Some(value)) if value.trim().starts_with("arn:") => {
+            Ok(TokenSetting::SecretsManager(value.trim().to_owned()))
+        }
+        (None, Some(_)) => Err(invalid(
+            arn,
+            "must be a Secrets Manager secret ARN (arn:...)",
+        )),
+        (Some(_), Some(_)) => Err(invalid(
+            arn,
+            format!("set either {inline} or {arn}, not both"),
+        )),
     }
 }

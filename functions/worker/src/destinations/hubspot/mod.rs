@@ -32,18 +32,11 @@ use shared::field_map::FieldMap;
 use shared::{IdempotencyKey, Lead};
 
 use crate::destinations::client;
+
+mod settings;
 use crate::destinations::token::{BearerToken, CrmToken, TokenSource};
 use crate::destinations::{Answer, Destination, DestinationError, Upserted, Write};
-
-pub const DEFAULT_BASE_URL: &str = "https://api.hubapi.com";
-
-/// The newest date version HubSpot documents for contacts batch upsert
-/// (see the module's pages): path `/crm/objects/2026-09/contacts/batch/upsert`.
-/// From 2026-09 HubSpot applies an account's own validation rules to API
-/// writes (<https://developers.hubspot.com/changelog/crm-api-write-validation-enforcement>):
-/// a lead that breaks one is refused with a 400 for the whole call, which
-/// `send` narrows to that lead.
-pub const DEFAULT_API_VERSION: &str = "2026-09";
+pub use settings::*;
 
 /// Inputs HubSpot takes per batch call.
 pub const MAX_INPUTS: usize = 100;
@@ -62,61 +55,6 @@ const LOCKED_WAIT: Duration = Duration::from_secs(2);
 const MIGRATION_WAIT: Duration = Duration::from_secs(3600);
 
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(15);
-
-/// `HUBSPOT_API_VERSION`: `v3`, or a date version `YYYY-MM`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ApiVersion {
-    V3,
-    Dated(String),
-}
-
-impl ApiVersion {
-    pub fn parse(raw: &str) -> Option<Self> {
-        let raw = raw.trim();
-        if raw == "v3" {
-            return Some(ApiVersion::V3);
-        }
-        let (year, month) = raw.split_once('-')?;
-        let month_ok = month.len() == 2 && month.parse::<u8>().is_ok_and(|m| (1..=12).contains(&m));
-        let year_ok = year.len() == 4 && year.bytes().all(|b| b.is_ascii_digit());
-        (year_ok && month_ok).then(|| ApiVersion::Dated(raw.to_owned()))
-    }
-
-    pub fn upsert_path(&self) -> String {
-        match self {
-            ApiVersion::V3 => "/crm/v3/objects/contacts/batch/upsert".to_owned(),
-            ApiVersion::Dated(date) => format!("/crm/objects/{date}/contacts/batch/upsert"),
-        }
-    }
-}
-
-/// `HUBSPOT_ID_PROPERTY`: what makes two submissions one contact.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum IdProperty {
-    /// One contact per person: the email, trimmed and lower-cased.
-    Email,
-    /// One contact per submission: a custom property with unique values
-    /// holding the submission id.
-    Custom(String),
-}
-
-impl IdProperty {
-    pub fn name(&self) -> &str {
-        match self {
-            IdProperty::Email => "email",
-            IdProperty::Custom(name) => name,
-        }
-    }
-}
-
-/// Everything but the token.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct HubSpotSettings {
-    pub base_url: String,
-    pub api_version: ApiVersion,
-    pub id_property: IdProperty,
-    pub field_map: FieldMap,
-}
 
 pub struct HubSpot {
     client: reqwest::Client,

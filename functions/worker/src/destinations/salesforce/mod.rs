@@ -33,8 +33,11 @@ use shared::field_map::FieldMap;
 use shared::{IdempotencyKey, Lead};
 
 use crate::destinations::client;
+
+mod settings;
 use crate::destinations::token::{CrmToken, TokenError};
 use crate::destinations::{Answer, Destination, DestinationError, Upserted, Write};
+pub use settings::*;
 use shared::refresh::RefreshGate;
 
 /// The newest generally available version in Salesforce's version list

@@ -1,0 +1,153 @@
+//! `DESTINATION=hubspot`'s settings, read from the environment once at
+//! init: the base URL, the API version, what keys a contact, the field map,
+//! and where the token comes from.
+
+use shared::config::{invalid, ConfigError};
+use shared::field_map::{FieldMap, FIELD_MAP};
+
+use crate::destinations::client::{check_base_url, is_property_name};
+use crate::destinations::token::{token_setting, TokenSetting};
+
+pub const HUBSPOT_TOKEN: &str = "HUBSPOT_TOKEN";
+pub const HUBSPOT_TOKEN_SECRET_ARN: &str = "HUBSPOT_TOKEN_SECRET_ARN";
+pub const HUBSPOT_BASE_URL: &str = "HUBSPOT_BASE_URL";
+pub const HUBSPOT_API_VERSION: &str = "HUBSPOT_API_VERSION";
+pub const HUBSPOT_ID_PROPERTY: &str = "HUBSPOT_ID_PROPERTY";
+pub const HUBSPOT_MESSAGE_PROPERTY: &str = "HUBSPOT_MESSAGE_PROPERTY";
+
+/// Variables of the `hubspot` destination only.
+pub const HUBSPOT_ONLY: &[&str] = &[
+    HUBSPOT_TOKEN,
+    HUBSPOT_TOKEN_SECRET_ARN,
+    HUBSPOT_BASE_URL,
+    HUBSPOT_API_VERSION,
+    HUBSPOT_ID_PROPERTY,
+    HUBSPOT_MESSAGE_PROPERTY,
+];
+
+pub const DEFAULT_BASE_URL: &str = "https://api.hubapi.com";
+
+/// The newest date version HubSpot documents for contacts batch upsert
+/// (see the module's pages): path `/crm/objects/2026-09/contacts/batch/upsert`.
+/// From 2026-09 HubSpot applies an account's own validation rules to API
+/// writes (<https://developers.hubspot.com/changelog/crm-api-write-validation-enforcement>):
+/// a lead that breaks one is refused with a 400 for the whole call, which
+/// `send` narrows to that lead.
+pub const DEFAULT_API_VERSION: &str = "2026-09";
+
+/// `HUBSPOT_API_VERSION`: `v3`, or a date version `YYYY-MM`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ApiVersion {
+    V3,
+    Dated(String),
+}
+
+impl ApiVersion {
+    pub fn parse(raw: &str) -> Option<Self> {
+        let raw = raw.trim();
+        if raw == "v3" {
+            return Some(ApiVersion::V3);
+        }
+        let (year, month) = raw.split_once('-')?;
+        let month_ok = month.len() == 2 && month.parse::<u8>().is_ok_and(|m| (1..=12).contains(&m));
+        let year_ok = year.len() == 4 && year.bytes().all(|b| b.is_ascii_digit());
+        (year_ok && month_ok).then(|| ApiVersion::Dated(raw.to_owned()))
+    }
+
+    pub fn upsert_path(&self) -> String {
+        match self {
+            ApiVersion::V3 => "/crm/v3/objects/contacts/batch/upsert".to_owned(),
+            ApiVersion::Dated(date) => format!("/crm/objects/{date}/contacts/batch/upsert"),
+        }
+    }
+}
+
+/// `HUBSPOT_ID_PROPERTY`: what makes two submissions one contact.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum IdProperty {
+    /// One contact per person: the email, trimmed and lower-cased.
+    Email,
+    /// One contact per submission: a custom property with unique values
+    /// holding the submission id.
+    Custom(String),
+}
+
+impl IdProperty {
+    pub fn name(&self) -> &str {
+        match self {
+            IdProperty::Email => "email",
+            IdProperty::Custom(name) => name,
+        }
+    }
+}
+
+/// Everything but the token.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HubSpotSettings {
+    pub base_url: String,
+    pub api_version: ApiVersion,
+    pub id_property: IdProperty,
+    pub field_map: FieldMap,
+}
+
+impl HubSpotSettings {
+    /// `DESTINATION=hubspot`'s settings and where its token comes from.
+    pub fn from_lookup(
+        get: &impl Fn(&str) -> Option<String>,
+        allow_http: bool,
+    ) -> Result<(Self, TokenSetting), ConfigError> {
+        let token = match token_setting(get, HUBSPOT_TOKEN, HUBSPOT_TOKEN_SECRET_ARN)? {
+            TokenSetting::None => {
+                return Err(ConfigError::Missing(
+                    "HUBSPOT_TOKEN or HUBSPOT_TOKEN_SECRET_ARN",
+                ))
+            }
+            token => token,
+        };
+        let base_url = get(HUBSPOT_BASE_URL)
+            .map(|url| url.trim().trim_end_matches('/').to_owned())
+            .unwrap_or_else(|| DEFAULT_BASE_URL.to_owned());
+        check_base_url(HUBSPOT_BASE_URL, &base_url, allow_http)?;
+        let api_version =
+            get(HUBSPOT_API_VERSION).unwrap_or_else(|| DEFAULT_API_VERSION.to_owned());
+        let api_version = ApiVersion::parse(&api_version)
+            .ok_or_else(|| invalid(HUBSPOT_API_VERSION, "expected v3 or a date version YYYY-MM"))?;
+        let id_property = match get(HUBSPOT_ID_PROPERTY).as_deref().map(str::trim) {
+            None | Some("email") => IdProperty::Email,
+            Some(name) if is_property_name(name) => IdProperty::Custom(name.to_owned()),
+            Some(_) => {
+                return Err(invalid(
+                    HUBSPOT_ID_PROPERTY,
+                    "expected email or a property's internal name (letters, digits, _)",
+                ))
+            }
+        };
+        let field_map = match get(FIELD_MAP) {
+            Some(text) => {
+                if get(HUBSPOT_MESSAGE_PROPERTY).is_some() {
+                    return Err(invalid(
+                        HUBSPOT_MESSAGE_PROPERTY,
+                        "applies only without FIELD_MAP (map the message there); unset it",
+                    ));
+                }
+                FieldMap::parse(&text).map_err(|error| invalid(FIELD_MAP, error.to_string()))?
+            }
+            None => FieldMap::hubspot_default(get(HUBSPOT_MESSAGE_PROPERTY).as_deref()),
+        };
+        if let Some(bad) = field_map.properties().find(|p| !is_property_name(p)) {
+            return Err(invalid(
+                FIELD_MAP,
+                format!("names {bad:?}, which is not a HubSpot property's internal name (letters, digits, _)"),
+            ));
+        }
+        Ok((
+            HubSpotSettings {
+                base_url,
+                api_version,
+                id_property,
+                field_map,
+            },
+            token,
+        ))
+    }
+}

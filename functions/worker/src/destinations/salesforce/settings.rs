@@ -1,0 +1,149 @@
+//! `DESTINATION=salesforce`'s settings, read from the environment once at
+//! init: the org's login URL, the object and external ID field, the API
+//! version, the field map, and where the client credentials come from.
+
+use shared::config::{invalid, ConfigError};
+use shared::field_map::{FieldMap, FIELD_MAP};
+
+use super::{ClientCredentials, SalesforceSettings};
+use crate::destinations::client::{check_base_url, is_property_name};
+
+pub const SALESFORCE_LOGIN_URL: &str = "SALESFORCE_LOGIN_URL";
+pub const SALESFORCE_CLIENT_ID: &str = "SALESFORCE_CLIENT_ID";
+pub const SALESFORCE_CLIENT_SECRET: &str = "SALESFORCE_CLIENT_SECRET";
+pub const SALESFORCE_CREDENTIALS_SECRET_ARN: &str = "SALESFORCE_CREDENTIALS_SECRET_ARN";
+pub const SALESFORCE_OBJECT: &str = "SALESFORCE_OBJECT";
+pub const SALESFORCE_EXTERNAL_ID_FIELD: &str = "SALESFORCE_EXTERNAL_ID_FIELD";
+pub const SALESFORCE_API_VERSION: &str = "SALESFORCE_API_VERSION";
+
+/// Variables of the `salesforce` destination only.
+pub const SALESFORCE_ONLY: &[&str] = &[
+    SALESFORCE_LOGIN_URL,
+    SALESFORCE_CLIENT_ID,
+    SALESFORCE_CLIENT_SECRET,
+    SALESFORCE_CREDENTIALS_SECRET_ARN,
+    SALESFORCE_OBJECT,
+    SALESFORCE_EXTERNAL_ID_FIELD,
+    SALESFORCE_API_VERSION,
+];
+
+/// Where Salesforce's client credentials come from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CredentialsSetting {
+    /// `SALESFORCE_CLIENT_ID` and `SALESFORCE_CLIENT_SECRET`, for local use.
+    Inline(ClientCredentials),
+    /// `SALESFORCE_CREDENTIALS_SECRET_ARN`: `{"client_id", "client_secret"}`.
+    SecretsManager(String),
+}
+
+impl SalesforceSettings {
+    /// `DESTINATION=salesforce`'s settings and where its credentials come
+    /// from.
+    pub fn from_lookup(
+        get: &impl Fn(&str) -> Option<String>,
+        allow_http: bool,
+    ) -> Result<(Self, CredentialsSetting), ConfigError> {
+        let login_url = get(SALESFORCE_LOGIN_URL)
+            .ok_or(ConfigError::Missing(SALESFORCE_LOGIN_URL))?
+            .trim()
+            .trim_end_matches('/')
+            .to_owned();
+        check_base_url(SALESFORCE_LOGIN_URL, &login_url, allow_http)?;
+        let credentials = match (
+        get(SALESFORCE_CLIENT_ID),
+        get(SALESFORCE_CLIENT_SECRET),
+        get(SALESFORCE_CREDENTIALS_SECRET_ARN),
+    ) {
+        (Some(id), Some(secret), None) => CredentialsSetting::Inline(
+            ClientCredentials::new(&id, &secret)
+                .ok_or_else(|| invalid(SALESFORCE_CLIENT_ID, "is blank"))?,
+        ),
+        (None, None, Some(arn)) if arn.trim().starts_with("arn:") => {
+            CredentialsSetting::SecretsManager(arn.trim().to_owned())
+        }
+        (None, None, Some(_)) => {
+            return Err(invalid(
+                SALESFORCE_CREDENTIALS_SECRET_ARN,
+                "must be a Secrets Manager secret ARN (arn:...)",
+            ))
+        }
+        (None, None, None) => {
+            return Err(ConfigError::Missing(
+                "SALESFORCE_CLIENT_ID and SALESFORCE_CLIENT_SECRET, or SALESFORCE_CREDENTIALS_SECRET_ARN",
+            ))
+        }
+        (Some(_), None, None) => return Err(ConfigError::Missing(SALESFORCE_CLIENT_SECRET)),
+        (None, Some(_), None) => return Err(ConfigError::Missing(SALESFORCE_CLIENT_ID)),
+        (_, _, Some(_)) => {
+            return Err(invalid(
+                SALESFORCE_CREDENTIALS_SECRET_ARN,
+                "set either it or SALESFORCE_CLIENT_ID and SALESFORCE_CLIENT_SECRET, not both",
+            ))
+        }
+    };
+        let name = |variable: &'static str, default: &str| -> Result<String, ConfigError> {
+            let value = get(variable).unwrap_or_else(|| default.to_owned());
+            let value = value.trim();
+            if is_property_name(value) {
+                Ok(value.to_owned())
+            } else {
+                Err(invalid(
+                    variable,
+                    "expected an API name (letters, digits, _)",
+                ))
+            }
+        };
+        let object = name(SALESFORCE_OBJECT, super::DEFAULT_OBJECT)?;
+        let external_id_field = name(
+            SALESFORCE_EXTERNAL_ID_FIELD,
+            super::DEFAULT_EXTERNAL_ID_FIELD,
+        )?;
+        let api_version = salesforce_version(
+        &get(SALESFORCE_API_VERSION)
+            .unwrap_or_else(|| super::DEFAULT_API_VERSION.to_owned()),
+    )
+    .ok_or_else(|| {
+        invalid(
+            SALESFORCE_API_VERSION,
+            "expected a version from v46.0 on, such as v67.0 (sObject Collections upsert needs 46.0)",
+        )
+    })?;
+        let field_map = match get(FIELD_MAP) {
+            Some(text) => {
+                FieldMap::parse(&text).map_err(|error| invalid(FIELD_MAP, error.to_string()))?
+            }
+            None => FieldMap::salesforce_default(),
+        };
+        if let Some(bad) = field_map.properties().find(|p| !is_property_name(p)) {
+            return Err(invalid(
+                FIELD_MAP,
+                format!(
+                "names {bad:?}, which is not a Salesforce field's API name (letters, digits, _)"
+            ),
+            ));
+        }
+        let field_map = if object == "Lead" {
+            field_map.with_lead_requirements()
+        } else {
+            field_map
+        };
+        Ok((
+            SalesforceSettings {
+                login_url,
+                api_version,
+                object,
+                external_id_field,
+                field_map,
+            },
+            credentials,
+        ))
+    }
+}
+
+/// `v67.0` or `67.0`, from 46.0 on, as `v67.0`.
+fn salesforce_version(raw: &str) -> Option<String> {
+    let number = raw.trim().trim_start_matches('v');
+    let (major, minor) = number.split_once('.')?;
+    let major: u32 = major.parse().ok()?;
+    (minor == "0" && (46..1000).contains(&major)).then(|| format!("v{major}.0"))
+}
