@@ -20,7 +20,7 @@ use shared::{FormSubmission, Receipt, ReceiptStatus, Retention};
 use worker::config::TokenSetting;
 use worker::destinations::http::HttpCrm;
 use worker::ledger::dynamodb::DynamoLedger;
-use worker::ledger::WatchedLedger;
+use worker::ledger::memory::WatchedLedger;
 use worker::reconcile::PassReport;
 use worker::Worker;
 

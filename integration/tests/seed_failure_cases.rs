@@ -11,7 +11,7 @@ use ingest::dynamo::DynamoReceiptStore;
 use integration::*;
 use worker::destinations::http::HttpCrm;
 use worker::ledger::dynamodb::DynamoLedger;
-use worker::ledger::WatchedLedger;
+use worker::ledger::memory::WatchedLedger;
 use worker::Worker;
 
 /// Case 1. The same payload and key sent 16 at a time over 50 keys: exactly

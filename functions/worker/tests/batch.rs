@@ -18,7 +18,7 @@ use shared::{FormSubmission, Receipt, ReceiptStatus, Retention};
 use worker::config::CrmToken;
 use worker::destinations::http::HttpCrm;
 use worker::destinations::token::{TokenError, TokenSource};
-use worker::ledger::{MemoryLedger, WatchedLedger};
+use worker::ledger::memory::{MemoryLedger, WatchedLedger};
 use worker::Worker;
 
 use common::{fast_retries, in_seconds};

@@ -8,7 +8,7 @@ use devtools::crm_stub::CrmStub;
 use serde_json::Value;
 use shared::{FormSubmission, Receipt, ReceiptStatus, Retention};
 use worker::destinations::http::HttpCrm;
-use worker::ledger::MemoryLedger;
+use worker::ledger::memory::MemoryLedger;
 use worker::Worker;
 
 const DEMO_KEY: &str = "staticforms:form.submitted:sub_01JDEMO00000000000000000001";

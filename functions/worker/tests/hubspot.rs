@@ -15,7 +15,7 @@ use shared::field_map::FieldMap;
 use shared::{FormSubmission, Receipt, ReceiptStatus, Retention};
 use worker::destinations::hubspot::{ApiVersion, HubSpot, HubSpotSettings, IdProperty};
 use worker::destinations::token::{CrmToken, TokenError, TokenSource};
-use worker::ledger::MemoryLedger;
+use worker::ledger::memory::MemoryLedger;
 use worker::Worker;
 
 use common::*;

@@ -11,7 +11,7 @@ use devtools::stream_event;
 use shared::{FormSubmission, Receipt, Retention};
 use worker::config::{DestinationConfig, TokenSetting};
 use worker::destinations::http::HttpCrm;
-use worker::ledger::MemoryLedger;
+use worker::ledger::memory::MemoryLedger;
 use worker::{Config, Worker};
 
 const EMAIL: &str = "grace.hopper@example.com";

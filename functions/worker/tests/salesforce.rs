@@ -15,7 +15,7 @@ use worker::destinations::salesforce::{
     ClientCredentials, CredentialsSource, Salesforce, SalesforceSettings,
 };
 use worker::destinations::token::TokenError;
-use worker::ledger::MemoryLedger;
+use worker::ledger::memory::MemoryLedger;
 use worker::Worker;
 
 use common::*;

@@ -13,8 +13,6 @@
 pub mod dynamodb;
 pub mod memory;
 
-pub use memory::{MemoryLedger, WatchedLedger};
-
 use std::future::Future;
 
 use shared::Receipt;

@@ -9,7 +9,7 @@ use devtools::stream_event;
 use shared::delivery::RetryPolicy;
 use shared::{Receipt, ReceiptStatus};
 use worker::destinations::Destination;
-use worker::ledger::MemoryLedger;
+use worker::ledger::memory::MemoryLedger;
 use worker::Worker;
 
 /// Quick retries so the tests take milliseconds, not seconds.

@@ -29,76 +29,25 @@ use percent_encoding::{utf8_percent_encode, NON_ALPHANUMERIC};
 use reqwest::header::{CONTENT_TYPE, RETRY_AFTER};
 use serde_json::{json, Value};
 use shared::delivery::parse_retry_after;
-use shared::field_map::FieldMap;
 use shared::{IdempotencyKey, Lead};
 
 use crate::destinations::client;
 
-mod settings;
 use crate::destinations::token::{CrmToken, TokenError};
 use crate::destinations::{Answer, Destination, DestinationError, Upserted, Write};
-pub use settings::*;
 use shared::refresh::RefreshGate;
 
-/// The newest generally available version in Salesforce's version list
-/// (see the module's pages); sObject Collections upsert needs 46.0 or later.
-pub const DEFAULT_API_VERSION: &str = "v67.0";
-pub const DEFAULT_OBJECT: &str = "Lead";
-pub const DEFAULT_EXTERNAL_ID_FIELD: &str = "StaticForms_Submission_Id__c";
+mod answers;
+mod settings;
+
+pub use answers::REQUEST_LIMIT_WAIT;
+use answers::{record_result, request_result};
+pub use settings::*;
 
 /// Records per sObject Collections call.
 pub const MAX_RECORDS: usize = 200;
 
-/// How long leads wait after the org's API request limit is exceeded (a
-/// rolling 24-hour limit): the reconciliation pass tries again then.
-pub const REQUEST_LIMIT_WAIT: Duration = Duration::from_secs(3600);
-
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(20);
-
-/// An External Client App's id and secret. `Debug` shows neither.
-#[derive(Clone, PartialEq, Eq)]
-pub struct ClientCredentials {
-    client_id: String,
-    client_secret: CrmToken,
-}
-
-impl ClientCredentials {
-    pub fn new(client_id: &str, client_secret: &str) -> Option<Self> {
-        let client_id = client_id.trim();
-        let client_secret = CrmToken::new(client_secret)?;
-        (!client_id.is_empty()).then(|| ClientCredentials {
-            client_id: client_id.to_owned(),
-            client_secret,
-        })
-    }
-
-    /// A Secrets Manager value: `{"client_id": "...", "client_secret": "..."}`.
-    /// The error says what is wrong, never a value.
-    pub fn from_secret_json(text: &str) -> Result<Self, &'static str> {
-        let value: Value = serde_json::from_str(text)
-            .map_err(|_| "the secret is not a JSON object with client_id and client_secret")?;
-        let field = |name| value[name].as_str().unwrap_or("");
-        ClientCredentials::new(field("client_id"), field("client_secret"))
-            .ok_or("the secret needs non-blank client_id and client_secret")
-    }
-}
-
-impl std::fmt::Debug for ClientCredentials {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("ClientCredentials(***)")
-    }
-}
-
-/// Everything but the credentials.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SalesforceSettings {
-    /// The org's My Domain URL.
-    pub login_url: String,
-    pub api_version: String,
-    pub object: String,
-    pub external_id_field: String,
-    pub field_map: FieldMap,
-}
 
 /// A token and where to use it; `generation` tells a renewed one apart.
 #[derive(Debug)]
@@ -407,93 +356,6 @@ impl Salesforce {
     }
 }
 
-/// What one record's result means. Pure.
-fn record_result(result: &Value, external_id: &str) -> Result<Upserted, DestinationError> {
-    if result["success"].as_bool() == Some(true) {
-        return Ok(Upserted::Written);
-    }
-    let code = result["errors"][0]["statusCode"]
-        .as_str()
-        .unwrap_or("UNKNOWN_EXCEPTION");
-    match code {
-        // The lead became a contact: for this pipeline it has arrived.
-        "CANNOT_UPDATE_CONVERTED_LEAD" => {
-            tracing::info!(
-                destination = "salesforce",
-                submission_id = external_id,
-                "the lead was already converted; nothing more to write"
-            );
-            Ok(Upserted::Written)
-        }
-        // DUPLICATE_VALUE: another upsert of the same external ID (the
-        // stream and a reconciliation pass racing) inserted the record
-        // first. Retried, the upsert finds and updates that one record.
-        "UNABLE_TO_LOCK_ROW" | "DUPLICATE_VALUE" => Err(DestinationError::retryable(code)),
-        "DUPLICATE_EXTERNAL_ID" => Err(not_unique()),
-        "REQUIRED_FIELD_MISSING"
-        | "INVALID_FIELD"
-        | "FIELD_CUSTOM_VALIDATION_EXCEPTION"
-        | "DUPLICATES_DETECTED"
-        | "STRING_TOO_LONG"
-        | "INVALID_EMAIL_ADDRESS"
-        | "INVALID_OR_NULL_FOR_RESTRICTED_PICKLIST"
-        | "FIELD_INTEGRITY_EXCEPTION" => Err(DestinationError::Permanent {
-            status: Some(200),
-            reason: code.to_owned(),
-        }),
-        // Not known to be the lead's fault: retried, and given up on only
-        // after DELIVERY_MAX_AGE_SECONDS.
-        other => Err(DestinationError::retryable(other)),
-    }
-}
-
-fn not_unique() -> DestinationError {
-    DestinationError::Permanent {
-        status: Some(300),
-        reason: "external-id-not-unique".to_owned(),
-    }
-}
-
-/// What an answer for the whole request means for each of its records. Pure.
-fn request_result(
-    status: u16,
-    retry_after: Option<Duration>,
-    answer: &Value,
-) -> Result<Upserted, DestinationError> {
-    let code = answer[0]["errorCode"].as_str().unwrap_or("");
-    match status {
-        300 => Err(not_unique()),
-        401 => Err(DestinationError::Unauthorized { status }),
-        403 if code == "REQUEST_LIMIT_EXCEEDED" => {
-            tracing::warn!(destination = "salesforce", error_code = code, "Salesforce's API request limit is exceeded; leads wait for the reconciliation pass");
-            Err(DestinationError::Retryable {
-                status: Some(status),
-                retry_after: Some(REQUEST_LIMIT_WAIT.max(retry_after.unwrap_or_default())),
-                reason: code.to_owned(),
-            })
-        }
-        403 | 404 => {
-            // A wrong object, field or version, or a run-as user without
-            // access: configuration, never the lead's fault.
-            tracing::error!(destination = "salesforce", http_status = status, error_code = code, "Salesforce refused the request: check SALESFORCE_OBJECT, SALESFORCE_EXTERNAL_ID_FIELD, SALESFORCE_API_VERSION and the run-as user's access");
-            Err(DestinationError::Unauthorized { status })
-        }
-        400 => Err(DestinationError::Permanent {
-            status: Some(status),
-            reason: if code.is_empty() {
-                "HTTP 400".to_owned()
-            } else {
-                code.to_owned()
-            },
-        }),
-        _ => Err(DestinationError::Retryable {
-            status: Some(status),
-            retry_after,
-            reason: format!("HTTP {status}"),
-        }),
-    }
-}
-
 impl Destination for Salesforce {
     fn name(&self) -> &'static str {
         "salesforce"
@@ -527,6 +389,7 @@ impl Destination for Salesforce {
 
 #[cfg(test)]
 mod tests {
+    use super::answers::*;
     use super::*;
 
     #[test]

@@ -2,11 +2,63 @@
 //! init: the org's login URL, the object and external ID field, the API
 //! version, the field map, and where the client credentials come from.
 
+use serde_json::Value;
 use shared::config::{invalid, ConfigError};
 use shared::field_map::{FieldMap, FIELD_MAP};
 
-use super::{ClientCredentials, SalesforceSettings};
 use crate::destinations::client::{check_base_url, is_property_name};
+use crate::destinations::token::CrmToken;
+
+/// The newest generally available version in Salesforce's version list
+/// (see the module's pages); sObject Collections upsert needs 46.0 or later.
+pub const DEFAULT_API_VERSION: &str = "v67.0";
+pub const DEFAULT_OBJECT: &str = "Lead";
+pub const DEFAULT_EXTERNAL_ID_FIELD: &str = "StaticForms_Submission_Id__c";
+
+/// An External Client App's id and secret. `Debug` shows neither.
+#[derive(Clone, PartialEq, Eq)]
+pub struct ClientCredentials {
+    pub(super) client_id: String,
+    pub(super) client_secret: CrmToken,
+}
+
+impl ClientCredentials {
+    pub fn new(client_id: &str, client_secret: &str) -> Option<Self> {
+        let client_id = client_id.trim();
+        let client_secret = CrmToken::new(client_secret)?;
+        (!client_id.is_empty()).then(|| ClientCredentials {
+            client_id: client_id.to_owned(),
+            client_secret,
+        })
+    }
+
+    /// A Secrets Manager value: `{"client_id": "...", "client_secret": "..."}`.
+    /// The error says what is wrong, never a value.
+    pub fn from_secret_json(text: &str) -> Result<Self, &'static str> {
+        let value: Value = serde_json::from_str(text)
+            .map_err(|_| "the secret is not a JSON object with client_id and client_secret")?;
+        let field = |name| value[name].as_str().unwrap_or("");
+        ClientCredentials::new(field("client_id"), field("client_secret"))
+            .ok_or("the secret needs non-blank client_id and client_secret")
+    }
+}
+
+impl std::fmt::Debug for ClientCredentials {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ClientCredentials(***)")
+    }
+}
+
+/// Everything but the credentials.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SalesforceSettings {
+    /// The org's My Domain URL.
+    pub login_url: String,
+    pub api_version: String,
+    pub object: String,
+    pub external_id_field: String,
+    pub field_map: FieldMap,
+}
 
 pub const SALESFORCE_LOGIN_URL: &str = "SALESFORCE_LOGIN_URL";
 pub const SALESFORCE_CLIENT_ID: &str = "SALESFORCE_CLIENT_ID";

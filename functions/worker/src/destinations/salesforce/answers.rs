@@ -1,0 +1,103 @@
+//! What Salesforce's answers mean, as pure functions: one record's result
+//! of an sObject Collections upsert, and an answer for the whole request.
+//! Built from Salesforce's pages (see the module's).
+
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::destinations::{DestinationError, Upserted};
+
+/// How long leads wait after the org's API request limit is exceeded (a
+/// rolling 24-hour limit): the reconciliation pass tries again then.
+pub const REQUEST_LIMIT_WAIT: Duration = Duration::from_secs(3600);
+
+/// What one record's result means. Pure.
+pub(super) fn record_result(
+    result: &Value,
+    external_id: &str,
+) -> Result<Upserted, DestinationError> {
+    if result["success"].as_bool() == Some(true) {
+        return Ok(Upserted::Written);
+    }
+    let code = result["errors"][0]["statusCode"]
+        .as_str()
+        .unwrap_or("UNKNOWN_EXCEPTION");
+    match code {
+        // The lead became a contact: for this pipeline it has arrived.
+        "CANNOT_UPDATE_CONVERTED_LEAD" => {
+            tracing::info!(
+                destination = "salesforce",
+                submission_id = external_id,
+                "the lead was already converted; nothing more to write"
+            );
+            Ok(Upserted::Written)
+        }
+        // DUPLICATE_VALUE: another upsert of the same external ID (the
+        // stream and a reconciliation pass racing) inserted the record
+        // first. Retried, the upsert finds and updates that one record.
+        "UNABLE_TO_LOCK_ROW" | "DUPLICATE_VALUE" => Err(DestinationError::retryable(code)),
+        "DUPLICATE_EXTERNAL_ID" => Err(not_unique()),
+        "REQUIRED_FIELD_MISSING"
+        | "INVALID_FIELD"
+        | "FIELD_CUSTOM_VALIDATION_EXCEPTION"
+        | "DUPLICATES_DETECTED"
+        | "STRING_TOO_LONG"
+        | "INVALID_EMAIL_ADDRESS"
+        | "INVALID_OR_NULL_FOR_RESTRICTED_PICKLIST"
+        | "FIELD_INTEGRITY_EXCEPTION" => Err(DestinationError::Permanent {
+            status: Some(200),
+            reason: code.to_owned(),
+        }),
+        // Not known to be the lead's fault: retried, and given up on only
+        // after DELIVERY_MAX_AGE_SECONDS.
+        other => Err(DestinationError::retryable(other)),
+    }
+}
+
+pub(super) fn not_unique() -> DestinationError {
+    DestinationError::Permanent {
+        status: Some(300),
+        reason: "external-id-not-unique".to_owned(),
+    }
+}
+
+/// What an answer for the whole request means for each of its records. Pure.
+pub(super) fn request_result(
+    status: u16,
+    retry_after: Option<Duration>,
+    answer: &Value,
+) -> Result<Upserted, DestinationError> {
+    let code = answer[0]["errorCode"].as_str().unwrap_or("");
+    match status {
+        300 => Err(not_unique()),
+        401 => Err(DestinationError::Unauthorized { status }),
+        403 if code == "REQUEST_LIMIT_EXCEEDED" => {
+            tracing::warn!(destination = "salesforce", error_code = code, "Salesforce's API request limit is exceeded; leads wait for the reconciliation pass");
+            Err(DestinationError::Retryable {
+                status: Some(status),
+                retry_after: Some(REQUEST_LIMIT_WAIT.max(retry_after.unwrap_or_default())),
+                reason: code.to_owned(),
+            })
+        }
+        403 | 404 => {
+            // A wrong object, field or version, or a run-as user without
+            // access: configuration, never the lead's fault.
+            tracing::error!(destination = "salesforce", http_status = status, error_code = code, "Salesforce refused the request: check SALESFORCE_OBJECT, SALESFORCE_EXTERNAL_ID_FIELD, SALESFORCE_API_VERSION and the run-as user's access");
+            Err(DestinationError::Unauthorized { status })
+        }
+        400 => Err(DestinationError::Permanent {
+            status: Some(status),
+            reason: if code.is_empty() {
+                "HTTP 400".to_owned()
+            } else {
+                code.to_owned()
+            },
+        }),
+        _ => Err(DestinationError::Retryable {
+            status: Some(status),
+            retry_after,
+            reason: format!("HTTP {status}"),
+        }),
+    }
+}
