@@ -8,7 +8,7 @@ use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 use aws_sdk_dynamodb::types::AttributeValue;
 use aws_sdk_dynamodb::Client;
 use shared::receipt::{attr, PENDING, PENDING_INDEX};
-use shared::{IdempotencyKey, Receipt, SubmissionId};
+use shared::{IdempotencyKey, Receipt, ReceiptStatus, SubmissionId};
 
 use crate::cli::{StatusFilter, Window};
 
@@ -112,9 +112,9 @@ impl ReceiptsTable {
         let mut names = HashMap::new();
         let mut values = HashMap::new();
         let status_text = match status {
-            Some(StatusFilter::Received) => Some("RECEIVED"),
-            Some(StatusFilter::Completed) => Some("COMPLETED"),
-            Some(StatusFilter::Failed) => Some("FAILED"),
+            Some(StatusFilter::Received) => Some(ReceiptStatus::Received.as_str()),
+            Some(StatusFilter::Completed) => Some(ReceiptStatus::Completed.as_str()),
+            Some(StatusFilter::Failed) => Some(ReceiptStatus::Failed.as_str()),
             Some(StatusFilter::Pending) | None => None,
         };
         if let Some(text) = status_text {
@@ -225,8 +225,8 @@ impl ReceiptsTable {
             .expression_attribute_names("#failureStatus", attr::FAILURE_HTTP_STATUS)
             .expression_attribute_names("#lastError", attr::LAST_ERROR)
             .expression_attribute_names("#lastStatus", attr::LAST_HTTP_STATUS)
-            .expression_attribute_values(":received", AttributeValue::S("RECEIVED".to_owned()))
-            .expression_attribute_values(":completed", AttributeValue::S("COMPLETED".to_owned()))
+            .expression_attribute_values(":received", AttributeValue::S(ReceiptStatus::Received.as_str().to_owned()))
+            .expression_attribute_values(":completed", AttributeValue::S(ReceiptStatus::Completed.as_str().to_owned()))
             .expression_attribute_values(":zero", AttributeValue::N("0".to_owned()))
             .expression_attribute_values(":now", AttributeValue::S(now.to_owned()))
             .expression_attribute_values(":pending", AttributeValue::S(PENDING.to_owned()))

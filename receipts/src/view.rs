@@ -8,14 +8,6 @@ use serde_json::{json, Value};
 use shared::receipt::parse_timestamp;
 use shared::{Receipt, ReceiptStatus};
 
-fn status_text(status: ReceiptStatus) -> &'static str {
-    match status {
-        ReceiptStatus::Received => "RECEIVED",
-        ReceiptStatus::Completed => "COMPLETED",
-        ReceiptStatus::Failed => "FAILED",
-    }
-}
-
 /// The last error or the failure reason, with the HTTP status.
 fn problem(receipt: &Receipt) -> String {
     let (code, status) = match receipt.status {
@@ -67,7 +59,7 @@ pub fn table(receipts: &[Receipt], show_lead: bool) -> String {
     for receipt in receipts {
         rows.push([
             receipt.submission_id.clone(),
-            status_text(receipt.status).to_owned(),
+            receipt.status.as_str().to_owned(),
             receipt.received_at.clone(),
             receipt.attempts.to_string(),
             receipt
@@ -111,7 +103,7 @@ pub fn card(receipt: &Receipt, payload: bool, now: SystemTime) -> String {
     let mut lines: Vec<(&str, String)> = vec![
         ("submission", receipt.submission_id.clone()),
         ("key", receipt.pk.clone()),
-        ("status", status_text(receipt.status).to_owned()),
+        ("status", receipt.status.as_str().to_owned()),
         ("received", when(&receipt.received_at)),
     ];
     if receipt.attempts > 0 {
@@ -179,11 +171,15 @@ pub struct Stats {
 }
 
 pub fn stats(receipts: &[Receipt], now: SystemTime) -> Stats {
-    let mut by_status = BTreeMap::from([("RECEIVED", 0), ("COMPLETED", 0), ("FAILED", 0)]);
+    let mut by_status = BTreeMap::from([
+        (ReceiptStatus::Received.as_str(), 0),
+        (ReceiptStatus::Completed.as_str(), 0),
+        (ReceiptStatus::Failed.as_str(), 0),
+    ]);
     let mut received_outside_queue = 0;
     let mut oldest: Option<SystemTime> = None;
     for receipt in receipts {
-        *by_status.entry(status_text(receipt.status)).or_default() += 1;
+        *by_status.entry(receipt.status.as_str()).or_default() += 1;
         if receipt.status == ReceiptStatus::Received {
             if receipt.pending.is_none() {
                 received_outside_queue += 1;

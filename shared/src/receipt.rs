@@ -59,6 +59,17 @@ pub enum ReceiptStatus {
     Failed,
 }
 
+impl ReceiptStatus {
+    /// The status as stored (`status`), the same text serde writes.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ReceiptStatus::Received => "RECEIVED",
+            ReceiptStatus::Completed => "COMPLETED",
+            ReceiptStatus::Failed => "FAILED",
+        }
+    }
+}
+
 /// How long receipts are kept before TTL removes them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Retention {
@@ -206,6 +217,20 @@ fn epoch_seconds(at: SystemTime) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_status_as_text_is_the_stored_text() {
+        for status in [
+            ReceiptStatus::Received,
+            ReceiptStatus::Completed,
+            ReceiptStatus::Failed,
+        ] {
+            assert_eq!(
+                serde_json::to_value(status).unwrap(),
+                serde_json::Value::String(status.as_str().to_owned())
+            );
+        }
+    }
     use serde_json::json;
 
     fn submission() -> FormSubmission {

@@ -14,6 +14,7 @@ use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 use aws_sdk_dynamodb::types::AttributeValue;
 use aws_sdk_dynamodb::Client;
 use shared::receipt::{attr, PENDING, PENDING_INDEX};
+use shared::ReceiptStatus;
 
 use super::{
     AttemptRecord, Census, Cursor, DuePage, DueQuery, LedgerError, Marked, PendingQueue,
@@ -94,7 +95,7 @@ impl DynamoLedger {
             .expression_attribute_names("#status", attr::STATUS)
             .expression_attribute_names("#attempts", attr::ATTEMPTS)
             .expression_attribute_names("#lastAttemptAt", attr::LAST_ATTEMPT_AT)
-            .expression_attribute_values(":received", s("RECEIVED"))
+            .expression_attribute_values(":received", s(ReceiptStatus::Received.as_str()))
             .expression_attribute_values(":zero", n(0))
             .expression_attribute_values(":attempts", n(attempt.attempts))
             .expression_attribute_values(":at", s(&attempt.at));
@@ -183,7 +184,7 @@ impl ReceiptLedger for DynamoLedger {
                 ("#reason", attr::FAILURE_REASON),
                 ("#failureStatus", attr::FAILURE_HTTP_STATUS),
             ],
-            vec![(":completed", s("COMPLETED"))],
+            vec![(":completed", s(ReceiptStatus::Completed.as_str()))],
         )
         .await
     }
@@ -207,7 +208,7 @@ impl ReceiptLedger for DynamoLedger {
                 ("#nextAttemptAt", attr::NEXT_ATTEMPT_AT),
             ],
             vec![
-                (":failed", s("FAILED")),
+                (":failed", s(ReceiptStatus::Failed.as_str())),
                 (":reason", s(&failure.code)),
                 (":httpStatus", status_value(failure.status)),
             ],
@@ -348,7 +349,7 @@ impl PendingQueue for DynamoLedger {
             .condition_expression("#status = :received AND #next = :seen")
             .expression_attribute_names("#status", attr::STATUS)
             .expression_attribute_names("#next", attr::NEXT_ATTEMPT_AT)
-            .expression_attribute_values(":received", s("RECEIVED"))
+            .expression_attribute_values(":received", s(ReceiptStatus::Received.as_str()))
             .expression_attribute_values(":seen", s(seen))
             .expression_attribute_values(":until", s(until))
             .send()
