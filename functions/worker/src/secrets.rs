@@ -19,10 +19,8 @@ use crate::config::{
 };
 use crate::destinations::http::HttpCrm;
 use crate::destinations::hubspot::{HubSpot, HubSpotSettings};
-use crate::destinations::salesforce::{
-    ClientCredentials, CredentialsSource, Salesforce, SalesforceSettings,
-};
-use crate::destinations::token::{CrmToken, TokenError, TokenSource};
+use crate::destinations::salesforce::{ClientCredentials, Salesforce, SalesforceSettings};
+use crate::destinations::token::{CrmToken, Source, TokenError};
 
 pub struct SecretsManagerToken {
     client: Client,
@@ -56,7 +54,7 @@ async fn secret_text(client: &Client, arn: &str) -> Result<String, TokenError> {
     }
 }
 
-impl TokenSource for SecretsManagerToken {
+impl Source<CrmToken, TokenError> for SecretsManagerToken {
     fn fetch(&self) -> Pin<Box<dyn Future<Output = Result<CrmToken, TokenError>> + Send + '_>> {
         Box::pin(async move {
             let text = secret_text(&self.client, &self.arn).await?;
@@ -93,7 +91,13 @@ async fn token_and_source(
     setting: TokenSetting,
     arn_name: &'static str,
     client: impl FnOnce() -> Client,
-) -> Result<(Option<CrmToken>, Option<Arc<dyn TokenSource>>), ConfigError> {
+) -> Result<
+    (
+        Option<CrmToken>,
+        Option<Arc<dyn Source<CrmToken, TokenError>>>,
+    ),
+    ConfigError,
+> {
     match setting {
         TokenSetting::None => Ok((None, None)),
         TokenSetting::Inline(token) => Ok((Some(token), None)),
@@ -153,7 +157,7 @@ pub struct SecretsManagerCredentials {
     arn: String,
 }
 
-impl CredentialsSource for SecretsManagerCredentials {
+impl Source<ClientCredentials, TokenError> for SecretsManagerCredentials {
     fn fetch(
         &self,
     ) -> Pin<Box<dyn Future<Output = Result<ClientCredentials, TokenError>> + Send + '_>> {

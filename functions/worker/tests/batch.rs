@@ -17,7 +17,7 @@ use serde_json::Value;
 use shared::{FormSubmission, Receipt, ReceiptStatus, Retention};
 use worker::config::CrmToken;
 use worker::destinations::http::HttpCrm;
-use worker::destinations::token::{TokenError, TokenSource};
+use worker::destinations::token::{Source, TokenError};
 use worker::ledger::memory::{MemoryLedger, WatchedLedger};
 use worker::Worker;
 
@@ -357,7 +357,7 @@ struct RotatedToken {
     reads: AtomicUsize,
 }
 
-impl TokenSource for RotatedToken {
+impl Source<CrmToken, TokenError> for RotatedToken {
     fn fetch(&self) -> Pin<Box<dyn Future<Output = Result<CrmToken, TokenError>> + Send + '_>> {
         self.reads.fetch_add(1, Ordering::SeqCst);
         Box::pin(async { Ok(CrmToken::new("rotated-token").unwrap()) })

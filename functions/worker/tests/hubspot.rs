@@ -14,7 +14,7 @@ use devtools::hubspot_fake::{Fault, HubSpotFake};
 use shared::field_map::FieldMap;
 use shared::{FormSubmission, Receipt, ReceiptStatus, Retention};
 use worker::destinations::hubspot::{ApiVersion, HubSpot, HubSpotSettings, IdProperty};
-use worker::destinations::token::{CrmToken, TokenError, TokenSource};
+use worker::destinations::token::{CrmToken, Source, TokenError};
 use worker::ledger::memory::MemoryLedger;
 use worker::Worker;
 
@@ -422,7 +422,7 @@ async fn locked_and_server_errors_are_retried() {
 /// The token from "Secrets Manager", after a rotation.
 struct RotatedToken(AtomicUsize);
 
-impl TokenSource for RotatedToken {
+impl Source<CrmToken, TokenError> for RotatedToken {
     fn fetch(&self) -> Pin<Box<dyn Future<Output = Result<CrmToken, TokenError>> + Send + '_>> {
         self.0.fetch_add(1, Ordering::SeqCst);
         Box::pin(async { Ok(CrmToken::new("pat-na1-rotated-token").unwrap()) })

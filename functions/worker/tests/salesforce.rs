@@ -10,10 +10,9 @@ use std::time::{Duration, SystemTime};
 
 use devtools::salesforce_fake::{Fault, SalesforceFake, EXTERNAL_ID_FIELD};
 use shared::field_map::FieldMap;
+use shared::refresh::Source;
 use shared::{FormSubmission, Receipt, ReceiptStatus, Retention};
-use worker::destinations::salesforce::{
-    ClientCredentials, CredentialsSource, Salesforce, SalesforceSettings,
-};
+use worker::destinations::salesforce::{ClientCredentials, Salesforce, SalesforceSettings};
 use worker::destinations::token::TokenError;
 use worker::ledger::memory::MemoryLedger;
 use worker::Worker;
@@ -341,7 +340,7 @@ async fn a_lead_with_no_name_and_no_company_still_arrives() {
 /// The client secret as "Secrets Manager" holds it after a rotation.
 struct RotatedSecret(std::sync::atomic::AtomicUsize);
 
-impl CredentialsSource for RotatedSecret {
+impl Source<ClientCredentials, TokenError> for RotatedSecret {
     fn fetch(
         &self,
     ) -> std::pin::Pin<

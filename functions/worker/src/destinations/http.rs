@@ -18,7 +18,7 @@ use shared::config::{invalid, ConfigError};
 
 use crate::destinations::client::{self, check_scheme};
 use crate::destinations::token::{token_setting, TokenSetting};
-use crate::destinations::token::{BearerToken, CrmToken, TokenSource};
+use crate::destinations::token::{BearerToken, CrmToken, Source, TokenError};
 use crate::destinations::{Destination, DestinationError, Upserted};
 
 /// The placeholder in `CRM_URL` replaced by the URL-encoded submission id.
@@ -54,7 +54,11 @@ impl HttpCrm {
 
     /// Re-reads the token from `source` after a 401/403, at most once per
     /// `interval` (counted from now: the token in force was just read).
-    pub fn refreshing_from(mut self, source: Arc<dyn TokenSource>, interval: Duration) -> Self {
+    pub fn refreshing_from(
+        mut self,
+        source: Arc<dyn Source<CrmToken, TokenError>>,
+        interval: Duration,
+    ) -> Self {
         self.token = self.token.refreshing_from(source, interval);
         self
     }

@@ -1,15 +1,14 @@
 //! The bearer token a CRM destination sends (`http`, `hubspot`), and how it
-//! is renewed: when the token comes from a [`TokenSource`] (Secrets
-//! Manager), a refused call reads it again, at most once per interval per
+//! is renewed: when the token comes from a [`Source`] (Secrets Manager), a
+//! refused call reads it again, at most once per interval per
 //! container however many calls were refused, and the adapter retries once.
 
-use std::future::Future;
-use std::pin::Pin;
-use std::sync::{Arc, RwLock};
-use std::time::{Duration, Instant};
+use std::sync::Arc;
+use std::time::Duration;
 
 use shared::config::{invalid, ConfigError};
-use shared::refresh::RefreshGate;
+use shared::refresh::Refreshing;
+pub use shared::refresh::Source;
 
 /// A CRM's bearer token. Its `Debug` never shows it.
 #[derive(Clone, PartialEq, Eq)]
@@ -38,77 +37,56 @@ impl std::fmt::Debug for CrmToken {
 #[error("the CRM token could not be read ({0})")]
 pub struct TokenError(pub String);
 
-/// Where the token is read from again after a refusal (Secrets Manager).
-/// Object-safe, so an adapter needs no type parameter for it.
-pub trait TokenSource: Send + Sync {
-    fn fetch(&self) -> Pin<Box<dyn Future<Output = Result<CrmToken, TokenError>> + Send + '_>>;
-}
-
 /// How often a refused call may re-read the token, per container.
 pub const TOKEN_REFRESH_INTERVAL: Duration = Duration::from_secs(60);
 
-struct TokenRefresh {
-    source: Arc<dyn TokenSource>,
-    gate: RefreshGate,
-}
-
-/// The token in force, and where to read it again.
+/// The token in force, if the CRM needs one, and where to read it again.
 pub struct BearerToken {
-    token: RwLock<Option<CrmToken>>,
-    refresh: Option<TokenRefresh>,
+    token: Option<Refreshing<CrmToken, TokenError>>,
+    interval: Duration,
 }
 
 impl BearerToken {
     pub fn new(token: Option<CrmToken>) -> Self {
         BearerToken {
-            token: RwLock::new(token),
-            refresh: None,
+            token: token.map(|token| Refreshing::fixed(token, TOKEN)),
+            interval: TOKEN_REFRESH_INTERVAL,
         }
     }
 
     /// Re-reads the token from `source` after a refusal, at most once per
     /// `interval` (counted from now: the token in force was just read).
-    pub fn refreshing_from(mut self, source: Arc<dyn TokenSource>, interval: Duration) -> Self {
-        self.refresh = Some(TokenRefresh {
-            source,
-            gate: RefreshGate::new(interval, Instant::now()),
-        });
+    pub fn refreshing_from(
+        mut self,
+        source: Arc<dyn Source<CrmToken, TokenError>>,
+        interval: Duration,
+    ) -> Self {
+        self.token = self
+            .token
+            .map(|token| Refreshing::from_source(token.current(), source, TOKEN));
+        self.interval = interval;
         self
     }
 
     pub fn current(&self) -> Option<CrmToken> {
-        self.token
-            .read()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .clone()
+        self.token.as_ref().map(Refreshing::current)
     }
 
     /// Reads the token again if a read is due; `true` when a new token is in
     /// force and the refused call is worth retrying.
     pub async fn renew(&self) -> bool {
-        let Some(refresh) = self
-            .refresh
-            .as_ref()
-            .filter(|r| r.gate.claim(Instant::now()))
-        else {
-            return false;
-        };
-        match refresh.source.fetch().await {
-            Ok(token) => {
-                tracing::info!("CRM token re-read after the CRM refused it");
-                *self
-                    .token
-                    .write()
-                    .unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(token);
-                true
-            }
-            Err(error) => {
-                tracing::warn!(error = %error, "CRM token could not be re-read");
-                false
-            }
+        match &self.token {
+            Some(token) => token
+                .renew_if_older(self.interval, "refused by the CRM")
+                .await
+                .is_some(),
+            None => false,
         }
     }
 }
+
+/// What the token is called in log lines.
+const TOKEN: &str = "CRM token";
 
 /// Where the CRM token comes from, if the CRM needs one.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -33,7 +33,7 @@ use shared::{IdempotencyKey, Lead};
 
 use crate::destinations::client;
 
-use crate::destinations::token::{BearerToken, CrmToken, TokenSource};
+use crate::destinations::token::{BearerToken, CrmToken, Source, TokenError};
 use crate::destinations::{Answer, Destination, DestinationError, Upserted, Write};
 
 mod answers;
@@ -165,7 +165,11 @@ impl HubSpot {
 
     /// Re-reads the token from `source` after a 401, at most once per
     /// `interval`.
-    pub fn refreshing_from(mut self, source: Arc<dyn TokenSource>, interval: Duration) -> Self {
+    pub fn refreshing_from(
+        mut self,
+        source: Arc<dyn Source<CrmToken, TokenError>>,
+        interval: Duration,
+    ) -> Self {
         self.token = self.token.refreshing_from(source, interval);
         self
     }

@@ -19,10 +19,8 @@
 //! - API versions (Summer '26 is API version 67.0):
 //!   <https://developer.salesforce.com/docs/atlas.en-us.api_rest.meta/api_rest/dome_versions.htm>.
 
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use percent_encoding::{utf8_percent_encode, NON_ALPHANUMERIC};
@@ -35,7 +33,7 @@ use crate::destinations::client;
 
 use crate::destinations::token::{CrmToken, TokenError};
 use crate::destinations::{Answer, Destination, DestinationError, Upserted, Write};
-use shared::refresh::RefreshGate;
+use shared::refresh::{Refreshing, Source};
 
 mod answers;
 mod settings;
@@ -47,6 +45,9 @@ pub use settings::*;
 /// Records per sObject Collections call.
 pub const MAX_RECORDS: usize = 200;
 
+/// What the credentials are called in log lines.
+const CREDENTIALS: &str = "Salesforce client credentials";
+
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(20);
 
 /// A token and where to use it; `generation` tells a renewed one apart.
@@ -57,27 +58,15 @@ struct Session {
     generation: u64,
 }
 
-/// Where the client credentials are read again after the token endpoint
-/// refuses them (Secrets Manager): a rotated client secret then works
-/// without waiting for a cold start.
-pub trait CredentialsSource: Send + Sync {
-    fn fetch(
-        &self,
-    ) -> Pin<Box<dyn Future<Output = Result<ClientCredentials, TokenError>> + Send + '_>>;
-}
-
-struct CredentialsRefresh {
-    source: Arc<dyn CredentialsSource>,
-    gate: RefreshGate,
-}
-
 /// The login: one session per container, renewed once however many callers
 /// found it expired at the same time (they wait on the lock and share it).
 struct Login {
     client: reqwest::Client,
     token_url: String,
-    credentials: RwLock<ClientCredentials>,
-    refresh: Option<CredentialsRefresh>,
+    /// Read again from Secrets Manager when the token endpoint refuses
+    /// them: a rotated client secret then works without a cold start.
+    credentials: Refreshing<ClientCredentials, TokenError>,
+    refresh_interval: Duration,
     session: tokio::sync::Mutex<Option<Arc<Session>>>,
     generation: AtomicU64,
 }
@@ -124,39 +113,19 @@ impl Login {
     }
 
     async fn reread_credentials(&self) -> bool {
-        let Some(refresh) = self
-            .refresh
-            .as_ref()
-            .filter(|r| r.gate.claim(Instant::now()))
-        else {
-            return false;
-        };
-        match refresh.source.fetch().await {
-            Ok(credentials) => {
-                tracing::info!(
-                    destination = "salesforce",
-                    "Salesforce client credentials re-read after a refusal"
-                );
-                *self
-                    .credentials
-                    .write()
-                    .unwrap_or_else(|poisoned| poisoned.into_inner()) = credentials;
-                true
-            }
-            Err(error) => {
-                tracing::warn!(destination = "salesforce", error = %error, "Salesforce client credentials could not be re-read");
-                false
-            }
-        }
+        self.credentials
+            .renew_if_older(
+                self.refresh_interval,
+                "refused by Salesforce's token endpoint",
+            )
+            .await
+            .is_some()
     }
 
     async fn request_token(&self) -> Result<Session, DestinationError> {
         let encode = |text: &str| utf8_percent_encode(text, NON_ALPHANUMERIC).to_string();
         let body = {
-            let credentials = self
-                .credentials
-                .read()
-                .unwrap_or_else(|poisoned| poisoned.into_inner());
+            let credentials = self.credentials.current();
             format!(
                 "grant_type=client_credentials&client_id={}&client_secret={}",
                 encode(&credentials.client_id),
@@ -225,8 +194,8 @@ impl Salesforce {
             login: Login {
                 client: client.clone(),
                 token_url,
-                credentials: RwLock::new(credentials),
-                refresh: None,
+                credentials: Refreshing::fixed(credentials, CREDENTIALS),
+                refresh_interval: Duration::ZERO,
                 session: tokio::sync::Mutex::new(None),
                 generation: AtomicU64::new(0),
             },
@@ -240,13 +209,12 @@ impl Salesforce {
     /// the credentials in force were just read).
     pub fn refreshing_credentials_from(
         mut self,
-        source: Arc<dyn CredentialsSource>,
+        source: Arc<dyn Source<ClientCredentials, TokenError>>,
         interval: Duration,
     ) -> Self {
-        self.login.refresh = Some(CredentialsRefresh {
-            source,
-            gate: RefreshGate::new(interval, Instant::now()),
-        });
+        let current = self.login.credentials.current();
+        self.login.credentials = Refreshing::from_source(current, source, CREDENTIALS);
+        self.login.refresh_interval = interval;
         self
     }
 
