@@ -11,7 +11,7 @@ use aws_sdk_secretsmanager::config::timeout::TimeoutConfig;
 use aws_sdk_secretsmanager::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_secretsmanager::Client;
 
-use crate::auth::{SecretError, SecretSource};
+use crate::auth::{SecretError, Source};
 
 pub struct SecretsManagerSource {
     client: Client,
@@ -27,7 +27,7 @@ impl SecretsManagerSource {
     }
 }
 
-impl SecretSource for SecretsManagerSource {
+impl Source<String, SecretError> for SecretsManagerSource {
     fn fetch(&self) -> Pin<Box<dyn Future<Output = Result<String, SecretError>> + Send + '_>> {
         Box::pin(async move {
             match self

@@ -12,7 +12,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine;
 use common::*;
-use ingest::auth::{Authenticator, Scheme, SecretError, SecretSource};
+use ingest::auth::{Authenticator, Scheme, SecretError, Source};
 use ingest::standard_webhooks::sign;
 use ingest::store::MemoryReceiptStore;
 use ingest::{Config, Ingest};
@@ -229,7 +229,7 @@ struct RotatingSecret {
     reads: AtomicUsize,
 }
 
-impl SecretSource for RotatingSecret {
+impl Source<String, SecretError> for RotatingSecret {
     fn fetch(
         &self,
     ) -> Pin<Box<dyn std::future::Future<Output = Result<String, SecretError>> + Send + '_>> {

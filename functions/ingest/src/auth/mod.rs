@@ -1,6 +1,6 @@
 //! Sender authentication, in one direction: `secret_text` turns secret text
 //! into a `verifier` (pure), and `refresh` keeps the verifier in force
-//! renewed from a `SecretSource`. Nothing here reads configuration or talks
+//! renewed from a `Source`. Nothing here reads configuration or talks
 //! to AWS: `config` names the variables, `secrets_manager` is the adapter,
 //! and `startup::authenticator_for` wires them.
 //!
@@ -12,6 +12,6 @@ pub mod refresh;
 pub mod secret_text;
 pub mod verifier;
 
-pub use refresh::{Authenticator, SecretError, SecretLoadError, SecretSource};
+pub use refresh::{Authenticator, SecretError, SecretLoadError, Source};
 pub use secret_text::{Scheme, SecretTextError, MIN_SECRET_CHARS};
 pub use verifier::{Presented, SecretSet, Unauthenticated, Verifier};

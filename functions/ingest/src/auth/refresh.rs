@@ -1,5 +1,6 @@
 //! The verifier in force, and how it is renewed when its secrets live
-//! elsewhere (`SecretSource`: Secrets Manager when deployed).
+//! elsewhere (a `Source` of their text: Secrets Manager when deployed),
+//! through `shared::refresh`; this module keeps only its policy.
 //!
 //! Secrets are re-read before a delivery once they are older than the
 //! refresh interval, even when every delivery succeeds, so a secret revoked
@@ -11,10 +12,11 @@
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::{Arc, RwLock};
-use std::time::{Duration, Instant};
+use std::sync::Arc;
+use std::time::Duration;
 
-use shared::refresh::RefreshGate;
+use shared::refresh::Refreshing;
+pub use shared::refresh::Source;
 
 use super::secret_text::{Scheme, SecretTextError};
 use super::verifier::{Presented, Unauthenticated, Verifier};
@@ -31,12 +33,6 @@ pub enum SecretError {
     NotText,
 }
 
-/// Where secrets are read from. Object-safe so the handler needs no extra
-/// type parameter.
-pub trait SecretSource: Send + Sync {
-    fn fetch(&self) -> Pin<Box<dyn Future<Output = Result<String, SecretError>> + Send + '_>>;
-}
-
 /// Why the secrets could not be loaded at start-up.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum SecretLoadError {
@@ -46,108 +42,75 @@ pub enum SecretLoadError {
     Malformed(#[from] SecretTextError),
 }
 
-struct Refresh {
-    source: Arc<dyn SecretSource>,
+/// Verifiers built from the source's text: what the authenticator keeps
+/// in force and reads again.
+struct VerifierSource {
+    source: Arc<dyn Source<String, SecretError>>,
     scheme: Scheme,
-    /// Claims reads: by age (the interval) or after a refusal.
-    gate: RefreshGate,
-    after_refusal: Duration,
+}
+
+impl Source<Arc<Verifier>, SecretLoadError> for VerifierSource {
+    fn fetch(
+        &self,
+    ) -> Pin<Box<dyn Future<Output = Result<Arc<Verifier>, SecretLoadError>> + Send + '_>> {
+        Box::pin(async move {
+            let text = self.source.fetch().await?;
+            Ok(Arc::new(self.scheme.verifier(&text)?))
+        })
+    }
 }
 
 /// The verifier in force for every delivery of this container.
 pub struct Authenticator {
-    verifier: RwLock<Arc<Verifier>>,
-    refresh: Option<Refresh>,
+    verifier: Refreshing<Arc<Verifier>, SecretLoadError>,
+    /// The refresh interval, and how soon a refusal may re-read; `None` for
+    /// secrets that never change.
+    ages: Option<(Duration, Duration)>,
 }
+
+/// What the secrets are called in log lines.
+const SECRETS: &str = "webhook secrets";
 
 impl Authenticator {
     /// Secrets that never change while the container lives (inline, or none).
     pub fn fixed(verifier: Verifier) -> Self {
         Authenticator {
-            verifier: RwLock::new(Arc::new(verifier)),
-            refresh: None,
+            verifier: Refreshing::fixed(Arc::new(verifier), SECRETS),
+            ages: None,
         }
     }
 
     /// Reads the secrets from `source` now and re-reads them at least every
     /// `interval` (see the module's rules).
     pub async fn from_source(
-        source: Arc<dyn SecretSource>,
+        source: Arc<dyn Source<String, SecretError>>,
         scheme: Scheme,
         interval: Duration,
     ) -> Result<Self, SecretLoadError> {
-        let verifier = scheme.verifier(&source.fetch().await?)?;
+        let source = VerifierSource { source, scheme };
+        let verifier = source.fetch().await?;
         Ok(Authenticator {
-            verifier: RwLock::new(Arc::new(verifier)),
-            refresh: Some(Refresh {
-                source,
-                scheme,
-                gate: RefreshGate::new(interval, Instant::now()),
-                after_refusal: interval.min(REREAD_AFTER_REFUSAL),
-            }),
+            verifier: Refreshing::from_source(verifier, Arc::new(source), SECRETS),
+            ages: Some((interval, interval.min(REREAD_AFTER_REFUSAL))),
         })
     }
 
-    fn current(&self) -> Arc<Verifier> {
-        Arc::clone(
-            &self
-                .verifier
-                .read()
-                .unwrap_or_else(|poisoned| poisoned.into_inner()),
-        )
-    }
-
     pub async fn authenticate(&self, presented: Presented<'_>) -> Result<(), Unauthenticated> {
-        if let Some(refresh) = &self.refresh {
-            if refresh.gate.claim(Instant::now()) {
-                self.reread(refresh, "interval").await;
-            }
-        }
-        let refused = match self.current().verify(presented) {
+        let Some((interval, after_refusal)) = self.ages else {
+            return self.verifier.current().verify(presented);
+        };
+        self.verifier.renew_if_older(interval, "interval").await;
+        let refused = match self.verifier.current().verify(presented) {
             Ok(()) => return Ok(()),
             Err(refused) => refused,
         };
-        let Some(refresh) = self
-            .refresh
-            .as_ref()
-            .filter(|r| r.gate.claim_if_older(Instant::now(), r.after_refusal))
-        else {
-            return Err(refused);
-        };
-        match self.reread(refresh, "refused delivery").await {
+        match self
+            .verifier
+            .renew_if_older(after_refusal, "refused delivery")
+            .await
+        {
             Some(verifier) => verifier.verify(presented),
             None => Err(refused),
-        }
-    }
-
-    /// The new verifier, now in force; `None` (the old one kept) when the
-    /// source cannot be read or holds unusable text.
-    async fn reread(&self, refresh: &Refresh, reason: &'static str) -> Option<Arc<Verifier>> {
-        let renewed = match refresh.source.fetch().await {
-            Ok(text) => refresh
-                .scheme
-                .verifier(&text)
-                .map_err(SecretLoadError::from),
-            Err(error) => Err(SecretLoadError::from(error)),
-        };
-        match renewed {
-            Ok(verifier) => {
-                tracing::info!(reason, "webhook secrets re-read");
-                let verifier = Arc::new(verifier);
-                *self
-                    .verifier
-                    .write()
-                    .unwrap_or_else(|poisoned| poisoned.into_inner()) = Arc::clone(&verifier);
-                Some(verifier)
-            }
-            Err(error) => {
-                tracing::warn!(
-                    reason,
-                    error = %error,
-                    "webhook secrets could not be re-read; the last good set stays in force"
-                );
-                None
-            }
         }
     }
 }
@@ -182,7 +145,7 @@ mod tests {
         }
     }
 
-    impl SecretSource for Scripted {
+    impl Source<String, SecretError> for Scripted {
         fn fetch(&self) -> Pin<Box<dyn Future<Output = Result<String, SecretError>> + Send + '_>> {
             self.reads.fetch_add(1, Ordering::SeqCst);
             let answer = self.answer.lock().unwrap().clone();
