@@ -1,10 +1,12 @@
 //! What every CRM adapter over HTTP (`http`, `hubspot`, `salesforce`)
-//! shares: one client built the same way, and transport failures reported
-//! by kind only.
+//! shares: one client built the same way, an answer's `Retry-After`,
+//! transport failures reported by kind only, and the URL checks of their
+//! settings.
 
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use shared::config::{invalid, ConfigError};
+use shared::delivery::parse_retry_after;
 
 use crate::destinations::DestinationError;
 
@@ -19,6 +21,15 @@ pub fn client(timeout: Duration) -> Result<reqwest::Client, reqwest::Error> {
         .timeout(timeout)
         .redirect(reqwest::redirect::Policy::none())
         .build()
+}
+
+/// The answer's `Retry-After` (seconds or an HTTP date), if it has one.
+pub fn retry_after(response: &reqwest::Response) -> Option<Duration> {
+    response
+        .headers()
+        .get(reqwest::header::RETRY_AFTER)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| parse_retry_after(value, SystemTime::now()))
 }
 
 /// A call that got no answer. reqwest's own text includes the URL, which

@@ -7,11 +7,10 @@
 //! `token`) and retries once.
 
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
-use reqwest::header::RETRY_AFTER;
-use shared::delivery::{classify_status, parse_retry_after, StatusClass};
+use shared::delivery::{classify_status, StatusClass};
 use shared::{IdempotencyKey, Lead};
 
 use shared::config::{invalid, ConfigError};
@@ -107,11 +106,7 @@ impl HttpCrm {
             StatusClass::Success => Ok(Upserted::Written),
             StatusClass::Retryable => Err(DestinationError::Retryable {
                 status: Some(status),
-                retry_after: response
-                    .headers()
-                    .get(RETRY_AFTER)
-                    .and_then(|value| value.to_str().ok())
-                    .and_then(|value| parse_retry_after(value, SystemTime::now())),
+                retry_after: client::retry_after(&response),
                 reason: format!("HTTP {status}"),
             }),
             StatusClass::Unauthorized => Err(DestinationError::Unauthorized { status }),

@@ -23,11 +23,9 @@
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
-use reqwest::header::RETRY_AFTER;
 use serde_json::{json, Map, Value};
-use shared::delivery::parse_retry_after;
 use shared::field_map::FieldMap;
 use shared::{IdempotencyKey, Lead};
 
@@ -248,11 +246,7 @@ impl HubSpot {
             Err(error) => return Called::Whole(Err(client::transport_error(&error))),
         };
         let status = response.status().as_u16();
-        let retry_after = response
-            .headers()
-            .get(RETRY_AFTER)
-            .and_then(|value| value.to_str().ok())
-            .and_then(|value| parse_retry_after(value, SystemTime::now()));
+        let retry_after = client::retry_after(&response);
         let body: Value = response.json().await.unwrap_or(Value::Null);
         answer_for(status, retry_after, &body)
     }

@@ -21,12 +21,11 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
 use percent_encoding::{utf8_percent_encode, NON_ALPHANUMERIC};
-use reqwest::header::{CONTENT_TYPE, RETRY_AFTER};
+use reqwest::header::CONTENT_TYPE;
 use serde_json::{json, Value};
-use shared::delivery::parse_retry_after;
 use shared::{IdempotencyKey, Lead};
 
 use crate::destinations::client;
@@ -303,11 +302,7 @@ impl Salesforce {
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.strip_prefix("api-usage="))
             .map(str::to_owned);
-        let retry_after = response
-            .headers()
-            .get(RETRY_AFTER)
-            .and_then(|value| value.to_str().ok())
-            .and_then(|value| parse_retry_after(value, SystemTime::now()));
+        let retry_after = client::retry_after(&response);
         let records = body["records"].as_array().map_or(0, Vec::len);
         tracing::info!(
             destination = "salesforce",
