@@ -6,6 +6,7 @@ use std::time::{Duration, UNIX_EPOCH};
 use aws_sdk_dynamodb::types::AttributeValue;
 use devtools::stream_event;
 use integration::*;
+use shared::receipt::Timestamp;
 use shared::{FormSubmission, IdempotencyKey, Lead, Receipt, Retention};
 use worker::config::LeadKey;
 use worker::decide::AttemptError;
@@ -203,7 +204,7 @@ async fn lead_key_submission_replays_update_the_same_lead() {
 fn attempt(attempts: u32, at: &str) -> AttemptRecord {
     AttemptRecord {
         attempts,
-        at: at.to_owned(),
+        at: Timestamp::from_stored(at),
     }
 }
 
@@ -221,7 +222,7 @@ async fn the_ledger_never_recreates_a_deleted_receipt() {
     let ledger = DynamoLedger::new(client.clone(), &receipts);
 
     let at = attempt(1, "2026-11-29T09:00:00.000Z");
-    let gone = "staticforms:form.submitted:gone";
+    let gone = &IdempotencyKey::from_stored("staticforms:form.submitted:gone".to_owned());
     assert_eq!(
         ledger.mark_completed(gone, &at).await,
         Ok(Marked::NotPending)
@@ -232,7 +233,12 @@ async fn the_ledger_never_recreates_a_deleted_receipt() {
     );
     assert_eq!(
         ledger
-            .defer(gone, "2026-11-29T10:00:00.000Z", &refused_400(), &at)
+            .defer(
+                gone,
+                &Timestamp::from_stored("2026-11-29T10:00:00.000Z"),
+                &refused_400(),
+                &at
+            )
             .await,
         Ok(Marked::NotPending)
     );
@@ -259,8 +265,8 @@ async fn the_ledger_records_attempts_completion_and_failure_once() {
     assert_eq!(
         ledger
             .defer(
-                &done.pk,
-                "2026-11-29T09:05:00.000Z",
+                &done.key(),
+                &Timestamp::from_stored("2026-11-29T09:05:00.000Z"),
                 &unavailable,
                 &attempt(3, "2026-11-29T08:59:00.000Z")
             )
@@ -287,13 +293,13 @@ async fn the_ledger_records_attempts_completion_and_failure_once() {
 
     assert_eq!(
         ledger
-            .mark_completed(&done.pk, &attempt(1, "2026-11-29T09:00:00.000Z"))
+            .mark_completed(&done.key(), &attempt(1, "2026-11-29T09:00:00.000Z"))
             .await,
         Ok(Marked::Updated)
     );
     assert_eq!(
         ledger
-            .mark_completed(&done.pk, &attempt(1, "2026-11-29T09:00:02.000Z"))
+            .mark_completed(&done.key(), &attempt(1, "2026-11-29T09:00:02.000Z"))
             .await,
         Ok(Marked::NotPending),
         "a receipt is completed once"
@@ -301,7 +307,7 @@ async fn the_ledger_records_attempts_completion_and_failure_once() {
     assert_eq!(
         ledger
             .mark_failed(
-                &refused.pk,
+                &refused.key(),
                 &refused_400(),
                 &attempt(1, "2026-11-29T09:00:01.000Z")
             )

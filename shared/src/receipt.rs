@@ -200,6 +200,27 @@ impl Receipt {
     }
 }
 
+/// A receipt timestamp as stored (`receivedAt`, `nextAttemptAt`...): RFC
+/// 3339, UTC, milliseconds, so that text order is time order. A type of its
+/// own so that a ledger call cannot take a key for a time.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Timestamp(String);
+
+impl Timestamp {
+    pub fn at(time: SystemTime) -> Self {
+        Timestamp(format_timestamp(time))
+    }
+
+    /// A timestamp read back from a receipt, as it was stored.
+    pub fn from_stored(text: impl Into<String>) -> Self {
+        Timestamp(text.into())
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
 /// RFC 3339, UTC, always with milliseconds (`2026-11-29T08:38:48.123Z`).
 pub fn format_timestamp(at: SystemTime) -> String {
     humantime::format_rfc3339_millis(at).to_string()

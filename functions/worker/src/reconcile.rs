@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use futures_util::stream::{self, StreamExt};
 use serde::Serialize;
 use shared::metrics::catalog;
-use shared::receipt::format_timestamp;
+use shared::receipt::{format_timestamp, Timestamp};
 
 use crate::decide::{decode_receipt, Decoded};
 use crate::deliver::Worker;
@@ -66,7 +66,7 @@ impl<D: Destination, L: ReceiptLedger + PendingQueue> Worker<D, L> {
             page_size: PAGE_SIZE,
         };
         let left = deadline.saturating_duration_since(started);
-        let claim_until = format_timestamp(now + left + CLAIM_MARGIN);
+        let claim_until = Timestamp::at(now + left + CLAIM_MARGIN);
 
         let mut report = PassReport::default();
         let mut from: Option<Cursor> = None;
@@ -182,12 +182,16 @@ impl<D: Destination, L: ReceiptLedger + PendingQueue> Worker<D, L> {
     async fn claim(
         &self,
         item: Result<shared::Receipt, UnreadableItem>,
-        claim_until: &str,
+        claim_until: &Timestamp,
     ) -> Option<Decoded> {
         match item {
             Ok(receipt) => {
-                let seen = receipt.next_attempt_at.clone()?;
-                match self.ledger().claim(&receipt.pk, &seen, claim_until).await {
+                let seen = Timestamp::from_stored(receipt.next_attempt_at.clone()?);
+                match self
+                    .ledger()
+                    .claim(&receipt.key(), &seen, claim_until)
+                    .await
+                {
                     Ok(true) => Some(decode_receipt(receipt)),
                     Ok(false) => None,
                     Err(error) => {

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant, SystemTime};
 use futures_util::stream::{self, StreamExt};
 use shared::delivery::RetryPolicy;
 use shared::metrics::{catalog, Values, DESTINATION, FUNCTION, OUTCOME};
-use shared::receipt::format_timestamp;
+use shared::receipt::{format_timestamp, Timestamp};
 use shared::IdempotencyKey;
 
 use crate::decide::{settle, AttemptError, Decoded, Delivery, DeliveryRules, Settlement};
@@ -193,8 +193,15 @@ impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
                     status: None,
                 };
                 let settlement = Settlement::Fail(failure);
-                self.record(&key, None, settlement, 0, via, Instant::now())
-                    .await
+                self.record(
+                    &IdempotencyKey::from_stored(key),
+                    None,
+                    settlement,
+                    0,
+                    via,
+                    Instant::now(),
+                )
+                .await
             }
         }
     }
@@ -294,14 +301,14 @@ impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
             fastrand::f64(),
         );
         let submission_id = Some(delivery.receipt.submission_id.as_str());
-        self.record(key.as_str(), submission_id, settlement, made, via, started)
+        self.record(&key, submission_id, settlement, made, via, started)
             .await
     }
 
     /// Writes a settlement to the receipt and logs the outcome (one line).
     async fn record(
         &self,
-        key: &str,
+        key: &IdempotencyKey,
         submission_id: Option<&str>,
         settlement: Settlement,
         made: u32,
@@ -377,13 +384,13 @@ impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
     /// Writes a settlement to the receipt, conditional on RECEIVED.
     async fn write_settlement(
         &self,
-        key: &str,
+        key: &IdempotencyKey,
         settlement: &Settlement,
         made: u32,
     ) -> Result<Marked, LedgerError> {
         let attempt = AttemptRecord {
             attempts: made,
-            at: format_timestamp((self.clock)()),
+            at: Timestamp::at((self.clock)()),
         };
         match settlement {
             Settlement::Complete { .. } => self.ledger.mark_completed(key, &attempt).await,
@@ -392,7 +399,7 @@ impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
             }
             Settlement::Later { at, error, .. } => {
                 self.ledger
-                    .defer(key, &format_timestamp(*at), error, &attempt)
+                    .defer(key, &Timestamp::at(*at), error, &attempt)
                     .await
             }
         }

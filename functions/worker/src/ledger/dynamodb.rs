@@ -13,8 +13,9 @@ use aws_sdk_dynamodb::operation::query::QueryError;
 use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 use aws_sdk_dynamodb::types::AttributeValue;
 use aws_sdk_dynamodb::Client;
+use shared::receipt::Timestamp;
 use shared::receipt::{attr, PENDING, PENDING_INDEX};
-use shared::ReceiptStatus;
+use shared::{IdempotencyKey, ReceiptStatus};
 
 use super::{
     AttemptRecord, Census, Cursor, DuePage, DueQuery, LedgerError, Marked, PendingQueue,
@@ -98,7 +99,7 @@ impl DynamoLedger {
             .expression_attribute_values(":received", s(ReceiptStatus::Received.as_str()))
             .expression_attribute_values(":zero", n(0))
             .expression_attribute_values(":attempts", n(attempt.attempts))
-            .expression_attribute_values(":at", s(&attempt.at));
+            .expression_attribute_values(":at", s(attempt.at.as_str()));
         for (placeholder, attribute) in names {
             request = request.expression_attribute_names(*placeholder, *attribute);
         }
@@ -165,9 +166,10 @@ fn status_value(status: Option<u16>) -> AttributeValue {
 impl ReceiptLedger for DynamoLedger {
     async fn mark_completed(
         &self,
-        key: &str,
+        key: &IdempotencyKey,
         attempt: &AttemptRecord,
     ) -> Result<Marked, LedgerError> {
+        let key = key.as_str();
         self.settle(
             key,
             attempt,
@@ -191,10 +193,11 @@ impl ReceiptLedger for DynamoLedger {
 
     async fn mark_failed(
         &self,
-        key: &str,
+        key: &IdempotencyKey,
         failure: &AttemptError,
         attempt: &AttemptRecord,
     ) -> Result<Marked, LedgerError> {
+        let key = key.as_str();
         self.settle(
             key,
             attempt,
@@ -218,11 +221,13 @@ impl ReceiptLedger for DynamoLedger {
 
     async fn defer(
         &self,
-        key: &str,
-        next_attempt_at: &str,
+        key: &IdempotencyKey,
+        next_attempt_at: &Timestamp,
         error: &AttemptError,
         attempt: &AttemptRecord,
     ) -> Result<Marked, LedgerError> {
+        let key = key.as_str();
+        let next_attempt_at = next_attempt_at.as_str();
         self.settle(
             key,
             attempt,
@@ -339,7 +344,14 @@ impl PendingQueue for DynamoLedger {
         })
     }
 
-    async fn claim(&self, key: &str, seen: &str, until: &str) -> Result<bool, LedgerError> {
+    async fn claim(
+        &self,
+        key: &IdempotencyKey,
+        seen: &Timestamp,
+        until: &Timestamp,
+    ) -> Result<bool, LedgerError> {
+        let key = key.as_str();
+        let (seen, until) = (seen.as_str(), until.as_str());
         let result = self
             .client
             .update_item()

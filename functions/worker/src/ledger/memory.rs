@@ -5,8 +5,9 @@
 use std::collections::HashMap;
 use std::sync::Mutex;
 
+use shared::receipt::Timestamp;
 use shared::receipt::PENDING;
-use shared::{Receipt, ReceiptStatus};
+use shared::{IdempotencyKey, Receipt, ReceiptStatus};
 
 use super::{
     AttemptRecord, Census, Cursor, DuePage, DueQuery, LedgerError, Marked, PendingQueue,
@@ -82,7 +83,7 @@ impl MemoryLedger {
         match self.lock().get_mut(key) {
             Some(receipt) if receipt.status == ReceiptStatus::Received => {
                 receipt.attempts += attempt.attempts;
-                receipt.last_attempt_at = Some(attempt.at.clone());
+                receipt.last_attempt_at = Some(attempt.at.as_str().to_owned());
                 change(receipt);
                 Marked::Updated
             }
@@ -94,12 +95,13 @@ impl MemoryLedger {
 impl ReceiptLedger for MemoryLedger {
     async fn mark_completed(
         &self,
-        key: &str,
+        key: &IdempotencyKey,
         attempt: &AttemptRecord,
     ) -> Result<Marked, LedgerError> {
+        let key = key.as_str();
         Ok(self.settle(key, attempt, |receipt| {
             receipt.status = ReceiptStatus::Completed;
-            receipt.completed_at = Some(attempt.at.clone());
+            receipt.completed_at = Some(attempt.at.as_str().to_owned());
             receipt.pending = None;
             receipt.next_attempt_at = None;
             receipt.last_error = None;
@@ -112,13 +114,14 @@ impl ReceiptLedger for MemoryLedger {
 
     async fn mark_failed(
         &self,
-        key: &str,
+        key: &IdempotencyKey,
         failure: &AttemptError,
         attempt: &AttemptRecord,
     ) -> Result<Marked, LedgerError> {
+        let key = key.as_str();
         Ok(self.settle(key, attempt, |receipt| {
             receipt.status = ReceiptStatus::Failed;
-            receipt.failed_at = Some(attempt.at.clone());
+            receipt.failed_at = Some(attempt.at.as_str().to_owned());
             receipt.failure_reason = Some(failure.code.clone());
             receipt.failure_http_status = failure.status;
             receipt.pending = None;
@@ -128,11 +131,13 @@ impl ReceiptLedger for MemoryLedger {
 
     async fn defer(
         &self,
-        key: &str,
-        next_attempt_at: &str,
+        key: &IdempotencyKey,
+        next_attempt_at: &Timestamp,
         error: &AttemptError,
         attempt: &AttemptRecord,
     ) -> Result<Marked, LedgerError> {
+        let key = key.as_str();
+        let next_attempt_at = next_attempt_at.as_str();
         Ok(self.settle(key, attempt, |receipt| {
             receipt.next_attempt_at = Some(next_attempt_at.to_owned());
             receipt.last_error = Some(error.code.clone());
@@ -188,7 +193,14 @@ impl PendingQueue for MemoryLedger {
         })
     }
 
-    async fn claim(&self, key: &str, seen: &str, until: &str) -> Result<bool, LedgerError> {
+    async fn claim(
+        &self,
+        key: &IdempotencyKey,
+        seen: &Timestamp,
+        until: &Timestamp,
+    ) -> Result<bool, LedgerError> {
+        let key = key.as_str();
+        let (seen, until) = (seen.as_str(), until.as_str());
         match self.lock().get_mut(key) {
             Some(receipt)
                 if receipt.status == ReceiptStatus::Received
@@ -244,7 +256,7 @@ impl<L> WatchedLedger<L> {
 impl<L: ReceiptLedger> ReceiptLedger for WatchedLedger<L> {
     async fn mark_completed(
         &self,
-        key: &str,
+        key: &IdempotencyKey,
         attempt: &AttemptRecord,
     ) -> Result<Marked, LedgerError> {
         use std::sync::atomic::Ordering::SeqCst;
@@ -264,7 +276,7 @@ impl<L: ReceiptLedger> ReceiptLedger for WatchedLedger<L> {
 
     async fn mark_failed(
         &self,
-        key: &str,
+        key: &IdempotencyKey,
         failure: &AttemptError,
         attempt: &AttemptRecord,
     ) -> Result<Marked, LedgerError> {
@@ -273,8 +285,8 @@ impl<L: ReceiptLedger> ReceiptLedger for WatchedLedger<L> {
 
     async fn defer(
         &self,
-        key: &str,
-        next_attempt_at: &str,
+        key: &IdempotencyKey,
+        next_attempt_at: &Timestamp,
         error: &AttemptError,
         attempt: &AttemptRecord,
     ) -> Result<Marked, LedgerError> {
@@ -291,7 +303,12 @@ impl<L: PendingQueue> PendingQueue for WatchedLedger<L> {
         self.inner.due(query, from).await
     }
 
-    async fn claim(&self, key: &str, seen: &str, until: &str) -> Result<bool, LedgerError> {
+    async fn claim(
+        &self,
+        key: &IdempotencyKey,
+        seen: &Timestamp,
+        until: &Timestamp,
+    ) -> Result<bool, LedgerError> {
         self.inner.claim(key, seen, until).await
     }
 }

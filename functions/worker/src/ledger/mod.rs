@@ -15,7 +15,8 @@ pub mod memory;
 
 use std::future::Future;
 
-use shared::Receipt;
+use shared::receipt::Timestamp;
+use shared::{IdempotencyKey, Receipt};
 
 use crate::decide::AttemptError;
 
@@ -32,8 +33,8 @@ pub enum Marked {
 pub struct AttemptRecord {
     /// Attempts made by this delivery (added to the receipt's count).
     pub attempts: u32,
-    /// When (RFC 3339, as every receipt timestamp).
-    pub at: String,
+    /// When.
+    pub at: Timestamp,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -44,14 +45,14 @@ pub trait ReceiptLedger: Send + Sync {
     /// RECEIVED → COMPLETED; leaves the pending index.
     fn mark_completed(
         &self,
-        key: &str,
+        key: &IdempotencyKey,
         attempt: &AttemptRecord,
     ) -> impl Future<Output = Result<Marked, LedgerError>> + Send;
 
     /// RECEIVED → FAILED with the reason; leaves the pending index.
     fn mark_failed(
         &self,
-        key: &str,
+        key: &IdempotencyKey,
         failure: &AttemptError,
         attempt: &AttemptRecord,
     ) -> impl Future<Output = Result<Marked, LedgerError>> + Send;
@@ -59,8 +60,8 @@ pub trait ReceiptLedger: Send + Sync {
     /// Stays RECEIVED, due again at `next_attempt_at`.
     fn defer(
         &self,
-        key: &str,
-        next_attempt_at: &str,
+        key: &IdempotencyKey,
+        next_attempt_at: &Timestamp,
         error: &AttemptError,
         attempt: &AttemptRecord,
     ) -> impl Future<Output = Result<Marked, LedgerError>> + Send;
@@ -122,8 +123,8 @@ pub trait PendingQueue: Send + Sync {
     /// receipt is due again at `until`.
     fn claim(
         &self,
-        key: &str,
-        seen: &str,
-        until: &str,
+        key: &IdempotencyKey,
+        seen: &Timestamp,
+        until: &Timestamp,
     ) -> impl Future<Output = Result<bool, LedgerError>> + Send;
 }
