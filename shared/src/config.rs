@@ -30,6 +30,44 @@ where
     raw.trim().parse().ok().filter(|n| range.contains(n))
 }
 
+/// Both functions' receipt retention: they must agree on it.
+pub const RECEIPT_RETENTION_DAYS: &str = "RECEIPT_RETENTION_DAYS";
+
+/// `RECEIPT_RETENTION_DAYS`, or the default: one rule and one message for
+/// both functions.
+pub fn retention_days(
+    get: &impl Fn(&str) -> Option<String>,
+) -> Result<crate::Retention, ConfigError> {
+    match get(RECEIPT_RETENTION_DAYS) {
+        None => Ok(crate::Retention::default()),
+        Some(raw) => number_in(&raw, 1..=crate::Retention::MAX_DAYS)
+            .and_then(crate::Retention::days)
+            .ok_or_else(|| {
+                invalid(
+                    RECEIPT_RETENTION_DAYS,
+                    format!(
+                        "expected a whole number of days from 1 to {}",
+                        crate::Retention::MAX_DAYS
+                    ),
+                )
+            }),
+    }
+}
+
+/// A Secrets Manager secret's ARN, trimmed; `name` is the variable that
+/// gave it. The one check of every `*_SECRET_ARN` / `*_SECRETS_ARN`.
+pub fn secret_arn(name: &'static str, raw: &str) -> Result<String, ConfigError> {
+    let arn = raw.trim();
+    if arn.starts_with("arn:") {
+        Ok(arn.to_owned())
+    } else {
+        Err(invalid(
+            name,
+            "must be a Secrets Manager secret ARN (arn:...)",
+        ))
+    }
+}
+
 /// The variable naming a DynamoDB endpoint other than AWS's, for local
 /// servers. Declared blank in the template so `sam local invoke` can set it:
 /// blank means AWS's own endpoint. (Not the SDK's `AWS_ENDPOINT_URL_DYNAMODB`:
@@ -63,6 +101,40 @@ pub fn dynamodb_endpoint(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn retention_and_secret_arns() {
+        let get = |value: &'static str| move |_: &str| Some(value.to_owned());
+        assert_eq!(
+            retention_days(&get("45")).unwrap().as_duration().as_secs(),
+            45 * 86_400
+        );
+        assert_eq!(
+            retention_days(&|_: &str| None).unwrap(),
+            crate::Retention::default()
+        );
+        for bad in ["0", "3651", "a month"] {
+            assert_eq!(
+                retention_days(&get(bad)),
+                Err(invalid(
+                    RECEIPT_RETENTION_DAYS,
+                    "expected a whole number of days from 1 to 3650"
+                )),
+                "{bad}"
+            );
+        }
+        assert_eq!(
+            secret_arn("X_ARN", " arn:aws:secretsmanager:x ").unwrap(),
+            "arn:aws:secretsmanager:x"
+        );
+        assert_eq!(
+            secret_arn("X_ARN", "my-secret"),
+            Err(invalid(
+                "X_ARN",
+                "must be a Secrets Manager secret ARN (arn:...)"
+            ))
+        );
+    }
 
     #[test]
     fn dynamodb_endpoints() {

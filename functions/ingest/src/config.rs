@@ -6,7 +6,9 @@ use std::time::Duration;
 
 use http::header::HeaderName;
 pub use shared::config::ConfigError;
-use shared::config::{dynamodb_endpoint, invalid, non_empty, number_in};
+use shared::config::{
+    dynamodb_endpoint, invalid, non_empty, number_in, retention_days, secret_arn,
+};
 use shared::metrics::METRICS_NAMESPACE;
 use shared::receipt::MAX_PAYLOAD_BYTES;
 use shared::Retention;
@@ -16,7 +18,7 @@ use crate::standard_webhooks::DEFAULT_TOLERANCE;
 use shared::idempotency::KeyHeader;
 
 pub const RECEIPTS_TABLE: &str = "RECEIPTS_TABLE";
-pub const RECEIPT_RETENTION_DAYS: &str = "RECEIPT_RETENTION_DAYS";
+pub use shared::config::RECEIPT_RETENTION_DAYS;
 pub const WEBHOOK_AUTH: &str = "WEBHOOK_AUTH";
 pub const WEBHOOK_SECRETS: &str = "WEBHOOK_SECRETS";
 pub const MAX_BODY_BYTES: &str = "MAX_BODY_BYTES";
@@ -60,20 +62,7 @@ impl Config {
 
         let receipts_table = get(RECEIPTS_TABLE).ok_or(ConfigError::Missing(RECEIPTS_TABLE))?;
 
-        let retention = match get(RECEIPT_RETENTION_DAYS) {
-            None => Retention::default(),
-            Some(raw) => raw
-                .trim()
-                .parse()
-                .ok()
-                .and_then(Retention::days)
-                .ok_or_else(|| {
-                    invalid(
-                        RECEIPT_RETENTION_DAYS,
-                        format!("expected whole days from 1 to {}", Retention::MAX_DAYS),
-                    )
-                })?,
-        };
+        let retention = retention_days(&get)?;
 
         let max_body_bytes = match get(MAX_BODY_BYTES) {
             None => DEFAULT_MAX_BODY_BYTES,
@@ -264,12 +253,7 @@ fn parse_auth(get: &dyn Fn(&str) -> Option<String>) -> Result<AuthConfig, Config
             WEBHOOK_SECRETS,
         )?)),
         (scheme, None, Some(arn)) => {
-            if !arn.starts_with("arn:") {
-                return Err(invalid(
-                    WEBHOOK_SECRETS_ARN,
-                    "must be a Secrets Manager secret ARN (arn:...)",
-                ));
-            }
+            let arn = secret_arn(WEBHOOK_SECRETS_ARN, &arn)?;
             Ok(AuthConfig::SecretsManager {
                 arn,
                 scheme,
@@ -436,8 +420,8 @@ mod tests {
             ("an ARN with auth none", vec![TABLE, (WEBHOOK_AUTH, "none"), (WEBHOOK_SECRETS_ARN, ARN)], invalid(WEBHOOK_AUTH, "is none while secrets are set; choose an authentication mode or unset the secrets")),
             ("blank form key", vec![TABLE, (WEBHOOK_AUTH, "none"), (WEBHOOK_API_KEYS, "sf_key_1,,sf_key_2")], invalid(WEBHOOK_API_KEYS, "entry 2 is empty or contains whitespace")),
             ("unknown key rule", vec![TABLE, (WEBHOOK_AUTH, "none"), (IDEMPOTENCY_KEY, "optional")], invalid(IDEMPOTENCY_KEY, "expected required or derive")),
-            ("retention zero", vec![TABLE, (WEBHOOK_AUTH, "none"), (RECEIPT_RETENTION_DAYS, "0")], invalid(RECEIPT_RETENTION_DAYS, "expected whole days from 1 to 3650")),
-            ("retention text", vec![TABLE, (WEBHOOK_AUTH, "none"), (RECEIPT_RETENTION_DAYS, "a month")], invalid(RECEIPT_RETENTION_DAYS, "expected whole days from 1 to 3650")),
+            ("retention zero", vec![TABLE, (WEBHOOK_AUTH, "none"), (RECEIPT_RETENTION_DAYS, "0")], invalid(RECEIPT_RETENTION_DAYS, "expected a whole number of days from 1 to 3650")),
+            ("retention text", vec![TABLE, (WEBHOOK_AUTH, "none"), (RECEIPT_RETENTION_DAYS, "a month")], invalid(RECEIPT_RETENTION_DAYS, "expected a whole number of days from 1 to 3650")),
             ("body limit over the item limit", vec![TABLE, (WEBHOOK_AUTH, "none"), (MAX_BODY_BYTES, "400000")], invalid(MAX_BODY_BYTES, "expected bytes from 1 to 393216 (a receipt must stay under DynamoDB's 400 KB item limit)")),
             ("body limit zero", vec![TABLE, (WEBHOOK_AUTH, "none"), (MAX_BODY_BYTES, "0")], invalid(MAX_BODY_BYTES, "expected bytes from 1 to 393216 (a receipt must stay under DynamoDB's 400 KB item limit)")),
         ];

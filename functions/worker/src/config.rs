@@ -7,11 +7,10 @@
 use std::time::Duration;
 
 pub use shared::config::ConfigError;
-use shared::config::{dynamodb_endpoint, invalid, non_empty, number_in};
+use shared::config::{dynamodb_endpoint, invalid, non_empty, number_in, retention_days};
 use shared::delivery::Redelivery;
 pub use shared::field_map::FIELD_MAP;
 use shared::metrics::METRICS_NAMESPACE;
-use shared::Retention;
 
 use crate::decide::{DeliveryRules, DEFAULT_MAX_AGE_SECONDS};
 use crate::deliver::DEFAULT_RECONCILE_AFTER;
@@ -37,7 +36,7 @@ pub const RECEIPTS_TABLE: &str = "RECEIPTS_TABLE";
 pub const DESTINATION: &str = "DESTINATION";
 pub const WORKER_CONCURRENCY: &str = "WORKER_CONCURRENCY";
 pub const DELIVERY_MAX_AGE_SECONDS: &str = "DELIVERY_MAX_AGE_SECONDS";
-pub const RECEIPT_RETENTION_DAYS: &str = "RECEIPT_RETENTION_DAYS";
+pub use shared::config::RECEIPT_RETENTION_DAYS;
 pub const RECONCILE_AFTER_SECONDS: &str = "RECONCILE_AFTER_SECONDS";
 pub const REDELIVERY_BASE_SECONDS: &str = "REDELIVERY_BASE_SECONDS";
 pub const REDELIVERY_MAX_SECONDS: &str = "REDELIVERY_MAX_SECONDS";
@@ -170,20 +169,7 @@ impl Config {
             })?,
         };
 
-        let retention = match get(RECEIPT_RETENTION_DAYS) {
-            None => Retention::default(),
-            Some(raw) => number_in(&raw, 1..=Retention::MAX_DAYS)
-                .and_then(Retention::days)
-                .ok_or_else(|| {
-                    invalid(
-                        RECEIPT_RETENTION_DAYS,
-                        format!(
-                            "expected a whole number of days from 1 to {}",
-                            Retention::MAX_DAYS
-                        ),
-                    )
-                })?,
-        };
+        let retention = retention_days(&get)?;
         let max_age = seconds(&get, DELIVERY_MAX_AGE_SECONDS, DEFAULT_MAX_AGE_SECONDS)?;
         // A receipt must outlive its last attempt, or TTL deletes a lead
         // that is still waiting and nobody is told.

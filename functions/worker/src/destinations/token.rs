@@ -6,7 +6,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use shared::config::{invalid, ConfigError};
+use shared::config::{invalid, secret_arn, ConfigError};
 use shared::refresh::Refreshing;
 pub use shared::refresh::Source;
 
@@ -108,13 +108,7 @@ pub(crate) fn token_setting(
     match (get(inline).as_deref().and_then(CrmToken::new), get(arn)) {
         (None, None) => Ok(TokenSetting::None),
         (Some(token), None) => Ok(TokenSetting::Inline(token)),
-        (None, Some(value)) if value.trim().starts_with("arn:") => {
-            Ok(TokenSetting::SecretsManager(value.trim().to_owned()))
-        }
-        (None, Some(_)) => Err(invalid(
-            arn,
-            "must be a Secrets Manager secret ARN (arn:...)",
-        )),
+        (None, Some(value)) => secret_arn(arn, &value).map(TokenSetting::SecretsManager),
         (Some(_), Some(_)) => Err(invalid(
             arn,
             format!("set either {inline} or {arn}, not both"),

@@ -3,7 +3,7 @@
 //! version, the field map, and where the client credentials come from.
 
 use serde_json::Value;
-use shared::config::{invalid, ConfigError};
+use shared::config::{invalid, secret_arn, ConfigError};
 use shared::field_map::{FieldMap, FIELD_MAP};
 
 use crate::destinations::client::{check_base_url, is_property_name};
@@ -110,15 +110,10 @@ impl SalesforceSettings {
             ClientCredentials::new(&id, &secret)
                 .ok_or_else(|| invalid(SALESFORCE_CLIENT_ID, "is blank"))?,
         ),
-        (None, None, Some(arn)) if arn.trim().starts_with("arn:") => {
-            CredentialsSetting::SecretsManager(arn.trim().to_owned())
-        }
-        (None, None, Some(_)) => {
-            return Err(invalid(
-                SALESFORCE_CREDENTIALS_SECRET_ARN,
-                "must be a Secrets Manager secret ARN (arn:...)",
-            ))
-        }
+        (None, None, Some(arn)) => CredentialsSetting::SecretsManager(secret_arn(
+            SALESFORCE_CREDENTIALS_SECRET_ARN,
+            &arn,
+        )?),
         (None, None, None) => {
             return Err(ConfigError::Missing(
                 "SALESFORCE_CLIENT_ID and SALESFORCE_CLIENT_SECRET, or SALESFORCE_CREDENTIALS_SECRET_ARN",
