@@ -78,12 +78,12 @@ impl Destination for HttpCrm {
         lead: &Lead,
         key: &IdempotencyKey,
     ) -> Result<Upserted, DestinationError> {
-        match self.put(lead, key).await {
-            Err(DestinationError::Unauthorized { .. }) if self.token.renew().await => {
-                self.put(lead, key).await
-            }
-            result => result,
-        }
+        self.token
+            .call_renewing_once(
+                || self.put(lead, key),
+                |answer| matches!(answer, Err(DestinationError::Unauthorized { .. })),
+            )
+            .await
     }
 }
 

@@ -85,6 +85,24 @@ impl BearerToken {
     }
 }
 
+impl BearerToken {
+    /// Makes `call`; when its answer is `refused` and a renewed token is in
+    /// force, makes it once more with that token: the one
+    /// renew-and-retry-once step of the adapters that send this token.
+    pub async fn call_renewing_once<T, F, Fut>(&self, call: F, refused: impl Fn(&T) -> bool) -> T
+    where
+        F: Fn() -> Fut,
+        Fut: std::future::Future<Output = T>,
+    {
+        let answer = call().await;
+        if refused(&answer) && self.renew().await {
+            call().await
+        } else {
+            answer
+        }
+    }
+}
+
 /// What the token is called in log lines.
 const TOKEN: &str = "CRM token";
 

@@ -181,14 +181,18 @@ impl HubSpot {
     fn send<'a>(&'a self, inputs: &'a [Input]) -> Sending<'a> {
         Box::pin(async move {
             let called = Instant::now();
-            let mut outcome = self.call(inputs).await;
-            if matches!(
-                outcome,
-                Called::Whole(Err(DestinationError::Unauthorized { status: 401 }))
-            ) && self.token.renew().await
-            {
-                outcome = self.call(inputs).await;
-            }
+            let outcome = self
+                .token
+                .call_renewing_once(
+                    || self.call(inputs),
+                    |called| {
+                        matches!(
+                            called,
+                            Called::Whole(Err(DestinationError::Unauthorized { status: 401 }))
+                        )
+                    },
+                )
+                .await;
             let latency = called.elapsed();
             match outcome {
                 Called::Whole(Err(error)) if inputs.len() > 1 && one_input_may_cause(&error) => {
