@@ -365,3 +365,22 @@ pub fn receipts_cli(env: &[(&str, &str)], args: &[&str]) -> (bool, String, Strin
         String::from_utf8_lossy(&output.stderr).into_owned(),
     )
 }
+
+/// Every file under `dir`, recursively, whose name ends in `.{extension}`,
+/// sorted: for the tests that read the workspace's own sources and docs.
+pub fn files_under(dir: &std::path::Path, extension: &str) -> Vec<std::path::PathBuf> {
+    let mut found = Vec::new();
+    let mut folders = vec![dir.to_path_buf()];
+    while let Some(folder) = folders.pop() {
+        for entry in std::fs::read_dir(&folder).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                folders.push(path);
+            } else if path.extension().is_some_and(|e| e == extension) {
+                found.push(path);
+            }
+        }
+    }
+    found.sort();
+    found
+}
