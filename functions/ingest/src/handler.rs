@@ -4,11 +4,12 @@
 //! step decides before the next runs; `respond` is the one place where an
 //! outcome becomes an HTTP response.
 
-use std::time::{Instant, SystemTime};
+use std::time::Instant;
 
 use http::header::{CONTENT_TYPE, RETRY_AFTER, WWW_AUTHENTICATE};
 use lambda_http::{Body, Request, RequestExt, Response};
 use serde_json::json;
+use shared::clock::Clock;
 use shared::envelope::is_json_media_type;
 use shared::idempotency::{KeyHeader, HEADER_NAME as IDEMPOTENCY_KEY_HEADER};
 use shared::outcome::existing_receipt_outcome;
@@ -73,7 +74,7 @@ pub struct Ingest<S> {
     key_header: KeyHeader,
     max_body_bytes: usize,
     retention: Retention,
-    clock: fn() -> SystemTime,
+    clock: Clock,
     metrics_namespace: String,
 }
 
@@ -87,13 +88,13 @@ impl<S: ReceiptStore> Ingest<S> {
             key_header: config.key_header,
             max_body_bytes: config.max_body_bytes,
             retention: config.retention,
-            clock: SystemTime::now,
+            clock: shared::clock::system(),
             metrics_namespace: config.metrics_namespace.clone(),
         }
     }
 
     /// Replaces the wall clock, for tests of time-dependent fields.
-    pub fn with_clock(mut self, clock: fn() -> SystemTime) -> Self {
+    pub fn with_clock(mut self, clock: Clock) -> Self {
         self.clock = clock;
         self
     }

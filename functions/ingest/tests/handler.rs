@@ -511,7 +511,9 @@ async fn the_receipt_holds_what_the_worker_needs_and_no_credential() {
     fn fixed_clock() -> SystemTime {
         UNIX_EPOCH + Duration::from_millis(1_795_941_528_250)
     }
-    let ingest = memory_ingest().await.with_clock(fixed_clock);
+    let ingest = memory_ingest()
+        .await
+        .with_clock(std::sync::Arc::new(fixed_clock));
     assert_eq!(
         ingest.handle(event("ingest-valid.json")).await.status(),
         202
@@ -589,7 +591,9 @@ async fn the_worker_fixture_holds_the_receipt_ingest_stores() {
     fn fixture_clock() -> SystemTime {
         UNIX_EPOCH + Duration::from_millis(1_795_941_528_250)
     }
-    let ingest = memory_ingest().await.with_clock(fixture_clock);
+    let ingest = memory_ingest()
+        .await
+        .with_clock(std::sync::Arc::new(fixture_clock));
     assert_eq!(
         ingest.handle(event("ingest-valid.json")).await.status(),
         202

@@ -43,7 +43,7 @@ fn fixed_now() -> SystemTime {
 async fn signed_ingest() -> Ingest<MemoryReceiptStore> {
     ingest_with(MemoryReceiptStore::default(), &signed_config())
         .await
-        .with_clock(fixed_now)
+        .with_clock(std::sync::Arc::new(fixed_now))
 }
 
 fn signature(key: &[u8], id: &str, timestamp: u64, body: &str) -> String {
@@ -250,7 +250,8 @@ async fn refreshing_ingest(
     let auth = Authenticator::from_source(source, scheme, interval)
         .await
         .unwrap();
-    Ingest::new(MemoryReceiptStore::default(), auth, &signed_config()).with_clock(fixed_now)
+    Ingest::new(MemoryReceiptStore::default(), auth, &signed_config())
+        .with_clock(std::sync::Arc::new(fixed_now))
 }
 
 #[tokio::test]

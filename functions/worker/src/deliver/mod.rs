@@ -8,7 +8,6 @@
 //! shard for long. Only an outcome that cannot be written to the receipt is
 //! `FailedRetryable`, which the stream delivers again.
 
-use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use futures_util::stream::{self, StreamExt};
@@ -26,8 +25,7 @@ mod attempts;
 use attempts::Attempts;
 use tracing::Level;
 
-/// The wall clock; tests move it forward instead of waiting.
-pub type Clock = Arc<dyn Fn() -> SystemTime + Send + Sync>;
+pub use shared::clock::Clock;
 
 /// The receipts a pass leaves to the stream: those received in the last
 /// ten minutes (`RECONCILE_AFTER_SECONDS`).
@@ -56,7 +54,7 @@ impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
             retry: RetryPolicy::default(),
             rules: DeliveryRules::default(),
             reconcile_after: DEFAULT_RECONCILE_AFTER,
-            clock: Arc::new(SystemTime::now),
+            clock: shared::clock::system(),
             metrics_namespace: shared::metrics::DEFAULT_NAMESPACE.to_owned(),
         }
     }
