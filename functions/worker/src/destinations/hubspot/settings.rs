@@ -151,3 +151,91 @@ impl HubSpotSettings {
         ))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::destinations::client::CRM_ALLOW_HTTP;
+    use crate::destinations::hubspot::{ApiVersion, IdProperty};
+    use std::collections::HashMap;
+
+    fn load(pairs: &[(&str, &str)]) -> Result<(HubSpotSettings, TokenSetting), ConfigError> {
+        let env: HashMap<String, String> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        let get = shared::config::non_empty(move |name| env.get(name).cloned());
+        HubSpotSettings::from_lookup(&get, false)
+    }
+
+    const ARN: &str = "arn:aws:secretsmanager:us-east-1:123456789012:secret:hubspot-AbCdEf";
+
+    #[test]
+    fn defaults_and_every_setting() {
+        assert_eq!(
+            load(&[(HUBSPOT_TOKEN_SECRET_ARN, ARN)]).unwrap(),
+            (
+                HubSpotSettings {
+                    base_url: "https://api.hubapi.com".into(),
+                    api_version: ApiVersion::Dated("2026-09".into()),
+                    id_property: IdProperty::Email,
+                    field_map: FieldMap::hubspot_default(None),
+                },
+                TokenSetting::SecretsManager(ARN.into()),
+            )
+        );
+        let (settings, token) = load(&[
+            (HUBSPOT_TOKEN, "pat-local"),
+            (HUBSPOT_BASE_URL, "http://127.0.0.1:9300/"),
+            (HUBSPOT_API_VERSION, "v3"),
+            (HUBSPOT_ID_PROPERTY, "staticforms_submission_id"),
+            (FIELD_MAP, r#"{"email":"email","hs_lead_status":"=NEW"}"#),
+        ])
+        .unwrap();
+        assert_eq!(settings.base_url, "http://127.0.0.1:9300");
+        assert_eq!(settings.api_version, ApiVersion::V3);
+        assert_eq!(
+            settings.id_property,
+            IdProperty::Custom("staticforms_submission_id".into())
+        );
+        assert_eq!(
+            settings.field_map.properties().collect::<Vec<_>>(),
+            ["email", "hs_lead_status"]
+        );
+        assert!(matches!(token, TokenSetting::Inline(ref t) if t.expose() == "pat-local"));
+        let (with_message, _) = load(&[
+            (HUBSPOT_TOKEN, "pat-local"),
+            (HUBSPOT_MESSAGE_PROPERTY, "message"),
+        ])
+        .unwrap();
+        assert_eq!(
+            with_message.field_map,
+            FieldMap::hubspot_default(Some("message"))
+        );
+    }
+
+    #[test]
+    fn invalid_settings_name_their_variable() {
+        let with_token = |extra: &[(&'static str, &'static str)]| {
+            let mut pairs = vec![(HUBSPOT_TOKEN, "pat-local")];
+            pairs.extend_from_slice(extra);
+            load(&pairs).unwrap_err()
+        };
+        #[rustfmt::skip]
+        let rows: Vec<(&str, ConfigError, ConfigError)> = vec![
+            ("no token", load(&[]).unwrap_err(), ConfigError::Missing("HUBSPOT_TOKEN or HUBSPOT_TOKEN_SECRET_ARN")),
+            ("both tokens", with_token(&[(HUBSPOT_TOKEN_SECRET_ARN, ARN)]), invalid(HUBSPOT_TOKEN_SECRET_ARN, "set either HUBSPOT_TOKEN or HUBSPOT_TOKEN_SECRET_ARN, not both")),
+            ("http base url", with_token(&[(HUBSPOT_BASE_URL, "http://api.example.com")]), invalid(HUBSPOT_BASE_URL, format!("must be https:// (http:// sends the CRM token in clear text; it is allowed for loopback addresses, or with {CRM_ALLOW_HTTP}=true for local runs)"))),
+            ("base url with a query", with_token(&[(HUBSPOT_BASE_URL, "https://api.example.com?x=1")]), invalid(HUBSPOT_BASE_URL, "must have no query or fragment")),
+            ("version", with_token(&[(HUBSPOT_API_VERSION, "v4")]), invalid(HUBSPOT_API_VERSION, "expected v3 or a date version YYYY-MM")),
+            ("id property label", with_token(&[(HUBSPOT_ID_PROPERTY, "Submission ID")]), invalid(HUBSPOT_ID_PROPERTY, "expected email or a property's internal name (letters, digits, _)")),
+            ("field map text", with_token(&[(FIELD_MAP, "email=email")]), invalid(FIELD_MAP, "is not a JSON object of property names to form field names")),
+            ("field map label", with_token(&[(FIELD_MAP, r#"{"First Name":"firstName"}"#)]), invalid(FIELD_MAP, "names \"First Name\", which is not a HubSpot property's internal name (letters, digits, _)")),
+            ("message with a map", with_token(&[(FIELD_MAP, r#"{"email":"email"}"#), (HUBSPOT_MESSAGE_PROPERTY, "message")]), invalid(HUBSPOT_MESSAGE_PROPERTY, "applies only without FIELD_MAP (map the message there); unset it")),
+        ];
+        for (name, error, expected) in rows {
+            assert_eq!(error, expected, "case {name}");
+            assert!(!error.to_string().contains("pat-local"), "case {name}");
+        }
+    }
+}

@@ -194,3 +194,96 @@ fn salesforce_version(raw: &str) -> Option<String> {
     let major: u32 = major.parse().ok()?;
     (minor == "0" && (46..1000).contains(&major)).then(|| format!("v{major}.0"))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::destinations::client::CRM_ALLOW_HTTP;
+    use std::collections::HashMap;
+
+    fn load(
+        pairs: &[(&str, &str)],
+    ) -> Result<(SalesforceSettings, CredentialsSetting), ConfigError> {
+        let env: HashMap<String, String> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        let get = shared::config::non_empty(move |name| env.get(name).cloned());
+        SalesforceSettings::from_lookup(&get, false)
+    }
+
+    const ARN: &str = "arn:aws:secretsmanager:us-east-1:123456789012:secret:salesforce-AbCdEf";
+    const LOGIN: (&str, &str) = (SALESFORCE_LOGIN_URL, "https://acme.my.salesforce.com/");
+
+    #[test]
+    fn defaults_and_every_setting() {
+        assert_eq!(
+            load(&[LOGIN, (SALESFORCE_CREDENTIALS_SECRET_ARN, ARN)]).unwrap(),
+            (
+                SalesforceSettings {
+                    login_url: "https://acme.my.salesforce.com".into(),
+                    api_version: "v67.0".into(),
+                    object: "Lead".into(),
+                    external_id_field: "StaticForms_Submission_Id__c".into(),
+                    field_map: FieldMap::salesforce_default().with_lead_requirements(),
+                },
+                CredentialsSetting::SecretsManager(ARN.into()),
+            )
+        );
+        let (settings, credentials) = load(&[
+            (SALESFORCE_LOGIN_URL, "http://127.0.0.1:9001"),
+            (SALESFORCE_CLIENT_ID, "3MVG9local"),
+            (SALESFORCE_CLIENT_SECRET, "local-secret"),
+            (SALESFORCE_OBJECT, "Prospect__c"),
+            (SALESFORCE_EXTERNAL_ID_FIELD, "Submission__c"),
+            (SALESFORCE_API_VERSION, "62.0"),
+            (FIELD_MAP, r#"{"Email__c":"email"}"#),
+        ])
+        .unwrap();
+        assert_eq!(settings.api_version, "v62.0");
+        assert_eq!(settings.object, "Prospect__c");
+        assert_eq!(settings.external_id_field, "Submission__c");
+        assert_eq!(
+            settings.field_map,
+            FieldMap::parse(r#"{"Email__c":"email"}"#).unwrap(),
+            "no Lead requirements for another object"
+        );
+        assert_eq!(
+            credentials,
+            CredentialsSetting::Inline(
+                ClientCredentials::new("3MVG9local", "local-secret").unwrap()
+            )
+        );
+    }
+
+    #[test]
+    fn invalid_settings_name_their_variable() {
+        let with_login = |extra: &[(&'static str, &'static str)]| {
+            let mut pairs = vec![LOGIN];
+            pairs.extend_from_slice(extra);
+            load(&pairs).unwrap_err()
+        };
+        let id = (SALESFORCE_CLIENT_ID, "3MVG9");
+        let secret = (SALESFORCE_CLIENT_SECRET, "never-shown-secret");
+        #[rustfmt::skip]
+        let rows: Vec<(&str, ConfigError, ConfigError)> = vec![
+            ("no login url", load(&[id, secret]).unwrap_err(), ConfigError::Missing(SALESFORCE_LOGIN_URL)),
+            ("no credentials", with_login(&[]), ConfigError::Missing("SALESFORCE_CLIENT_ID and SALESFORCE_CLIENT_SECRET, or SALESFORCE_CREDENTIALS_SECRET_ARN")),
+            ("id without secret", with_login(&[id]), ConfigError::Missing(SALESFORCE_CLIENT_SECRET)),
+            ("secret without id", with_login(&[secret]), ConfigError::Missing(SALESFORCE_CLIENT_ID)),
+            ("both forms", with_login(&[id, secret, (SALESFORCE_CREDENTIALS_SECRET_ARN, ARN)]), invalid(SALESFORCE_CREDENTIALS_SECRET_ARN, "set either it or SALESFORCE_CLIENT_ID and SALESFORCE_CLIENT_SECRET, not both")),
+            ("not an arn", with_login(&[(SALESFORCE_CREDENTIALS_SECRET_ARN, "salesforce")]), invalid(SALESFORCE_CREDENTIALS_SECRET_ARN, "must be a Secrets Manager secret ARN (arn:...)")),
+            ("old version", with_login(&[id, secret, (SALESFORCE_API_VERSION, "v45.0")]), invalid(SALESFORCE_API_VERSION, "expected a version from v46.0 on, such as v67.0 (sObject Collections upsert needs 46.0)")),
+            ("object label", with_login(&[id, secret, (SALESFORCE_OBJECT, "Web Lead")]), invalid(SALESFORCE_OBJECT, "expected an API name (letters, digits, _)")),
+            ("field label", with_login(&[id, secret, (FIELD_MAP, r#"{"Last Name":"lastName"}"#)]), invalid(FIELD_MAP, "names \"Last Name\", which is not a Salesforce field's API name (letters, digits, _)")),
+            ("http login", load(&[(SALESFORCE_LOGIN_URL, "http://acme.my.salesforce.com"), id, secret]).unwrap_err(), invalid(SALESFORCE_LOGIN_URL, format!("must be https:// (http:// sends the CRM token in clear text; it is allowed for loopback addresses, or with {CRM_ALLOW_HTTP}=true for local runs)"))),
+        ];
+        for (name, error, expected) in rows {
+            assert_eq!(error, expected, "case {name}");
+            assert!(
+                !error.to_string().contains("never-shown-secret"),
+                "case {name}"
+            );
+        }
+    }
+}
