@@ -30,6 +30,55 @@ where
     raw.trim().parse().ok().filter(|n| range.contains(n))
 }
 
+/// The receipts table's name, in both functions.
+pub const RECEIPTS_TABLE: &str = "RECEIPTS_TABLE";
+
+/// `RECEIPTS_TABLE`, trimmed: required in both functions.
+pub fn receipts_table(get: &impl Fn(&str) -> Option<String>) -> Result<String, ConfigError> {
+    get(RECEIPTS_TABLE)
+        .map(|name| name.trim().to_owned())
+        .filter(|name| !name.is_empty())
+        .ok_or(ConfigError::Missing(RECEIPTS_TABLE))
+}
+
+/// A whole number of seconds within `range` from the variable `name`, or
+/// `default` when it is unset: one rule and one message for every
+/// `*_SECONDS` variable.
+pub fn seconds_in(
+    get: &impl Fn(&str) -> Option<String>,
+    name: &'static str,
+    default: std::time::Duration,
+    range: std::ops::RangeInclusive<u64>,
+) -> Result<std::time::Duration, ConfigError> {
+    match get(name) {
+        None => Ok(default),
+        Some(raw) => number_in(&raw, range.clone())
+            .map(std::time::Duration::from_secs)
+            .ok_or_else(|| {
+                invalid(
+                    name,
+                    format!(
+                        "expected whole seconds from {} to {}",
+                        range.start(),
+                        range.end()
+                    ),
+                )
+            }),
+    }
+}
+
+/// `METRICS_NAMESPACE`, or the default namespace: one rule and one message
+/// for both functions.
+pub fn metrics_namespace(get: &impl Fn(&str) -> Option<String>) -> Result<String, ConfigError> {
+    use crate::metrics::{namespace, METRICS_NAMESPACE};
+    namespace(get(METRICS_NAMESPACE).as_deref())
+        .map_err(|reason| invalid(METRICS_NAMESPACE, reason))
+}
+
+/// Ten years: the upper bound of the worker's delays, long enough for any
+/// honest setting and short enough that adding it to a date cannot overflow.
+pub const TEN_YEARS_SECONDS: u64 = 3650 * 24 * 60 * 60;
+
 /// Both functions' receipt retention: they must agree on it.
 pub const RECEIPT_RETENTION_DAYS: &str = "RECEIPT_RETENTION_DAYS";
 
@@ -166,6 +215,47 @@ mod tests {
         ];
         for (value, expected) in rows {
             assert_eq!(read(value), expected, "{value:?}");
+        }
+    }
+
+    #[test]
+    fn tables_and_seconds() {
+        let get = |value: &'static str| move |_: &str| Some(value.to_owned());
+        assert_eq!(receipts_table(&get(" receipts ")).unwrap(), "receipts");
+        assert_eq!(
+            receipts_table(&get("  ")),
+            Err(ConfigError::Missing(RECEIPTS_TABLE))
+        );
+        assert_eq!(
+            receipts_table(&|_: &str| None),
+            Err(ConfigError::Missing(RECEIPTS_TABLE))
+        );
+        let default = std::time::Duration::from_secs(7);
+        let rows: [(Option<&'static str>, Result<u64, ConfigError>); 6] = [
+            (None, Ok(7)),
+            (Some("1"), Ok(1)),
+            (Some(" 60 "), Ok(60)),
+            (
+                Some("61"),
+                Err(invalid("X_SECONDS", "expected whole seconds from 1 to 60")),
+            ),
+            (
+                Some("0"),
+                Err(invalid("X_SECONDS", "expected whole seconds from 1 to 60")),
+            ),
+            (
+                Some("soon"),
+                Err(invalid("X_SECONDS", "expected whole seconds from 1 to 60")),
+            ),
+        ];
+        for (raw, expected) in rows {
+            let got = seconds_in(
+                &move |_: &str| raw.map(str::to_owned),
+                "X_SECONDS",
+                default,
+                1..=60,
+            );
+            assert_eq!(got.map(|d| d.as_secs()), expected, "{raw:?}");
         }
     }
 

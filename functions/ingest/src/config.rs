@@ -7,9 +7,9 @@ use std::time::Duration;
 use http::header::HeaderName;
 pub use shared::config::ConfigError;
 use shared::config::{
-    dynamodb_endpoint, invalid, non_empty, number_in, retention_days, secret_arn,
+    dynamodb_endpoint, invalid, non_empty, number_in, receipts_table, retention_days, seconds_in,
+    secret_arn,
 };
-use shared::metrics::METRICS_NAMESPACE;
 use shared::receipt::MAX_PAYLOAD_BYTES;
 use shared::Retention;
 
@@ -17,7 +17,7 @@ use crate::auth::{Scheme, SecretSet, Verifier};
 use crate::standard_webhooks::DEFAULT_TOLERANCE;
 use shared::idempotency::KeyHeader;
 
-pub const RECEIPTS_TABLE: &str = "RECEIPTS_TABLE";
+pub use shared::config::RECEIPTS_TABLE;
 pub use shared::config::RECEIPT_RETENTION_DAYS;
 pub const WEBHOOK_AUTH: &str = "WEBHOOK_AUTH";
 pub const WEBHOOK_SECRETS: &str = "WEBHOOK_SECRETS";
@@ -60,7 +60,7 @@ impl Config {
     pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
         let get = non_empty(lookup);
 
-        let receipts_table = get(RECEIPTS_TABLE).ok_or(ConfigError::Missing(RECEIPTS_TABLE))?;
+        let receipts_table = receipts_table(&get)?;
 
         let retention = retention_days(&get)?;
 
@@ -86,8 +86,7 @@ impl Config {
                 .ok_or_else(|| invalid(IDEMPOTENCY_KEY, "expected required or derive"))?,
         };
         let dynamodb_endpoint = dynamodb_endpoint(&get)?;
-        let metrics_namespace = shared::metrics::namespace(get(METRICS_NAMESPACE).as_deref())
-            .map_err(|reason| invalid(METRICS_NAMESPACE, reason))?;
+        let metrics_namespace = shared::config::metrics_namespace(&get)?;
 
         Ok(Config {
             receipts_table,
@@ -129,29 +128,6 @@ pub fn verifier_from(
         .map_err(|error| invalid(origin, error.to_string()))
 }
 
-fn seconds(
-    raw: Option<String>,
-    name: &'static str,
-    default: Duration,
-    range: std::ops::RangeInclusive<u64>,
-) -> Result<Duration, ConfigError> {
-    match raw {
-        None => Ok(default),
-        Some(raw) => number_in(&raw, range.clone())
-            .map(Duration::from_secs)
-            .ok_or_else(|| {
-                invalid(
-                    name,
-                    format!(
-                        "expected whole seconds from {} to {}",
-                        range.start(),
-                        range.end()
-                    ),
-                )
-            }),
-    }
-}
-
 /// The accepted form keys: Static Forms API keys, comma-separated. A form's
 /// key is in its public HTML, so this is an allow-list of forms rather than a
 /// secret; it is still only kept as digests and compared in constant time.
@@ -188,16 +164,14 @@ fn parse_auth(get: &dyn Fn(&str) -> Option<String>) -> Result<AuthConfig, Config
     let mode_text = get(WEBHOOK_AUTH).ok_or(ConfigError::Missing(WEBHOOK_AUTH))?;
     let inline = get(WEBHOOK_SECRETS);
     let arn = get(WEBHOOK_SECRETS_ARN).map(|arn| arn.trim().to_owned());
-    let tolerance_text = get(WEBHOOK_TOLERANCE_SECONDS);
-    let refresh_text = get(WEBHOOK_SECRETS_REFRESH_SECONDS);
 
     let scheme = match mode_text.trim() {
         "none" => Scheme::None,
         "bearer" => Scheme::Bearer,
         "basic" => Scheme::Basic,
         "standard-webhooks" => Scheme::StandardWebhooks {
-            tolerance: seconds(
-                tolerance_text.clone(),
+            tolerance: seconds_in(
+                &get,
                 WEBHOOK_TOLERANCE_SECONDS,
                 DEFAULT_TOLERANCE,
                 1..=3600,
@@ -221,13 +195,15 @@ fn parse_auth(get: &dyn Fn(&str) -> Option<String>) -> Result<AuthConfig, Config
             }
         },
     };
-    if tolerance_text.is_some() && !matches!(scheme, Scheme::StandardWebhooks { .. }) {
+    if get(WEBHOOK_TOLERANCE_SECONDS).is_some()
+        && !matches!(scheme, Scheme::StandardWebhooks { .. })
+    {
         return Err(invalid(
             WEBHOOK_TOLERANCE_SECONDS,
             "applies only to WEBHOOK_AUTH=standard-webhooks; unset it",
         ));
     }
-    if refresh_text.is_some() && arn.is_none() {
+    if get(WEBHOOK_SECRETS_REFRESH_SECONDS).is_some() && arn.is_none() {
         return Err(invalid(
             WEBHOOK_SECRETS_REFRESH_SECONDS,
             "applies only with WEBHOOK_SECRETS_ARN; unset it",
@@ -257,8 +233,8 @@ fn parse_auth(get: &dyn Fn(&str) -> Option<String>) -> Result<AuthConfig, Config
             Ok(AuthConfig::SecretsManager {
                 arn,
                 scheme,
-                refresh_interval: seconds(
-                    refresh_text,
+                refresh_interval: seconds_in(
+                    &get,
                     WEBHOOK_SECRETS_REFRESH_SECONDS,
                     DEFAULT_REFRESH_INTERVAL,
                     1..=86_400,

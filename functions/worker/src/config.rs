@@ -7,10 +7,12 @@
 use std::time::Duration;
 
 pub use shared::config::ConfigError;
-use shared::config::{dynamodb_endpoint, invalid, non_empty, number_in, retention_days};
+use shared::config::{
+    dynamodb_endpoint, invalid, non_empty, number_in, receipts_table, retention_days, seconds_in,
+    TEN_YEARS_SECONDS,
+};
 use shared::delivery::Redelivery;
 pub use shared::field_map::FIELD_MAP;
-use shared::metrics::METRICS_NAMESPACE;
 
 use crate::decide::{DeliveryRules, DEFAULT_MAX_AGE_SECONDS};
 use crate::deliver::DEFAULT_RECONCILE_AFTER;
@@ -32,7 +34,7 @@ pub use crate::destinations::salesforce::{
 };
 pub use crate::destinations::token::{CrmToken, TokenSetting};
 
-pub const RECEIPTS_TABLE: &str = "RECEIPTS_TABLE";
+pub use shared::config::RECEIPTS_TABLE;
 pub const DESTINATION: &str = "DESTINATION";
 pub const WORKER_CONCURRENCY: &str = "WORKER_CONCURRENCY";
 pub const DELIVERY_MAX_AGE_SECONDS: &str = "DELIVERY_MAX_AGE_SECONDS";
@@ -110,7 +112,7 @@ impl Config {
             Some(_) => return Err(invalid(CRM_ALLOW_HTTP, "expected true or false")),
         };
 
-        let receipts_table = get(RECEIPTS_TABLE).ok_or(ConfigError::Missing(RECEIPTS_TABLE))?;
+        let receipts_table = receipts_table(&get)?;
 
         let destination = match get(DESTINATION).as_deref().map(str::trim) {
             None => return Err(ConfigError::Missing(DESTINATION)),
@@ -209,14 +211,13 @@ impl Config {
         )?;
 
         Ok(Config {
-            receipts_table: receipts_table.trim().to_owned(),
+            receipts_table,
             destination,
             concurrency,
             delivery,
             reconcile_after,
             dynamodb_endpoint: dynamodb_endpoint(&get)?,
-            metrics_namespace: shared::metrics::namespace(get(METRICS_NAMESPACE).as_deref())
-                .map_err(|reason| invalid(METRICS_NAMESPACE, reason))?,
+            metrics_namespace: shared::config::metrics_namespace(&get)?,
         })
     }
 }
@@ -227,20 +228,18 @@ fn seconds(
     name: &'static str,
     default: u64,
 ) -> Result<Duration, ConfigError> {
-    const TEN_YEARS: u64 = 3650 * 24 * 60 * 60;
-    match get(name) {
-        None => Ok(Duration::from_secs(default)),
-        Some(raw) => number_in(&raw, 1..=TEN_YEARS)
-            .map(Duration::from_secs)
-            .ok_or_else(|| invalid(name, "expected a whole number of seconds, at least 1")),
-    }
+    seconds_in(
+        get,
+        name,
+        Duration::from_secs(default),
+        1..=TEN_YEARS_SECONDS,
+    )
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::destinations::hubspot::{ApiVersion, IdProperty};
-    use crate::destinations::salesforce::ClientCredentials;
     use shared::field_map::FieldMap;
     use std::collections::HashMap;
 
@@ -345,17 +344,20 @@ mod tests {
         ));
     }
 
+    /// Each CRM's own settings are tested beside it
+    /// (`destinations::<name>::settings`); here, that `DESTINATION` hands
+    /// them over and refuses the other destinations' variables.
     #[test]
-    fn hubspot_configurations() {
-        let arn = "arn:aws:secretsmanager:us-east-1:123456789012:secret:hubspot-AbCdEf";
-        let defaults = load(&[
-            TABLE,
-            (DESTINATION, "hubspot"),
-            (HUBSPOT_TOKEN_SECRET_ARN, arn),
-        ])
-        .unwrap();
+    fn crm_destinations_delegate_their_settings() {
+        let hubspot_arn = "arn:aws:secretsmanager:us-east-1:123456789012:secret:hubspot-AbCdEf";
         assert_eq!(
-            defaults.destination,
+            load(&[
+                TABLE,
+                (DESTINATION, "hubspot"),
+                (HUBSPOT_TOKEN_SECRET_ARN, hubspot_arn)
+            ])
+            .unwrap()
+            .destination,
             DestinationConfig::Hubspot {
                 settings: HubSpotSettings {
                     base_url: "https://api.hubapi.com".into(),
@@ -363,43 +365,40 @@ mod tests {
                     id_property: IdProperty::Email,
                     field_map: FieldMap::hubspot_default(None),
                 },
-                token: TokenSetting::SecretsManager(arn.into()),
+                token: TokenSetting::SecretsManager(hubspot_arn.into()),
             }
         );
-        let local = load(&[
+        let salesforce_arn =
+            "arn:aws:secretsmanager:us-east-1:123456789012:secret:salesforce-AbCdEf";
+        assert_eq!(
+            load(&[
+                TABLE,
+                (DESTINATION, "salesforce"),
+                (SALESFORCE_LOGIN_URL, "https://acme.my.salesforce.com/"),
+                (SALESFORCE_CREDENTIALS_SECRET_ARN, salesforce_arn),
+            ])
+            .unwrap()
+            .destination,
+            DestinationConfig::Salesforce {
+                settings: SalesforceSettings {
+                    login_url: "https://acme.my.salesforce.com".into(),
+                    api_version: "v67.0".into(),
+                    object: "Lead".into(),
+                    external_id_field: "StaticForms_Submission_Id__c".into(),
+                    field_map: FieldMap::salesforce_default().with_lead_requirements(),
+                },
+                credentials: CredentialsSetting::SecretsManager(salesforce_arn.into()),
+            }
+        );
+        // CRM_ALLOW_HTTP reaches the settings.
+        assert!(load(&[
             TABLE,
             (DESTINATION, "hubspot"),
             (HUBSPOT_TOKEN, "pat-local"),
-            (HUBSPOT_BASE_URL, "http://127.0.0.1:9300/"),
-            (HUBSPOT_API_VERSION, "v3"),
-            (HUBSPOT_ID_PROPERTY, "staticforms_submission_id"),
-            (FIELD_MAP, r#"{"email":"email","hs_lead_status":"=NEW"}"#),
+            (HUBSPOT_BASE_URL, "http://hubspot.internal"),
+            (CRM_ALLOW_HTTP, "true"),
         ])
-        .unwrap();
-        let DestinationConfig::Hubspot { settings, token } = local.destination else {
-            panic!("hubspot")
-        };
-        assert_eq!(settings.base_url, "http://127.0.0.1:9300");
-        assert_eq!(settings.api_version, ApiVersion::V3);
-        assert_eq!(
-            settings.id_property,
-            IdProperty::Custom("staticforms_submission_id".into())
-        );
-        assert_eq!(
-            settings.field_map.properties().collect::<Vec<_>>(),
-            ["email", "hs_lead_status"]
-        );
-        assert!(matches!(token, TokenSetting::Inline(ref t) if t.expose() == "pat-local"));
-        let with_message = load(&[
-            TABLE,
-            (DESTINATION, "hubspot"),
-            (HUBSPOT_TOKEN, "pat-local"),
-            (HUBSPOT_MESSAGE_PROPERTY, "message"),
-        ])
-        .unwrap();
-        assert!(
-            matches!(with_message.destination, DestinationConfig::Hubspot { ref settings, .. } if settings.field_map == FieldMap::hubspot_default(Some("message")))
-        );
+        .is_ok());
 
         let hubspot = |extra: &[(&'static str, &'static str)]| {
             let mut pairs = vec![
@@ -410,148 +409,25 @@ mod tests {
             pairs.extend_from_slice(extra);
             load(&pairs).unwrap_err()
         };
-        let rows: Vec<(&str, ConfigError)> = vec![
-            (
-                "no token",
-                load(&[TABLE, (DESTINATION, "hubspot")]).unwrap_err(),
-            ),
-            ("both tokens", hubspot(&[(HUBSPOT_TOKEN_SECRET_ARN, arn)])),
-            (
-                "http base url",
-                hubspot(&[(HUBSPOT_BASE_URL, "http://api.example.com")]),
-            ),
-            (
-                "base url with a query",
-                hubspot(&[(HUBSPOT_BASE_URL, "https://api.example.com?x=1")]),
-            ),
-            ("version", hubspot(&[(HUBSPOT_API_VERSION, "v4")])),
-            (
-                "id property label",
-                hubspot(&[(HUBSPOT_ID_PROPERTY, "Submission ID")]),
-            ),
-            ("field map text", hubspot(&[(FIELD_MAP, "email=email")])),
-            (
-                "field map label",
-                hubspot(&[(FIELD_MAP, r#"{"First Name":"firstName"}"#)]),
-            ),
-            (
-                "message with a map",
-                hubspot(&[
-                    (FIELD_MAP, r#"{"email":"email"}"#),
-                    (HUBSPOT_MESSAGE_PROPERTY, "message"),
-                ]),
-            ),
-            (
-                "a CRM_URL",
-                hubspot(&[(CRM_URL, "https://crm/{externalId}")]),
-            ),
-            ("a leads table", hubspot(&[(LEADS_TABLE, "leads")])),
-        ];
-        let expected: [ConfigError; 11] = [
-            ConfigError::Missing("HUBSPOT_TOKEN or HUBSPOT_TOKEN_SECRET_ARN"),
-            invalid(HUBSPOT_TOKEN_SECRET_ARN, "set either HUBSPOT_TOKEN or HUBSPOT_TOKEN_SECRET_ARN, not both"),
-            invalid(HUBSPOT_BASE_URL, format!("must be https:// (http:// sends the CRM token in clear text; it is allowed for loopback addresses, or with {CRM_ALLOW_HTTP}=true for local runs)")),
-            invalid(HUBSPOT_BASE_URL, "must have no query or fragment"),
-            invalid(HUBSPOT_API_VERSION, "expected v3 or a date version YYYY-MM"),
-            invalid(HUBSPOT_ID_PROPERTY, "expected email or a property's internal name (letters, digits, _)"),
-            invalid(FIELD_MAP, "is not a JSON object of property names to form field names"),
-            invalid(FIELD_MAP, "names \"First Name\", which is not a HubSpot property's internal name (letters, digits, _)"),
-            invalid(HUBSPOT_MESSAGE_PROPERTY, "applies only without FIELD_MAP (map the message there); unset it"),
-            invalid(CRM_URL, "does not apply to DESTINATION=hubspot; unset it"),
-            invalid(LEADS_TABLE, "does not apply to DESTINATION=hubspot; unset it"),
-        ];
-        for ((name, error), expected) in rows.into_iter().zip(expected) {
-            assert_eq!(error, expected, "case {name}");
-        }
-        assert_eq!(
-            load(&[
-                TABLE,
-                (DESTINATION, "dynamodb"),
-                (LEADS_TABLE, "leads"),
-                (FIELD_MAP, "{}")
-            ])
-            .unwrap_err(),
-            invalid(
-                FIELD_MAP,
-                "does not apply to DESTINATION=dynamodb; unset it"
-            )
-        );
-    }
-
-    #[test]
-    fn salesforce_configurations() {
-        let arn = "arn:aws:secretsmanager:us-east-1:123456789012:secret:salesforce-AbCdEf";
-        let login = (SALESFORCE_LOGIN_URL, "https://acme.my.salesforce.com/");
-        let deployed = load(&[
-            TABLE,
-            (DESTINATION, "salesforce"),
-            login,
-            (SALESFORCE_CREDENTIALS_SECRET_ARN, arn),
-        ])
-        .unwrap();
-        assert_eq!(
-            deployed.destination,
-            DestinationConfig::Salesforce {
-                settings: SalesforceSettings {
-                    login_url: "https://acme.my.salesforce.com".into(),
-                    api_version: "v67.0".into(),
-                    object: "Lead".into(),
-                    external_id_field: "StaticForms_Submission_Id__c".into(),
-                    field_map: FieldMap::salesforce_default().with_lead_requirements(),
-                },
-                credentials: CredentialsSetting::SecretsManager(arn.into()),
-            }
-        );
-        let local = load(&[
-            TABLE,
-            (DESTINATION, "salesforce"),
-            (SALESFORCE_LOGIN_URL, "http://127.0.0.1:9001"),
-            (SALESFORCE_CLIENT_ID, "3MVG9local"),
-            (SALESFORCE_CLIENT_SECRET, "local-secret"),
-            (SALESFORCE_OBJECT, "Prospect__c"),
-            (SALESFORCE_EXTERNAL_ID_FIELD, "Submission__c"),
-            (SALESFORCE_API_VERSION, "62.0"),
-            (FIELD_MAP, r#"{"Email__c":"email"}"#),
-        ])
-        .unwrap();
-        let DestinationConfig::Salesforce {
-            settings,
-            credentials,
-        } = local.destination
-        else {
-            panic!("salesforce")
-        };
-        assert_eq!(settings.api_version, "v62.0");
-        assert_eq!(settings.object, "Prospect__c");
-        assert_eq!(
-            settings.field_map,
-            FieldMap::parse(r#"{"Email__c":"email"}"#).unwrap(),
-            "no Lead requirements for another object"
-        );
-        assert_eq!(
-            credentials,
-            CredentialsSetting::Inline(
-                ClientCredentials::new("3MVG9local", "local-secret").unwrap()
-            )
-        );
-
         let salesforce = |extra: &[(&'static str, &'static str)]| {
-            let mut pairs = vec![TABLE, (DESTINATION, "salesforce"), login];
+            let mut pairs = vec![
+                TABLE,
+                (DESTINATION, "salesforce"),
+                (SALESFORCE_LOGIN_URL, "https://acme.my.salesforce.com/"),
+                (SALESFORCE_CLIENT_ID, "3MVG9"),
+                (SALESFORCE_CLIENT_SECRET, "never-shown-secret"),
+            ];
             pairs.extend_from_slice(extra);
             load(&pairs).unwrap_err()
         };
-        let id = (SALESFORCE_CLIENT_ID, "3MVG9");
-        let secret = (SALESFORCE_CLIENT_SECRET, "never-shown-secret");
+        #[rustfmt::skip]
         let rows: Vec<(&str, ConfigError, ConfigError)> = vec![
-            ("no login url", load(&[TABLE, (DESTINATION, "salesforce"), id, secret]).unwrap_err(), ConfigError::Missing(SALESFORCE_LOGIN_URL)),
-            ("no credentials", salesforce(&[]), ConfigError::Missing("SALESFORCE_CLIENT_ID and SALESFORCE_CLIENT_SECRET, or SALESFORCE_CREDENTIALS_SECRET_ARN")),
-            ("id without secret", salesforce(&[id]), ConfigError::Missing(SALESFORCE_CLIENT_SECRET)),
-            ("both forms", salesforce(&[id, secret, (SALESFORCE_CREDENTIALS_SECRET_ARN, arn)]), invalid(SALESFORCE_CREDENTIALS_SECRET_ARN, "set either it or SALESFORCE_CLIENT_ID and SALESFORCE_CLIENT_SECRET, not both")),
-            ("not an arn", salesforce(&[(SALESFORCE_CREDENTIALS_SECRET_ARN, "salesforce")]), invalid(SALESFORCE_CREDENTIALS_SECRET_ARN, "must be a Secrets Manager secret ARN (arn:...)")),
-            ("old version", salesforce(&[id, secret, (SALESFORCE_API_VERSION, "v45.0")]), invalid(SALESFORCE_API_VERSION, "expected a version from v46.0 on, such as v67.0 (sObject Collections upsert needs 46.0)")),
-            ("object label", salesforce(&[id, secret, (SALESFORCE_OBJECT, "Web Lead")]), invalid(SALESFORCE_OBJECT, "expected an API name (letters, digits, _)")),
-            ("http login", load(&[TABLE, (DESTINATION, "salesforce"), (SALESFORCE_LOGIN_URL, "http://acme.my.salesforce.com"), id, secret]).unwrap_err(), invalid(SALESFORCE_LOGIN_URL, format!("must be https:// (http:// sends the CRM token in clear text; it is allowed for loopback addresses, or with {CRM_ALLOW_HTTP}=true for local runs)"))),
-            ("a hubspot variable", salesforce(&[id, secret, (HUBSPOT_TOKEN, "x")]), invalid(HUBSPOT_TOKEN, "does not apply to DESTINATION=salesforce; unset it")),
+            ("hubspot with a CRM_URL", hubspot(&[(CRM_URL, "https://crm/{externalId}")]), invalid(CRM_URL, "does not apply to DESTINATION=hubspot; unset it")),
+            ("hubspot with a leads table", hubspot(&[(LEADS_TABLE, "leads")]), invalid(LEADS_TABLE, "does not apply to DESTINATION=hubspot; unset it")),
+            ("hubspot's own error", hubspot(&[(HUBSPOT_API_VERSION, "v4")]), invalid(HUBSPOT_API_VERSION, "expected v3 or a date version YYYY-MM")),
+            ("salesforce with a hubspot variable", salesforce(&[(HUBSPOT_TOKEN, "x")]), invalid(HUBSPOT_TOKEN, "does not apply to DESTINATION=salesforce; unset it")),
+            ("salesforce's own error", salesforce(&[(SALESFORCE_OBJECT, "Web Lead")]), invalid(SALESFORCE_OBJECT, "expected an API name (letters, digits, _)")),
+            ("dynamodb with a field map", load(&[TABLE, (DESTINATION, "dynamodb"), (LEADS_TABLE, "leads"), (FIELD_MAP, "{}")]).unwrap_err(), invalid(FIELD_MAP, "does not apply to DESTINATION=dynamodb; unset it")),
         ];
         for (name, error, expected) in rows {
             assert_eq!(error, expected, "case {name}");
@@ -740,7 +616,7 @@ mod tests {
                 ],
                 invalid(
                     DELIVERY_MAX_AGE_SECONDS,
-                    "expected a whole number of seconds, at least 1",
+                    "expected whole seconds from 1 to 315360000",
                 ),
             ),
             (
@@ -766,7 +642,7 @@ mod tests {
                 ],
                 invalid(
                     RECONCILE_AFTER_SECONDS,
-                    "expected a whole number of seconds, at least 1",
+                    "expected whole seconds from 1 to 315360000",
                 ),
             ),
             (
