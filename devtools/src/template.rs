@@ -28,6 +28,8 @@ pub struct IndexSpec {
     pub partition_key: String,
     pub sort_key: Option<String>,
     pub projection: String,
+    /// The attributes an `INCLUDE` projection adds to the keys.
+    pub non_key_attributes: Vec<String>,
 }
 
 fn key_named(keys: &Value, key_type: &str) -> Option<String> {
@@ -65,6 +67,9 @@ pub fn table_spec(template: &Value, logical_id: &str) -> Result<TableSpec, Strin
         .map(Vec::as_slice)
         .unwrap_or_default()
         .iter()
+        // An index under a condition (`!If [Condition, index, NoValue]`)
+        // exists only for a stack upgrade; a new table never has it.
+        .filter(|index| !matches!(index, Value::Tagged(_)))
         .map(|index| {
             let name = index["IndexName"]
                 .as_str()
@@ -78,6 +83,13 @@ pub fn table_spec(template: &Value, logical_id: &str) -> Result<TableSpec, Strin
                     .as_str()
                     .unwrap_or("ALL")
                     .to_owned(),
+                non_key_attributes: index["Projection"]["NonKeyAttributes"]
+                    .as_sequence()
+                    .map(Vec::as_slice)
+                    .unwrap_or_default()
+                    .iter()
+                    .filter_map(|name| name.as_str().map(str::to_owned))
+                    .collect(),
             })
         })
         .collect::<Result<Vec<_>, String>>()?;
@@ -126,6 +138,10 @@ pub async fn create_table(client: &Client, spec: &TableSpec, name: &str) -> Resu
                 .projection(
                     Projection::builder()
                         .projection_type(ProjectionType::from(index.projection.as_str()))
+                        .set_non_key_attributes(
+                            (!index.non_key_attributes.is_empty())
+                                .then(|| index.non_key_attributes.clone()),
+                        )
                         .build(),
                 )
                 .build()
@@ -313,6 +329,17 @@ impl<'t> Evaluator<'t> {
                             2
                         };
                         self.evaluate(args.get(branch)?)
+                    }
+                    "!FindInMap" => {
+                        let args = tagged.value.as_sequence()?;
+                        let key = |n: usize| {
+                            args.get(n)
+                                .and_then(|a| self.evaluate(a))
+                                .and_then(|a| a.as_str().map(str::to_owned))
+                        };
+                        let found = &self.template["Mappings"][key(0)?.as_str()][key(1)?.as_str()]
+                            [key(2)?.as_str()];
+                        Some(found.clone())
                     }
                     "!Sub" => Some(match &tagged.value {
                         Value::String(text) => Value::String(self.substitute(text)),

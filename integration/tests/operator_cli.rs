@@ -7,18 +7,14 @@ use std::time::{Duration, UNIX_EPOCH};
 
 use aws_sdk_dynamodb::Client;
 use integration::*;
-use shared::{FormSubmission, Receipt, Retention};
+use shared::{FormSubmission, Receipt};
 
 /// A receipt for `id` received at `received` (Unix seconds), as ingest
 /// stores it.
 async fn put_receipt(client: &Client, table: &str, id: &str, received: u64) {
     let body = body(id, &format!("{id}@example.com"));
     let submission = FormSubmission::parse(body.as_bytes()).unwrap();
-    let receipt = Receipt::new(
-        &submission,
-        UNIX_EPOCH + Duration::from_secs(received),
-        Retention::default(),
-    );
+    let receipt = Receipt::new(&submission, UNIX_EPOCH + Duration::from_secs(received));
     client
         .put_item()
         .table_name(table)

@@ -158,11 +158,30 @@ async fn case_3_a_crash_after_the_upsert_is_redelivered_and_completes_once() {
     // crashed after the CRM call.
     let ledger =
         WatchedLedger::new(DynamoLedger::new(worker_client(&moto).await, &table)).failing_first(1);
-    let worker = Worker::new(HttpCrm::new(crm.leads_url(), None).unwrap(), ledger, 8);
+    let later = shared::clock::Adjustable::default();
+    let worker = Worker::new(HttpCrm::new(crm.leads_url(), None).unwrap(), ledger, 8)
+        .with_clock(later.clock());
     let report = drain_stream(&moto, &client, &table, &worker).await;
 
-    assert_eq!(report.invocations, 2, "delivered, failed, delivered again");
+    assert_eq!(
+        report.invocations, 2,
+        "delivered and failed; delivered again and skipped"
+    );
     assert!(report.given_up.is_empty());
+    assert_eq!(
+        crm.lead("sub_crash").unwrap().writes,
+        1,
+        "the record delivered again found its receipt still claimed: nothing sent"
+    );
+    let receipts = scan(&client, &table).await;
+    assert_eq!(text(&receipts[0], "status"), "RECEIVED");
+
+    // The claim of the delivery that died lapses; a pass delivers it again.
+    later.advance(std::time::Duration::from_secs(3600));
+    let pass = worker
+        .reconcile(std::time::Instant::now() + std::time::Duration::from_secs(30))
+        .await;
+    assert_eq!(pass.delivered, 1, "{pass:?}");
     assert_eq!(crm.lead_count(), 1, "one lead");
     assert_eq!(
         crm.lead("sub_crash").unwrap().writes,
@@ -173,7 +192,10 @@ async fn case_3_a_crash_after_the_upsert_is_redelivered_and_completes_once() {
     assert_eq!(receipts.len(), 1);
     assert_eq!(text(&receipts[0], "status"), "COMPLETED");
     assert!(receipts[0].contains_key("completedAt"));
-    assert!(receipts[0].contains_key("expiresAt"), "TTL attribute kept");
+    assert!(
+        receipts[0].contains_key("expiresAt"),
+        "TTL may remove it now that it is delivered"
+    );
 }
 
 /// Case 4. DynamoDB fails before the conditional put (nothing listening, a

@@ -346,7 +346,6 @@ async fn the_crm_destinations_read_their_credentials_from_secrets_manager() {
     let receipt = shared::Receipt::new(
         &shared::FormSubmission::parse(body.to_string().as_bytes()).unwrap(),
         SystemTime::now(),
-        shared::Retention::default(),
     );
     let lead = shared::Lead::from_receipt(&receipt).unwrap();
     let key = receipt.key();

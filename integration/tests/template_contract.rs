@@ -168,13 +168,15 @@ fn the_tables_are_shaped_as_the_code_writes_them() {
     assert_eq!(
         receipts.indexes,
         vec![template::IndexSpec {
-            name: shared::receipt::PENDING_INDEX.to_owned(),
-            partition_key: attr::PENDING.to_owned(),
+            name: shared::receipt::QUEUE_INDEX.to_owned(),
+            partition_key: attr::QUEUE.to_owned(),
             sort_key: Some(attr::NEXT_ATTEMPT_AT.to_owned()),
-            // The pass delivers from the index's items.
-            projection: "ALL".to_owned(),
+            // Keys and receivedAt: the pass takes the receipt from its claim,
+            // and counting reads no payload.
+            projection: "INCLUDE".to_owned(),
+            non_key_attributes: vec![attr::RECEIVED_AT.to_owned()],
         }],
-        "the reconciler queries a sparse index of pending receipts"
+        "the reconciler queries a sparse, keys-only index of waiting receipts"
     );
     let leads = template::table_spec(&template, "LeadsTable").unwrap();
     assert_eq!(
@@ -345,7 +347,7 @@ fn each_function_may_do_only_what_it_needs() {
         "dynamodb:Query".into(),
         format!(
             "${{ReceiptsTable.Arn}}/index/{}",
-            shared::receipt::PENDING_INDEX
+            shared::receipt::QUEUE_INDEX
         )
     )));
     assert!(
@@ -484,24 +486,61 @@ fn a_schedule_starts_the_reconciliation_pass() {
         .unwrap();
     assert_eq!(schedule.as_str(), Some("rate(5 minutes)"));
     assert_eq!(
-        template["Parameters"]["ReconcileEvery"]["Default"].as_str(),
-        Some("5 minutes")
+        template["Parameters"]["ReconcileEveryMinutes"]["Default"].as_str(),
+        Some("5")
     );
+    // Every schedule has an alarm period of its own length: silence from
+    // the pass is seen within two periods, whatever the schedule.
+    let alarm = &resource(&template, "OldestPendingAlarm")["Properties"];
+    assert_eq!(alarm["TreatMissingData"].as_str(), Some("breaching"));
+    let minutes = template["Parameters"]["ReconcileEveryMinutes"]["AllowedValues"]
+        .as_sequence()
+        .unwrap();
+    for value in minutes {
+        let value = value.as_str().unwrap();
+        let evaluator = Evaluator::new(&template, &[("ReconcileEveryMinutes", value)]);
+        let rate = evaluator
+            .evaluate(&event["Properties"]["Schedule"])
+            .unwrap();
+        let period = evaluator
+            .evaluate(&alarm["Metrics"][0]["MetricStat"]["Period"])
+            .unwrap();
+        let expected_rate = match value {
+            "1" => "rate(1 minute)".to_owned(),
+            "60" => "rate(1 hour)".to_owned(),
+            n => format!("rate({n} minutes)"),
+        };
+        assert_eq!(rate.as_str(), Some(expected_rate.as_str()));
+        let period: u64 = match period {
+            serde_norway::Value::Number(n) => n.as_u64().unwrap(),
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(period, value.parse::<u64>().unwrap() * 60, "{value}");
+    }
     // What EventBridge sends for it is a pass, not an unknown event.
     let sample = stream_event("worker-reconcile.json");
     assert!(matches!(
         worker::invocation::Invocation::try_from(sample),
         Ok(worker::invocation::Invocation::Reconcile)
     ));
-    // The default age limit is shorter than the default retention.
     let env = Evaluator::new(&template, &[]).environment("WorkerFunction");
     let config = worker::Config::from_lookup(|name| env.get(name).cloned()).unwrap();
     assert_eq!(config.delivery.max_age.as_secs(), 259_200);
+    // The worker sets a receipt's expiry when it delivers it, so it reads
+    // the retention; a receipt waits for delivery with no expiry, so the
+    // age limit may outlast the retention.
     let short =
         Evaluator::new(&template, &[("ReceiptRetentionDays", "2")]).environment("WorkerFunction");
+    let config = worker::Config::from_lookup(|name| short.get(name).cloned()).unwrap();
+    assert_eq!(
+        config.delivery.retention.as_duration().as_secs(),
+        2 * 86_400
+    );
     assert!(
-        worker::Config::from_lookup(|name| short.get(name).cloned()).is_err(),
-        "a retention shorter than the age limit stops the worker at init"
+        !Evaluator::new(&template, &[])
+            .environment("IngestFunction")
+            .contains_key("RECEIPT_RETENTION_DAYS"),
+        "ingest writes no expiry"
     );
 }
 

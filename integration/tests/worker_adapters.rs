@@ -7,7 +7,7 @@ use aws_sdk_dynamodb::types::AttributeValue;
 use devtools::stream_event;
 use integration::*;
 use shared::receipt::Timestamp;
-use shared::{FormSubmission, IdempotencyKey, Lead, Receipt, Retention};
+use shared::{FormSubmission, IdempotencyKey, Lead, Receipt};
 use worker::config::LeadKey;
 use worker::decide::AttemptError;
 use worker::destinations::leads_table::LeadsTable;
@@ -22,11 +22,7 @@ fn receipt_at(submission_id: &str, email: &str, message: &str, at_ms: u64) -> Re
         "data": {"submissionId": submission_id, "formData": {"name": "Ada", "email": email, "message": message}}
     });
     let submission = FormSubmission::parse(body.to_string().as_bytes()).unwrap();
-    Receipt::new(
-        &submission,
-        UNIX_EPOCH + Duration::from_millis(at_ms),
-        Retention::default(),
-    )
+    Receipt::new(&submission, UNIX_EPOCH + Duration::from_millis(at_ms))
 }
 
 async fn put_receipt(client: &aws_sdk_dynamodb::Client, table: &str, receipt: &Receipt) {
@@ -98,11 +94,7 @@ fn receipt_sent_at(submission_id: &str, message: &str, sent_s: u64, received_ms:
         "data": {"submissionId": submission_id, "formData": {"email": "ada@example.com", "message": message}}
     });
     let submission = FormSubmission::parse(body.to_string().as_bytes()).unwrap();
-    Receipt::new(
-        &submission,
-        UNIX_EPOCH + Duration::from_millis(received_ms),
-        Retention::default(),
-    )
+    Receipt::new(&submission, UNIX_EPOCH + Duration::from_millis(received_ms))
 }
 
 #[tokio::test]
@@ -224,7 +216,7 @@ async fn the_ledger_never_recreates_a_deleted_receipt() {
     let at = attempt(1, "2026-11-29T09:00:00.000Z");
     let gone = &IdempotencyKey::from_stored("staticforms:form.submitted:gone".to_owned());
     assert_eq!(
-        ledger.mark_completed(gone, &at).await,
+        ledger.mark_completed(gone, &at, 1_800_000_000).await,
         Ok(Marked::NotPending)
     );
     assert_eq!(
@@ -244,7 +236,7 @@ async fn the_ledger_never_recreates_a_deleted_receipt() {
     );
     assert!(
         scan(&client, &receipts).await.is_empty(),
-        "no receipt without expiresAt was created"
+        "no receipt was created"
     );
 }
 
@@ -253,8 +245,12 @@ async fn the_ledger_records_attempts_completion_and_failure_once() {
     let client = worker_client(&endpoint(DYNAMODB_ENDPOINT)).await;
     let receipts = create_table(&client, "ReceiptsTable").await;
     let ledger = DynamoLedger::new(client.clone(), &receipts);
-    let done = receipt_at("sub_done", "a@example.com", "m", 1_000);
-    let refused = receipt_at("sub_refused", "b@example.com", "m", 1_000);
+    // Both written by an earlier version, with an expiry from arrival:
+    // waiting or failing takes it away.
+    let mut done = receipt_at("sub_done", "a@example.com", "m", 1_000);
+    let mut refused = receipt_at("sub_refused", "b@example.com", "m", 1_000);
+    done.expires_at = Some(1_000_000);
+    refused.expires_at = Some(1_000_000);
     put_receipt(&client, &receipts, &done).await;
     put_receipt(&client, &receipts, &refused).await;
 
@@ -290,16 +286,28 @@ async fn the_ledger_records_attempts_completion_and_failure_once() {
         deferred.get("lastHttpStatus"),
         Some(&AttributeValue::N("503".into()))
     );
+    assert!(
+        !deferred.contains_key("expiresAt"),
+        "TTL never deletes a waiting receipt"
+    );
 
     assert_eq!(
         ledger
-            .mark_completed(&done.key(), &attempt(1, "2026-11-29T09:00:00.000Z"))
+            .mark_completed(
+                &done.key(),
+                &attempt(1, "2026-11-29T09:00:00.000Z"),
+                1_800_000_000
+            )
             .await,
         Ok(Marked::Updated)
     );
     assert_eq!(
         ledger
-            .mark_completed(&done.key(), &attempt(1, "2026-11-29T09:00:02.000Z"))
+            .mark_completed(
+                &done.key(),
+                &attempt(1, "2026-11-29T09:00:02.000Z"),
+                1_900_000_000
+            )
             .await,
         Ok(Marked::NotPending),
         "a receipt is completed once"
@@ -323,7 +331,7 @@ async fn the_ledger_records_attempts_completion_and_failure_once() {
         done_item.get("attempts"),
         Some(&AttributeValue::N("4".into()))
     );
-    assert!(!done_item.contains_key("pending"), "left the pending index");
+    assert!(!done_item.contains_key("pending"), "left the queue");
     for failure_field in [
         "lastError",
         "lastHttpStatus",
@@ -339,12 +347,21 @@ async fn the_ledger_records_attempts_completion_and_failure_once() {
     assert!(!done_item.contains_key("nextAttemptAt"));
     assert_eq!(
         done_item.get("expiresAt"),
-        Some(&AttributeValue::N(done.expires_at.to_string()))
+        Some(&AttributeValue::N("1800000000".into())),
+        "the expiry is set at delivery, once"
     );
     let refused_item = find(&items, &refused.pk);
     assert_eq!(text(&refused_item, "status"), "FAILED");
     assert_eq!(text(&refused_item, "failureReason"), "HTTP 400");
-    assert!(!refused_item.contains_key("pending"));
+    assert_eq!(
+        text(&refused_item, "pending"),
+        "FAILED",
+        "in the FAILED queue, counted by every pass"
+    );
+    assert!(
+        !refused_item.contains_key("expiresAt"),
+        "TTL never deletes a FAILED receipt"
+    );
     assert_eq!(
         refused_item.get("failureHttpStatus"),
         Some(&AttributeValue::N("400".into()))

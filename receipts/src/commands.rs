@@ -205,6 +205,13 @@ async fn redrive(
                 refused += 1;
                 let _ = writeln!(out, "skipped {key}: COMPLETED, never redriven");
             }
+            Redriven::Waiting(next) => {
+                refused += 1;
+                let _ = writeln!(
+                    out,
+                    "skipped {key}: RECEIVED and not due before {next} (being delivered, or waiting for its next attempt)"
+                );
+            }
             Redriven::Missing => {
                 refused += 1;
                 let _ = writeln!(out, "skipped {key}: no such receipt");

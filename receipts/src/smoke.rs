@@ -207,7 +207,7 @@ pub const POLL_EVERY: Duration = Duration::from_secs(2);
 #[cfg(test)]
 mod tests {
     use super::*;
-    use shared::{FormSubmission, Retention};
+    use shared::FormSubmission;
 
     fn at() -> SystemTime {
         UNIX_EPOCH + Duration::from_millis(1_800_000_000_123)
@@ -323,7 +323,7 @@ mod tests {
     fn progress_says_where_the_receipt_waits() {
         let body = r#"{"event":"form.submitted","data":{"submissionId":"smoke_1","formData":{}}}"#;
         let submission = FormSubmission::parse(body.as_bytes()).unwrap();
-        let fresh = Receipt::new(&submission, at(), Retention::default());
+        let fresh = Receipt::new(&submission, at());
         let mut deferred = fresh.clone();
         deferred.attempts = 2;
         deferred.last_error = Some("destination-auth".into());

@@ -7,7 +7,7 @@ use aws_sdk_dynamodb::error::{DisplayErrorContext, SdkError};
 use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 use aws_sdk_dynamodb::types::AttributeValue;
 use aws_sdk_dynamodb::Client;
-use shared::receipt::{attr, PENDING, PENDING_INDEX};
+use shared::receipt::{attr, PENDING};
 use shared::{IdempotencyKey, Receipt, ReceiptStatus, SubmissionId};
 
 use crate::cli::{StatusFilter, Window};
@@ -29,11 +29,15 @@ fn store_error<E: std::error::Error + 'static, R: std::fmt::Debug>(
 }
 
 /// What a redrive did to one receipt.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Redriven {
     Queued,
     /// Delivered already: never redriven.
     Completed,
+    /// RECEIVED and not due before this time: claimed by a delivery right
+    /// now, or deferred to then. The worker delivers it; a redrive would
+    /// run beside it.
+    Waiting(String),
     Missing,
 }
 
@@ -98,10 +102,11 @@ impl ReceiptsTable {
     }
 
     /// Receipts with `status` received in `window`, newest first;
-    /// `progress` is told the items read after each page. Pending ones come
-    /// from the pending index; the others need a scan, which reads the whole
-    /// table (a scan has no order, so every match is read before the newest
-    /// can be told): an operator's tool, not a pass.
+    /// `progress` is told the items read after each page. A scan, which
+    /// reads the whole table (a scan has no order, so every match is read
+    /// before the newest can be told): an operator's tool, not a pass. (The
+    /// worker's queue index holds keys only; reading receipts whole from it
+    /// would cost a read per receipt on top.)
     pub async fn select(
         &self,
         status: Option<StatusFilter>,
@@ -122,6 +127,11 @@ impl ReceiptsTable {
             names.insert("#status".to_owned(), attr::STATUS.to_owned());
             values.insert(":status".to_owned(), AttributeValue::S(text.to_owned()));
         }
+        if status == Some(StatusFilter::Pending) {
+            conditions.push("#queue = :pending");
+            names.insert("#queue".to_owned(), attr::QUEUE.to_owned());
+            values.insert(":pending".to_owned(), AttributeValue::S(PENDING.to_owned()));
+        }
         if let Some(since) = &window.since {
             conditions.push("#receivedAt >= :since");
             values.insert(":since".to_owned(), AttributeValue::S(since.clone()));
@@ -139,31 +149,7 @@ impl ReceiptsTable {
         let mut read = 0;
         let mut start: Option<Item> = None;
         loop {
-            let (items, last, scanned) = if status == Some(StatusFilter::Pending) {
-                let mut names = names.clone();
-                let mut values = values.clone();
-                names.insert("#pending".to_owned(), attr::PENDING.to_owned());
-                values.insert(":pending".to_owned(), AttributeValue::S(PENDING.to_owned()));
-                let output = self
-                    .client
-                    .query()
-                    .table_name(&self.table)
-                    .index_name(PENDING_INDEX)
-                    .key_condition_expression("#pending = :pending")
-                    .set_filter_expression(filter.clone())
-                    .set_expression_attribute_names(Some(names))
-                    .set_expression_attribute_values(Some(values))
-                    .set_exclusive_start_key(start)
-                    .send()
-                    .await
-                    .map_err(store_error)?;
-                let scanned = output.scanned_count() as usize;
-                (
-                    output.items.unwrap_or_default(),
-                    output.last_evaluated_key,
-                    scanned,
-                )
-            } else {
+            let (items, last, scanned) = {
                 let output = self
                     .client
                     .scan()
@@ -201,8 +187,11 @@ impl ReceiptsTable {
     }
 
     /// Back into the reconciler's queue: RECEIVED, attempts reset, due at
-    /// `now`, the age limit counted from now. Only a receipt that exists and
-    /// is not COMPLETED.
+    /// `now`, the age limit counted from now, no expiry (TTL only removes
+    /// delivered receipts). Only a receipt that exists, is not COMPLETED,
+    /// and, if RECEIVED, is due by `now`: a receipt claimed by a delivery
+    /// (or deferred) is left to the worker. `now` is written in the table's
+    /// timestamp format, the one its text order relies on.
     pub async fn redrive(&self, key: &str, now: &str) -> Result<Redriven, TableError> {
         let result = self
             .client
@@ -210,23 +199,27 @@ impl ReceiptsTable {
             .table_name(&self.table)
             .key(attr::PK, AttributeValue::S(key.to_owned()))
             .update_expression(
-                "SET #status = :received, #attempts = :zero, #next = :now, #pending = :pending, #redrivenAt = :now \
-                 REMOVE #failedAt, #reason, #failureStatus, #lastError, #lastStatus",
+                "SET #status = :received, #attempts = :zero, #next = :now, #queue = :pending, #redrivenAt = :now \
+                 REMOVE #failedAt, #reason, #failureStatus, #lastError, #lastStatus, #expiresAt",
             )
-            .condition_expression("attribute_exists(#pk) AND #status <> :completed")
+            .condition_expression(
+                "attribute_exists(#pk) AND (#status = :failed OR (#status = :received AND \
+                 (attribute_not_exists(#next) OR #next <= :now)))",
+            )
             .expression_attribute_names("#pk", attr::PK)
             .expression_attribute_names("#status", attr::STATUS)
             .expression_attribute_names("#attempts", attr::ATTEMPTS)
             .expression_attribute_names("#next", attr::NEXT_ATTEMPT_AT)
-            .expression_attribute_names("#pending", attr::PENDING)
+            .expression_attribute_names("#queue", attr::QUEUE)
             .expression_attribute_names("#redrivenAt", attr::REDRIVEN_AT)
             .expression_attribute_names("#failedAt", attr::FAILED_AT)
             .expression_attribute_names("#reason", attr::FAILURE_REASON)
             .expression_attribute_names("#failureStatus", attr::FAILURE_HTTP_STATUS)
             .expression_attribute_names("#lastError", attr::LAST_ERROR)
             .expression_attribute_names("#lastStatus", attr::LAST_HTTP_STATUS)
+            .expression_attribute_names("#expiresAt", attr::EXPIRES_AT)
             .expression_attribute_values(":received", AttributeValue::S(ReceiptStatus::Received.as_str().to_owned()))
-            .expression_attribute_values(":completed", AttributeValue::S(ReceiptStatus::Completed.as_str().to_owned()))
+            .expression_attribute_values(":failed", AttributeValue::S(ReceiptStatus::Failed.as_str().to_owned()))
             .expression_attribute_values(":zero", AttributeValue::N("0".to_owned()))
             .expression_attribute_values(":now", AttributeValue::S(now.to_owned()))
             .expression_attribute_values(":pending", AttributeValue::S(PENDING.to_owned()))
@@ -240,8 +233,11 @@ impl ReceiptsTable {
                     UpdateItemError::ConditionalCheckFailedException(_)
                 ) =>
             {
-                // Say why: the receipt is gone, or it was delivered.
+                // Say why: gone, delivered, or claimed or deferred.
                 Ok(match self.get(key).await? {
+                    Some(receipt) if receipt.status == ReceiptStatus::Received => {
+                        Redriven::Waiting(receipt.next_attempt_at.unwrap_or_default())
+                    }
                     Some(_) => Redriven::Completed,
                     None => Redriven::Missing,
                 })

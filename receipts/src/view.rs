@@ -129,9 +129,12 @@ pub fn card(receipt: &Receipt, payload: bool, now: SystemTime) -> String {
         };
         lines.push((label, problem));
     }
-    if receipt.expires_at > 0 {
-        let at = UNIX_EPOCH + Duration::from_secs(receipt.expires_at);
-        lines.push(("expires (TTL)", date_with_distance(at, now)));
+    match receipt.expires_at {
+        Some(expires_at) => {
+            let at = UNIX_EPOCH + Duration::from_secs(expires_at);
+            lines.push(("expires (TTL)", date_with_distance(at, now)));
+        }
+        None => lines.push(("expires (TTL)", "never while not delivered".to_owned())),
     }
     if payload {
         lines.push(("form data", lead_of(receipt).to_string()));
@@ -227,7 +230,7 @@ impl Stats {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use shared::{FormSubmission, Retention};
+    use shared::FormSubmission;
     use std::time::UNIX_EPOCH;
 
     fn receipt(id: &str, status: ReceiptStatus, received: u64) -> Receipt {
@@ -236,11 +239,7 @@ mod tests {
             "data": {"submissionId": id, "formData": {"name": "Ada Lovelace", "email": "ada@example.com"}}
         });
         let submission = FormSubmission::parse(body.to_string().as_bytes()).unwrap();
-        let mut receipt = Receipt::new(
-            &submission,
-            UNIX_EPOCH + Duration::from_secs(received),
-            Retention::default(),
-        );
+        let mut receipt = Receipt::new(&submission, UNIX_EPOCH + Duration::from_secs(received));
         receipt.status = status;
         receipt
     }
@@ -285,8 +284,17 @@ mod tests {
             "{card_plain}"
         );
         assert!(
-            card_plain.contains("expires (TTL)  2027-02-14 08:00:00 UTC (in 29days 22h 58m)"),
+            card_plain.contains("expires (TTL)  never while not delivered\n"),
             "{card_plain}"
+        );
+        let mut delivered = receipts[1].clone();
+        delivered.status = ReceiptStatus::Completed;
+        delivered.expires_at = Some(1_802_592_000);
+        assert!(
+            card(&delivered, false, now)
+                .contains("expires (TTL)  2027-02-14 08:00:00 UTC (in 29days 22h 58m)"),
+            "{}",
+            card(&delivered, false, now)
         );
         let card_shown = card(&receipts[1], true, now);
         assert!(

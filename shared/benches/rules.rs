@@ -6,7 +6,7 @@
 use std::hint::black_box;
 use std::time::{Duration, Instant, SystemTime};
 
-use shared::{FormSubmission, IdempotencyKey, Receipt, Retention};
+use shared::{FormSubmission, IdempotencyKey, Receipt};
 
 fn body_of(size: usize) -> Vec<u8> {
     let filler = "x".repeat(size.saturating_sub(300));
@@ -26,7 +26,7 @@ fn body_of(size: usize) -> Vec<u8> {
 fn per_delivery(body: &[u8]) {
     let submission = FormSubmission::parse(body).expect("valid body");
     let key = IdempotencyKey::for_submission(submission.event, &submission.submission_id);
-    let receipt = Receipt::new(&submission, SystemTime::now(), Retention::default());
+    let receipt = Receipt::new(&submission, SystemTime::now());
     black_box((key, receipt));
 }
 

@@ -17,6 +17,26 @@ pub fn fixed(seconds: u64) -> Clock {
     Arc::new(move || UNIX_EPOCH + Duration::from_secs(seconds))
 }
 
+/// The machine's clock plus an offset that tests move forward: "an hour
+/// later" without waiting an hour. Clones share the offset.
+#[derive(Debug, Clone, Default)]
+pub struct Adjustable(Arc<std::sync::atomic::AtomicU64>);
+
+impl Adjustable {
+    pub fn advance(&self, by: Duration) {
+        self.0
+            .fetch_add(by.as_secs(), std::sync::atomic::Ordering::SeqCst);
+    }
+
+    pub fn clock(&self) -> Clock {
+        let offset = Arc::clone(&self.0);
+        Arc::new(move || {
+            SystemTime::now()
+                + Duration::from_secs(offset.load(std::sync::atomic::Ordering::SeqCst))
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -30,5 +50,9 @@ mod tests {
             1_800_000_000
         );
         assert!(system()() > stopped() - Duration::from_secs(1_800_000_000));
+        let adjustable = Adjustable::default();
+        let clock = adjustable.clock();
+        adjustable.advance(Duration::from_secs(3600));
+        assert!(clock() > SystemTime::now() + Duration::from_secs(3599));
     }
 }

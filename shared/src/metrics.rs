@@ -107,6 +107,13 @@ pub mod catalog {
         unit: Unit::Seconds,
         dimensions: &[FUNCTION],
     };
+    /// FAILED receipts waiting for a person, counted by every pass: its
+    /// alarm stays on while one exists.
+    pub const FAILED_RECEIPTS: MetricSpec = MetricSpec {
+        name: "FailedReceipts",
+        unit: Unit::Count,
+        dimensions: &[FUNCTION],
+    };
     pub const REDELIVERED: MetricSpec = MetricSpec {
         name: "Redelivered",
         unit: Unit::Count,
@@ -128,6 +135,7 @@ pub mod catalog {
         DESTINATION_RATE_LIMITED,
         PENDING_RECEIPTS,
         OLDEST_PENDING_AGE,
+        FAILED_RECEIPTS,
         REDELIVERED,
         GAVE_UP,
     ];

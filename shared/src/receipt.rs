@@ -16,12 +16,17 @@ pub mod attr {
     pub const STATUS: &str = "status";
     pub const PAYLOAD_FINGERPRINT: &str = "payloadFingerprint";
     pub const RECEIVED_AT: &str = "receivedAt";
-    /// The TTL attribute (epoch seconds).
+    /// The TTL attribute (epoch seconds): set when the receipt is
+    /// delivered, never before, so TTL only removes receipts whose lead is
+    /// in the destination.
     pub const EXPIRES_AT: &str = "expiresAt";
-    /// Present, as [`super::PENDING`], only while the receipt is RECEIVED:
-    /// the partition key of the sparse [`super::PENDING_INDEX`].
-    pub const PENDING: &str = "pending";
-    /// When the next delivery attempt is due: the index's sort key.
+    /// The receipt's queue: [`super::PENDING`] while it is RECEIVED,
+    /// [`super::FAILED`] while it is FAILED, absent once COMPLETED. The
+    /// partition key of the sparse [`super::QUEUE_INDEX`]. (Stored as
+    /// `pending`, its name from when only pending receipts carried it.)
+    pub const QUEUE: &str = "pending";
+    /// When the next delivery attempt is due (for a FAILED receipt: when it
+    /// was last due): the index's sort key.
     pub const NEXT_ATTEMPT_AT: &str = "nextAttemptAt";
     pub const ATTEMPTS: &str = "attempts";
     pub const LAST_ATTEMPT_AT: &str = "lastAttemptAt";
@@ -35,16 +40,24 @@ pub mod attr {
     pub const REDRIVEN_AT: &str = "redrivenAt";
 }
 
-/// The sparse global secondary index of receipts still waiting for
-/// delivery. Only items that carry `pending` are in it, so finding the due
-/// ones costs in proportion to what is pending, never to the receipts kept
-/// for the retention window.
-pub const PENDING_INDEX: &str = "pending-by-next-attempt";
+/// The sparse global secondary index of the receipts that wait: for an
+/// attempt (partition [`PENDING`], sorted by when it is due) or for a
+/// person (partition [`FAILED`]). Only items that carry the queue attribute
+/// are in it, so finding the due ones costs in proportion to what waits,
+/// never to the receipts kept for the retention window. It projects the
+/// keys and `receivedAt` only (about 100 bytes an entry): counting what
+/// waits never reads a payload, and a receipt's payload is written to the
+/// table alone, not again to the index. A pass takes the full receipt from
+/// its claim.
+pub const QUEUE_INDEX: &str = "queue-by-due";
 
-/// The value of `pending` on every pending receipt: one partition of the
-/// index. Pending receipts are few (a CRM outage's worth), well within one
-/// partition's throughput.
+/// The queue of receipts waiting for an attempt. Pending receipts are few
+/// (a CRM outage's worth), well within one index partition's throughput.
 pub const PENDING: &str = "PENDING";
+
+/// The queue of receipts that failed and wait for a person (`receipts
+/// redrive`): counted by every pass, so an alarm stays on while one exists.
+pub const FAILED: &str = "FAILED";
 
 /// Largest body a receipt can hold. DynamoDB items are limited to 400 KiB,
 /// counting attribute names and the other attributes (a key of up to ~300
@@ -90,6 +103,11 @@ impl Retention {
     pub fn as_duration(self) -> Duration {
         Duration::from_secs(u64::from(self.days) * 24 * 60 * 60)
     }
+
+    /// The `expiresAt` of a receipt delivered at `completed_at`.
+    pub fn expiry_after(self, completed_at: SystemTime) -> u64 {
+        epoch_seconds(completed_at + self.as_duration())
+    }
 }
 
 impl Default for Retention {
@@ -116,12 +134,14 @@ pub struct Receipt {
     pub status: ReceiptStatus,
     /// RFC 3339 in UTC with milliseconds, so text order is time order.
     pub received_at: String,
-    /// Epoch seconds after which TTL may delete the receipt.
-    #[serde(default)]
-    pub expires_at: u64,
-    /// [`PENDING`] while the receipt waits for delivery, absent after.
-    /// Absent too on receipts written before the index existed: `receipts
-    /// redrive` puts those back in the queue.
+    /// Epoch seconds after which TTL may delete the receipt: set at
+    /// delivery. Receipts written by earlier versions carry one from
+    /// arrival until their next defer, failure or redrive removes it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires_at: Option<u64>,
+    /// The queue it waits in: [`PENDING`] while RECEIVED, [`FAILED`] while
+    /// FAILED, absent once delivered. Absent too on receipts written before
+    /// the index existed: `receipts redrive` puts those back in the queue.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pending: Option<String>,
     /// When the next attempt is due (same format as `received_at`).
@@ -151,7 +171,9 @@ pub struct Receipt {
 }
 
 impl Receipt {
-    pub fn new(submission: &FormSubmission, received_at: SystemTime, retention: Retention) -> Self {
+    /// A new receipt: RECEIVED, due at once, with no expiry (TTL must never
+    /// delete a lead that has not been delivered).
+    pub fn new(submission: &FormSubmission, received_at: SystemTime) -> Self {
         let key = IdempotencyKey::for_submission(submission.event, &submission.submission_id);
         let received = format_timestamp(received_at);
         Receipt {
@@ -168,7 +190,7 @@ impl Receipt {
             pending: Some(PENDING.to_owned()),
             next_attempt_at: Some(received.clone()),
             received_at: received,
-            expires_at: epoch_seconds(received_at + retention.as_duration()),
+            expires_at: None,
             attempts: 0,
             last_attempt_at: None,
             last_error: None,
@@ -270,13 +292,17 @@ mod tests {
     #[test]
     fn receipt_fields() {
         let at = UNIX_EPOCH + Duration::from_millis(1_764_403_128_123);
-        let receipt = Receipt::new(&submission(), at, Retention::default());
+        let receipt = Receipt::new(&submission(), at);
         assert_eq!(receipt.pk, "staticforms:form.submitted:sub_123");
         assert_eq!(receipt.event, "form.submitted");
         assert_eq!(receipt.submission_id, "sub_123");
         assert_eq!(receipt.status, ReceiptStatus::Received);
         assert_eq!(receipt.received_at, "2025-11-29T07:58:48.123Z");
-        assert_eq!(receipt.expires_at, 1_764_403_128 + 30 * 86_400);
+        assert_eq!(receipt.expires_at, None, "no expiry before delivery");
+        assert_eq!(
+            Retention::default().expiry_after(at),
+            1_764_403_128 + 30 * 86_400
+        );
         assert_eq!(receipt.pending.as_deref(), Some(PENDING));
         assert_eq!(
             receipt.next_attempt_at.as_deref(),
@@ -298,22 +324,21 @@ mod tests {
         retry.payload["timestamp"] = json!(1_764_409_999);
         let at = SystemTime::now();
         assert_eq!(
-            Receipt::new(&first, at, Retention::default()).payload_fingerprint,
-            Receipt::new(&retry, at, Retention::default()).payload_fingerprint
+            Receipt::new(&first, at).payload_fingerprint,
+            Receipt::new(&retry, at).payload_fingerprint
         );
     }
 
     #[test]
     fn serialised_names_match_the_attribute_constants() {
-        let receipt = Receipt::new(&submission(), SystemTime::now(), Retention::default());
+        let receipt = Receipt::new(&submission(), SystemTime::now());
         let value = serde_json::to_value(&receipt).unwrap();
         for name in [
             attr::PK,
             attr::STATUS,
             attr::PAYLOAD_FINGERPRINT,
             attr::RECEIVED_AT,
-            attr::EXPIRES_AT,
-            attr::PENDING,
+            attr::QUEUE,
             attr::NEXT_ATTEMPT_AT,
             attr::ATTEMPTS,
         ] {
@@ -324,7 +349,7 @@ mod tests {
 
     #[test]
     fn attempt_fields_use_the_attribute_constants_and_old_receipts_still_read() {
-        let mut receipt = Receipt::new(&submission(), SystemTime::now(), Retention::default());
+        let mut receipt = Receipt::new(&submission(), SystemTime::now());
         receipt.last_attempt_at = Some("t".into());
         receipt.last_error = Some("http-503".into());
         receipt.last_http_status = Some(503);
@@ -348,13 +373,8 @@ mod tests {
         }
 
         // A receipt stored before attempts existed.
-        let mut old = serde_json::to_value(Receipt::new(
-            &submission(),
-            SystemTime::now(),
-            Retention::default(),
-        ))
-        .unwrap();
-        for name in [attr::PENDING, attr::NEXT_ATTEMPT_AT, attr::ATTEMPTS] {
+        let mut old = serde_json::to_value(Receipt::new(&submission(), SystemTime::now())).unwrap();
+        for name in [attr::QUEUE, attr::NEXT_ATTEMPT_AT, attr::ATTEMPTS] {
             old.as_object_mut().unwrap().remove(name);
         }
         let old: Receipt = serde_json::from_value(old).unwrap();
@@ -367,11 +387,7 @@ mod tests {
     #[test]
     fn the_age_limit_counts_from_the_later_of_arrival_and_redrive() {
         let at = |text: &str| parse_timestamp(text).unwrap();
-        let mut receipt = Receipt::new(
-            &submission(),
-            at("2026-11-01T00:00:00Z"),
-            Retention::default(),
-        );
+        let mut receipt = Receipt::new(&submission(), at("2026-11-01T00:00:00Z"));
         assert_eq!(receipt.delivery_started(), Some(at("2026-11-01T00:00:00Z")));
         receipt.redriven_at = Some("2026-11-20T00:00:00.000Z".into());
         assert_eq!(receipt.delivery_started(), Some(at("2026-11-20T00:00:00Z")));

@@ -8,7 +8,7 @@ use std::time::{Duration, UNIX_EPOCH};
 
 use proptest::prelude::*;
 use serde_json::{json, Map, Value};
-use shared::{FormSubmission, IdempotencyKey, PayloadFingerprint, Receipt, Retention};
+use shared::{FormSubmission, IdempotencyKey, PayloadFingerprint, Receipt};
 
 /// Any JSON value: nested, with any keys (escapes, non-BMP characters),
 /// integers, floats and big numbers.
@@ -71,7 +71,7 @@ proptest! {
     #[test]
     fn a_parsed_envelope_survives_store_and_read_back(value in envelope(), millis in 0u64..4_102_444_800_000) {
         let submission = FormSubmission::parse(value.to_string().as_bytes()).expect("a valid envelope");
-        let receipt = Receipt::new(&submission, UNIX_EPOCH + Duration::from_millis(millis), Retention::default());
+        let receipt = Receipt::new(&submission, UNIX_EPOCH + Duration::from_millis(millis));
         let read_back = FormSubmission::parse(receipt.payload.as_bytes()).expect("the stored payload parses");
         prop_assert_eq!(&read_back.event, &submission.event);
         prop_assert_eq!(&read_back.submission_id, &submission.submission_id);

@@ -4,7 +4,7 @@
 //! server to the worker, and a CRM stub as the destination (or, with
 //! `DESTINATION=hubspot` or `salesforce`, that CRM's fake). A reconciliation
 //! pass runs every few seconds, as the schedule does in AWS (every
-//! `ReconcileEvery`), with local timings short enough to watch. Started by
+//! `ReconcileEveryMinutes`), with local timings short enough to watch. Started by
 //! `make run`; Ctrl-C stops it and every process it started.
 
 use std::collections::BTreeMap;

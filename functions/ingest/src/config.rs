@@ -7,18 +7,15 @@ use std::time::Duration;
 use http::header::HeaderName;
 pub use shared::config::ConfigError;
 use shared::config::{
-    dynamodb_endpoint, invalid, non_empty, number_in, receipts_table, retention_days, seconds_in,
-    secret_arn,
+    dynamodb_endpoint, invalid, non_empty, number_in, receipts_table, seconds_in, secret_arn,
 };
 use shared::receipt::MAX_PAYLOAD_BYTES;
-use shared::Retention;
 
 use crate::auth::{Scheme, SecretSet, Verifier};
 use crate::standard_webhooks::DEFAULT_TOLERANCE;
 use shared::idempotency::KeyHeader;
 
 pub use shared::config::RECEIPTS_TABLE;
-pub use shared::config::RECEIPT_RETENTION_DAYS;
 pub const WEBHOOK_AUTH: &str = "WEBHOOK_AUTH";
 pub const WEBHOOK_SECRETS: &str = "WEBHOOK_SECRETS";
 pub const MAX_BODY_BYTES: &str = "MAX_BODY_BYTES";
@@ -37,7 +34,6 @@ pub const DEFAULT_MAX_BODY_BYTES: usize = 256 * 1024;
 #[derive(Debug, Clone)]
 pub struct Config {
     pub receipts_table: String,
-    pub retention: Retention,
     pub auth: AuthConfig,
     /// `WEBHOOK_API_KEYS`: when set, `data.apiKey` must be one of these.
     pub form_keys: Option<SecretSet>,
@@ -61,8 +57,6 @@ impl Config {
         let get = non_empty(lookup);
 
         let receipts_table = receipts_table(&get)?;
-
-        let retention = retention_days(&get)?;
 
         let max_body_bytes = match get(MAX_BODY_BYTES) {
             None => DEFAULT_MAX_BODY_BYTES,
@@ -90,7 +84,6 @@ impl Config {
 
         Ok(Config {
             receipts_table,
-            retention,
             auth,
             form_keys,
             key_header,
@@ -280,7 +273,6 @@ mod tests {
         ])
         .unwrap();
         assert_eq!(config.receipts_table, "receipts");
-        assert_eq!(config.retention, Retention::default());
         assert_eq!(config.max_body_bytes, 262_144);
         assert_eq!(config.form_keys, None, "every form, unless listed");
         assert_eq!(config.key_header, KeyHeader::Required);
@@ -396,8 +388,6 @@ mod tests {
             ("an ARN with auth none", vec![TABLE, (WEBHOOK_AUTH, "none"), (WEBHOOK_SECRETS_ARN, ARN)], invalid(WEBHOOK_AUTH, "is none while secrets are set; choose an authentication mode or unset the secrets")),
             ("blank form key", vec![TABLE, (WEBHOOK_AUTH, "none"), (WEBHOOK_API_KEYS, "sf_key_1,,sf_key_2")], invalid(WEBHOOK_API_KEYS, "entry 2 is empty or contains whitespace")),
             ("unknown key rule", vec![TABLE, (WEBHOOK_AUTH, "none"), (IDEMPOTENCY_KEY, "optional")], invalid(IDEMPOTENCY_KEY, "expected required or derive")),
-            ("retention zero", vec![TABLE, (WEBHOOK_AUTH, "none"), (RECEIPT_RETENTION_DAYS, "0")], invalid(RECEIPT_RETENTION_DAYS, "expected a whole number of days from 1 to 3650")),
-            ("retention text", vec![TABLE, (WEBHOOK_AUTH, "none"), (RECEIPT_RETENTION_DAYS, "a month")], invalid(RECEIPT_RETENTION_DAYS, "expected a whole number of days from 1 to 3650")),
             ("body limit over the item limit", vec![TABLE, (WEBHOOK_AUTH, "none"), (MAX_BODY_BYTES, "400000")], invalid(MAX_BODY_BYTES, "expected bytes from 1 to 393216 (a receipt must stay under DynamoDB's 400 KB item limit)")),
             ("body limit zero", vec![TABLE, (WEBHOOK_AUTH, "none"), (MAX_BODY_BYTES, "0")], invalid(MAX_BODY_BYTES, "expected bytes from 1 to 393216 (a receipt must stay under DynamoDB's 400 KB item limit)")),
         ];

@@ -14,8 +14,7 @@ use shared::envelope::is_json_media_type;
 use shared::idempotency::{KeyHeader, HEADER_NAME as IDEMPOTENCY_KEY_HEADER};
 use shared::outcome::existing_receipt_outcome;
 use shared::{
-    EnvelopeError, FormSubmission, IdempotencyKey, KeyError, Outcome, Receipt, Retention,
-    SubmissionId,
+    EnvelopeError, FormSubmission, IdempotencyKey, KeyError, Outcome, Receipt, SubmissionId,
 };
 
 use crate::auth::{Authenticator, Presented, SecretSet, Unauthenticated};
@@ -73,7 +72,6 @@ pub struct Ingest<S> {
     form_keys: Option<SecretSet>,
     key_header: KeyHeader,
     max_body_bytes: usize,
-    retention: Retention,
     clock: Clock,
     metrics_namespace: String,
 }
@@ -87,7 +85,6 @@ impl<S: ReceiptStore> Ingest<S> {
             form_keys: config.form_keys.clone(),
             key_header: config.key_header,
             max_body_bytes: config.max_body_bytes,
-            retention: config.retention,
             clock: shared::clock::system(),
             metrics_namespace: config.metrics_namespace.clone(),
         }
@@ -162,7 +159,7 @@ impl<S: ReceiptStore> Ingest<S> {
             .collect();
         key.verify_header(&sent_keys, self.key_header)?;
 
-        let receipt = Receipt::new(&submission, (self.clock)(), self.retention);
+        let receipt = Receipt::new(&submission, (self.clock)());
         match self.store.put_if_absent(&receipt).await? {
             PutOutcome::Stored => Ok(Outcome::Accepted),
             PutOutcome::AlreadyExists {

@@ -17,7 +17,7 @@ use aws_sdk_dynamodb::Client;
 use aws_smithy_mocks::{mock, mock_client, RuleMode};
 use ingest::dynamo::DynamoReceiptStore;
 use ingest::store::{PutOutcome, ReceiptStore, StoreError};
-use shared::{FormSubmission, Receipt, Retention};
+use shared::{FormSubmission, Receipt};
 
 fn receipt() -> Receipt {
     let body = serde_json::json!({
@@ -26,7 +26,7 @@ fn receipt() -> Receipt {
         "data": {"submissionId": "sub_9", "apiKey": "sf_key", "formData": {"email": "a@b.c"}}
     });
     let submission = FormSubmission::parse(body.to_string().as_bytes()).unwrap();
-    Receipt::new(&submission, SystemTime::now(), Retention::default())
+    Receipt::new(&submission, SystemTime::now())
 }
 
 fn code(code: &str) -> ErrorMetadata {
@@ -54,14 +54,14 @@ async fn put_is_conditional_returns_the_old_item_and_carries_every_attribute() {
                 && item.get("status") == Some(&s("RECEIVED"))
                 && item.get("payloadFingerprint") == Some(&s(&expected.payload_fingerprint))
                 && item.get("receivedAt") == Some(&s(&expected.received_at))
-                // The TTL attribute must be a number of epoch seconds.
-                && item.get("expiresAt") == Some(&AttributeValue::N(expected.expires_at.to_string()))
+                // No TTL attribute until the lead is delivered.
+                && !item.contains_key("expiresAt")
                 && matches!(item.get("payload"), Some(AttributeValue::S(p)) if !p.contains("sf_key"))
-                // In the reconciler's pending index, due at once.
+                // In the reconciler's queue, due at once.
                 && item.get("pending") == Some(&s("PENDING"))
                 && item.get("nextAttemptAt") == Some(&s(&expected.received_at))
                 && item.get("attempts") == Some(&AttributeValue::N("0".into()))
-                && item.len() == 11
+                && item.len() == 10
         })
         .then_output(|| PutItemOutput::builder().build());
     let client = mock_client!(aws_sdk_dynamodb, [&put]);

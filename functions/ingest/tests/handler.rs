@@ -526,7 +526,10 @@ async fn the_receipt_holds_what_the_worker_needs_and_no_credential() {
     assert_eq!(receipt.event, "form.submitted");
     assert_eq!(receipt.status, ReceiptStatus::Received);
     assert_eq!(receipt.received_at, "2026-11-29T08:38:48.250Z");
-    assert_eq!(receipt.expires_at, 1_795_941_528 + 30 * 86_400);
+    assert_eq!(
+        receipt.expires_at, None,
+        "no expiry until delivered: TTL must never delete a waiting lead"
+    );
     assert_eq!(receipt.payload_fingerprint.len(), 64);
     assert!(
         !receipt.payload.contains("sf_demo_api_key"),

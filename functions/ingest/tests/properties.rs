@@ -181,7 +181,7 @@ proptest! {
             "data": {"submissionId": id, "formData": {"message": form, "n": number}}
         });
         let submission = FormSubmission::parse(envelope.to_string().as_bytes()).unwrap();
-        let receipt = Receipt::new(&submission, UNIX_EPOCH + Duration::from_millis(millis), Default::default());
+        let receipt = Receipt::new(&submission, UNIX_EPOCH + Duration::from_millis(millis));
         let item: std::collections::HashMap<String, aws_sdk_dynamodb::types::AttributeValue> =
             serde_dynamo::to_item(&receipt).unwrap();
         let back: Receipt = serde_dynamo::from_item(item).unwrap();

@@ -173,17 +173,6 @@ impl Config {
 
         let retention = retention_days(&get)?;
         let max_age = seconds(&get, DELIVERY_MAX_AGE_SECONDS, DEFAULT_MAX_AGE_SECONDS)?;
-        // A receipt must outlive its last attempt, or TTL deletes a lead
-        // that is still waiting and nobody is told.
-        if max_age >= retention.as_duration() {
-            return Err(invalid(
-                DELIVERY_MAX_AGE_SECONDS,
-                format!(
-                    "must be shorter than the receipts' retention ({RECEIPT_RETENTION_DAYS}, {} s)",
-                    retention.as_duration().as_secs()
-                ),
-            ));
-        }
         let base = seconds(
             &get,
             REDELIVERY_BASE_SECONDS,
@@ -203,6 +192,7 @@ impl Config {
         let delivery = DeliveryRules {
             max_age,
             redelivery: Redelivery { base, cap },
+            retention,
         };
         let reconcile_after = seconds(
             &get,
@@ -443,7 +433,10 @@ mod tests {
         let cases: Vec<ConfigCase> = vec![
             (
                 "no table",
-                vec![(DESTINATION, "http"), (CRM_URL, "https://crm/leads/{externalId}")],
+                vec![
+                    (DESTINATION, "http"),
+                    (CRM_URL, "https://crm/leads/{externalId}"),
+                ],
                 ConfigError::Missing(RECEIPTS_TABLE),
             ),
             (
@@ -454,7 +447,10 @@ mod tests {
             (
                 "unknown destination",
                 vec![TABLE, (DESTINATION, "pipedrive")],
-                invalid(DESTINATION, "expected http, dynamodb, hubspot or salesforce"),
+                invalid(
+                    DESTINATION,
+                    "expected http, dynamodb, hubspot or salesforce",
+                ),
             ),
             (
                 "http without url",
@@ -463,12 +459,20 @@ mod tests {
             ),
             (
                 "relative url",
-                vec![TABLE, (DESTINATION, "http"), (CRM_URL, "/leads/{externalId}")],
+                vec![
+                    TABLE,
+                    (DESTINATION, "http"),
+                    (CRM_URL, "/leads/{externalId}"),
+                ],
                 invalid(CRM_URL, "is not an absolute URL"),
             ),
             (
                 "ftp url",
-                vec![TABLE, (DESTINATION, "http"), (CRM_URL, "ftp://crm/leads/{externalId}")],
+                vec![
+                    TABLE,
+                    (DESTINATION, "http"),
+                    (CRM_URL, "ftp://crm/leads/{externalId}"),
+                ],
                 invalid(CRM_URL, "must be an https:// URL with a host"),
             ),
             (
@@ -578,33 +582,6 @@ mod tests {
                     (WORKER_CONCURRENCY, "0"),
                 ],
                 invalid(WORKER_CONCURRENCY, "expected a whole number from 1 to 100"),
-            ),
-            (
-                "max age not shorter than the retention",
-                vec![
-                    TABLE,
-                    (DESTINATION, "dynamodb"),
-                    (LEADS_TABLE, "leads"),
-                    (RECEIPT_RETENTION_DAYS, "1"),
-                    (DELIVERY_MAX_AGE_SECONDS, "86400"),
-                ],
-                invalid(
-                    DELIVERY_MAX_AGE_SECONDS,
-                    "must be shorter than the receipts' retention (RECEIPT_RETENTION_DAYS, 86400 s)",
-                ),
-            ),
-            (
-                "default max age against a two-day retention",
-                vec![
-                    TABLE,
-                    (DESTINATION, "dynamodb"),
-                    (LEADS_TABLE, "leads"),
-                    (RECEIPT_RETENTION_DAYS, "2"),
-                ],
-                invalid(
-                    DELIVERY_MAX_AGE_SECONDS,
-                    "must be shorter than the receipts' retention (RECEIPT_RETENTION_DAYS, 172800 s)",
-                ),
             ),
             (
                 "zero max age",

@@ -9,7 +9,7 @@ use aws_lambda_events::event::dynamodb::EventRecord;
 use serde_dynamo::AttributeValue;
 use shared::delivery::Redelivery;
 use shared::receipt::attr;
-use shared::{Lead, Receipt, ReceiptStatus};
+use shared::{Lead, Receipt, ReceiptStatus, Retention};
 
 use crate::destinations::{DestinationError, Upserted};
 
@@ -19,6 +19,9 @@ pub enum SkipReason {
     NotAnInsert,
     NoNewImage,
     NotReceived,
+    /// The claim found the receipt settled, deferred, or taken by another
+    /// delivery: no CRM call.
+    SettledOrTaken,
 }
 
 impl SkipReason {
@@ -27,6 +30,7 @@ impl SkipReason {
             SkipReason::NotAnInsert => "not-an-insert",
             SkipReason::NoNewImage => "no-new-image",
             SkipReason::NotReceived => "not-received",
+            SkipReason::SettledOrTaken => "settled-or-taken",
         }
     }
 }
@@ -127,6 +131,9 @@ pub struct DeliveryRules {
     /// up: the receipt becomes FAILED with reason `gave-up`.
     pub max_age: Duration,
     pub redelivery: Redelivery,
+    /// How long a delivered receipt is kept (for duplicates) before TTL
+    /// removes it. Only delivery sets an expiry.
+    pub retention: Retention,
 }
 
 impl Default for DeliveryRules {
@@ -134,6 +141,7 @@ impl Default for DeliveryRules {
         DeliveryRules {
             max_age: Duration::from_secs(DEFAULT_MAX_AGE_SECONDS),
             redelivery: Redelivery::default(),
+            retention: Retention::default(),
         }
     }
 }
@@ -230,7 +238,7 @@ pub fn settle(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use shared::{FormSubmission, Retention};
+    use shared::FormSubmission;
     use std::time::UNIX_EPOCH;
 
     fn receipt() -> Receipt {
@@ -239,11 +247,7 @@ mod tests {
             "data": {"submissionId": "sub_1", "formData": {"email": "ada@example.com"}}
         });
         let submission = FormSubmission::parse(body.to_string().as_bytes()).unwrap();
-        Receipt::new(
-            &submission,
-            UNIX_EPOCH + Duration::from_secs(1_800_000_000),
-            Retention::default(),
-        )
+        Receipt::new(&submission, UNIX_EPOCH + Duration::from_secs(1_800_000_000))
     }
 
     fn record(event_name: &str, receipt: &Receipt) -> EventRecord {

@@ -4,30 +4,32 @@
 //! decide-and-act path as the stream, within the invocation's time and
 //! `WORKER_CONCURRENCY`.
 //!
-//! It reads the sparse pending index, never the table: its cost follows the
-//! receipts that wait, not the completed ones kept for the retention window.
-//! Each receipt is claimed before delivery, so two passes never deliver it
-//! at once.
+//! It first counts what waits (`PendingReceipts`, `OldestPendingAgeSeconds`,
+//! `FailedReceipts`) from the keys-only queue index, so the metrics come
+//! even when the deliveries then hang. It finds the due receipts in the same
+//! index, never the table: its cost follows the receipts that wait, not the
+//! completed ones kept for the retention window, and never a payload. Each
+//! receipt is claimed before delivery, which reads it whole, so two passes
+//! (or a pass and the stream) never deliver it at once.
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use futures_util::stream::{self, StreamExt};
 use serde::Serialize;
 use shared::metrics::catalog;
-use shared::receipt::{format_timestamp, Timestamp};
+use shared::receipt::format_timestamp;
 
-use crate::decide::{decode_receipt, Decoded};
-use crate::deliver::Worker;
+use crate::deliver::{Claimed, Worker};
 use crate::destinations::Destination;
-use crate::ledger::{Cursor, DueQuery, PendingQueue, ReceiptLedger, UnreadableItem};
+use crate::ledger::{Census, Cursor, DueQuery, PendingQueue, ReceiptLedger};
 use crate::outcome::{RecordOutcome, Via};
 
 /// Receipts read per query page.
 pub const PAGE_SIZE: u32 = 100;
 
-/// Added to the invocation's remaining time for a claim: a receipt whose
-/// pass died is due again this long after the invocation's end.
-const CLAIM_MARGIN: Duration = Duration::from_secs(60);
+/// The share of the invocation the census may take before deliveries
+/// start: counting never starves delivering.
+const CENSUS_SHARE: u32 = 4;
 
 /// What one pass did; also the invocation's response.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
@@ -44,14 +46,20 @@ pub struct PassReport {
     pub skipped: usize,
     /// Outcomes that could not be recorded; due again at their claim's end.
     pub unrecorded: usize,
-    /// Items the store read to find them: the pass's cost.
+    /// Index entries the store read (census and due receipts), and their
+    /// size in bytes as DynamoDB charges it: the pass's read cost. Claims
+    /// are writes and read nothing.
     pub items_read: usize,
+    pub bytes_read: usize,
     /// `false` when time ran out or the store failed before the last page.
     pub finished: bool,
-    /// Receipts still waiting after the pass, and the oldest one's age;
-    /// `None` when they could not be counted.
+    /// Receipts waiting when the pass began, the oldest one's age, and the
+    /// FAILED receipts waiting for a person; `None` when they could not be
+    /// counted (lower bounds when `census_complete` is false).
     pub pending: Option<usize>,
     pub oldest_pending_age_seconds: Option<u64>,
+    pub failed_receipts: Option<usize>,
+    pub census_complete: bool,
 }
 
 impl<D: Destination, L: ReceiptLedger + PendingQueue> Worker<D, L> {
@@ -59,16 +67,23 @@ impl<D: Destination, L: ReceiptLedger + PendingQueue> Worker<D, L> {
     pub async fn reconcile(&self, deadline: Instant) -> PassReport {
         let started = Instant::now();
         let now = self.now();
+        let mut report = PassReport::default();
+
+        // What waits, first: its metrics must come even if delivering hangs.
+        let census_deadline = started + deadline.saturating_duration_since(started) / CENSUS_SHARE;
+        match self.ledger().census(census_deadline).await {
+            Ok(census) => self.take_census(&mut report, &census, now),
+            Err(error) => tracing::error!(error = %error, "waiting receipts could not be counted"),
+        }
+        self.measure_census(&report);
+
         let received_before = now.checked_sub(self.reconcile_after()).unwrap_or(now);
         let query = DueQuery {
             now: format_timestamp(now),
             received_before: format_timestamp(received_before),
             page_size: PAGE_SIZE,
         };
-        let left = deadline.saturating_duration_since(started);
-        let claim_until = Timestamp::at(now + left + CLAIM_MARGIN);
-
-        let mut report = PassReport::default();
+        let claim_until = self.claim_until(deadline);
         let mut from: Option<Cursor> = None;
         loop {
             // A delivery needs its attempts plus the ledger write.
@@ -83,20 +98,18 @@ impl<D: Destination, L: ReceiptLedger + PendingQueue> Worker<D, L> {
                 }
             };
             report.items_read += page.read;
-            report.due += page.receipts.len();
+            report.bytes_read += page.bytes_read;
+            report.due += page.due.len();
             let claiming: Vec<_> = page
-                .receipts
-                .into_iter()
-                .map(|item| self.claim(item, &claim_until))
+                .due
+                .iter()
+                .map(|due| self.claim(&due.key, Some(&due.next_attempt_at), &claim_until))
                 .collect();
-            let claimed: Vec<Option<Decoded>> = stream::iter(claiming)
-                .buffer_unordered(self.concurrency())
+            let claimed: Vec<Claimed> = stream::iter(claiming)
+                .buffered(self.concurrency())
                 .collect()
                 .await;
-            // Taken by another pass or delivery first.
-            report.skipped += claimed.iter().filter(|c| c.is_none()).count();
-            let decoded: Vec<Decoded> = claimed.into_iter().flatten().collect();
-            for outcome in self.act_all(decoded, Via::Reconcile, deadline).await {
+            for outcome in self.act_all(claimed, Via::Reconcile, deadline).await {
                 match outcome {
                     RecordOutcome::Upserted | RecordOutcome::Stale => report.delivered += 1,
                     RecordOutcome::Deferred => report.deferred += 1,
@@ -117,26 +130,6 @@ impl<D: Destination, L: ReceiptLedger + PendingQueue> Worker<D, L> {
                 }
             }
         }
-        // Counting what waits reads the pending index; skip it rather than
-        // run past the invocation (the metric then simply has a gap).
-        let census = if deadline.saturating_duration_since(Instant::now()) > self.safety_margin() {
-            self.ledger().census().await
-        } else {
-            Err(crate::ledger::LedgerError(
-                "no time left to count".to_owned(),
-            ))
-        };
-        match census {
-            Ok(census) => {
-                report.pending = Some(census.pending);
-                report.oldest_pending_age_seconds = census
-                    .oldest_received_at
-                    .as_deref()
-                    .and_then(shared::receipt::parse_timestamp)
-                    .map(|oldest| now.duration_since(oldest).map_or(0, |age| age.as_secs()));
-            }
-            Err(error) => tracing::error!(error = %error, "pending receipts could not be counted"),
-        }
         self.measure_pass(&report);
         tracing::info!(
             due = report.due,
@@ -146,64 +139,65 @@ impl<D: Destination, L: ReceiptLedger + PendingQueue> Worker<D, L> {
             skipped = report.skipped,
             unrecorded = report.unrecorded,
             items_read = report.items_read,
+            bytes_read = report.bytes_read,
             finished = report.finished,
             gave_up = report.gave_up,
             pending = report.pending,
             oldest_pending_age_seconds = report.oldest_pending_age_seconds,
+            failed_receipts = report.failed_receipts,
+            census_complete = report.census_complete,
             duration_ms = started.elapsed().as_millis() as u64,
             "reconciliation pass handled"
         );
         report
     }
 
-    /// One EMF line per pass: what waits, for how long, and what the pass
-    /// delivered or gave up on.
-    fn measure_pass(&self, report: &PassReport) {
-        let mut measured = vec![
-            (catalog::REDELIVERED, (report.delivered as f64).into()),
-            (catalog::GAVE_UP, (report.gave_up as f64).into()),
-        ];
-        if let Some(pending) = report.pending {
-            measured.push((catalog::PENDING_RECEIPTS, (pending as f64).into()));
-            // No pending receipt is an age of zero, so the alarm clears.
-            let age = report.oldest_pending_age_seconds.unwrap_or(0);
-            measured.push((catalog::OLDEST_PENDING_AGE, (age as f64).into()));
-        }
+    fn take_census(&self, report: &mut PassReport, census: &Census, now: std::time::SystemTime) {
+        report.items_read += census.read;
+        report.bytes_read += census.bytes_read;
+        report.pending = Some(census.pending);
+        report.failed_receipts = Some(census.failed);
+        report.census_complete = census.complete;
+        report.oldest_pending_age_seconds = census
+            .oldest_received_at
+            .as_deref()
+            .and_then(shared::receipt::parse_timestamp)
+            .map(|oldest| now.duration_since(oldest).map_or(0, |age| age.as_secs()));
+    }
+
+    /// The census's EMF line, before any delivery: what waits, for how
+    /// long, and how many FAILED receipts wait for a person.
+    fn measure_census(&self, report: &PassReport) {
+        let Some(pending) = report.pending else {
+            return;
+        };
+        // No pending receipt is an age of zero, so the alarm clears.
+        let age = report.oldest_pending_age_seconds.unwrap_or(0);
         shared::metrics::emit(
             self.metrics_namespace(),
             &[(shared::metrics::FUNCTION, "worker")],
-            &measured,
+            &[
+                (catalog::PENDING_RECEIPTS, (pending as f64).into()),
+                (catalog::OLDEST_PENDING_AGE, (age as f64).into()),
+                (
+                    catalog::FAILED_RECEIPTS,
+                    (report.failed_receipts.unwrap_or(0) as f64).into(),
+                ),
+            ],
             &[],
         );
     }
 
-    /// Claims one due receipt: what to act on, or `None` when another pass
-    /// or delivery claimed or settled it first.
-    async fn claim(
-        &self,
-        item: Result<shared::Receipt, UnreadableItem>,
-        claim_until: &Timestamp,
-    ) -> Option<Decoded> {
-        match item {
-            Ok(receipt) => {
-                let seen = Timestamp::from_stored(receipt.next_attempt_at.clone()?);
-                match self
-                    .ledger()
-                    .claim(&receipt.key(), &seen, claim_until)
-                    .await
-                {
-                    Ok(true) => Some(decode_receipt(receipt)),
-                    Ok(false) => None,
-                    Err(error) => {
-                        tracing::warn!(submission_id = %receipt.submission_id, error = %error, "receipt could not be claimed; the next pass tries again");
-                        None
-                    }
-                }
-            }
-            Err(UnreadableItem { key }) => Some(Decoded::Unreadable {
-                key,
-                reason: "receipt unreadable",
-            }),
-        }
+    /// One EMF line per pass: what it delivered or gave up on.
+    fn measure_pass(&self, report: &PassReport) {
+        shared::metrics::emit(
+            self.metrics_namespace(),
+            &[(shared::metrics::FUNCTION, "worker")],
+            &[
+                (catalog::REDELIVERED, (report.delivered as f64).into()),
+                (catalog::GAVE_UP, (report.gave_up as f64).into()),
+            ],
+            &[],
+        );
     }
 }

@@ -1,19 +1,22 @@
-//! One stream batch: its records grouped by receipt, sent to the delivery
-//! core in waves (a receipt's records in stream order, one wave after the
-//! other), and the batch response. A record is reported in
-//! `batchItemFailures` only when its outcome could not be written to the
-//! receipt.
+//! One stream batch: its records grouped by receipt, each receipt claimed
+//! before any CRM call, sent to the delivery core in waves (a receipt's
+//! records in stream order, one wave after the other), and the batch
+//! response. A record whose receipt is settled, deferred or taken by the
+//! pass is skipped: a record delivered twice writes the CRM once. A record
+//! is reported in `batchItemFailures` only when its claim or its outcome
+//! could not be written to the receipt.
 
 use std::collections::HashMap;
 use std::time::Instant;
 
 use aws_lambda_events::event::dynamodb::{Event, EventRecord};
 use aws_lambda_events::event::streams::{DynamoDbBatchItemFailure, DynamoDbEventResponse};
+use futures_util::stream::{self, StreamExt};
 use serde_dynamo::AttributeValue;
-use shared::receipt::attr;
+use shared::receipt::{attr, Timestamp};
 
-use crate::decide::decode_stream_record;
-use crate::deliver::Worker;
+use crate::decide::{decode_stream_record, Decoded};
+use crate::deliver::{Claimed, Worker};
 use crate::destinations::Destination;
 use crate::ledger::ReceiptLedger;
 use crate::outcome::{RecordOutcome, Via};
@@ -33,6 +36,7 @@ impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
         let started = Instant::now();
         let time_given_ms = deadline.saturating_duration_since(started).as_millis() as u64;
         let mut reports: Vec<RecordReport> = Vec::new();
+        let claim_until = self.claim_until(deadline);
         for wave in waves(group_by_receipt(event.records)) {
             let (slots, decoded): (Vec<_>, Vec<_>) = wave
                 .into_iter()
@@ -41,7 +45,15 @@ impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
                     ((index, record.change.sequence_number), decoded)
                 })
                 .unzip();
-            let outcomes = self.act_all(decoded, Via::Stream, deadline).await;
+            let claiming: Vec<_> = decoded
+                .into_iter()
+                .map(|decoded| self.claim_decoded(decoded, &claim_until))
+                .collect();
+            let claimed: Vec<Claimed> = stream::iter(claiming)
+                .buffered(self.concurrency())
+                .collect()
+                .await;
+            let outcomes = self.act_all(claimed, Via::Stream, deadline).await;
             reports.extend(slots.into_iter().zip(outcomes).map(
                 |((index, sequence_number), outcome)| RecordReport {
                     index,
@@ -80,6 +92,21 @@ impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
             })
             .collect();
         response
+    }
+}
+
+impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
+    /// A record to deliver is claimed, as the image saw it, and delivered
+    /// from the receipt as stored; anything else is acted on as decoded.
+    async fn claim_decoded(&self, decoded: Decoded, until: &Timestamp) -> Claimed {
+        match decoded {
+            Decoded::Deliver(delivery) => {
+                let receipt = &delivery.receipt;
+                let seen = receipt.next_attempt_at.clone().map(Timestamp::from_stored);
+                self.claim(&receipt.key(), seen.as_ref(), until).await
+            }
+            other => Claimed::Act(other),
+        }
     }
 }
 

@@ -14,7 +14,7 @@ use aws_lambda_events::event::dynamodb::Event;
 use devtools::crm_stub::{Answer, CrmStub};
 use devtools::stream_event;
 use serde_json::Value;
-use shared::{FormSubmission, Receipt, ReceiptStatus, Retention};
+use shared::{FormSubmission, Receipt, ReceiptStatus};
 use worker::config::CrmToken;
 use worker::destinations::http::HttpCrm;
 use worker::destinations::token::{Source, TokenError};
@@ -32,7 +32,7 @@ fn receipt(submission_id: &str, email: &str) -> Receipt {
         }
     });
     let submission = FormSubmission::parse(body.to_string().as_bytes()).unwrap();
-    Receipt::new(&submission, SystemTime::now(), Retention::default())
+    Receipt::new(&submission, SystemTime::now())
 }
 
 fn insert(receipt: &Receipt, sequence_number: &str) -> Value {
@@ -45,7 +45,7 @@ fn batch(prefix: &str, count: usize, first: usize) -> (Vec<Receipt>, MemoryLedge
     let receipts: Vec<Receipt> = (0..count)
         .map(|n| receipt(&format!("{prefix}{n:03}"), "x@example.com"))
         .collect();
-    let ledger = MemoryLedger::with_received(receipts.iter().map(|r| r.pk.as_str()));
+    let ledger = MemoryLedger::holding(&receipts);
     let records = receipts
         .iter()
         .enumerate()
@@ -77,7 +77,7 @@ fn http_worker(crm: &CrmStub, ledger: MemoryLedger) -> Worker<HttpCrm, MemoryLed
 async fn seed_test_3_repeated_stream_delivery_still_produces_one_logical_lead() {
     let crm = CrmStub::start().await.unwrap();
     let receipt = receipt("sub_123", "ada@example.com");
-    let worker = http_worker(&crm, MemoryLedger::with_received([receipt.pk.as_str()]));
+    let worker = http_worker(&crm, MemoryLedger::holding([&receipt]));
     let record = insert(&receipt, "100");
 
     let first = worker
@@ -89,7 +89,10 @@ async fn seed_test_3_repeated_stream_delivery_still_produces_one_logical_lead() 
     assert!(second.batch_item_failures.is_empty());
     assert_eq!(crm.lead_count(), 1);
     let lead = crm.lead("sub_123").unwrap();
-    assert_eq!(lead.writes, 2, "the second run updated the same lead");
+    assert_eq!(
+        lead.writes, 1,
+        "the record delivered again found its receipt settled: no CRM call"
+    );
     assert_eq!(lead.body["email"], "ada@example.com");
     assert_eq!(lead.body["externalId"], "sub_123");
     assert_eq!(lead.body["fields"]["company"], "AE");
@@ -108,9 +111,10 @@ async fn seed_failure_case_3_upsert_succeeds_then_the_receipt_update_fails() {
     let crm = CrmStub::start().await.unwrap();
     let receipt = receipt("sub_crash", "ada@example.com");
     // The first completion fails, as if the worker crashed after the upsert.
-    let ledger =
-        WatchedLedger::new(MemoryLedger::with_received([receipt.pk.as_str()])).failing_first(1);
-    let worker = Worker::new(HttpCrm::new(crm.leads_url(), None).unwrap(), ledger, 8);
+    let ledger = WatchedLedger::new(MemoryLedger::holding([&receipt])).failing_first(1);
+    let later = shared::clock::Adjustable::default();
+    let worker = Worker::new(HttpCrm::new(crm.leads_url(), None).unwrap(), ledger, 8)
+        .with_clock(later.clock());
     let record = insert(&receipt, "200");
 
     let first = worker
@@ -125,9 +129,16 @@ async fn seed_failure_case_3_upsert_succeeds_then_the_receipt_update_fails() {
         ReceiptStatus::Received
     );
 
-    // The event source mapping delivers the record again.
+    // The event source mapping delivers the record again: the receipt is
+    // still claimed by the delivery that died, so nothing is sent.
     let again = worker.handle(event(vec![record]), in_seconds(30)).await;
     assert!(again.batch_item_failures.is_empty());
+    assert_eq!(crm.lead("sub_crash").unwrap().writes, 1);
+
+    // Once the claim has lapsed, a pass delivers it again, to the same key.
+    later.advance(Duration::from_secs(3600));
+    let report = worker.reconcile(in_seconds(30)).await;
+    assert_eq!(report.delivered, 1, "{report:?}");
     assert_eq!(crm.lead_count(), 1, "updated, not duplicated");
     assert_eq!(crm.lead("sub_crash").unwrap().writes, 2);
     assert_eq!(
@@ -150,7 +161,7 @@ async fn a_receipt_deleted_before_completion_is_not_recreated() {
         response.batch_item_failures.is_empty(),
         "a vanished receipt counts as done"
     );
-    assert_eq!(crm.lead_count(), 1);
+    assert_eq!(crm.lead_count(), 0, "its claim failed: nothing is sent");
     assert!(worker.ledger().is_empty(), "no receipt was re-created");
 }
 
@@ -159,7 +170,7 @@ async fn a_429_with_retry_after_is_waited_out_then_succeeds() {
     let crm = CrmStub::start().await.unwrap();
     crm.script("sub_429", [Answer::retry_after(429, "1")]);
     let receipt = receipt("sub_429", "ada@example.com");
-    let worker = http_worker(&crm, MemoryLedger::with_received([receipt.pk.as_str()]));
+    let worker = http_worker(&crm, MemoryLedger::holding([&receipt]));
 
     let response = worker
         .handle(event(vec![insert(&receipt, "400")]), in_seconds(30))
@@ -189,7 +200,7 @@ async fn two_503s_then_success() {
     let crm = CrmStub::start().await.unwrap();
     crm.script("sub_503", [Answer::status(503), Answer::status(503)]);
     let receipt = receipt("sub_503", "ada@example.com");
-    let worker = http_worker(&crm, MemoryLedger::with_received([receipt.pk.as_str()]));
+    let worker = http_worker(&crm, MemoryLedger::holding([&receipt]));
 
     let response = worker
         .handle(event(vec![insert(&receipt, "500")]), in_seconds(30))
@@ -210,10 +221,7 @@ async fn a_failure_that_outlasts_the_invocation_is_deferred_to_the_reconciler() 
     crm.always("sub_down", Answer::status(503));
     let down = receipt("sub_down", "a@example.com");
     let fine = receipt("sub_fine", "b@example.com");
-    let worker = http_worker(
-        &crm,
-        MemoryLedger::with_received([down.pk.as_str(), fine.pk.as_str()]),
-    );
+    let worker = http_worker(&crm, MemoryLedger::holding([&down, &fine]));
 
     let deadline = Instant::now() + Duration::from_millis(1500);
     let before = SystemTime::now();
@@ -281,10 +289,10 @@ async fn a_crm_that_is_down_holds_a_batch_for_a_few_attempts_not_the_whole_timeo
 }
 
 #[tokio::test]
-async fn with_no_time_for_an_attempt_the_receipt_stays_due_untouched() {
+async fn with_no_time_for_an_attempt_the_receipt_waits_for_the_next_pass_untouched() {
     let crm = CrmStub::start().await.unwrap();
     let receipt = receipt("sub_late", "a@example.com");
-    let worker = http_worker(&crm, MemoryLedger::with_received([receipt.pk.as_str()]));
+    let worker = http_worker(&crm, MemoryLedger::holding([&receipt]));
     let before = worker.ledger().get(&receipt.pk).unwrap();
 
     // Less time left than the safety margin: no attempt fits.
@@ -297,10 +305,17 @@ async fn with_no_time_for_an_attempt_the_receipt_stays_due_untouched() {
 
     assert!(response.batch_item_failures.is_empty());
     assert!(crm.calls().is_empty());
+    let after = worker.ledger().get(&receipt.pk).unwrap();
+    // No attempt, nothing recorded, no backoff: only the claim, which ends
+    // about a minute after this invocation; then the next pass takes it.
+    let claimed_until = after.next_attempt_at.clone().unwrap();
+    assert!(claimed_until > before.next_attempt_at.clone().unwrap());
     assert_eq!(
-        worker.ledger().get(&receipt.pk).unwrap(),
-        before,
-        "no attempt, nothing recorded, no backoff: the next pass takes it"
+        Receipt {
+            next_attempt_at: before.next_attempt_at.clone(),
+            ..after
+        },
+        before
     );
 }
 
@@ -309,7 +324,7 @@ async fn a_retry_after_longer_than_the_invocation_sets_the_next_attempt() {
     let crm = CrmStub::start().await.unwrap();
     crm.always("sub_later", Answer::retry_after(429, "3600"));
     let receipt = receipt("sub_later", "a@example.com");
-    let worker = http_worker(&crm, MemoryLedger::with_received([receipt.pk.as_str()]));
+    let worker = http_worker(&crm, MemoryLedger::holding([&receipt]));
 
     let before = SystemTime::now();
     let response = worker
@@ -340,7 +355,7 @@ async fn a_retry_after_too_large_for_time_arithmetic_does_not_panic() {
         Answer::retry_after(503, "99999999999999999999999"),
     );
     let receipt = receipt("sub_huge", "a@example.com");
-    let worker = http_worker(&crm, MemoryLedger::with_received([receipt.pk.as_str()]));
+    let worker = http_worker(&crm, MemoryLedger::holding([&receipt]));
 
     let response = worker
         .handle(event(vec![insert(&receipt, "660")]), in_seconds(30))
@@ -405,12 +420,8 @@ async fn a_401_that_persists_keeps_the_receipt_pending_never_failed() {
     let crm_client = HttpCrm::new(crm.leads_url(), CrmToken::new("old-token"))
         .unwrap()
         .refreshing_from(source.clone(), Duration::from_secs(60));
-    let worker = Worker::new(
-        crm_client,
-        MemoryLedger::with_received([receipt.pk.as_str()]),
-        8,
-    )
-    .with_retry_policy(fast_retries());
+    let worker = Worker::new(crm_client, MemoryLedger::holding([&receipt]), 8)
+        .with_retry_policy(fast_retries());
 
     let response = worker
         .handle(event(vec![insert(&receipt, "670")]), in_seconds(30))
@@ -441,9 +452,7 @@ async fn a_permanent_400_marks_the_receipt_failed_and_the_batch_goes_on() {
     let others: Vec<Receipt> = (0..3)
         .map(|i| receipt(&format!("sub_ok_{i}"), "b@example.com"))
         .collect();
-    let mut keys: Vec<&str> = others.iter().map(|r| r.pk.as_str()).collect();
-    keys.push(&bad.pk);
-    let worker = http_worker(&crm, MemoryLedger::with_received(keys));
+    let worker = http_worker(&crm, MemoryLedger::holding(others.iter().chain([&bad])));
 
     let mut records = vec![insert(&bad, "700")];
     records.extend(
@@ -495,7 +504,7 @@ async fn records_that_need_no_work_are_skipped() {
     let receipt = receipt("sub_skip", "a@example.com");
     let mut completed = receipt.clone();
     completed.status = ReceiptStatus::Completed;
-    let worker = http_worker(&crm, MemoryLedger::with_received([receipt.pk.as_str()]));
+    let worker = http_worker(&crm, MemoryLedger::holding([&receipt]));
 
     let records = vec![
         stream_event::record("MODIFY", &completed, "800"),
@@ -517,7 +526,7 @@ async fn an_unreadable_receipt_is_marked_failed() {
     let crm = CrmStub::start().await.unwrap();
     let mut broken = receipt("sub_broken", "a@example.com");
     broken.payload = "{not json".into();
-    let worker = http_worker(&crm, MemoryLedger::with_received([broken.pk.as_str()]));
+    let worker = http_worker(&crm, MemoryLedger::holding([&broken]));
 
     let response = worker
         .handle(event(vec![insert(&broken, "900")]), in_seconds(30))
@@ -537,7 +546,7 @@ async fn the_crm_token_is_sent_as_a_bearer_token() {
     let receipt = receipt("sub_auth", "a@example.com");
     let worker = Worker::new(
         HttpCrm::new(crm.leads_url(), Some(test_token())).unwrap(),
-        MemoryLedger::with_received([receipt.pk.as_str()]),
+        MemoryLedger::holding([&receipt]),
         8,
     );
     worker

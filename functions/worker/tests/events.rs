@@ -6,7 +6,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use devtools::crm_stub::CrmStub;
 use serde_json::Value;
-use shared::{FormSubmission, Receipt, ReceiptStatus, Retention};
+use shared::{FormSubmission, Receipt, ReceiptStatus};
 use worker::destinations::http::HttpCrm;
 use worker::ledger::memory::MemoryLedger;
 use worker::Worker;
@@ -22,12 +22,20 @@ fn event(file: &str) -> Value {
     serde_json::from_str(&text).expect("JSON")
 }
 
+/// The receipt in a stream event's first record: what ingest stored.
+fn insert_image(file: &str) -> Receipt {
+    let image: serde_dynamo::Item =
+        serde_json::from_value(event(file)["Records"][0]["dynamodb"]["NewImage"].clone())
+            .expect("a NewImage");
+    serde_dynamo::from_item(image).expect("a receipt")
+}
+
 #[tokio::test]
 async fn every_stream_event_in_events_is_handled() {
     let crm = CrmStub::start().await.unwrap();
     let worker = Worker::new(
         HttpCrm::new(crm.leads_url(), None).unwrap(),
-        MemoryLedger::with_received([DEMO_KEY]),
+        MemoryLedger::holding([&insert_image("worker-insert.json")]),
         8,
     );
     let deadline = || Instant::now() + Duration::from_secs(30);
@@ -71,7 +79,6 @@ async fn every_stream_event_in_events_is_handled() {
     let waiting = Receipt::new(
         &FormSubmission::parse(body.to_string().as_bytes()).unwrap(),
         SystemTime::now() - Duration::from_secs(3600),
-        Retention::default(),
     );
     worker.ledger().insert(waiting.clone());
     let report = worker

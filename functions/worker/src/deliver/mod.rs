@@ -16,9 +16,11 @@ use shared::metrics::{catalog, Values, DESTINATION, FUNCTION, OUTCOME};
 use shared::receipt::{format_timestamp, Timestamp};
 use shared::IdempotencyKey;
 
-use crate::decide::{settle, AttemptError, Decoded, Delivery, DeliveryRules, Settlement};
+use crate::decide::{
+    decode_receipt, settle, AttemptError, Decoded, Delivery, DeliveryRules, Settlement, SkipReason,
+};
 use crate::destinations::{Destination, DestinationError};
-use crate::ledger::{AttemptRecord, LedgerError, Marked, ReceiptLedger};
+use crate::ledger::{AttemptRecord, Claim, LedgerError, Marked, ReceiptLedger, UnreadableItem};
 use crate::outcome::{OutcomeLine, RecordOutcome, Via};
 
 mod attempts;
@@ -30,6 +32,20 @@ pub use shared::clock::Clock;
 /// The receipts a pass leaves to the stream: those received in the last
 /// ten minutes (`RECONCILE_AFTER_SECONDS`).
 pub const DEFAULT_RECONCILE_AFTER: Duration = Duration::from_secs(600);
+
+/// Added to the invocation's remaining time for a claim: a receipt whose
+/// delivery died with its container is due again this long after the
+/// invocation's end.
+const CLAIM_MARGIN: Duration = Duration::from_secs(60);
+
+/// What a claim gave the delivery core to act on.
+#[derive(Debug)]
+pub(crate) enum Claimed {
+    /// Deliver it, skip it, or mark it unreadable.
+    Act(Decoded),
+    /// The ledger could not be asked: nothing was done, try again later.
+    Unavailable(LedgerError),
+}
 
 /// The worker: a destination, the ledger of receipts, and the rules for
 /// delivering to one from the other. The stream (`stream`) and the pass
@@ -115,26 +131,67 @@ impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
         &self.metrics_namespace
     }
 
+    /// Until when a claim taken now holds: past the invocation's end, so a
+    /// claim never lapses while its delivery runs.
+    pub(crate) fn claim_until(&self, deadline: Instant) -> Timestamp {
+        let left = deadline.saturating_duration_since(Instant::now());
+        Timestamp::at(self.now() + left + CLAIM_MARGIN)
+    }
+
+    /// Claims a receipt before any CRM call: what to act on, from the
+    /// receipt as stored. `seen` is the next attempt the caller saw (the
+    /// stream's image, or the queue index).
+    pub(crate) async fn claim(
+        &self,
+        key: &IdempotencyKey,
+        seen: Option<&Timestamp>,
+        until: &Timestamp,
+    ) -> Claimed {
+        match self.ledger.claim(key, seen, until).await {
+            Ok(Claim::Taken(taken)) => match *taken {
+                Ok(receipt) => Claimed::Act(decode_receipt(receipt)),
+                Err(UnreadableItem { key }) => Claimed::Act(Decoded::Unreadable {
+                    key,
+                    reason: "receipt unreadable",
+                }),
+            },
+            Ok(Claim::Lost) => Claimed::Act(Decoded::Skip(SkipReason::SettledOrTaken)),
+            Err(error) => Claimed::Unavailable(error),
+        }
+    }
+
     /// Acts on what records or stored receipts were decoded into, no two of
     /// the same receipt, and counts each outcome (`Records`). Those to
     /// deliver go to the destination together; outcomes come back in order.
     pub(crate) async fn act_all(
         &self,
-        decoded: Vec<Decoded>,
+        claimed: Vec<Claimed>,
         via: Via,
         deadline: Instant,
     ) -> Vec<RecordOutcome> {
-        let mut outcomes = vec![RecordOutcome::Skipped; decoded.len()];
+        let mut outcomes = vec![RecordOutcome::Skipped; claimed.len()];
         let mut deliveries = Vec::new();
         let mut delivery_slots = Vec::new();
         let mut undeliverable = Vec::new();
-        for (slot, decoded) in decoded.into_iter().enumerate() {
-            match decoded {
-                Decoded::Deliver(delivery) => {
+        for (slot, claimed) in claimed.into_iter().enumerate() {
+            match claimed {
+                Claimed::Act(Decoded::Deliver(delivery)) => {
                     delivery_slots.push(slot);
                     deliveries.push(*delivery);
                 }
-                other => undeliverable.push((slot, other)),
+                Claimed::Act(other) => undeliverable.push((slot, other)),
+                Claimed::Unavailable(error) => {
+                    let mut line =
+                        OutcomeLine::new(None, self.destination.name(), via, 0, Instant::now());
+                    line.reason = Some(&error.0);
+                    line.detail = Some("claim");
+                    line.log(
+                        Level::WARN,
+                        RecordOutcome::FailedRetryable.code(),
+                        "receipt could not be claimed; nothing was sent",
+                    );
+                    outcomes[slot] = RecordOutcome::FailedRetryable;
+                }
             }
         }
         let settling: Vec<_> =
@@ -391,7 +448,10 @@ impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
             at: Timestamp::at((self.clock)()),
         };
         match settlement {
-            Settlement::Complete { .. } => self.ledger.mark_completed(key, &attempt).await,
+            Settlement::Complete { .. } => {
+                let expires_at = self.rules.retention.expiry_after((self.clock)());
+                self.ledger.mark_completed(key, &attempt, expires_at).await
+            }
             Settlement::Fail(failure) | Settlement::GiveUp(failure) => {
                 self.ledger.mark_failed(key, failure, &attempt).await
             }

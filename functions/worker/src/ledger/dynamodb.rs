@@ -1,6 +1,7 @@
 //! The DynamoDB side of the worker: the SDK client, and the receipts table
-//! as the ledger (conditional updates of RECEIVED receipts) and as the
-//! queue of pending ones (a query of the sparse pending index).
+//! as the ledger (claims and conditional updates of RECEIVED receipts) and
+//! as the queue of waiting ones (queries of the sparse, keys-only queue
+//! index).
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -11,15 +12,15 @@ use aws_sdk_dynamodb::config::timeout::TimeoutConfig;
 use aws_sdk_dynamodb::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_dynamodb::operation::query::QueryError;
 use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
-use aws_sdk_dynamodb::types::AttributeValue;
+use aws_sdk_dynamodb::types::{AttributeValue, ReturnValue};
 use aws_sdk_dynamodb::Client;
 use shared::receipt::Timestamp;
-use shared::receipt::{attr, PENDING, PENDING_INDEX};
+use shared::receipt::{attr, FAILED, PENDING, QUEUE_INDEX};
 use shared::{IdempotencyKey, ReceiptStatus};
 
 use super::{
-    AttemptRecord, Census, Cursor, DuePage, DueQuery, LedgerError, Marked, PendingQueue,
-    ReceiptLedger, UnreadableItem,
+    AttemptRecord, Census, Claim, Cursor, DuePage, DueQuery, DueReceipt, LedgerError, Marked,
+    PendingQueue, ReceiptLedger, UnreadableItem,
 };
 use crate::decide::AttemptError;
 
@@ -164,21 +165,65 @@ fn status_value(status: Option<u16>) -> AttributeValue {
 }
 
 impl ReceiptLedger for DynamoLedger {
+    async fn claim(
+        &self,
+        key: &IdempotencyKey,
+        seen: Option<&Timestamp>,
+        until: &Timestamp,
+    ) -> Result<Claim, LedgerError> {
+        let mut request = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .key(attr::PK, s(key.as_str()))
+            .update_expression("SET #next = :until")
+            .expression_attribute_names("#status", attr::STATUS)
+            .expression_attribute_names("#next", attr::NEXT_ATTEMPT_AT)
+            .expression_attribute_values(":received", s(ReceiptStatus::Received.as_str()))
+            .expression_attribute_values(":until", s(until.as_str()))
+            // The receipt as stored, payload included: the index holds keys
+            // only, and the stream's image may be older than the receipt.
+            .return_values(ReturnValue::AllNew);
+        request = match seen {
+            Some(seen) => request
+                .condition_expression("#status = :received AND #next = :seen")
+                .expression_attribute_values(":seen", s(seen.as_str())),
+            None => {
+                request.condition_expression("#status = :received AND attribute_not_exists(#next)")
+            }
+        };
+        match request.send().await {
+            Ok(output) => {
+                let item = output.attributes.unwrap_or_default();
+                let key = match item.get(attr::PK) {
+                    Some(AttributeValue::S(key)) => Some(key.clone()),
+                    _ => Some(key.as_str().to_owned()),
+                };
+                Ok(Claim::Taken(Box::new(
+                    serde_dynamo::from_item(item).map_err(|_| UnreadableItem { key }),
+                )))
+            }
+            Err(error) => conditional_failure(error).map(|()| Claim::Lost),
+        }
+    }
+
     async fn mark_completed(
         &self,
         key: &IdempotencyKey,
         attempt: &AttemptRecord,
+        expires_at: u64,
     ) -> Result<Marked, LedgerError> {
         let key = key.as_str();
         self.settle(
             key,
             attempt,
-            "#status = :completed, #completedAt = :at",
+            "#status = :completed, #completedAt = :at, #expiresAt = :expires",
             // A receipt delivered after a failure keeps no failure fields.
-            " REMOVE #pending, #nextAttemptAt, #lastError, #lastHttpStatus, #failedAt, #reason, #failureStatus",
+            " REMOVE #queue, #nextAttemptAt, #lastError, #lastHttpStatus, #failedAt, #reason, #failureStatus",
             &[
                 ("#completedAt", attr::COMPLETED_AT),
-                ("#pending", attr::PENDING),
+                ("#expiresAt", attr::EXPIRES_AT),
+                ("#queue", attr::QUEUE),
                 ("#nextAttemptAt", attr::NEXT_ATTEMPT_AT),
                 ("#lastError", attr::LAST_ERROR),
                 ("#lastHttpStatus", attr::LAST_HTTP_STATUS),
@@ -186,7 +231,10 @@ impl ReceiptLedger for DynamoLedger {
                 ("#reason", attr::FAILURE_REASON),
                 ("#failureStatus", attr::FAILURE_HTTP_STATUS),
             ],
-            vec![(":completed", s(ReceiptStatus::Completed.as_str()))],
+            vec![
+                (":completed", s(ReceiptStatus::Completed.as_str())),
+                (":expires", n(expires_at)),
+            ],
         )
         .await
     }
@@ -201,17 +249,20 @@ impl ReceiptLedger for DynamoLedger {
         self.settle(
             key,
             attempt,
-            "#status = :failed, #failedAt = :at, #reason = :reason, #httpStatus = :httpStatus",
-            " REMOVE #pending, #nextAttemptAt",
+            // The FAILED queue keeps `nextAttemptAt` as its sort key; no
+            // expiry, so TTL never deletes a lead nobody handled.
+            "#status = :failed, #failedAt = :at, #reason = :reason, #httpStatus = :httpStatus, #queue = :failedQueue",
+            " REMOVE #expiresAt",
             &[
                 ("#failedAt", attr::FAILED_AT),
                 ("#reason", attr::FAILURE_REASON),
                 ("#httpStatus", attr::FAILURE_HTTP_STATUS),
-                ("#pending", attr::PENDING),
-                ("#nextAttemptAt", attr::NEXT_ATTEMPT_AT),
+                ("#queue", attr::QUEUE),
+                ("#expiresAt", attr::EXPIRES_AT),
             ],
             vec![
                 (":failed", s(ReceiptStatus::Failed.as_str())),
+                (":failedQueue", s(FAILED)),
                 (":reason", s(&failure.code)),
                 (":httpStatus", status_value(failure.status)),
             ],
@@ -231,11 +282,13 @@ impl ReceiptLedger for DynamoLedger {
         self.settle(
             key,
             attempt,
-            "#nextAttemptAt = :next, #pending = :pending, #lastError = :error, #httpStatus = :httpStatus",
-            "",
+            "#nextAttemptAt = :next, #queue = :pending, #lastError = :error, #httpStatus = :httpStatus",
+            // Receipts from before expiry-at-delivery lose theirs here.
+            " REMOVE #expiresAt",
             &[
                 ("#nextAttemptAt", attr::NEXT_ATTEMPT_AT),
-                ("#pending", attr::PENDING),
+                ("#queue", attr::QUEUE),
+                ("#expiresAt", attr::EXPIRES_AT),
                 ("#lastError", attr::LAST_ERROR),
                 ("#httpStatus", attr::LAST_HTTP_STATUS),
             ],
@@ -250,52 +303,102 @@ impl ReceiptLedger for DynamoLedger {
     }
 }
 
-impl PendingQueue for DynamoLedger {
-    async fn census(&self) -> Result<Census, LedgerError> {
-        let mut census = Census {
-            pending: 0,
-            oldest_received_at: None,
-        };
+impl DynamoLedger {
+    /// Reads one partition of the queue index to the end or to `deadline`;
+    /// `each` sees every entry (the keys and `receivedAt`: all the index
+    /// holds, about 100 bytes).
+    async fn read_queue(
+        &self,
+        queue: &str,
+        deadline: std::time::Instant,
+        census: &mut Census,
+        mut each: impl FnMut(&HashMap<String, AttributeValue>),
+    ) -> Result<bool, LedgerError> {
         let mut start = None;
         loop {
             let output = self
                 .client
                 .query()
                 .table_name(&self.table)
-                .index_name(PENDING_INDEX)
-                .key_condition_expression("#pending = :pending")
-                .projection_expression("#receivedAt")
-                .expression_attribute_names("#pending", attr::PENDING)
-                .expression_attribute_names("#receivedAt", attr::RECEIVED_AT)
-                .expression_attribute_values(":pending", s(PENDING))
+                .index_name(QUEUE_INDEX)
+                .key_condition_expression("#queue = :queue")
+                .expression_attribute_names("#queue", attr::QUEUE)
+                .expression_attribute_values(":queue", s(queue))
                 .set_exclusive_start_key(start)
                 .send()
                 .await
                 .map_err(query_error)?;
-            for item in output.items() {
-                census.pending += 1;
-                if let Some(AttributeValue::S(received)) = item.get(attr::RECEIVED_AT) {
-                    if census
-                        .oldest_received_at
-                        .as_ref()
-                        .is_none_or(|oldest| received < oldest)
-                    {
-                        census.oldest_received_at = Some(received.clone());
-                    }
-                }
-            }
+            census.read += usize::try_from(output.scanned_count()).unwrap_or(0);
+            census.bytes_read += output.items().iter().map(item_size).sum::<usize>();
+            output.items().iter().for_each(&mut each);
             match output.last_evaluated_key {
-                Some(last) => start = Some(last),
-                None => return Ok(census),
+                Some(last) if std::time::Instant::now() < deadline => start = Some(last),
+                Some(_) => return Ok(false),
+                None => return Ok(true),
             }
         }
+    }
+}
+
+/// DynamoDB's size of an item: each attribute's name and value in bytes
+/// (numbers about one byte per two digits).
+pub fn item_size(item: &HashMap<String, AttributeValue>) -> usize {
+    item.iter()
+        .map(|(name, value)| name.len() + value_size(value))
+        .sum()
+}
+
+fn value_size(value: &AttributeValue) -> usize {
+    match value {
+        AttributeValue::S(text) => text.len(),
+        AttributeValue::N(number) => number.len().div_ceil(2) + 1,
+        AttributeValue::B(blob) => blob.as_ref().len(),
+        AttributeValue::Bool(_) | AttributeValue::Null(_) => 1,
+        AttributeValue::L(list) => 3 + list.iter().map(|v| 1 + value_size(v)).sum::<usize>(),
+        AttributeValue::M(map) => {
+            3 + map
+                .iter()
+                .map(|(k, v)| 1 + k.len() + value_size(v))
+                .sum::<usize>()
+        }
+        AttributeValue::Ss(set) => set.iter().map(String::len).sum(),
+        AttributeValue::Ns(set) => set.iter().map(|n| n.len().div_ceil(2) + 1).sum(),
+        AttributeValue::Bs(set) => set.iter().map(|b| b.as_ref().len()).sum(),
+        _ => 0,
+    }
+}
+
+impl PendingQueue for DynamoLedger {
+    async fn census(&self, deadline: std::time::Instant) -> Result<Census, LedgerError> {
+        let mut census = Census::default();
+        let mut oldest: Option<String> = None;
+        let mut pending = 0;
+        let pending_done = self
+            .read_queue(PENDING, deadline, &mut census, |item| {
+                pending += 1;
+                if let Some(AttributeValue::S(received)) = item.get(attr::RECEIVED_AT) {
+                    if oldest.as_ref().is_none_or(|o| received < o) {
+                        oldest = Some(received.clone());
+                    }
+                }
+            })
+            .await?;
+        let mut failed = 0;
+        let failed_done = self
+            .read_queue(FAILED, deadline, &mut census, |_| failed += 1)
+            .await?;
+        census.pending = pending;
+        census.oldest_received_at = oldest;
+        census.failed = failed;
+        census.complete = pending_done && failed_done;
+        Ok(census)
     }
 
     async fn due(&self, query: &DueQuery, from: Option<&Cursor>) -> Result<DuePage, LedgerError> {
         let start = from.map(|cursor| {
             HashMap::from([
                 (attr::PK.to_owned(), s(&cursor.key)),
-                (attr::PENDING.to_owned(), s(PENDING)),
+                (attr::QUEUE.to_owned(), s(PENDING)),
                 (attr::NEXT_ATTEMPT_AT.to_owned(), s(&cursor.next_attempt_at)),
             ])
         });
@@ -303,10 +406,10 @@ impl PendingQueue for DynamoLedger {
             .client
             .query()
             .table_name(&self.table)
-            .index_name(PENDING_INDEX)
-            .key_condition_expression("#pending = :pending AND #next <= :now")
+            .index_name(QUEUE_INDEX)
+            .key_condition_expression("#queue = :pending AND #next <= :now")
             .filter_expression("#receivedAt <= :before")
-            .expression_attribute_names("#pending", attr::PENDING)
+            .expression_attribute_names("#queue", attr::QUEUE)
             .expression_attribute_names("#next", attr::NEXT_ATTEMPT_AT)
             .expression_attribute_names("#receivedAt", attr::RECEIVED_AT)
             .expression_attribute_values(":pending", s(PENDING))
@@ -328,47 +431,22 @@ impl PendingQueue for DynamoLedger {
             })
         });
         let read = usize::try_from(output.scanned_count()).unwrap_or(0);
-        let receipts = output
-            .items
-            .unwrap_or_default()
-            .into_iter()
-            .map(|item| {
-                let key = text(&item, attr::PK);
-                serde_dynamo::from_item(item).map_err(|_| UnreadableItem { key })
+        let bytes_read = output.items().iter().map(item_size).sum();
+        let due = output
+            .items()
+            .iter()
+            .filter_map(|item| {
+                Some(DueReceipt {
+                    key: IdempotencyKey::from_stored(text(item, attr::PK)?),
+                    next_attempt_at: Timestamp::from_stored(text(item, attr::NEXT_ATTEMPT_AT)?),
+                })
             })
             .collect();
         Ok(DuePage {
-            receipts,
+            due,
             read,
+            bytes_read,
             next,
         })
-    }
-
-    async fn claim(
-        &self,
-        key: &IdempotencyKey,
-        seen: &Timestamp,
-        until: &Timestamp,
-    ) -> Result<bool, LedgerError> {
-        let key = key.as_str();
-        let (seen, until) = (seen.as_str(), until.as_str());
-        let result = self
-            .client
-            .update_item()
-            .table_name(&self.table)
-            .key(attr::PK, s(key))
-            .update_expression("SET #next = :until")
-            .condition_expression("#status = :received AND #next = :seen")
-            .expression_attribute_names("#status", attr::STATUS)
-            .expression_attribute_names("#next", attr::NEXT_ATTEMPT_AT)
-            .expression_attribute_values(":received", s(ReceiptStatus::Received.as_str()))
-            .expression_attribute_values(":seen", s(seen))
-            .expression_attribute_values(":until", s(until))
-            .send()
-            .await;
-        match result {
-            Ok(_) => Ok(true),
-            Err(error) => conditional_failure(error).map(|()| false),
-        }
     }
 }

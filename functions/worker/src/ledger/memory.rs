@@ -6,12 +6,12 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 
 use shared::receipt::Timestamp;
-use shared::receipt::PENDING;
+use shared::receipt::{FAILED, PENDING};
 use shared::{IdempotencyKey, Receipt, ReceiptStatus};
 
 use super::{
-    AttemptRecord, Census, Cursor, DuePage, DueQuery, LedgerError, Marked, PendingQueue,
-    ReceiptLedger,
+    AttemptRecord, Census, Claim, Cursor, DuePage, DueQuery, DueReceipt, LedgerError, Marked,
+    PendingQueue, ReceiptLedger,
 };
 use crate::decide::AttemptError;
 
@@ -22,29 +22,15 @@ pub struct MemoryLedger {
 }
 
 impl MemoryLedger {
-    /// Minimal RECEIVED receipts under `keys` (enough for the stream path,
-    /// which reads the receipt from the stream record, not the ledger).
-    pub fn with_received<'a>(keys: impl IntoIterator<Item = &'a str>) -> Self {
+    /// A ledger holding these receipts as stored (a stream record's image
+    /// is the receipt as ingest stored it, and the stream claims what its
+    /// image saw).
+    pub fn holding<'a>(receipts: impl IntoIterator<Item = &'a Receipt>) -> Self {
         let ledger = MemoryLedger::default();
-        for key in keys {
-            ledger.insert_received(key);
+        for receipt in receipts {
+            ledger.insert(receipt.clone());
         }
         ledger
-    }
-
-    pub fn insert_received(&self, key: &str) {
-        let receipt: Receipt = serde_json::from_value(serde_json::json!({
-            "pk": key,
-            "event": "form.submitted",
-            "submissionId": key.rsplit(':').next().unwrap_or(key),
-            "payload": "{}",
-            "status": "RECEIVED",
-            "receivedAt": "2026-01-01T00:00:00.000Z",
-            "pending": PENDING,
-            "nextAttemptAt": "2026-01-01T00:00:00.000Z",
-        }))
-        .expect("a minimal receipt");
-        self.insert(receipt);
     }
 
     pub fn insert(&self, receipt: Receipt) {
@@ -93,15 +79,35 @@ impl MemoryLedger {
 }
 
 impl ReceiptLedger for MemoryLedger {
+    async fn claim(
+        &self,
+        key: &IdempotencyKey,
+        seen: Option<&Timestamp>,
+        until: &Timestamp,
+    ) -> Result<Claim, LedgerError> {
+        match self.lock().get_mut(key.as_str()) {
+            Some(receipt)
+                if receipt.status == ReceiptStatus::Received
+                    && receipt.next_attempt_at.as_deref() == seen.map(Timestamp::as_str) =>
+            {
+                receipt.next_attempt_at = Some(until.as_str().to_owned());
+                Ok(Claim::Taken(Box::new(Ok(receipt.clone()))))
+            }
+            _ => Ok(Claim::Lost),
+        }
+    }
+
     async fn mark_completed(
         &self,
         key: &IdempotencyKey,
         attempt: &AttemptRecord,
+        expires_at: u64,
     ) -> Result<Marked, LedgerError> {
         let key = key.as_str();
         Ok(self.settle(key, attempt, |receipt| {
             receipt.status = ReceiptStatus::Completed;
             receipt.completed_at = Some(attempt.at.as_str().to_owned());
+            receipt.expires_at = Some(expires_at);
             receipt.pending = None;
             receipt.next_attempt_at = None;
             receipt.last_error = None;
@@ -124,8 +130,8 @@ impl ReceiptLedger for MemoryLedger {
             receipt.failed_at = Some(attempt.at.as_str().to_owned());
             receipt.failure_reason = Some(failure.code.clone());
             receipt.failure_http_status = failure.status;
-            receipt.pending = None;
-            receipt.next_attempt_at = None;
+            receipt.pending = Some(FAILED.to_owned());
+            receipt.expires_at = None;
         }))
     }
 
@@ -140,6 +146,8 @@ impl ReceiptLedger for MemoryLedger {
         let next_attempt_at = next_attempt_at.as_str();
         Ok(self.settle(key, attempt, |receipt| {
             receipt.next_attempt_at = Some(next_attempt_at.to_owned());
+            receipt.pending = Some(PENDING.to_owned());
+            receipt.expires_at = None;
             receipt.last_error = Some(error.code.clone());
             receipt.last_http_status = error.status;
         }))
@@ -147,12 +155,22 @@ impl ReceiptLedger for MemoryLedger {
 }
 
 impl PendingQueue for MemoryLedger {
-    async fn census(&self) -> Result<Census, LedgerError> {
+    async fn census(&self, _deadline: std::time::Instant) -> Result<Census, LedgerError> {
         let receipts = self.lock();
-        let pending: Vec<&Receipt> = receipts.values().filter(|r| r.pending.is_some()).collect();
+        let in_queue = |queue: &str| {
+            receipts
+                .values()
+                .filter(|r| r.pending.as_deref() == Some(queue))
+                .collect::<Vec<_>>()
+        };
+        let (pending, failed) = (in_queue(PENDING), in_queue(FAILED));
         Ok(Census {
             pending: pending.len(),
             oldest_received_at: pending.iter().map(|r| r.received_at.clone()).min(),
+            failed: failed.len(),
+            complete: true,
+            read: pending.len() + failed.len(),
+            bytes_read: 0,
         })
     }
 
@@ -160,7 +178,7 @@ impl PendingQueue for MemoryLedger {
         let receipts = self.lock();
         let mut pending: Vec<&Receipt> = receipts
             .values()
-            .filter(|r| r.pending.is_some())
+            .filter(|r| r.pending.as_deref() == Some(PENDING))
             .filter(|r| {
                 r.next_attempt_at
                     .as_deref()
@@ -184,33 +202,19 @@ impl PendingQueue for MemoryLedger {
             });
         Ok(DuePage {
             read: page.len(),
-            receipts: page
+            bytes_read: 0,
+            due: page
                 .into_iter()
                 .filter(|r| r.received_at.as_str() <= query.received_before.as_str())
-                .map(|r| Ok(r.clone()))
+                .map(|r| DueReceipt {
+                    key: r.key(),
+                    next_attempt_at: Timestamp::from_stored(
+                        r.next_attempt_at.clone().unwrap_or_default(),
+                    ),
+                })
                 .collect(),
             next,
         })
-    }
-
-    async fn claim(
-        &self,
-        key: &IdempotencyKey,
-        seen: &Timestamp,
-        until: &Timestamp,
-    ) -> Result<bool, LedgerError> {
-        let key = key.as_str();
-        let (seen, until) = (seen.as_str(), until.as_str());
-        match self.lock().get_mut(key) {
-            Some(receipt)
-                if receipt.status == ReceiptStatus::Received
-                    && receipt.next_attempt_at.as_deref() == Some(seen) =>
-            {
-                receipt.next_attempt_at = Some(until.to_owned());
-                Ok(true)
-            }
-            _ => Ok(false),
-        }
     }
 }
 
@@ -254,10 +258,20 @@ impl<L> WatchedLedger<L> {
 }
 
 impl<L: ReceiptLedger> ReceiptLedger for WatchedLedger<L> {
+    async fn claim(
+        &self,
+        key: &IdempotencyKey,
+        seen: Option<&Timestamp>,
+        until: &Timestamp,
+    ) -> Result<Claim, LedgerError> {
+        self.inner.claim(key, seen, until).await
+    }
+
     async fn mark_completed(
         &self,
         key: &IdempotencyKey,
         attempt: &AttemptRecord,
+        expires_at: u64,
     ) -> Result<Marked, LedgerError> {
         use std::sync::atomic::Ordering::SeqCst;
         let crash = self
@@ -267,7 +281,7 @@ impl<L: ReceiptLedger> ReceiptLedger for WatchedLedger<L> {
         if crash {
             return Err(LedgerError("crashed before the receipt update".into()));
         }
-        let marked = self.inner.mark_completed(key, attempt).await;
+        let marked = self.inner.mark_completed(key, attempt, expires_at).await;
         if marked == Ok(Marked::Updated) {
             self.completed.fetch_add(1, SeqCst);
         }
@@ -295,20 +309,11 @@ impl<L: ReceiptLedger> ReceiptLedger for WatchedLedger<L> {
 }
 
 impl<L: PendingQueue> PendingQueue for WatchedLedger<L> {
-    async fn census(&self) -> Result<Census, LedgerError> {
-        self.inner.census().await
+    async fn census(&self, deadline: std::time::Instant) -> Result<Census, LedgerError> {
+        self.inner.census(deadline).await
     }
 
     async fn due(&self, query: &DueQuery, from: Option<&Cursor>) -> Result<DuePage, LedgerError> {
         self.inner.due(query, from).await
-    }
-
-    async fn claim(
-        &self,
-        key: &IdempotencyKey,
-        seen: &Timestamp,
-        until: &Timestamp,
-    ) -> Result<bool, LedgerError> {
-        self.inner.claim(key, seen, until).await
     }
 }

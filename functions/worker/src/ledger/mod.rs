@@ -2,9 +2,10 @@
 //! receipts whose next attempt is due.
 //!
 //! Every update is conditional on the receipt still being RECEIVED: a
-//! receipt TTL already deleted is never re-created, and when the stream and
-//! the reconciler deliver the same receipt at once, only one of them moves
-//! it to COMPLETED.
+//! receipt TTL already deleted is never re-created. Every delivery starts
+//! with a claim, conditional on RECEIVED and on the next attempt it saw, so
+//! the stream and the reconciler never deliver one receipt at once, and a
+//! settled receipt is never written to the CRM again.
 //!
 //! The ports are here; their adapters beside them: `dynamodb` (the receipts
 //! table) for production, `memory` (the same conditions on a map, and a
@@ -41,15 +42,44 @@ pub struct AttemptRecord {
 #[error("receipt ledger unavailable ({0})")]
 pub struct LedgerError(pub String);
 
+/// What a claim found.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Claim {
+    /// This delivery holds the receipt until the claim's end: the receipt
+    /// as stored (the payload comes from here, never from an index).
+    Taken(Box<Result<Receipt, UnreadableItem>>),
+    /// Settled, deferred, or claimed by another delivery first: nothing to
+    /// do, and no CRM call.
+    Lost,
+}
+
 pub trait ReceiptLedger: Send + Sync {
-    /// RECEIVED → COMPLETED; leaves the pending index.
+    /// Takes a receipt for one delivery: moves its next attempt to `until`
+    /// if it is still RECEIVED and its next attempt is still `seen` (absent
+    /// on receipts older than attempts). The stream and the pass both claim
+    /// before any CRM call, so they never write one receipt at the same
+    /// time, and a record delivered again after its receipt was settled
+    /// writes nothing. If this container dies, the receipt is due again at
+    /// `until`.
+    fn claim(
+        &self,
+        key: &IdempotencyKey,
+        seen: Option<&Timestamp>,
+        until: &Timestamp,
+    ) -> impl Future<Output = Result<Claim, LedgerError>> + Send;
+
+    /// RECEIVED → COMPLETED; leaves the queue; TTL may delete it from
+    /// `expires_at` (epoch seconds) on, and not before: the only write that
+    /// sets an expiry.
     fn mark_completed(
         &self,
         key: &IdempotencyKey,
         attempt: &AttemptRecord,
+        expires_at: u64,
     ) -> impl Future<Output = Result<Marked, LedgerError>> + Send;
 
-    /// RECEIVED → FAILED with the reason; leaves the pending index.
+    /// RECEIVED → FAILED with the reason; moves to the FAILED queue, with
+    /// no expiry.
     fn mark_failed(
         &self,
         key: &IdempotencyKey,
@@ -57,7 +87,7 @@ pub trait ReceiptLedger: Send + Sync {
         attempt: &AttemptRecord,
     ) -> impl Future<Output = Result<Marked, LedgerError>> + Send;
 
-    /// Stays RECEIVED, due again at `next_attempt_at`.
+    /// Stays RECEIVED, due again at `next_attempt_at`, with no expiry.
     fn defer(
         &self,
         key: &IdempotencyKey,
@@ -84,47 +114,58 @@ pub struct Cursor {
     pub next_attempt_at: String,
 }
 
-/// A pending item that does not read as a receipt.
+/// An item that does not read as a receipt.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct UnreadableItem {
     pub key: Option<String>,
 }
 
+/// A due receipt as the queue index knows it: enough to claim it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DueReceipt {
+    pub key: IdempotencyKey,
+    pub next_attempt_at: Timestamp,
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct DuePage {
-    pub receipts: Vec<Result<Receipt, UnreadableItem>>,
-    /// Items the store read to answer, those filtered out included: the
-    /// pass's cost.
+    pub due: Vec<DueReceipt>,
+    /// Index entries the store read to answer, those filtered out included.
     pub read: usize,
+    /// Their size in bytes, as DynamoDB counts an item's size: what the
+    /// pass pays for.
+    pub bytes_read: usize,
     pub next: Option<Cursor>,
 }
 
-/// How many receipts wait, and since when the oldest one.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// What waits: receipts for an attempt (and since when the oldest), and
+/// FAILED receipts for a person.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Census {
     pub pending: usize,
     pub oldest_received_at: Option<String>,
+    pub failed: usize,
+    /// `false` when the deadline came before the last page: the counts are
+    /// then lower bounds.
+    pub complete: bool,
+    /// Index entries read, and their size in bytes.
+    pub read: usize,
+    pub bytes_read: usize,
 }
 
 pub trait PendingQueue: Send + Sync {
-    /// Counts the pending receipts (all of them, due or not). Reads the
-    /// pending index only: its cost follows what waits.
-    fn census(&self) -> impl Future<Output = Result<Census, LedgerError>> + Send;
+    /// Counts the waiting receipts from the queue index's keys (never a
+    /// payload), page by page until done or until `deadline`.
+    fn census(
+        &self,
+        deadline: std::time::Instant,
+    ) -> impl Future<Output = Result<Census, LedgerError>> + Send;
 
+    /// The receipts whose next attempt is due, from the queue index: keys
+    /// and times only. The pass claims each to read it whole.
     fn due(
         &self,
         query: &DueQuery,
         from: Option<&Cursor>,
     ) -> impl Future<Output = Result<DuePage, LedgerError>> + Send;
-
-    /// Takes a due receipt for this pass: moves its next attempt to `until`
-    /// if it is still RECEIVED and still due at `seen`. `false` when another
-    /// pass or delivery got there first. If this container dies mid-way, the
-    /// receipt is due again at `until`.
-    fn claim(
-        &self,
-        key: &IdempotencyKey,
-        seen: &Timestamp,
-        until: &Timestamp,
-    ) -> impl Future<Output = Result<bool, LedgerError>> + Send;
 }

@@ -38,7 +38,7 @@ pub fn inserts(receipts: &[&Receipt]) -> Event {
 
 /// A ledger holding these receipts RECEIVED.
 pub fn ledger_of(receipts: &[&Receipt]) -> MemoryLedger {
-    MemoryLedger::with_received(receipts.iter().map(|r| r.pk.as_str()))
+    MemoryLedger::holding(receipts.iter().copied())
 }
 
 /// The receipt's status, and its failure reason or last error.
