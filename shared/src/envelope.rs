@@ -29,8 +29,11 @@ impl EventType {
     }
 }
 
-/// A submission id that is safe to use in a key, a header and a log line:
-/// 1 to 256 visible ASCII characters (no spaces, no control characters).
+/// A submission id that is safe to use in a key, a header, a log line and
+/// a URL path segment: 1 to 256 visible ASCII characters (no spaces, no
+/// control characters), and not `.` or `..`, which a URL resolves as "this"
+/// or "the parent" path segment instead of a name (the `http` destination
+/// puts the id in its URL; RFC 3986 section 5.2.4).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct SubmissionId(String);
 
@@ -45,12 +48,22 @@ impl SubmissionId {
         if !raw.bytes().all(|b| b.is_ascii_graphic()) {
             return Err(EnvelopeError::SubmissionIdNotPrintable);
         }
+        if is_dot_segment(raw) {
+            return Err(EnvelopeError::SubmissionIdDotSegment);
+        }
         Ok(SubmissionId(raw.to_owned()))
     }
 
     pub fn as_str(&self) -> &str {
         &self.0
     }
+}
+
+/// `.` or `..`: a path segment that names no resource. Every other id,
+/// once percent-encoded (`/` and the rest; unreserved characters kept),
+/// is exactly one path segment.
+pub fn is_dot_segment(id: &str) -> bool {
+    id == "." || id == ".."
 }
 
 impl std::fmt::Display for SubmissionId {
@@ -81,6 +94,8 @@ pub enum EnvelopeError {
     SubmissionIdTooLong,
     #[error("`data.submissionId` must be visible ASCII characters only")]
     SubmissionIdNotPrintable,
+    #[error("`data.submissionId` cannot be `.` or `..`: it must name one submission, and in a URL these mean the current or parent path")]
+    SubmissionIdDotSegment,
     #[error("this is Static Forms' older webhook format, without `event` and `data.submissionId`, which a delivery needs to be stored once; switch the webhook to the current format in Static Forms' webhook settings")]
     OlderFormat,
 }
@@ -292,6 +307,26 @@ mod tests {
                 "id not ascii",
                 json!({"event":"form.submitted","data":{"submissionId":"é"}}),
                 Err(EnvelopeError::SubmissionIdNotPrintable),
+            ),
+            (
+                "id a dot",
+                json!({"event":"form.submitted","data":{"submissionId":"."}}),
+                Err(EnvelopeError::SubmissionIdDotSegment),
+            ),
+            (
+                "id two dots",
+                json!({"event":"form.submitted","data":{"submissionId":".."}}),
+                Err(EnvelopeError::SubmissionIdDotSegment),
+            ),
+            (
+                "id three dots is a name",
+                json!({"event":"form.submitted","data":{"submissionId":"..."}}),
+                Ok("..."),
+            ),
+            (
+                "id with a slash is one encoded segment",
+                json!({"event":"form.submitted","data":{"submissionId":"a/../b"}}),
+                Ok("a/../b"),
             ),
         ];
         for (name, body, expected) in cases {

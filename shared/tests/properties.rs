@@ -32,9 +32,10 @@ fn any_json() -> impl Strategy<Value = Value> {
     })
 }
 
-/// Submission ids as the envelope allows them: visible ASCII, 1–256.
+/// Submission ids as the envelope allows them: visible ASCII, 1–256, not a
+/// dot segment.
 fn submission_id() -> impl Strategy<Value = String> {
-    "[!-~]{1,256}"
+    "[!-~]{1,256}".prop_filter("not . or ..", |id| id != "." && id != "..")
 }
 
 /// A valid envelope around generated form data and extra fields.

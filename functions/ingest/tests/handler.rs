@@ -165,6 +165,16 @@ async fn every_refusal_answers_its_status_and_writes_nothing() {
             "invalid_envelope",
         ),
         (
+            "a dot-segment submission id",
+            vec![
+                ("authorization", &bearer),
+                ("idempotency-key", "staticforms:form.submitted:.."),
+            ],
+            r#"{"event":"form.submitted","data":{"submissionId":".."}}"#.to_owned(),
+            400,
+            "invalid_envelope",
+        ),
+        (
             "missing key",
             vec![("authorization", &bearer)],
             good_body.clone(),
@@ -193,6 +203,14 @@ async fn every_refusal_answers_its_status_and_writes_nothing() {
             json["message"].as_str().is_some_and(|m| !m.is_empty()),
             "case {name}"
         );
+        if name.contains("dot-segment") {
+            assert!(
+                json["message"]
+                    .as_str()
+                    .is_some_and(|m| m.contains("data.submissionId")),
+                "{json}"
+            );
+        }
         assert!(
             ingest.store().receipts().is_empty(),
             "case {name}: nothing written"

@@ -78,6 +78,14 @@ impl Destination for HttpCrm {
         lead: &Lead,
         key: &IdempotencyKey,
     ) -> Result<Upserted, DestinationError> {
+        // Ingest refuses these ids; a receipt stored before it did must
+        // still never send the token to the parent path.
+        if shared::envelope::is_dot_segment(&lead.external_id) {
+            return Err(DestinationError::Permanent {
+                status: None,
+                reason: "submission-id-not-a-path-segment".to_owned(),
+            });
+        }
         self.token
             .call_renewing_once(
                 || self.put(lead, key),
@@ -186,6 +194,32 @@ mod tests {
         ];
         for (id, url) in rows {
             assert_eq!(crm.url_for(id), url, "{id}");
+        }
+    }
+
+    #[tokio::test]
+    async fn a_dot_segment_id_is_refused_before_any_request() {
+        // Nothing listens here: a request would be a retryable error.
+        let crm = HttpCrm::new("http://127.0.0.1:9/leads/{externalId}".into(), None).unwrap();
+        for id in [".", ".."] {
+            let lead = Lead {
+                external_id: id.to_owned(),
+                name: String::new(),
+                email: "a@example.com".to_owned(),
+                message: String::new(),
+                fields: serde_json::Map::new(),
+                received_at: "2026-12-01T00:00:00.000Z".to_owned(),
+                submitted_at: None,
+            };
+            let key = IdempotencyKey::from_stored(format!("staticforms:form.submitted:{id}"));
+            assert_eq!(
+                crm.upsert(&lead, &key).await,
+                Err(DestinationError::Permanent {
+                    status: None,
+                    reason: "submission-id-not-a-path-segment".to_owned()
+                }),
+                "{id}"
+            );
         }
     }
 }
