@@ -223,8 +223,7 @@ fn stream_event(file: &str) -> serde_json::Value {
 #[test]
 fn the_worker_filter_passes_inserts_and_rejects_everything_else() {
     let template = load();
-    let event = &resource(&template, "WorkerFunction")["Properties"]["Events"]["ReceiptStream"]
-        ["Properties"];
+    let event = &resource(&template, "ReceiptStreamMapping")["Properties"];
     let filters = event["FilterCriteria"]["Filters"]
         .as_sequence()
         .expect("filters");
@@ -267,8 +266,13 @@ fn the_worker_filter_passes_inserts_and_rejects_everything_else() {
         .is_some_and(|n| n > 0 && n <= 10000));
     assert!(event["MaximumRecordAgeInSeconds"].as_u64().is_some());
     assert_eq!(
-        event["DestinationConfig"]["OnFailure"]["Type"].as_str(),
-        Some("SQS")
+        serde_json::to_value(&event["DestinationConfig"]["OnFailure"]["Destination"]).unwrap(),
+        serde_json::json!({"!GetAtt": "DeadLetterQueue.Arn"}),
+        "batches that exhaust their retries go to the dead-letter queue"
+    );
+    assert_eq!(
+        serde_json::to_value(&event["EventSourceArn"]).unwrap(),
+        serde_json::json!({"!GetAtt": "ReceiptsTable.StreamArn"}),
     );
 }
 

@@ -73,27 +73,20 @@ fn each_deployed_role_has_exactly_the_access_it_needs() {
     );
 
     let (managed, statements) = role(&template, "WorkerFunctionRole");
-    // SAM attaches AWSLambdaDynamoDBExecutionRole for the stream event: it
-    // grants the stream reads on every stream (Resource *) and logs. It
-    // cannot be left out with a SAM DynamoDB event; the README says so.
-    assert_eq!(
-        managed,
-        json!([
-            basic,
-            xray,
-            "arn:aws:iam::aws:policy/service-role/AWSLambdaDynamoDBExecutionRole"
-        ])
-    );
+    // The stream is a plain event source mapping: no
+    // AWSLambdaDynamoDBExecutionRole (stream reads on every stream,
+    // Resource *); our statement names the receipts stream alone.
+    assert_eq!(managed, json!([basic, xray]), "logs and traces only");
     let dead_letter = json!({"Action": "sqs:SendMessage", "Effect": "Allow", "Resource": {"Fn::GetAtt": ["DeadLetterQueue", "Arn"]}});
     assert_eq!(
         statements,
         [
             json!({"Action": ["dynamodb:UpdateItem", "dynamodb:DescribeTable"], "Effect": "Allow", "Resource": receipts_arn()}),
             json!({"Action": "dynamodb:Query", "Effect": "Allow",
-                   "Resource": {"Fn::Sub": "${ReceiptsTable.Arn}/index/pending-by-next-attempt"}}),
+                   "Resource": {"Fn::Sub": "${ReceiptsTable.Arn}/index/queue-by-due"}}),
             json!({"Action": ["dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator", "dynamodb:ListStreams"],
                    "Effect": "Allow", "Resource": {"Fn::GetAtt": ["ReceiptsTable", "StreamArn"]}}),
-            dead_letter.clone(),
+            dead_letter,
             json!({"Fn::If": ["UseLeadsTable",
                    {"Action": "dynamodb:PutItem", "Effect": "Allow", "Resource": {"Fn::GetAtt": ["LeadsTable", "Arn"]}},
                    {"Ref": "AWS::NoValue"}]}),
@@ -106,9 +99,14 @@ fn each_deployed_role_has_exactly_the_access_it_needs() {
             json!({"Fn::If": ["UseSalesforce",
                    {"Action": "secretsmanager:GetSecretValue", "Effect": "Allow", "Resource": {"Ref": "SalesforceCredentialsSecretArn"}},
                    {"Ref": "AWS::NoValue"}]}),
-            // SAM's own policy for the stream's on-failure destination.
-            dead_letter,
         ]
+    );
+    let mapping = &template["Resources"]["ReceiptStreamMapping"];
+    assert_eq!(mapping["Type"], "AWS::Lambda::EventSourceMapping");
+    assert_eq!(mapping["DependsOn"], "WorkerFunctionRole");
+    assert_eq!(
+        mapping["Properties"]["EventSourceArn"],
+        json!({"Fn::GetAtt": ["ReceiptsTable", "StreamArn"]})
     );
     for statement in &statements {
         assert_ne!(
