@@ -24,11 +24,15 @@ pub enum Outcome {
     /// Throttled or unreachable store: no durable acceptance, retry later.
     StoreUnavailable,
     StoreFailed,
+    /// The webhook secrets were withdrawn at their source (deleted,
+    /// malformed) or could not be read for too long: every delivery is
+    /// refused, and the sender retries, until they can be read again.
+    SecretsUnavailable,
 }
 
 impl Outcome {
     /// Every outcome, for the metrics contract and the dashboard.
-    pub const ALL: [Outcome; 13] = [
+    pub const ALL: [Outcome; 14] = [
         Outcome::Accepted,
         Outcome::Duplicate,
         Outcome::Unauthorized,
@@ -42,6 +46,7 @@ impl Outcome {
         Outcome::ReceiptWithoutFingerprint,
         Outcome::StoreUnavailable,
         Outcome::StoreFailed,
+        Outcome::SecretsUnavailable,
     ];
 
     pub fn status(self) -> u16 {
@@ -56,7 +61,7 @@ impl Outcome {
                 400
             }
             Outcome::KeyReusedForDifferentPayload | Outcome::ReceiptWithoutFingerprint => 422,
-            Outcome::StoreUnavailable => 503,
+            Outcome::StoreUnavailable | Outcome::SecretsUnavailable => 503,
             Outcome::StoreFailed => 500,
         }
     }
@@ -77,6 +82,7 @@ impl Outcome {
             Outcome::ReceiptWithoutFingerprint => "receipt_without_fingerprint",
             Outcome::StoreUnavailable => "store_unavailable",
             Outcome::StoreFailed => "store_failed",
+            Outcome::SecretsUnavailable => "secrets_unavailable",
         }
     }
 
@@ -125,6 +131,7 @@ mod tests {
             (Outcome::KeyReusedForDifferentPayload, 422, false),
             (Outcome::StoreUnavailable, 503, false),
             (Outcome::StoreFailed, 500, false),
+            (Outcome::SecretsUnavailable, 503, false),
         ];
         assert_eq!(rows.len(), Outcome::ALL.len(), "every outcome has a row");
         for (outcome, status, accepted) in rows {

@@ -28,6 +28,9 @@ pub const IDEMPOTENCY_KEY: &str = "IDEMPOTENCY_KEY";
 /// How old the secrets from Secrets Manager may get before a re-read: a
 /// secret revoked there stops being accepted within this interval.
 pub const DEFAULT_REFRESH_INTERVAL: Duration = Duration::from_secs(300);
+pub const WEBHOOK_SECRETS_MAX_STALE_SECONDS: &str = "WEBHOOK_SECRETS_MAX_STALE_SECONDS";
+/// How long a set of secrets that could not be re-read stays accepted.
+pub const DEFAULT_MAX_STALE: Duration = Duration::from_secs(3600);
 
 pub const DEFAULT_MAX_BODY_BYTES: usize = 256 * 1024;
 
@@ -106,6 +109,9 @@ pub enum AuthConfig {
         arn: String,
         scheme: Scheme,
         refresh_interval: Duration,
+        /// `WEBHOOK_SECRETS_MAX_STALE_SECONDS`: a set that could not be
+        /// re-read for this long is no longer accepted (fail closed).
+        max_stale: Duration,
     },
 }
 
@@ -202,6 +208,12 @@ fn parse_auth(get: &dyn Fn(&str) -> Option<String>) -> Result<AuthConfig, Config
             "applies only with WEBHOOK_SECRETS_ARN; unset it",
         ));
     }
+    if get(WEBHOOK_SECRETS_MAX_STALE_SECONDS).is_some() && arn.is_none() {
+        return Err(invalid(
+            WEBHOOK_SECRETS_MAX_STALE_SECONDS,
+            "applies only with WEBHOOK_SECRETS_ARN; unset it",
+        ));
+    }
 
     match (scheme, inline, arn) {
         (Scheme::None, None, None) => Ok(AuthConfig::Fixed(Verifier::None)),
@@ -223,15 +235,29 @@ fn parse_auth(get: &dyn Fn(&str) -> Option<String>) -> Result<AuthConfig, Config
         )?)),
         (scheme, None, Some(arn)) => {
             let arn = secret_arn(WEBHOOK_SECRETS_ARN, &arn)?;
+            let refresh_interval = seconds_in(
+                &get,
+                WEBHOOK_SECRETS_REFRESH_SECONDS,
+                DEFAULT_REFRESH_INTERVAL,
+                1..=86_400,
+            )?;
+            let max_stale = seconds_in(
+                &get,
+                WEBHOOK_SECRETS_MAX_STALE_SECONDS,
+                DEFAULT_MAX_STALE,
+                60..=86_400,
+            )?;
+            if max_stale < refresh_interval {
+                return Err(invalid(
+                    WEBHOOK_SECRETS_MAX_STALE_SECONDS,
+                    format!("must be at least {WEBHOOK_SECRETS_REFRESH_SECONDS}"),
+                ));
+            }
             Ok(AuthConfig::SecretsManager {
                 arn,
                 scheme,
-                refresh_interval: seconds_in(
-                    &get,
-                    WEBHOOK_SECRETS_REFRESH_SECONDS,
-                    DEFAULT_REFRESH_INTERVAL,
-                    1..=86_400,
-                )?,
+                refresh_interval,
+                max_stale,
             })
         }
     }
@@ -342,7 +368,9 @@ mod tests {
                 arn,
                 scheme,
                 refresh_interval,
+                max_stale,
             } => {
+                assert_eq!(max_stale, DEFAULT_MAX_STALE);
                 assert_eq!(arn, ARN);
                 assert_eq!(
                     scheme,

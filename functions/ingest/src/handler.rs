@@ -17,7 +17,7 @@ use shared::{
     EnvelopeError, FormSubmission, IdempotencyKey, KeyError, Outcome, Receipt, SubmissionId,
 };
 
-use crate::auth::{Authenticator, Presented, SecretSet, Unauthenticated};
+use crate::auth::{AuthError, Authenticator, Presented, SecretSet, Unauthenticated, Unavailable};
 use crate::config::Config;
 use crate::store::{PutOutcome, ReceiptStore, StoreError};
 
@@ -29,6 +29,8 @@ pub const RETRY_AFTER_SECONDS: &str = "2";
 pub enum IngestError {
     #[error(transparent)]
     Unauthenticated(#[from] Unauthenticated),
+    #[error("the webhook secrets are unavailable ({0}); retry later")]
+    SecretsUnavailable(Unavailable),
     #[error("`data.apiKey` is not one of the forms this endpoint accepts")]
     UnknownForm,
     #[error("the body is larger than {limit} bytes")]
@@ -51,6 +53,7 @@ impl IngestError {
     pub fn outcome(&self) -> Outcome {
         match self {
             IngestError::Unauthenticated(_) => Outcome::Unauthorized,
+            IngestError::SecretsUnavailable(_) => Outcome::SecretsUnavailable,
             IngestError::UnknownForm => Outcome::UnknownForm,
             IngestError::PayloadTooLarge { .. } => Outcome::PayloadTooLarge,
             IngestError::UnsupportedMediaType => Outcome::UnsupportedMediaType,
@@ -118,6 +121,12 @@ impl<S: ReceiptStore> Ingest<S> {
     ) -> Result<Outcome, IngestError> {
         // Raw bytes only: a signature is checked before anything parses them.
         let body: &[u8] = request.body().as_ref();
+        // The size first: an oversized body costs no HMAC over it.
+        if body.len() > self.max_body_bytes {
+            return Err(IngestError::PayloadTooLarge {
+                limit: self.max_body_bytes,
+            });
+        }
         self.auth
             .authenticate(Presented {
                 headers: request.headers(),
@@ -125,13 +134,11 @@ impl<S: ReceiptStore> Ingest<S> {
                 body,
                 now: (self.clock)(),
             })
-            .await?;
-
-        if body.len() > self.max_body_bytes {
-            return Err(IngestError::PayloadTooLarge {
-                limit: self.max_body_bytes,
-            });
-        }
+            .await
+            .map_err(|error| match error {
+                AuthError::Unauthenticated(refused) => IngestError::Unauthenticated(refused),
+                AuthError::SecretsUnavailable(why) => IngestError::SecretsUnavailable(why),
+            })?;
         if let Some(content_type) = request.headers().get(CONTENT_TYPE) {
             if !content_type.to_str().is_ok_and(is_json_media_type) {
                 return Err(IngestError::UnsupportedMediaType);
@@ -205,7 +212,7 @@ fn respond(result: &Result<Outcome, IngestError>) -> Response<Body> {
         Err(IngestError::Unauthenticated(Unauthenticated {
             challenge: Some(challenge),
         })) => response = response.header(WWW_AUTHENTICATE, *challenge),
-        Err(error) if error.outcome() == Outcome::StoreUnavailable => {
+        Err(error) if error.outcome().status() == 503 => {
             response = response.header(RETRY_AFTER, RETRY_AFTER_SECONDS)
         }
         _ => {}

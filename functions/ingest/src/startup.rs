@@ -24,9 +24,10 @@ pub async fn authenticator_for(
             arn,
             scheme,
             refresh_interval,
+            max_stale,
         } => {
             let source = Arc::new(SecretsManagerSource::new(connect().await, arn));
-            Authenticator::from_source(source, scheme.clone(), *refresh_interval)
+            Authenticator::from_source(source, scheme.clone(), *refresh_interval, *max_stale)
                 .await
                 .map_err(|error: SecretLoadError| invalid(WEBHOOK_SECRETS_ARN, error.to_string()))
         }

@@ -223,10 +223,11 @@ async fn the_envelope_and_key_rules_still_apply_to_signed_deliveries() {
     assert!(ingest.store().receipts().is_empty());
 }
 
-/// A secret store in memory that counts its reads.
+/// A secret store in memory that counts its reads, and fails on demand.
 struct RotatingSecret {
     value: Mutex<String>,
     reads: AtomicUsize,
+    failure: Mutex<Option<SecretError>>,
 }
 
 impl Source<String, SecretError> for RotatingSecret {
@@ -235,7 +236,10 @@ impl Source<String, SecretError> for RotatingSecret {
     ) -> Pin<Box<dyn std::future::Future<Output = Result<String, SecretError>> + Send + '_>> {
         Box::pin(async move {
             self.reads.fetch_add(1, Ordering::SeqCst);
-            Ok(self.value.lock().unwrap().clone())
+            match self.failure.lock().unwrap().clone() {
+                Some(failure) => Err(failure),
+                None => Ok(self.value.lock().unwrap().clone()),
+            }
         })
     }
 }
@@ -244,10 +248,18 @@ async fn refreshing_ingest(
     source: Arc<RotatingSecret>,
     interval: Duration,
 ) -> Ingest<MemoryReceiptStore> {
+    refreshing_ingest_stale_after(source, interval, Duration::from_secs(3600)).await
+}
+
+async fn refreshing_ingest_stale_after(
+    source: Arc<RotatingSecret>,
+    interval: Duration,
+    max_stale: Duration,
+) -> Ingest<MemoryReceiptStore> {
     let scheme = Scheme::StandardWebhooks {
         tolerance: Duration::from_secs(300),
     };
-    let auth = Authenticator::from_source(source, scheme, interval)
+    let auth = Authenticator::from_source(source, scheme, interval, max_stale)
         .await
         .unwrap();
     Ingest::new(MemoryReceiptStore::default(), auth, &signed_config())
@@ -259,6 +271,7 @@ async fn a_rotated_secret_is_picked_up_once_the_interval_has_passed() {
     let source = Arc::new(RotatingSecret {
         value: Mutex::new(whsec(&KEY_A)),
         reads: AtomicUsize::new(0),
+        failure: Mutex::new(None),
     });
     let ingest = refreshing_ingest(Arc::clone(&source), Duration::ZERO).await;
     assert_eq!(source.reads.load(Ordering::SeqCst), 1, "read once at init");
@@ -282,6 +295,7 @@ async fn a_flood_of_bad_deliveries_reads_the_secret_at_most_once_per_interval() 
     let source = Arc::new(RotatingSecret {
         value: Mutex::new(whsec(&KEY_A)),
         reads: AtomicUsize::new(0),
+        failure: Mutex::new(None),
     });
     let ingest = Arc::new(refreshing_ingest(Arc::clone(&source), Duration::from_secs(60)).await);
     let body = body_json("sub_1", "ada@example.com");
@@ -309,6 +323,7 @@ async fn after_the_interval_only_one_of_many_failures_reads_the_secret() {
     let source = Arc::new(RotatingSecret {
         value: Mutex::new(whsec(&KEY_A)),
         reads: AtomicUsize::new(0),
+        failure: Mutex::new(None),
     });
     let ingest = Arc::new(refreshing_ingest(Arc::clone(&source), Duration::from_millis(50)).await);
     tokio::time::sleep(Duration::from_millis(60)).await;
@@ -329,5 +344,77 @@ async fn after_the_interval_only_one_of_many_failures_reads_the_secret() {
         source.reads.load(Ordering::SeqCst),
         2,
         "init, then one re-read for the whole burst"
+    );
+}
+
+/// Secrets fail closed: a deleted secret refuses every delivery with 503
+/// (the sender retries) once it is re-read, and a good value restores them.
+#[tokio::test]
+async fn a_deleted_secret_refuses_deliveries_until_it_is_restored() {
+    let source = Arc::new(RotatingSecret {
+        value: Mutex::new(whsec(&KEY_A)),
+        reads: AtomicUsize::new(0),
+        failure: Mutex::new(None),
+    });
+    let ingest = refreshing_ingest(Arc::clone(&source), Duration::ZERO).await;
+    let body = body_json("sub_1", "ada@example.com");
+    let delivery = || signed_delivery(&body, &headers_for(&KEY_A, NOW, &body));
+
+    *source.failure.lock().unwrap() = Some(SecretError::Unreadable(
+        "ResourceNotFoundException".to_owned(),
+    ));
+    for _ in 0..3 {
+        let response = ingest.handle(delivery()).await;
+        assert_eq!(response.status(), 503, "the old secret is never accepted");
+        assert_eq!(response.headers()["retry-after"], "2");
+        assert_eq!(json_body(&response)["error"], "secrets_unavailable");
+    }
+    assert!(ingest.store().receipts().is_empty());
+
+    // A throttled read keeps nothing open that was withdrawn.
+    *source.failure.lock().unwrap() =
+        Some(SecretError::Unreadable("ThrottlingException".to_owned()));
+    assert_eq!(ingest.handle(delivery()).await.status(), 503);
+
+    *source.failure.lock().unwrap() = None;
+    assert_eq!(ingest.handle(delivery()).await.status(), 202, "restored");
+}
+
+#[tokio::test]
+async fn a_malformed_secret_refuses_and_a_throttled_one_is_kept_until_max_stale() {
+    let source = Arc::new(RotatingSecret {
+        value: Mutex::new(whsec(&KEY_A)),
+        reads: AtomicUsize::new(0),
+        failure: Mutex::new(None),
+    });
+    let ingest = refreshing_ingest_stale_after(
+        Arc::clone(&source),
+        Duration::ZERO,
+        Duration::from_millis(200),
+    )
+    .await;
+    let body = body_json("sub_1", "ada@example.com");
+    let delivery = || signed_delivery(&body, &headers_for(&KEY_A, NOW, &body));
+
+    *source.failure.lock().unwrap() =
+        Some(SecretError::Unreadable("ThrottlingException".to_owned()));
+    assert_eq!(
+        ingest.handle(delivery()).await.status(),
+        202,
+        "a passing failure keeps the last good set"
+    );
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(
+        ingest.handle(delivery()).await.status(),
+        503,
+        "but not past its max staleness"
+    );
+
+    *source.failure.lock().unwrap() = None;
+    *source.value.lock().unwrap() = "not-a-whsec-secret".to_owned();
+    assert_eq!(
+        ingest.handle(delivery()).await.status(),
+        503,
+        "malformed text withdraws the set"
     );
 }

@@ -219,6 +219,14 @@ pub fn settle(
             None,
             true,
         ),
+        Err(DestinationError::CredentialsUnavailable(_)) => (
+            AttemptError {
+                code: "credentials-unavailable".to_owned(),
+                status: None,
+            },
+            None,
+            true,
+        ),
     };
     let give_up_at = started.checked_add(rules.max_age).unwrap_or(started);
     if now >= give_up_at {

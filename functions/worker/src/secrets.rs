@@ -42,15 +42,11 @@ async fn secret_text(client: &Client, arn: &str) -> Result<String, TokenError> {
     match client.get_secret_value().secret_id(arn).send().await {
         Ok(output) => output
             .secret_string
-            .ok_or_else(|| TokenError("the secret has no text value".to_owned())),
-        Err(SdkError::ServiceError(failure)) => Err(TokenError(
-            failure
-                .err()
-                .code()
-                .unwrap_or("UnknownServiceError")
-                .to_owned(),
+            .ok_or_else(|| TokenError::malformed("the secret has no text value")),
+        Err(SdkError::ServiceError(failure)) => Err(TokenError::unreadable(
+            failure.err().code().unwrap_or("UnknownServiceError"),
         )),
-        Err(_) => Err(TokenError("Secrets Manager unreachable".to_owned())),
+        Err(_) => Err(TokenError::unreadable("Secrets Manager unreachable")),
     }
 }
 
@@ -59,7 +55,7 @@ impl Source<CrmToken, TokenError> for SecretsManagerToken {
         Box::pin(async move {
             let text = secret_text(&self.client, &self.arn).await?;
             CrmToken::new(&text)
-                .ok_or_else(|| TokenError("the secret has no text value".to_owned()))
+                .ok_or_else(|| TokenError::malformed("the secret has no text value"))
         })
     }
 }
@@ -80,7 +76,7 @@ pub async fn resolve_token(
             .map(Some)
             .map_err(|error| ConfigError::Invalid {
                 name: CRM_TOKEN_SECRET_ARN,
-                reason: format!("the secret could not be read ({})", error.0),
+                reason: format!("the secret could not be read ({})", error.reason),
             }),
     }
 }
@@ -105,7 +101,7 @@ async fn token_and_source(
             let source = SecretsManagerToken::new(client(), arn);
             let token = source.fetch().await.map_err(|error| ConfigError::Invalid {
                 name: arn_name,
-                reason: format!("the secret could not be read ({})", error.0),
+                reason: format!("the secret could not be read ({})", error.reason),
             })?;
             Ok((Some(token), Some(Arc::new(source))))
         }
@@ -163,8 +159,7 @@ impl Source<ClientCredentials, TokenError> for SecretsManagerCredentials {
     ) -> Pin<Box<dyn Future<Output = Result<ClientCredentials, TokenError>> + Send + '_>> {
         Box::pin(async move {
             let text = secret_text(&self.client, &self.arn).await?;
-            ClientCredentials::from_secret_json(&text)
-                .map_err(|reason| TokenError(reason.to_owned()))
+            ClientCredentials::from_secret_json(&text).map_err(TokenError::malformed)
         })
     }
 }
@@ -195,7 +190,7 @@ pub async fn salesforce(
             };
             let credentials = source.fetch().await.map_err(|error| ConfigError::Invalid {
                 name: SALESFORCE_CREDENTIALS_SECRET_ARN,
-                reason: format!("the secret could not be used ({})", error.0),
+                reason: format!("the secret could not be used ({})", error.reason),
             })?;
             Ok(built(credentials)?.refreshing_credentials_from(Arc::new(source), refresh_interval))
         }

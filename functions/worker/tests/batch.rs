@@ -409,6 +409,55 @@ async fn a_401_re_reads_the_token_once_and_delivers() {
     }
 }
 
+/// A token source whose secret was deleted.
+struct DeletedToken;
+
+impl Source<CrmToken, TokenError> for DeletedToken {
+    fn fetch(&self) -> Pin<Box<dyn Future<Output = Result<CrmToken, TokenError>> + Send + '_>> {
+        Box::pin(async { Err(TokenError::unreadable("ResourceNotFoundException")) })
+    }
+}
+
+#[tokio::test]
+async fn a_deleted_token_secret_is_withdrawn_and_nothing_more_is_sent() {
+    let crm = CrmStub::start().await.unwrap();
+    crm.require_bearer("a-token-we-do-not-have");
+    let first = receipt("sub_gone_1", "a@example.com");
+    let second = receipt("sub_gone_2", "b@example.com");
+    let crm_client = HttpCrm::new(crm.leads_url(), CrmToken::new("old-token"))
+        .unwrap()
+        .refreshing_from(Arc::new(DeletedToken), Duration::ZERO);
+    let worker = Worker::new(crm_client, MemoryLedger::holding([&first, &second]), 8)
+        .with_retry_policy(fast_retries());
+
+    worker
+        .handle(event(vec![insert(&first, "1")]), in_seconds(30))
+        .await;
+    let calls_after_first = crm.calls().len();
+    assert_eq!(
+        calls_after_first, 1,
+        "one refused call, then the re-read found it deleted"
+    );
+    worker
+        .handle(event(vec![insert(&second, "2")]), in_seconds(30))
+        .await;
+    assert_eq!(
+        crm.calls().len(),
+        calls_after_first,
+        "the withdrawn token is never sent again"
+    );
+    let waiting = worker.ledger().get(&second.pk).unwrap();
+    assert_eq!(
+        waiting.status,
+        ReceiptStatus::Received,
+        "pending, never FAILED"
+    );
+    assert_eq!(
+        waiting.last_error.as_deref(),
+        Some("credentials-unavailable")
+    );
+}
+
 #[tokio::test]
 async fn a_401_that_persists_keeps_the_receipt_pending_never_failed() {
     let crm = CrmStub::start().await.unwrap();

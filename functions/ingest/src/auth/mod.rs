@@ -12,6 +12,6 @@ pub mod refresh;
 pub mod secret_text;
 pub mod verifier;
 
-pub use refresh::{Authenticator, SecretError, SecretLoadError, Source};
+pub use refresh::{AuthError, Authenticator, SecretError, SecretLoadError, Source, Unavailable};
 pub use secret_text::{Scheme, SecretTextError, MIN_SECRET_CHARS};
 pub use verifier::{Presented, SecretSet, Unauthenticated, Verifier};

@@ -312,7 +312,11 @@ impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
             rate_limited,
         } = attempts;
         if made > 0 {
-            let auth_errors = matches!(result, Err(DestinationError::Unauthorized { .. }));
+            let auth_errors = matches!(
+                result,
+                Err(DestinationError::Unauthorized { .. }
+                    | DestinationError::CredentialsUnavailable(_))
+            );
             shared::metrics::emit(
                 &self.metrics_namespace,
                 &[(FUNCTION, "worker"), (DESTINATION, self.destination.name())],

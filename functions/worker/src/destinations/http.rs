@@ -102,8 +102,10 @@ impl HttpCrm {
             .put(self.url_for(&lead.external_id))
             .header("Idempotency-Key", key.as_str())
             .json(lead);
-        if let Some(token) = self.token.current() {
-            request = request.bearer_auth(token.expose());
+        match self.token.current() {
+            Ok(Some(token)) => request = request.bearer_auth(token.expose()),
+            Ok(None) => {}
+            Err(unavailable) => return Err(DestinationError::CredentialsUnavailable(unavailable)),
         }
         let response = request
             .send()

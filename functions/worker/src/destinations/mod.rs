@@ -44,6 +44,11 @@ pub enum DestinationError {
     /// 401/403 even after the adapter renewed its credentials: ours to fix.
     #[error("destination refused our credentials (HTTP {status})")]
     Unauthorized { status: u16 },
+    /// Our credentials were withdrawn at their source (the secret deleted
+    /// or malformed): nothing was sent, and nothing is until they can be
+    /// read again. Ours to fix, like a refusal.
+    #[error("the destination's credentials are unavailable ({0})")]
+    CredentialsUnavailable(shared::refresh::Unavailable),
     #[error("destination refused the lead ({reason})")]
     Permanent { status: Option<u16>, reason: String },
 }

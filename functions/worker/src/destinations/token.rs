@@ -7,8 +7,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use shared::config::{invalid, secret_arn, ConfigError};
-use shared::refresh::Refreshing;
-pub use shared::refresh::Source;
+use shared::refresh::{Refreshing, SourceError};
+pub use shared::refresh::{Source, Unavailable};
 
 /// A CRM's bearer token. Its `Debug` never shows it.
 #[derive(Clone, PartialEq, Eq)]
@@ -32,10 +32,40 @@ impl std::fmt::Debug for CrmToken {
     }
 }
 
-/// Why a token could not be read. Never carries its value.
+/// Why a token (or credentials) could not be read. Never carries its value.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("the CRM token could not be read ({0})")]
-pub struct TokenError(pub String);
+#[error("the CRM credentials could not be read ({reason})")]
+pub struct TokenError {
+    pub reason: String,
+    /// The source says they are gone, out of reach on purpose or
+    /// malformed: withdraw the ones in force (fail closed).
+    pub definitive: bool,
+}
+
+impl TokenError {
+    /// A Secrets Manager error code, or a transport failure's description.
+    pub fn unreadable(code: impl Into<String>) -> Self {
+        let reason = code.into();
+        TokenError {
+            definitive: shared::refresh::secret_error_is_definitive(&reason),
+            reason,
+        }
+    }
+
+    /// A secret that was read but holds no usable value.
+    pub fn malformed(reason: impl Into<String>) -> Self {
+        TokenError {
+            reason: reason.into(),
+            definitive: true,
+        }
+    }
+}
+
+impl SourceError for TokenError {
+    fn definitive(&self) -> bool {
+        self.definitive
+    }
+}
 
 /// How often a refused call may re-read the token, per container.
 pub const TOKEN_REFRESH_INTERVAL: Duration = Duration::from_secs(60);
@@ -61,15 +91,18 @@ impl BearerToken {
         source: Arc<dyn Source<CrmToken, TokenError>>,
         interval: Duration,
     ) -> Self {
-        self.token = self
-            .token
-            .map(|token| Refreshing::from_source(token.current(), source, TOKEN));
+        self.token = self.token.map(|token| match token.current() {
+            Ok(current) => Refreshing::from_source(current, source, TOKEN),
+            Err(_) => token,
+        });
         self.interval = interval;
         self
     }
 
-    pub fn current(&self) -> Option<CrmToken> {
-        self.token.as_ref().map(Refreshing::current)
+    /// The token to send (`None`: the CRM needs none), or why none may be
+    /// sent: withdrawn at its source. The adapters then call nothing.
+    pub fn current(&self) -> Result<Option<CrmToken>, Unavailable> {
+        self.token.as_ref().map(Refreshing::current).transpose()
     }
 
     /// Reads the token again if a read is due; `true` when a new token is in

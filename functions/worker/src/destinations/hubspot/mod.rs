@@ -242,8 +242,12 @@ impl HubSpot {
             })).collect::<Vec<_>>()
         });
         let mut request = self.client.post(&self.url).json(&body);
-        if let Some(token) = self.token.current() {
-            request = request.bearer_auth(token.expose());
+        match self.token.current() {
+            Ok(Some(token)) => request = request.bearer_auth(token.expose()),
+            Ok(None) => {}
+            Err(unavailable) => {
+                return Called::Whole(Err(DestinationError::CredentialsUnavailable(unavailable)))
+            }
         }
         let response = match request.send().await {
             Ok(response) => response,

@@ -124,7 +124,10 @@ impl Login {
     async fn request_token(&self) -> Result<Session, DestinationError> {
         let encode = |text: &str| utf8_percent_encode(text, NON_ALPHANUMERIC).to_string();
         let body = {
-            let credentials = self.credentials.current();
+            let credentials = self
+                .credentials
+                .current()
+                .map_err(DestinationError::CredentialsUnavailable)?;
             format!(
                 "grant_type=client_credentials&client_id={}&client_secret={}",
                 encode(&credentials.client_id),
@@ -211,8 +214,9 @@ impl Salesforce {
         source: Arc<dyn Source<ClientCredentials, TokenError>>,
         interval: Duration,
     ) -> Self {
-        let current = self.login.credentials.current();
-        self.login.credentials = Refreshing::from_source(current, source, CREDENTIALS);
+        if let Ok(current) = self.login.credentials.current() {
+            self.login.credentials = Refreshing::from_source(current, source, CREDENTIALS);
+        }
         self.login.refresh_interval = interval;
         self
     }
