@@ -14,6 +14,8 @@ fn problem(receipt: &Receipt) -> String {
         ReceiptStatus::Failed => (&receipt.failure_reason, receipt.failure_http_status),
         _ => (&receipt.last_error, receipt.last_http_status),
     };
+    // Stored by older versions unbounded: never print a CRM's raw text.
+    let code = &code.as_deref().map(shared::delivery::bounded_reason);
     match (code, status) {
         (Some(code), Some(status)) if !code.contains(&status.to_string()) => {
             format!("{code} (HTTP {status})")

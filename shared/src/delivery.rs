@@ -34,6 +34,24 @@ pub fn classify_status(status: u16) -> StatusClass {
 /// The longest `Retry-After` taken as asked. A larger one (or a date years
 /// ahead) is read as this: time arithmetic on it cannot overflow, and the
 /// delivery's own age limit ends the wait anyway.
+/// The longest reason kept from a destination's answer.
+pub const MAX_REASON_CHARS: usize = 200;
+
+/// A destination's reason as it may be stored on a receipt, logged and
+/// printed: one line (control characters dropped, whitespace runs made one
+/// space) of at most [`MAX_REASON_CHARS`] characters. A CRM's error text is
+/// not ours to trust with a terminal or a log parser.
+pub fn bounded_reason(reason: &str) -> String {
+    reason
+        .split(|c: char| c.is_whitespace() || c.is_control())
+        .filter(|word| !word.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ")
+        .chars()
+        .take(MAX_REASON_CHARS)
+        .collect()
+}
+
 pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(7 * 24 * 60 * 60);
 
 /// Reads `Retry-After` as delay-seconds; an HTTP date counts from `now`.
@@ -140,6 +158,20 @@ impl Redelivery {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn reasons_are_one_bounded_line() {
+        let rows = [
+            ("HTTP 503", "HTTP 503".to_owned()),
+            ("a\nb\r\n c\u{1b}[31m", "a b c [31m".to_owned()),
+            ("\t  padded  ", "padded".to_owned()),
+            ("", String::new()),
+            (&"é".repeat(300), "é".repeat(200)),
+        ];
+        for (raw, expected) in rows {
+            assert_eq!(bounded_reason(raw), expected, "{raw:?}");
+        }
+    }
     use std::time::{SystemTime, UNIX_EPOCH};
 
     #[test]

@@ -7,7 +7,7 @@ use std::time::{Duration, SystemTime};
 
 use aws_lambda_events::event::dynamodb::EventRecord;
 use serde_dynamo::AttributeValue;
-use shared::delivery::Redelivery;
+use shared::delivery::{bounded_reason, Redelivery};
 use shared::receipt::attr;
 use shared::{Lead, Receipt, ReceiptStatus, Retention};
 
@@ -195,7 +195,7 @@ pub fn settle(
         Ok(Upserted::Stale) => return Settlement::Complete { stale: true },
         Err(DestinationError::Permanent { status, reason }) => {
             return Settlement::Fail(AttemptError {
-                code: reason.clone(),
+                code: bounded_reason(reason),
                 status: *status,
             })
         }
@@ -205,7 +205,7 @@ pub fn settle(
             reason,
         }) => (
             AttemptError {
-                code: reason.clone(),
+                code: bounded_reason(reason),
                 status: *status,
             },
             *retry_after,

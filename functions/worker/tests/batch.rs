@@ -19,6 +19,10 @@ use worker::config::CrmToken;
 use worker::destinations::http::HttpCrm;
 use worker::destinations::token::{Source, TokenError};
 use worker::ledger::memory::{MemoryLedger, WatchedLedger};
+use worker::ledger::{
+    AttemptRecord, Census, Claim, Cursor, DuePage, DueQuery, LedgerError, Marked, PendingQueue,
+    ReceiptLedger,
+};
 use worker::Worker;
 
 use common::{fast_retries, in_seconds};
@@ -624,4 +628,86 @@ fn test_token() -> CrmToken {
         } => token,
         _ => unreachable!("http configuration with a token"),
     }
+}
+
+/// A ledger where another delivery completes each receipt right after this
+/// one claimed it (a claim that lapsed while its CRM call was slow).
+struct CompletedElsewhere(MemoryLedger);
+
+impl ReceiptLedger for CompletedElsewhere {
+    async fn claim(
+        &self,
+        key: &shared::IdempotencyKey,
+        seen: Option<&shared::receipt::Timestamp>,
+        until: &shared::receipt::Timestamp,
+    ) -> Result<Claim, LedgerError> {
+        let claim = self.0.claim(key, seen, until).await;
+        let other = AttemptRecord {
+            attempts: 1,
+            at: shared::receipt::Timestamp::at(SystemTime::now()),
+        };
+        self.0.mark_completed(key, &other, 1).await?;
+        claim
+    }
+    async fn mark_completed(
+        &self,
+        key: &shared::IdempotencyKey,
+        attempt: &AttemptRecord,
+        expires_at: u64,
+    ) -> Result<Marked, LedgerError> {
+        self.0.mark_completed(key, attempt, expires_at).await
+    }
+    async fn mark_failed(
+        &self,
+        key: &shared::IdempotencyKey,
+        failure: &worker::decide::AttemptError,
+        attempt: &AttemptRecord,
+    ) -> Result<Marked, LedgerError> {
+        self.0.mark_failed(key, failure, attempt).await
+    }
+    async fn defer(
+        &self,
+        key: &shared::IdempotencyKey,
+        next_attempt_at: &shared::receipt::Timestamp,
+        error: &worker::decide::AttemptError,
+        attempt: &AttemptRecord,
+    ) -> Result<Marked, LedgerError> {
+        self.0.defer(key, next_attempt_at, error, attempt).await
+    }
+}
+
+impl PendingQueue for CompletedElsewhere {
+    async fn census(&self, deadline: Instant) -> Result<Census, LedgerError> {
+        self.0.census(deadline).await
+    }
+    async fn due(&self, query: &DueQuery, from: Option<&Cursor>) -> Result<DuePage, LedgerError> {
+        self.0.due(query, from).await
+    }
+}
+
+#[tokio::test]
+async fn an_outcome_another_delivery_settled_first_is_counted_there_not_here() {
+    let crm = CrmStub::start().await.unwrap();
+    crm.always("sub_both", Answer::status(400));
+    let mut receipt = receipt("sub_both", "a@example.com");
+    receipt.received_at =
+        shared::receipt::format_timestamp(SystemTime::now() - Duration::from_secs(3600));
+    let worker = Worker::new(
+        HttpCrm::new(crm.leads_url(), None).unwrap(),
+        CompletedElsewhere(MemoryLedger::holding([&receipt])),
+        8,
+    )
+    .with_retry_policy(fast_retries());
+
+    let pass = worker.reconcile(in_seconds(30)).await;
+
+    assert_eq!(
+        (pass.failed, pass.skipped),
+        (0, 1),
+        "a 400 for a receipt already COMPLETED is no FAILED lead: {pass:?}"
+    );
+    assert_eq!(
+        worker.ledger().0.get(&receipt.pk).unwrap().status,
+        ReceiptStatus::Completed
+    );
 }

@@ -391,7 +391,20 @@ impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
                 return RecordOutcome::FailedRetryable;
             }
         };
-        line.settled_elsewhere = Some(marked == Marked::NotPending);
+        if marked == Marked::NotPending {
+            // Another delivery settled it (or TTL removed it) first: its
+            // outcome is that one's, counted there. Counting this one too
+            // would count a lead twice, or raise a false FAILED alarm.
+            line.settled_elsewhere = Some(true);
+            line.reason = Some("settled-elsewhere");
+            line.log(
+                Level::INFO,
+                RecordOutcome::Skipped.code(),
+                "receipt delivery handled",
+            );
+            return RecordOutcome::Skipped;
+        }
+        line.settled_elsewhere = Some(false);
         let next_attempt_at;
         let (outcome, level, message) = match &settlement {
             Settlement::Complete { stale: false } => (

@@ -49,6 +49,43 @@ pub fn transport_error(error: &reqwest::Error) -> DestinationError {
     }
 }
 
+/// The most of a CRM's answer the worker reads: batch answers of 200
+/// records are well under it, and a larger answer is not one we asked for.
+pub const MAX_RESPONSE_BYTES: usize = 1024 * 1024;
+
+/// The answer's body as JSON, read to at most [`MAX_RESPONSE_BYTES`]:
+/// `Null` when it is not JSON or is larger (then the rest is never read).
+pub async fn json_capped(mut response: reqwest::Response) -> serde_json::Value {
+    if response
+        .content_length()
+        .is_some_and(|length| length > MAX_RESPONSE_BYTES as u64)
+    {
+        tracing::warn!(
+            limit = MAX_RESPONSE_BYTES,
+            "the CRM's answer is larger than the limit; not read"
+        );
+        return serde_json::Value::Null;
+    }
+    let mut body = Vec::new();
+    loop {
+        match response.chunk().await {
+            Ok(Some(chunk)) if body.len() + chunk.len() <= MAX_RESPONSE_BYTES => {
+                body.extend_from_slice(&chunk)
+            }
+            Ok(Some(_)) => {
+                tracing::warn!(
+                    limit = MAX_RESPONSE_BYTES,
+                    "the CRM's answer is larger than the limit; the rest was not read"
+                );
+                return serde_json::Value::Null;
+            }
+            Ok(None) => break,
+            Err(_) => return serde_json::Value::Null,
+        }
+    }
+    serde_json::from_slice(&body).unwrap_or(serde_json::Value::Null)
+}
+
 /// `CRM_ALLOW_HTTP=true` allows `http://` to any host: local runs only.
 pub const CRM_ALLOW_HTTP: &str = "CRM_ALLOW_HTTP";
 
@@ -97,5 +134,55 @@ pub(crate) fn check_scheme(
             format!("must be https:// (http:// sends the CRM token in clear text; it is allowed for loopback addresses, or with {CRM_ALLOW_HTTP}=true for local runs)"),
         )),
         _ => Err(invalid(name, "must be an https:// URL with a host")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    /// Serves one answer of `body` on loopback, with or without a length.
+    async fn serve(body: Vec<u8>, with_length: bool) -> String {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = listener.local_addr().unwrap();
+        tokio::spawn(async move {
+            let (mut socket, _) = listener.accept().await.unwrap();
+            let mut request = [0u8; 1024];
+            let _ = socket.read(&mut request).await;
+            let head = if with_length {
+                format!(
+                    "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n",
+                    body.len()
+                )
+            } else {
+                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nconnection: close\r\n\r\n"
+                    .to_owned()
+            };
+            let _ = socket.write_all(head.as_bytes()).await;
+            let _ = socket.write_all(&body).await;
+        });
+        format!("http://{address}/")
+    }
+
+    #[tokio::test]
+    async fn an_answer_over_the_limit_is_not_read() {
+        let client = client(Duration::from_secs(10)).unwrap();
+        let small = br#"{"status":"COMPLETE"}"#.to_vec();
+        // Valid JSON of 2 MB: parsed whole, it would be an answer.
+        let large =
+            format!("{{\"padding\":\"{}\"}}", "x".repeat(2 * MAX_RESPONSE_BYTES)).into_bytes();
+        for with_length in [true, false] {
+            let url = serve(small.clone(), with_length).await;
+            let answer = json_capped(client.get(url).send().await.unwrap()).await;
+            assert_eq!(answer["status"], "COMPLETE", "length given: {with_length}");
+            let url = serve(large.clone(), with_length).await;
+            let answer = json_capped(client.get(url).send().await.unwrap()).await;
+            assert_eq!(
+                answer,
+                serde_json::Value::Null,
+                "length given: {with_length}"
+            );
+        }
     }
 }

@@ -144,15 +144,12 @@ pub(super) fn whole_request_reason(body: &Value) -> Option<String> {
     }
     let category = body["category"].as_str().filter(|c| !c.is_empty());
     let message = body["message"].as_str().map(|message| {
-        message
+        let masked = message
             .split_whitespace()
             .map(|word| if word.contains('@') { "[email]" } else { word })
             .collect::<Vec<_>>()
-            .join(" ")
-            .chars()
-            .filter(|c| !c.is_control())
-            .take(MAX_REASON_CHARS)
-            .collect::<String>()
+            .join(" ");
+        shared::delivery::bounded_reason(&masked)
     });
     match (category, message) {
         (Some(category), Some(message)) if !message.is_empty() => {
@@ -162,9 +159,6 @@ pub(super) fn whole_request_reason(body: &Value) -> Option<String> {
         (None, message) => message.filter(|m| !m.is_empty()),
     }
 }
-
-/// The longest message kept in a reason.
-pub(super) const MAX_REASON_CHARS: usize = 200;
 
 /// 400s about the request or the configuration, never about one lead: the
 /// id property, or a property the portal does not have (every lead that

@@ -255,7 +255,7 @@ impl HubSpot {
         };
         let status = response.status().as_u16();
         let retry_after = client::retry_after(&response);
-        let body: Value = response.json().await.unwrap_or(Value::Null);
+        let body: Value = client::json_capped(response).await;
         answer_for(status, retry_after, &body)
     }
 }
@@ -547,7 +547,7 @@ mod tests {
         let long = json!({"category": "VALIDATION_ERROR", "message": "x".repeat(5000)});
         assert_eq!(
             whole_request_reason(&long).unwrap().len(),
-            "VALIDATION_ERROR: ".len() + MAX_REASON_CHARS
+            "VALIDATION_ERROR: ".len() + shared::delivery::MAX_REASON_CHARS
         );
     }
 

@@ -71,6 +71,20 @@ struct Login {
 }
 
 impl Login {
+    /// The session token goes only to an https instance, or to plain http
+    /// when the login itself is plain http (a local fake on loopback, or
+    /// `CRM_ALLOW_HTTP`, which the login URL was checked against).
+    fn may_send_token_to(&self, instance_url: &str) -> bool {
+        match reqwest::Url::parse(instance_url) {
+            Ok(url) if url.host_str().is_some_and(|h| !h.is_empty()) => match url.scheme() {
+                "https" => true,
+                "http" => self.token_url.starts_with("http://"),
+                _ => false,
+            },
+            _ => false,
+        }
+    }
+
     async fn current(&self) -> Result<Arc<Session>, DestinationError> {
         let mut session = self.session.lock().await;
         if let Some(session) = session.as_ref() {
@@ -143,12 +157,21 @@ impl Login {
             .await
             .map_err(|error| client::transport_error(&error))?;
         let status = response.status().as_u16();
-        let answer: Value = response.json().await.unwrap_or(Value::Null);
+        let answer: Value = client::json_capped(response).await;
         match (
             status,
             answer["access_token"].as_str(),
             answer["instance_url"].as_str(),
         ) {
+            (200, Some(_), Some(instance_url)) if !self.may_send_token_to(instance_url) => {
+                // The token would go to a URL weaker than the login's (or
+                // no URL at all): never. Ours to fix; the leads wait.
+                tracing::error!(
+                    destination = "salesforce",
+                    "Salesforce's token answer names an instance URL that is not https: nothing is sent to it"
+                );
+                Err(DestinationError::Unauthorized { status })
+            }
             (200, Some(token), Some(instance_url)) => {
                 let token = CrmToken::new(token)
                     .ok_or_else(|| DestinationError::retryable("blank access token"))?;
@@ -315,11 +338,7 @@ impl Salesforce {
             api_usage,
             "Salesforce upsert call"
         );
-        Ok((
-            status,
-            retry_after,
-            response.json().await.unwrap_or(Value::Null),
-        ))
+        Ok((status, retry_after, client::json_capped(response).await))
     }
 }
 
@@ -358,6 +377,42 @@ impl Destination for Salesforce {
 mod tests {
     use super::answers::*;
     use super::*;
+
+    #[test]
+    fn the_session_token_goes_only_to_an_https_instance() {
+        let with_login = |login_url: &str| {
+            let settings = SalesforceSettings {
+                login_url: login_url.to_owned(),
+                api_version: "v67.0".into(),
+                object: "Lead".into(),
+                external_id_field: "Id__c".into(),
+                field_map: shared::field_map::FieldMap::salesforce_default(),
+            };
+            Salesforce::new(settings, ClientCredentials::new("id", "secret").unwrap()).unwrap()
+        };
+        let deployed = with_login("https://acme.my.salesforce.com");
+        let local = with_login("http://127.0.0.1:9001");
+        let rows = [
+            ("https://acme.my.salesforce.com", true, true),
+            ("http://acme.my.salesforce.com", false, true),
+            ("ftp://acme.my.salesforce.com", false, false),
+            ("https://", false, false),
+            ("not a url", false, false),
+            ("", false, false),
+        ];
+        for (instance_url, from_https, from_local_http) in rows {
+            assert_eq!(
+                deployed.login.may_send_token_to(instance_url),
+                from_https,
+                "{instance_url}"
+            );
+            assert_eq!(
+                local.login.may_send_token_to(instance_url),
+                from_local_http,
+                "{instance_url}"
+            );
+        }
+    }
 
     #[test]
     fn credentials_from_a_secret() {
