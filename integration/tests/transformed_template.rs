@@ -135,13 +135,26 @@ fn the_webhook_route_is_throttled_and_its_query_string_never_logged() {
             "ThrottlingBurstLimit": {"Ref": "IngestBurstLimit"}
         })
     );
-    // With WebhookAuth=query:<param> the URL's query string is the secret:
-    // an access log, if one is ever added, must not write it.
-    let format = stage["AccessLogSettings"]["Format"].to_string();
-    for query_variable in ["querystring", "requestOverride", "$request."] {
-        assert!(
-            !format.contains(query_variable),
-            "the access log writes {query_variable}: {format}"
-        );
+    // The access log says who called (the runbook of refused deliveries
+    // needs the source address) and never the path or query string: with
+    // WebhookAuth=query:<param> the query string is the secret.
+    let access_log = &stage["AccessLogSettings"];
+    assert_eq!(
+        access_log["DestinationArn"],
+        json!({"Fn::GetAtt": ["ApiAccessLogGroup", "Arn"]})
+    );
+    let format = access_log["Format"].as_str().expect("a format");
+    let fields: serde_json::Map<String, Value> =
+        serde_json::from_str(format).expect("each line is JSON");
+    assert_eq!(fields["sourceIp"], "$context.identity.sourceIp");
+    assert_eq!(fields["route"], "$context.routeKey");
+    for variable in fields.values() {
+        let variable = variable.as_str().unwrap();
+        for query_variable in ["querystring", "requestOverride", "$request.", "$context.path"] {
+            assert!(
+                !variable.contains(query_variable),
+                "the access log writes {query_variable}: {format}"
+            );
+        }
     }
 }
