@@ -150,7 +150,12 @@ fn the_webhook_route_is_throttled_and_its_query_string_never_logged() {
     assert_eq!(fields["route"], "$context.routeKey");
     for variable in fields.values() {
         let variable = variable.as_str().unwrap();
-        for query_variable in ["querystring", "requestOverride", "$request.", "$context.path"] {
+        for query_variable in [
+            "querystring",
+            "requestOverride",
+            "$request.",
+            "$context.path",
+        ] {
             assert!(
                 !variable.contains(query_variable),
                 "the access log writes {query_variable}: {format}"
