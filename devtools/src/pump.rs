@@ -13,6 +13,9 @@ use serde_json::{json, Value};
 
 pub const DEFAULT_BATCH_SIZE: usize = 100;
 pub const DEFAULT_MAX_ATTEMPTS: u32 = 5;
+/// How long one drain may take before it fails, saying what it waited for:
+/// a test that hangs costs a whole CI run.
+pub const DEFAULT_DRAIN_LIMIT: std::time::Duration = std::time::Duration::from_secs(180);
 
 #[derive(Debug, Clone)]
 struct Pending {
@@ -43,6 +46,8 @@ pub struct StreamPump {
     shards: HashMap<String, Shard>,
     pub batch_size: usize,
     pub max_attempts: u32,
+    /// A drain that takes longer fails (see `DEFAULT_DRAIN_LIMIT`).
+    pub drain_limit: std::time::Duration,
 }
 
 impl StreamPump {
@@ -74,6 +79,7 @@ impl StreamPump {
             shards: HashMap::new(),
             batch_size: DEFAULT_BATCH_SIZE,
             max_attempts: DEFAULT_MAX_ATTEMPTS,
+            drain_limit: DEFAULT_DRAIN_LIMIT,
         })
     }
 
@@ -86,8 +92,25 @@ impl StreamPump {
         Fut: Future<Output = Result<Value, String>>,
     {
         let mut report = PumpReport::default();
+        let started = std::time::Instant::now();
+        let mut records_read = 0;
+        let mut polls = 0;
         loop {
+            if started.elapsed() > self.drain_limit {
+                let pending: usize = self.shards.values().map(|s| s.pending.len()).sum();
+                return Err(format!(
+                    "the stream did not drain within {:?}: {polls} polls read {records_read} records \
+                     (the receipts' INSERTs and the worker's own updates), {} invocations delivered {} \
+                     records, {pending} records still pending, {} given up",
+                    self.drain_limit,
+                    report.invocations,
+                    report.deliveries,
+                    report.given_up.len()
+                ));
+            }
+            polls += 1;
             let read = self.read_new_records().await?;
+            records_read += read;
             let mut delivered_any = false;
             let shard_ids: Vec<String> = self.shards.keys().cloned().collect();
             for shard_id in shard_ids {
