@@ -22,7 +22,10 @@
 //! What it enforces: the client credentials; tokens that expire (after a
 //! configured time, or at once on demand); the object and external ID field
 //! it knows; at most 200 records; known fields (an unknown one fails the
-//! whole request, as Salesforce's `INVALID_FIELD` does); a Lead's required
+//! whole request, as Salesforce's `INVALID_FIELD` does); a number field
+//! (`NumberOfEmployees`) given text that is no number (the whole request
+//! fails with `JSON_PARSER_ERROR`, as Salesforce's deserialiser does, on the
+//! same errors page); a Lead's required
 //! `LastName` and `Company` (per record, `REQUIRED_FIELD_MISSING`); one
 //! record per external ID. Per-record errors and whole-request faults are
 //! injected on demand; `GET /records` lists what it holds.
@@ -52,8 +55,12 @@ pub const KNOWN_FIELDS: &[&str] = &[
     "Company",
     "Description",
     "LeadSource",
+    "NumberOfEmployees",
     EXTERNAL_ID_FIELD,
 ];
+
+/// Fields of type number: a value that is no number fails the request.
+const NUMBER_FIELDS: &[&str] = &["NumberOfEmployees"];
 
 /// A record as the fake holds it.
 #[derive(Debug, Clone, PartialEq)]
@@ -498,6 +505,23 @@ async fn upsert_collection(
                     StatusCode::BAD_REQUEST,
                     "INVALID_TYPE",
                     "every record needs attributes.type of the object in the URI",
+                ),
+            );
+        }
+        if let Some((field, value)) = fields.iter().find(|(name, value)| {
+            NUMBER_FIELDS.contains(&name.as_str())
+                && value
+                    .as_str()
+                    .is_some_and(|v| v.trim().parse::<f64>().is_err())
+        }) {
+            return answer(
+                &org,
+                &path,
+                records.len(),
+                errors(
+                    StatusCode::BAD_REQUEST,
+                    "JSON_PARSER_ERROR",
+                    &format!("Cannot deserialize instance of int from VALUE_STRING value {value} or request may be missing a required field at [line:1, column:1] ({field})"),
                 ),
             );
         }

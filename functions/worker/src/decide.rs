@@ -219,6 +219,14 @@ pub fn settle(
             None,
             true,
         ),
+        Err(DestinationError::Misconfigured { status, reason }) => (
+            AttemptError {
+                code: bounded_reason(reason),
+                status: *status,
+            },
+            None,
+            true,
+        ),
         Err(DestinationError::CredentialsUnavailable(_)) => (
             AttemptError {
                 code: "credentials-unavailable".to_owned(),

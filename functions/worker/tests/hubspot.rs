@@ -177,7 +177,7 @@ async fn no_email_fails_that_lead_only_and_never_blocks_the_shard() {
 }
 
 #[tokio::test]
-async fn an_unknown_property_fails_the_leads_with_hubspots_reason_in_one_call() {
+async fn an_unknown_property_keeps_the_leads_pending_with_hubspots_reason_in_one_call() {
     let fake = HubSpotFake::start(TOKEN).await.unwrap();
     fake.forget_property("company");
     let a = receipt("sub_a", "ada@example.com", "Ada", 1_795_941_500);
@@ -187,7 +187,11 @@ async fn an_unknown_property_fails_the_leads_with_hubspots_reason_in_one_call() 
     for receipt in [&a, &b] {
         assert_eq!(
             status_of(&worker, receipt),
-            (ReceiptStatus::Failed, Some("PROPERTY_DOESNT_EXIST".into()))
+            (
+                ReceiptStatus::Received,
+                Some("PROPERTY_DOESNT_EXIST".into())
+            ),
+            "our configuration, never the lead's: it waits, with an alarm"
         );
     }
     assert_eq!(

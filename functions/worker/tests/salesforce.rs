@@ -372,3 +372,78 @@ async fn a_rotated_client_secret_is_read_again_when_the_old_one_is_refused() {
     assert_eq!(fake.tokens_issued(), 1);
     assert_eq!(status_of(&worker, &lead).0, ReceiptStatus::Completed);
 }
+
+/// Whole-request 400s are narrowed before they are classified: the leads
+/// that do not cause one complete.
+#[tokio::test]
+async fn a_whole_request_400_refuses_only_the_leads_that_cause_it() {
+    let fake = fake().await;
+    let map = FieldMap::parse(
+        r#"{"LastName":"name","Email":"email","Company":"company","Bogus__c":"bogus","NumberOfEmployees":"employees"}"#,
+    )
+    .unwrap()
+    .with_lead_requirements();
+    let settings = SalesforceSettings {
+        login_url: fake.login_url(),
+        api_version: "v67.0".into(),
+        object: "Lead".into(),
+        external_id_field: EXTERNAL_ID_FIELD.into(),
+        field_map: map,
+    };
+    let leads: Vec<Receipt> = (0..10)
+        .map(|n| {
+            let mut form = serde_json::json!({"name": format!("Lead {n}"), "email": format!("l{n}@example.com"), "company": "AE", "employees": "12"});
+            // Two carry a field the org does not have (a FIELD_MAP typo);
+            // one has a value the org cannot read as a number.
+            if n == 2 || n == 7 {
+                form["bogus"] = "x".into();
+            }
+            if n == 5 {
+                form["employees"] = "many".into();
+            }
+            receipt_with(&format!("sub_narrow_{n}"), form)
+        })
+        .collect();
+    let refs: Vec<&Receipt> = leads.iter().collect();
+    let worker = Worker::new(
+        Salesforce::new(
+            settings,
+            ClientCredentials::new(CLIENT_ID, CLIENT_SECRET).unwrap(),
+        )
+        .unwrap(),
+        MemoryLedger::holding(refs.iter().copied()),
+        8,
+    )
+    .with_retry_policy(fast_retries());
+
+    let response = worker.handle(inserts(&refs), in_seconds(30)).await;
+
+    assert!(response.batch_item_failures.is_empty());
+    for (n, lead) in leads.iter().enumerate() {
+        let status = status_of(&worker, lead);
+        let expected = match n {
+            2 | 7 => (
+                ReceiptStatus::Received,
+                Some("INVALID_FIELD: Bogus__c".to_owned()),
+            ),
+            5 => (ReceiptStatus::Failed, Some("JSON_PARSER_ERROR".to_owned())),
+            _ => (ReceiptStatus::Completed, None),
+        };
+        assert_eq!(status, expected, "lead {n}");
+    }
+    assert_eq!(
+        fake.records().len(),
+        7,
+        "every lead without a fault is written"
+    );
+    let upserts = fake
+        .calls()
+        .iter()
+        .filter(|call| call.path.contains("composite"))
+        .count();
+    assert!(
+        upserts <= 10,
+        "{upserts} calls to isolate three leads of ten"
+    );
+    println!("narrowing 3 bad leads of 10 took {upserts} upsert calls");
+}

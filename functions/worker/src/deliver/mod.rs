@@ -315,7 +315,8 @@ impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
             let auth_errors = matches!(
                 result,
                 Err(DestinationError::Unauthorized { .. }
-                    | DestinationError::CredentialsUnavailable(_))
+                    | DestinationError::CredentialsUnavailable(_)
+                    | DestinationError::Misconfigured { .. })
             );
             shared::metrics::emit(
                 &self.metrics_namespace,

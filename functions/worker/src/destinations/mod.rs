@@ -49,6 +49,11 @@ pub enum DestinationError {
     /// read again. Ours to fix, like a refusal.
     #[error("the destination's credentials are unavailable ({0})")]
     CredentialsUnavailable(shared::refresh::Unavailable),
+    /// The destination refused our configuration for this lead (a field or
+    /// object it does not have): ours to fix, never the lead's. It waits,
+    /// pending, with the alarm of refused credentials.
+    #[error("the destination refused our configuration ({reason})")]
+    Misconfigured { status: Option<u16>, reason: String },
     #[error("destination refused the lead ({reason})")]
     Permanent { status: Option<u16>, reason: String },
 }

@@ -80,10 +80,22 @@ pub(super) fn answer_for(status: u16, retry_after: Option<Duration>, body: &Valu
             tracing::error!(destination = "hubspot", category, "HubSpot refused the request: give the private app or service key crm.objects.contacts.write");
             Called::Whole(Err(DestinationError::Unauthorized { status }))
         }
-        _ => Called::Whole(Err(DestinationError::Permanent {
-            status: Some(status),
-            reason: whole_request_reason(body).unwrap_or_else(|| format!("HTTP {status}")),
-        })),
+        _ => {
+            let reason = whole_request_reason(body).unwrap_or_else(|| format!("HTTP {status}"));
+            if status == 400 && ABOUT_THE_REQUEST.contains(&reason.as_str()) {
+                // A property or id property the portal lacks: our
+                // configuration, never the leads'. They wait, with an alarm.
+                tracing::error!(destination = "hubspot", reason, "HubSpot refused a property of our configuration: check FIELD_MAP and HUBSPOT_ID_PROPERTY; the leads wait");
+                return Called::Whole(Err(DestinationError::Misconfigured {
+                    status: Some(status),
+                    reason,
+                }));
+            }
+            Called::Whole(Err(DestinationError::Permanent {
+                status: Some(status),
+                reason,
+            }))
+        }
     }
 }
 

@@ -509,7 +509,7 @@ mod tests {
                 None,
                 &json!({"category": "VALIDATION_ERROR", "errors": [{"code": "PROPERTY_DOESNT_EXIST"}]})
             )),
-            &Err(DestinationError::Permanent {
+            &Err(DestinationError::Misconfigured {
                 status: Some(400),
                 reason: "PROPERTY_DOESNT_EXIST".into()
             })

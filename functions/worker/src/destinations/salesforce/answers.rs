@@ -62,6 +62,24 @@ pub(super) fn not_unique() -> DestinationError {
     }
 }
 
+/// Whole-request 400s about our configuration, never a record's data.
+const CONFIGURATION_CODES: &[&str] = &[
+    "INVALID_FIELD",
+    "INVALID_FIELD_FOR_INSERT_UPDATE",
+    "INVALID_TYPE",
+    "NOT_FOUND",
+];
+
+/// The field a whole-request `INVALID_FIELD` names ("No such column
+/// 'Bogus__c' on sobject of type Lead", as Salesforce's error pages show
+/// it): only the records that carry it are refused for it.
+pub(super) fn unknown_column(answer: &Value) -> Option<String> {
+    let message = answer[0]["message"].as_str()?;
+    let rest = message.split("No such column '").nth(1)?;
+    let column = rest.split('\'').next()?;
+    (!column.is_empty() && column.len() <= 100).then(|| column.to_owned())
+}
+
 /// What an answer for the whole request means for each of its records. Pure.
 pub(super) fn request_result(
     status: u16,
@@ -85,6 +103,18 @@ pub(super) fn request_result(
             // access: configuration, never the lead's fault.
             tracing::error!(destination = "salesforce", http_status = status, error_code = code, "Salesforce refused the request: check SALESFORCE_OBJECT, SALESFORCE_EXTERNAL_ID_FIELD, SALESFORCE_API_VERSION and the run-as user's access");
             Err(DestinationError::Unauthorized { status })
+        }
+        // A 400 for the whole request reaches here only for one record (or
+        // once narrowing stopped): a field or object the org does not have
+        // is our configuration; anything else is the record's data.
+        400 if CONFIGURATION_CODES.contains(&code) => {
+            tracing::error!(destination = "salesforce", http_status = status, error_code = code, "Salesforce refused a field or object of our configuration: check FIELD_MAP, SALESFORCE_OBJECT and SALESFORCE_EXTERNAL_ID_FIELD; the leads wait");
+            Err(DestinationError::Misconfigured {
+                status: Some(status),
+                reason: unknown_column(answer)
+                    .map(|column| format!("{code}: {column}"))
+                    .unwrap_or_else(|| code.to_owned()),
+            })
         }
         400 => Err(DestinationError::Permanent {
             status: Some(status),

@@ -38,11 +38,32 @@ mod answers;
 mod settings;
 
 pub use answers::REQUEST_LIMIT_WAIT;
-use answers::{record_result, request_result};
+use answers::{record_result, request_result, unknown_column};
 pub use settings::*;
 
 /// Records per sObject Collections call.
 pub const MAX_RECORDS: usize = 200;
+
+/// Calls one chunk of records may take to narrow whole-request 400s down to
+/// the records that cause them: enough to isolate a few bad records among
+/// 200 by halving (about two calls per level). Records still grouped with a
+/// bad one when it runs out wait for the next pass, which narrows again.
+const NARROWING_CALLS: usize = 24;
+
+/// The results of narrowing, one per lead (a boxed future: it recurses).
+type Narrowing<'a> = std::pin::Pin<
+    Box<dyn std::future::Future<Output = Vec<Result<Upserted, DestinationError>>> + Send + 'a>,
+>;
+
+/// One call's answer: per record, or one answer for the whole request.
+enum Called {
+    PerRecord(Vec<Result<Upserted, DestinationError>>),
+    Whole {
+        status: u16,
+        retry_after: Option<Duration>,
+        answer: Value,
+    },
+}
 
 /// What the credentials are called in log lines.
 const CREDENTIALS: &str = "Salesforce client credentials";
@@ -262,43 +283,118 @@ impl Salesforce {
         record
     }
 
-    /// One sObject Collections call for `leads` (at most 200), renewing the
-    /// session once if it expired; one result per lead, in order.
+    /// Upserts `leads` (at most 200): one result per lead, in order. A
+    /// whole-request 400 is narrowed before it is classified, so the leads
+    /// that do not cause it complete: an unknown field refuses only the
+    /// records that carry it (the others go again, together), and any other
+    /// 400 is split in halves until the record that causes it stands alone.
     async fn upsert_records(&self, leads: &[&Lead]) -> Vec<Result<Upserted, DestinationError>> {
-        let all = |result: Result<Upserted, DestinationError>| vec![result; leads.len()];
+        let mut budget = NARROWING_CALLS;
+        let called = self.call_once(leads).await;
+        self.narrow(leads, called, &mut budget).await
+    }
+
+    /// The results for `leads`, given what a call for them answered.
+    fn narrow<'a>(
+        &'a self,
+        leads: &'a [&'a Lead],
+        called: Called,
+        budget: &'a mut usize,
+    ) -> Narrowing<'a> {
+        Box::pin(async move {
+            let (status, retry_after, answer) = match called {
+                Called::PerRecord(results) => return results,
+                Called::Whole {
+                    status,
+                    retry_after,
+                    answer,
+                } => (status, retry_after, answer),
+            };
+            if status != 400 || leads.len() < 2 {
+                return vec![request_result(status, retry_after, &answer); leads.len()];
+            }
+            if *budget == 0 {
+                return vec![
+                    Err(DestinationError::retryable("narrowing-continues-next-pass"));
+                    leads.len()
+                ];
+            }
+            // An unknown field: refuse the records that carry it.
+            if let Some(column) = unknown_column(&answer) {
+                let carries = |lead: &Lead| self.record(lead).get(&column).is_some();
+                let (carrying, others): (Vec<usize>, Vec<usize>) =
+                    (0..leads.len()).partition(|&n| carries(leads[n]));
+                if !carrying.is_empty() && !others.is_empty() {
+                    let mut results = vec![Ok(Upserted::Written); leads.len()];
+                    let refusal = request_result(status, retry_after, &answer);
+                    for &n in &carrying {
+                        results[n] = refusal.clone();
+                    }
+                    let rest: Vec<&Lead> = others.iter().map(|&n| leads[n]).collect();
+                    *budget -= 1;
+                    let called = self.call_once(&rest).await;
+                    let rest_results = self.narrow(&rest, called, budget).await;
+                    for (&n, result) in others.iter().zip(rest_results) {
+                        results[n] = result;
+                    }
+                    return results;
+                }
+            }
+            let (left, right) = leads.split_at(leads.len() / 2);
+            *budget = budget.saturating_sub(2);
+            let left_called = self.call_once(left).await;
+            let right_called = self.call_once(right).await;
+            let mut results = self.narrow(left, left_called, budget).await;
+            results.extend(self.narrow(right, right_called, budget).await);
+            results
+        })
+    }
+
+    /// One sObject Collections call for `leads`, renewing the session once
+    /// if it expired.
+    async fn call_once(&self, leads: &[&Lead]) -> Called {
+        let whole = |result: Result<Upserted, DestinationError>| {
+            Called::PerRecord(vec![result; leads.len()])
+        };
         let body = json!({
             "allOrNone": false,
             "records": leads.iter().map(|lead| self.record(lead)).collect::<Vec<_>>(),
         });
         let mut session = match self.login.current().await {
             Ok(session) => session,
-            Err(error) => return all(Err(error)),
+            Err(error) => return whole(Err(error)),
         };
         let mut answered = self.call(&session, &body).await;
         if matches!(answered, Ok((401, _, _))) {
             session = match self.login.renew(&session).await {
                 Ok(session) => session,
-                Err(error) => return all(Err(error)),
+                Err(error) => return whole(Err(error)),
             };
             answered = self.call(&session, &body).await;
         }
         let (status, retry_after, answer) = match answered {
             Ok(answered) => answered,
-            Err(error) => return all(Err(error)),
+            Err(error) => return whole(Err(error)),
         };
         match status {
             200 => {
                 let results = answer.as_array().cloned().unwrap_or_default();
-                (0..leads.len())
-                    .map(|n| match results.get(n) {
-                        Some(result) => record_result(result, &leads[n].external_id),
-                        None => Err(DestinationError::retryable(
-                            "Salesforce gave no result for this record",
-                        )),
-                    })
-                    .collect()
+                Called::PerRecord(
+                    (0..leads.len())
+                        .map(|n| match results.get(n) {
+                            Some(result) => record_result(result, &leads[n].external_id),
+                            None => Err(DestinationError::retryable(
+                                "Salesforce gave no result for this record",
+                            )),
+                        })
+                        .collect(),
+                )
             }
-            _ => all(request_result(status, retry_after, &answer)),
+            _ => Called::Whole {
+                status,
+                retry_after,
+                answer,
+            },
         }
     }
 
@@ -520,11 +616,27 @@ mod tests {
         );
         assert_eq!(
             request_result(400, None, &error("INVALID_FIELD")),
-            Err(DestinationError::Permanent {
+            Err(DestinationError::Misconfigured {
                 status: Some(400),
                 reason: "INVALID_FIELD".into()
-            })
+            }),
+            "a field the org lacks is our configuration: the lead waits"
         );
+        assert_eq!(
+            request_result(400, None, &error("JSON_PARSER_ERROR")),
+            Err(DestinationError::Permanent {
+                status: Some(400),
+                reason: "JSON_PARSER_ERROR".into()
+            }),
+            "a value the org cannot read is the lead's"
+        );
+        assert_eq!(
+            unknown_column(
+                &serde_json::json!([{"errorCode": "INVALID_FIELD", "message": "No such column 'Bogus__c' on sobject of type Lead"}])
+            ),
+            Some("Bogus__c".to_owned())
+        );
+        assert_eq!(unknown_column(&error("INVALID_FIELD")), None);
         assert!(matches!(
             request_result(503, Some(Duration::from_secs(5)), &Value::Null),
             Err(DestinationError::Retryable { retry_after: Some(wait), .. }) if wait == Duration::from_secs(5)
