@@ -428,7 +428,17 @@ pub fn filter_matches(pattern: &serde_json::Value, record: &serde_json::Value) -
         return false;
     };
     fields.iter().all(|(name, wanted)| match wanted {
-        serde_json::Value::Array(allowed) => allowed.contains(&record[name]),
+        // Values, or `{"prefix": "..."}` for a string that starts with it.
+        serde_json::Value::Array(allowed) => {
+            allowed
+                .iter()
+                .any(|allowed| match allowed["prefix"].as_str() {
+                    Some(prefix) => record[name]
+                        .as_str()
+                        .is_some_and(|value| value.starts_with(prefix)),
+                    None => *allowed == record[name],
+                })
+        }
         serde_json::Value::Object(_) => filter_matches(wanted, &record[name]),
         _ => false,
     })

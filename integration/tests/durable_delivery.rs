@@ -21,6 +21,7 @@ use worker::config::TokenSetting;
 use worker::destinations::http::HttpCrm;
 use worker::ledger::dynamodb::DynamoLedger;
 use worker::ledger::memory::WatchedLedger;
+use worker::ledger::ReceiptLedger;
 use worker::reconcile::PassReport;
 use worker::Worker;
 
@@ -476,7 +477,21 @@ async fn a_failed_receipt_redriven_with_the_cli_is_delivered_once_at_the_next_pa
         );
     }
     drain_stream(&moto, &client, &table, &worker).await;
+    // A newest-wins gate shares the table: never listed, never "unreadable".
+    worker
+        .ledger()
+        .admit_newest(
+            &shared::newest::gate_key("ada@example.com"),
+            "2026-12-01T00:00:00.000Z",
+            1_800_000_000,
+        )
+        .await
+        .unwrap();
 
+    let (ok, out, err) = receipts_on(&table, &["list", "--json"]);
+    assert!(ok, "{err}");
+    assert_eq!(json(&out).as_array().map(Vec::len), Some(2), "{out}");
+    assert!(!err.contains("did not read as receipts"), "{err}");
     let (ok, out, err) = receipts_on(&table, &["list", "--status", "failed", "--json"]);
     assert!(ok, "{err}");
     let failed = json(&out);

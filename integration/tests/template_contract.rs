@@ -254,6 +254,23 @@ fn the_worker_filter_passes_inserts_and_rejects_everything_else() {
         !filter_matches(&pattern, &by_name("REMOVE")),
         "TTL deletions never invoke it"
     );
+    // A newest-wins gate item's INSERT: the same record with a gate key.
+    let mut gate = insert.clone();
+    let gate_key = shared::newest::gate_key("ada@example.com");
+    gate["dynamodb"]["Keys"]["pk"]["S"] = serde_json::Value::String(gate_key.clone());
+    gate["dynamodb"]["NewImage"] = serde_json::json!({"pk": {"S": gate_key}});
+    assert!(
+        !filter_matches(&pattern, &gate),
+        "gate items never invoke it"
+    );
+    // Every receipt key the code makes starts with a prefix the filter passes.
+    let key = shared::IdempotencyKey::for_submission(
+        shared::EventType::FormSubmitted,
+        &shared::SubmissionId::parse("sub_1").unwrap(),
+    );
+    let mut receipt = insert.clone();
+    receipt["dynamodb"]["Keys"]["pk"]["S"] = serde_json::Value::String(key.as_str().to_owned());
+    assert!(filter_matches(&pattern, &receipt), "{}", key.as_str());
 
     assert_eq!(event["StartingPosition"].as_str(), Some("TRIM_HORIZON"));
     assert_eq!(

@@ -367,3 +367,38 @@ async fn the_ledger_records_attempts_completion_and_failure_once() {
         Some(&AttributeValue::N("400".into()))
     );
 }
+
+#[tokio::test]
+async fn the_newest_wins_gate_lets_only_newer_submissions_through_and_holds_no_email() {
+    let client = worker_client(&endpoint(DYNAMODB_ENDPOINT)).await;
+    let receipts = create_table(&client, "ReceiptsTable").await;
+    let ledger = DynamoLedger::new(client.clone(), &receipts);
+    let gate = shared::newest::gate_key("ada@example.com");
+    let rows = [
+        ("2026-12-01T10:00:00.000Z", true, "the first one"),
+        ("2026-12-01T09:00:00.000Z", false, "an older one"),
+        ("2026-12-01T10:00:00.000Z", true, "the same one again"),
+        ("2026-12-01T11:00:00.000Z", true, "a newer one"),
+        ("2026-12-01T10:30:00.000Z", false, "older than the newest"),
+    ];
+    for (stamp, admitted, what) in rows {
+        assert_eq!(
+            ledger.admit_newest(&gate, stamp, 1_800_000_000).await,
+            Ok(admitted),
+            "{what}"
+        );
+    }
+    let items = scan(&client, &receipts).await;
+    assert_eq!(items.len(), 1, "one gate per person");
+    assert_eq!(text(&items[0], "newestAt"), "2026-12-01T11:00:00.000Z");
+    assert_eq!(
+        items[0].get("expiresAt"),
+        Some(&AttributeValue::N("1800000000".into()))
+    );
+    let stored = format!("{:?}", items[0]);
+    assert!(!stored.contains("ada"), "no e-mail is stored: {stored}");
+    assert!(
+        !items[0].contains_key("pending"),
+        "a gate is never in the queue"
+    );
+}

@@ -127,6 +127,13 @@ impl ReceiptsTable {
             names.insert("#status".to_owned(), attr::STATUS.to_owned());
             values.insert(":status".to_owned(), AttributeValue::S(text.to_owned()));
         }
+        // Newest-wins gates share the table; they are no receipts.
+        conditions.push("NOT begins_with(#pk, :gate)");
+        names.insert("#pk".to_owned(), attr::PK.to_owned());
+        values.insert(
+            ":gate".to_owned(),
+            AttributeValue::S(shared::newest::GATE_KEY_PREFIX.to_owned()),
+        );
         if status == Some(StatusFilter::Pending) {
             conditions.push("#queue = :pending");
             names.insert("#queue".to_owned(), attr::QUEUE.to_owned());

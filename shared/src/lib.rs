@@ -14,6 +14,7 @@ pub mod idempotency;
 pub mod lead;
 pub mod logging;
 pub mod metrics;
+pub mod newest;
 pub mod outcome;
 pub mod receipt;
 pub mod refresh;

@@ -38,6 +38,9 @@ pub mod attr {
     pub const FAILURE_HTTP_STATUS: &str = "failureHttpStatus";
     /// When an operator last put the receipt back in the queue.
     pub const REDRIVEN_AT: &str = "redrivenAt";
+    /// A newest-wins gate item's stamp: the newest submission written to
+    /// that person (see `shared::newest`).
+    pub const NEWEST_AT: &str = "newestAt";
 }
 
 /// The sparse global secondary index of the receipts that wait: for an

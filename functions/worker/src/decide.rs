@@ -22,6 +22,9 @@ pub enum SkipReason {
     /// The claim found the receipt settled, deferred, or taken by another
     /// delivery: no CRM call.
     SettledOrTaken,
+    /// An item of the receipts table that is no receipt (a newest-wins
+    /// gate): the stream's filter keeps them out; skipped if one comes.
+    NotAReceipt,
 }
 
 impl SkipReason {
@@ -31,6 +34,7 @@ impl SkipReason {
             SkipReason::NoNewImage => "no-new-image",
             SkipReason::NotReceived => "not-received",
             SkipReason::SettledOrTaken => "settled-or-taken",
+            SkipReason::NotAReceipt => "not-a-receipt",
         }
     }
 }
@@ -78,6 +82,16 @@ pub fn skip_reason(
 /// A stream record: skip it, or decode its receipt.
 pub fn decode_stream_record(record: &EventRecord) -> Decoded {
     let image = &record.change.new_image;
+    let key = record
+        .change
+        .keys
+        .get(attr::PK)
+        .or_else(|| image.get(attr::PK));
+    if let Some(AttributeValue::S(key)) = key {
+        if !shared::newest::is_receipt_key(key) {
+            return Decoded::Skip(SkipReason::NotAReceipt);
+        }
+    }
     let status = match image.get(attr::STATUS) {
         Some(AttributeValue::S(status)) => {
             serde_json::from_value(serde_json::Value::String(status.clone())).ok()

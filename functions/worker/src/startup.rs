@@ -24,6 +24,15 @@ pub enum ConfiguredDestination {
 }
 
 impl Destination for ConfiguredDestination {
+    fn newest_wins_by_email(&self) -> bool {
+        match self {
+            ConfiguredDestination::Http(crm) => crm.newest_wins_by_email(),
+            ConfiguredDestination::LeadsTable(table) => table.newest_wins_by_email(),
+            ConfiguredDestination::HubSpot(hubspot) => hubspot.newest_wins_by_email(),
+            ConfiguredDestination::Salesforce(salesforce) => salesforce.newest_wins_by_email(),
+        }
+    }
+
     fn name(&self) -> &'static str {
         match self {
             ConfiguredDestination::Http(crm) => crm.name(),

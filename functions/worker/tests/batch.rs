@@ -635,6 +635,14 @@ fn test_token() -> CrmToken {
 struct CompletedElsewhere(MemoryLedger);
 
 impl ReceiptLedger for CompletedElsewhere {
+    async fn admit_newest(
+        &self,
+        gate: &str,
+        newest_at: &str,
+        expires_at: u64,
+    ) -> Result<bool, LedgerError> {
+        self.0.admit_newest(gate, newest_at, expires_at).await
+    }
     async fn claim(
         &self,
         key: &shared::IdempotencyKey,

@@ -528,3 +528,41 @@ async fn the_v3_path_works_too() {
     );
     assert_eq!(status_of(&worker, &lead).0, ReceiptStatus::Completed);
 }
+
+/// Newest wins across calls: an older submission that waited out an outage
+/// never overwrites a newer one of the same person written meanwhile.
+#[tokio::test]
+async fn an_older_submission_delivered_late_never_overwrites_a_newer_one() {
+    let fake = HubSpotFake::start(TOKEN).await.unwrap();
+    let older = receipt("sub_old", "ada@example.com", "Ada", 1_795_941_500);
+    let newer = receipt("sub_new", "ada@example.com", "Augusta", 1_795_941_600);
+    let later = shared::clock::Adjustable::default();
+    let worker = worker(
+        settings(&fake, IdProperty::Email),
+        ledger_of(&[&older, &newer]),
+    )
+    .with_clock(later.clock());
+
+    // The older one arrives during an outage and waits.
+    fake.fail(Fault::status(503));
+    worker.handle(inserts(&[&older]), in_seconds(30)).await;
+    assert_eq!(status_of(&worker, &older).0, ReceiptStatus::Received);
+    // The newer one arrives once HubSpot is back, and is written.
+    fake.recover();
+    worker.handle(inserts(&[&newer]), in_seconds(30)).await;
+    assert_eq!(status_of(&worker, &newer).0, ReceiptStatus::Completed);
+    let calls_before = fake.calls().len();
+
+    // A pass delivers the older one later: stale, and nothing is sent.
+    later.advance(std::time::Duration::from_secs(3 * 3600));
+    let pass = worker.reconcile(in_seconds(30)).await;
+    assert_eq!(pass.delivered, 1, "settled, as stale: {pass:?}");
+    assert_eq!(status_of(&worker, &older), (ReceiptStatus::Completed, None));
+    assert_eq!(fake.calls().len(), calls_before, "no call for a stale lead");
+    let contacts = fake.contacts();
+    assert_eq!(contacts.len(), 1);
+    assert_eq!(
+        contacts[0].properties["firstname"], "Augusta",
+        "the newer submission's values stay"
+    );
+}

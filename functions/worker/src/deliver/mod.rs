@@ -273,6 +273,102 @@ impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
             return Vec::new();
         }
         let started = Instant::now();
+        // Newest wins across calls: a lead older than the last one written
+        // to the same person is settled as stale, with no CRM call.
+        let verdicts = self.newest_gates(&deliveries).await;
+        let mut outcomes = vec![RecordOutcome::Skipped; deliveries.len()];
+        let mut admitted = Vec::new();
+        let mut admitted_slots = Vec::new();
+        for (slot, (delivery, verdict)) in deliveries.into_iter().zip(verdicts).enumerate() {
+            let submission_id = delivery.receipt.submission_id.clone();
+            match verdict {
+                Ok(true) => {
+                    admitted_slots.push(slot);
+                    admitted.push(delivery);
+                }
+                Ok(false) => {
+                    outcomes[slot] = self
+                        .record(
+                            &delivery.receipt.key(),
+                            Some(&submission_id),
+                            Settlement::Complete { stale: true },
+                            0,
+                            via,
+                            started,
+                        )
+                        .await;
+                }
+                Err(error) => {
+                    let mut line = OutcomeLine::new(
+                        Some(&submission_id),
+                        self.destination.name(),
+                        via,
+                        0,
+                        started,
+                    );
+                    line.reason = Some(&error.0);
+                    line.detail = Some("newest-wins gate");
+                    line.log(
+                        Level::WARN,
+                        RecordOutcome::FailedRetryable.code(),
+                        "receipt delivery handled; its newest-wins gate could not be read",
+                    );
+                    outcomes[slot] = RecordOutcome::FailedRetryable;
+                }
+            }
+        }
+        for (slot, outcome) in admitted_slots.into_iter().zip(
+            self.deliver_admitted(admitted, via, deadline, started)
+                .await,
+        ) {
+            outcomes[slot] = outcome;
+        }
+        outcomes
+    }
+
+    /// For a destination keyed by e-mail, each delivery's newest-wins gate
+    /// (`true`: at least as new as the last lead written to that person);
+    /// `true` for every delivery otherwise, and for a lead without e-mail
+    /// (the destination settles it).
+    async fn newest_gates(&self, deliveries: &[Delivery]) -> Vec<Result<bool, LedgerError>> {
+        if !self.destination.newest_wins_by_email() {
+            return vec![Ok(true); deliveries.len()];
+        }
+        let expires_at = self.rules.retention.expiry_after((self.clock)());
+        let gates: Vec<_> = deliveries
+            .iter()
+            .map(|delivery| async move {
+                match delivery.lead.normalised_email() {
+                    Some(email) => {
+                        self.ledger
+                            .admit_newest(
+                                &shared::newest::gate_key(&email),
+                                delivery.lead.newest_by(),
+                                expires_at,
+                            )
+                            .await
+                    }
+                    None => Ok(true),
+                }
+            })
+            .collect();
+        stream::iter(gates)
+            .buffered(self.concurrency)
+            .collect()
+            .await
+    }
+
+    /// Delivers the admitted receipts together (see `deliver_all`).
+    async fn deliver_admitted(
+        &self,
+        deliveries: Vec<Delivery>,
+        via: Via,
+        deadline: Instant,
+        started: Instant,
+    ) -> Vec<RecordOutcome> {
+        if deliveries.is_empty() {
+            return Vec::new();
+        }
         let keys: Vec<IdempotencyKey> = deliveries.iter().map(|d| d.receipt.key()).collect();
         let attempts = attempts::upsert_with_retries(
             &self.destination,

@@ -87,6 +87,15 @@ pub trait Destination: Send + Sync {
     /// A short name for logs: `http`, `dynamodb`, `hubspot`.
     fn name(&self) -> &'static str;
 
+    /// Whether several submissions of one person write one record, keyed by
+    /// the e-mail (HubSpot contacts by email): then only a submission at
+    /// least as new as the last one written may write it, across calls too
+    /// (`shared::newest`). Destinations keyed by submission never need it;
+    /// the leads table keeps newest-wins in its own conditional write.
+    fn newest_wins_by_email(&self) -> bool {
+        false
+    }
+
     /// Creates or updates the lead of `lead.external_id`. `key` is the
     /// receipt's key, the same on every attempt for this receipt.
     fn upsert(

@@ -165,6 +165,32 @@ fn status_value(status: Option<u16>) -> AttributeValue {
 }
 
 impl ReceiptLedger for DynamoLedger {
+    async fn admit_newest(
+        &self,
+        gate: &str,
+        newest_at: &str,
+        expires_at: u64,
+    ) -> Result<bool, LedgerError> {
+        let result = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .key(attr::PK, s(gate))
+            .update_expression("SET #newest = :mine, #expires = :expires")
+            .condition_expression("attribute_not_exists(#pk) OR #newest <= :mine")
+            .expression_attribute_names("#pk", attr::PK)
+            .expression_attribute_names("#newest", attr::NEWEST_AT)
+            .expression_attribute_names("#expires", attr::EXPIRES_AT)
+            .expression_attribute_values(":mine", s(newest_at))
+            .expression_attribute_values(":expires", n(expires_at))
+            .send()
+            .await;
+        match result {
+            Ok(_) => Ok(true),
+            Err(error) => conditional_failure(error).map(|()| false),
+        }
+    }
+
     async fn claim(
         &self,
         key: &IdempotencyKey,

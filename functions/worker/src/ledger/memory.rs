@@ -19,6 +19,8 @@ use crate::decide::AttemptError;
 #[derive(Debug, Default)]
 pub struct MemoryLedger {
     receipts: Mutex<HashMap<String, Receipt>>,
+    /// Newest-wins gates: the last stamp let through, by gate key.
+    gates: Mutex<HashMap<String, String>>,
 }
 
 impl MemoryLedger {
@@ -79,6 +81,24 @@ impl MemoryLedger {
 }
 
 impl ReceiptLedger for MemoryLedger {
+    async fn admit_newest(
+        &self,
+        gate: &str,
+        newest_at: &str,
+        _expires_at: u64,
+    ) -> Result<bool, LedgerError> {
+        let mut gates = self
+            .gates
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let admitted =
+            shared::newest::may_overwrite(newest_at, gates.get(gate).map(String::as_str));
+        if admitted {
+            gates.insert(gate.to_owned(), newest_at.to_owned());
+        }
+        Ok(admitted)
+    }
+
     async fn claim(
         &self,
         key: &IdempotencyKey,
@@ -258,6 +278,15 @@ impl<L> WatchedLedger<L> {
 }
 
 impl<L: ReceiptLedger> ReceiptLedger for WatchedLedger<L> {
+    async fn admit_newest(
+        &self,
+        gate: &str,
+        newest_at: &str,
+        expires_at: u64,
+    ) -> Result<bool, LedgerError> {
+        self.inner.admit_newest(gate, newest_at, expires_at).await
+    }
+
     async fn claim(
         &self,
         key: &IdempotencyKey,

@@ -87,6 +87,17 @@ pub trait ReceiptLedger: Send + Sync {
         attempt: &AttemptRecord,
     ) -> impl Future<Output = Result<Marked, LedgerError>> + Send;
 
+    /// The newest-wins gate of one person (`shared::newest::gate_key`):
+    /// records `newest_at` and answers `true` if it is at least as new as
+    /// the last stamp let through; `false` when a newer submission already
+    /// wrote that person. The gate expires at `expires_at` (epoch seconds).
+    fn admit_newest(
+        &self,
+        gate: &str,
+        newest_at: &str,
+        expires_at: u64,
+    ) -> impl Future<Output = Result<bool, LedgerError>> + Send;
+
     /// Stays RECEIVED, due again at `next_attempt_at`, with no expiry.
     fn defer(
         &self,

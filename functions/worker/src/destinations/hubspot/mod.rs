@@ -261,6 +261,10 @@ impl HubSpot {
 }
 
 impl Destination for HubSpot {
+    fn newest_wins_by_email(&self) -> bool {
+        self.id_property == IdProperty::Email
+    }
+
     fn name(&self) -> &'static str {
         "hubspot"
     }
