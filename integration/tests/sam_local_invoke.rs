@@ -42,6 +42,10 @@ fn env_file(dynamodb: &str, crm: &str, table: &str) -> PathBuf {
 /// as the last line of stdout; the function's logs go to stderr). Async, so
 /// the in-process CRM stub keeps serving while SAM runs.
 async fn invoke(function: &str, event: &str, env_file: &Path) -> Value {
+    invoke_file(function, &workspace().join("events").join(event), env_file).await
+}
+
+async fn invoke_file(function: &str, event: &Path, env_file: &Path) -> Value {
     let architecture = match std::env::consts::ARCH {
         "aarch64" => "arm64",
         _ => "x86_64",
@@ -55,7 +59,8 @@ async fn invoke(function: &str, event: &str, env_file: &Path) -> Value {
             "--template",
             ".aws-sam/build/template.yaml",
         ])
-        .args(["--event", &format!("events/{event}")])
+        .arg("--event")
+        .arg(event)
         .arg("--env-vars")
         .arg(env_file)
         .args([
@@ -86,7 +91,8 @@ async fn invoke(function: &str, event: &str, env_file: &Path) -> Value {
     match answer.and_then(|line| serde_json::from_str(line).ok()) {
         Some(answer) if output.status.success() => answer,
         _ => panic!(
-            "sam local invoke {function} {event} failed ({}):\n{stdout}\n{stderr}",
+            "sam local invoke {function} {} failed ({}):\n{stdout}\n{stderr}",
+            event.display(),
             output.status
         ),
     }
@@ -129,7 +135,22 @@ async fn every_event_in_events_works_under_sam_local_invoke() {
     assert_eq!(text(&receipts[0], "status"), "RECEIVED");
     let key = text(&receipts[0], "pk");
 
-    let answer = invoke("WorkerFunction", "worker-insert.json", &env).await;
+    // events/worker-insert.json is the stream record of this receipt, but
+    // stamped with the fixture's clock: the stream carries the stored times,
+    // and the worker claims the receipt with the time it saw.
+    let text_of = |name: &str| text(&receipts[0], name);
+    let mut insert: Value = serde_json::from_str(
+        &std::fs::read_to_string(workspace().join("events/worker-insert.json")).unwrap(),
+    )
+    .unwrap();
+    for name in ["receivedAt", "nextAttemptAt"] {
+        insert["Records"][0]["dynamodb"]["NewImage"][name]["S"] = Value::String(text_of(name));
+    }
+    let live_insert =
+        std::env::temp_dir().join(format!("worker-insert-{}.json", std::process::id()));
+    std::fs::write(&live_insert, insert.to_string()).unwrap();
+    let answer = invoke_file("WorkerFunction", &live_insert, &env).await;
+    let _ = std::fs::remove_file(&live_insert);
     assert_eq!(answer, serde_json::json!({"batchItemFailures": []}));
     let receipt = client
         .get_item()
