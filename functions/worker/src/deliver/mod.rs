@@ -13,17 +13,17 @@ use std::time::{Duration, Instant, SystemTime};
 use futures_util::stream::{self, StreamExt};
 use shared::delivery::RetryPolicy;
 use shared::metrics::{catalog, Values, DESTINATION, FUNCTION, OUTCOME};
-use shared::receipt::{format_timestamp, Timestamp};
 use shared::IdempotencyKey;
 
-use crate::decide::{
-    decode_receipt, settle, AttemptError, Decoded, Delivery, DeliveryRules, Settlement, SkipReason,
-};
+use crate::decide::{settle, AttemptError, Decoded, Delivery, DeliveryRules, Settlement};
 use crate::destinations::{Destination, DestinationError};
-use crate::ledger::{AttemptRecord, Claim, LedgerError, Marked, ReceiptLedger, UnreadableItem};
+use crate::ledger::{LedgerError, ReceiptLedger};
 use crate::outcome::{OutcomeLine, RecordOutcome, Via};
 
 mod attempts;
+mod claim;
+mod newest;
+mod settlement;
 use attempts::Attempts;
 use tracing::Level;
 
@@ -32,11 +32,6 @@ pub use shared::clock::Clock;
 /// The receipts a pass leaves to the stream: those received in the last
 /// ten minutes (`RECONCILE_AFTER_SECONDS`).
 pub const DEFAULT_RECONCILE_AFTER: Duration = Duration::from_secs(600);
-
-/// Added to the invocation's remaining time for a claim: a receipt whose
-/// delivery died with its container is due again this long after the
-/// invocation's end.
-const CLAIM_MARGIN: Duration = Duration::from_secs(60);
 
 /// What a claim gave the delivery core to act on.
 #[derive(Debug)]
@@ -129,35 +124,6 @@ impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
 
     pub(crate) fn metrics_namespace(&self) -> &str {
         &self.metrics_namespace
-    }
-
-    /// Until when a claim taken now holds: past the invocation's end, so a
-    /// claim never lapses while its delivery runs.
-    pub(crate) fn claim_until(&self, deadline: Instant) -> Timestamp {
-        let left = deadline.saturating_duration_since(Instant::now());
-        Timestamp::at(self.now() + left + CLAIM_MARGIN)
-    }
-
-    /// Claims a receipt before any CRM call: what to act on, from the
-    /// receipt as stored. `seen` is the next attempt the caller saw (the
-    /// stream's image, or the queue index).
-    pub(crate) async fn claim(
-        &self,
-        key: &IdempotencyKey,
-        seen: Option<&Timestamp>,
-        until: &Timestamp,
-    ) -> Claimed {
-        match self.ledger.claim(key, seen, until).await {
-            Ok(Claim::Taken(taken)) => match *taken {
-                Ok(receipt) => Claimed::Act(decode_receipt(receipt)),
-                Err(UnreadableItem { key }) => Claimed::Act(Decoded::Unreadable {
-                    key,
-                    reason: "receipt unreadable",
-                }),
-            },
-            Ok(Claim::Lost) => Claimed::Act(Decoded::Skip(SkipReason::SettledOrTaken)),
-            Err(error) => Claimed::Unavailable(error),
-        }
     }
 
     /// Acts on what records or stored receipts were decoded into, no two of
@@ -326,38 +292,6 @@ impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
         outcomes
     }
 
-    /// For a destination keyed by e-mail, each delivery's newest-wins gate
-    /// (`true`: at least as new as the last lead written to that person);
-    /// `true` for every delivery otherwise, and for a lead without e-mail
-    /// (the destination settles it).
-    async fn newest_gates(&self, deliveries: &[Delivery]) -> Vec<Result<bool, LedgerError>> {
-        if !self.destination.newest_wins_by_email() {
-            return vec![Ok(true); deliveries.len()];
-        }
-        let expires_at = self.rules.retention.expiry_after((self.clock)());
-        let gates: Vec<_> = deliveries
-            .iter()
-            .map(|delivery| async move {
-                match delivery.lead.normalised_email() {
-                    Some(email) => {
-                        self.ledger
-                            .admit_newest(
-                                &shared::newest::gate_key(&email),
-                                delivery.lead.newest_by(),
-                                expires_at,
-                            )
-                            .await
-                    }
-                    None => Ok(true),
-                }
-            })
-            .collect();
-        stream::iter(gates)
-            .buffered(self.concurrency)
-            .collect()
-            .await
-    }
-
     /// Delivers the admitted receipts together (see `deliver_all`).
     async fn deliver_admitted(
         &self,
@@ -459,121 +393,5 @@ impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
         let submission_id = Some(delivery.receipt.submission_id.as_str());
         self.record(&key, submission_id, settlement, made, via, started)
             .await
-    }
-
-    /// Writes a settlement to the receipt and logs the outcome (one line).
-    async fn record(
-        &self,
-        key: &IdempotencyKey,
-        submission_id: Option<&str>,
-        settlement: Settlement,
-        made: u32,
-        via: Via,
-        started: Instant,
-    ) -> RecordOutcome {
-        let written = self.write_settlement(key, &settlement, made).await;
-        let mut line = OutcomeLine::new(submission_id, self.destination.name(), via, made, started);
-        let marked = match written {
-            Ok(marked) => marked,
-            Err(error) => {
-                // Nothing recorded: the stream delivers the record again
-                // (the reconciler, for its own pass). A lead already written
-                // is written again, to the same key.
-                line.reason = Some(&error.0);
-                line.log(
-                    Level::WARN,
-                    RecordOutcome::FailedRetryable.code(),
-                    "receipt delivery handled; its outcome could not be recorded",
-                );
-                return RecordOutcome::FailedRetryable;
-            }
-        };
-        if marked == Marked::NotPending {
-            // Another delivery settled it (or TTL removed it) first: its
-            // outcome is that one's, counted there. Counting this one too
-            // would count a lead twice, or raise a false FAILED alarm.
-            line.settled_elsewhere = Some(true);
-            line.reason = Some("settled-elsewhere");
-            line.log(
-                Level::INFO,
-                RecordOutcome::Skipped.code(),
-                "receipt delivery handled",
-            );
-            return RecordOutcome::Skipped;
-        }
-        line.settled_elsewhere = Some(false);
-        let next_attempt_at;
-        let (outcome, level, message) = match &settlement {
-            Settlement::Complete { stale: false } => (
-                RecordOutcome::Upserted,
-                Level::INFO,
-                "receipt delivery handled",
-            ),
-            Settlement::Complete { stale: true } => (
-                RecordOutcome::Stale,
-                Level::INFO,
-                "receipt delivery handled",
-            ),
-            Settlement::Fail(failure) | Settlement::GiveUp(failure) => {
-                line.reason = Some(&failure.code);
-                line.http_status = failure.status;
-                let outcome = match settlement {
-                    Settlement::GiveUp(_) => RecordOutcome::GaveUp,
-                    _ => RecordOutcome::FailedPermanent,
-                };
-                (outcome, Level::ERROR, "receipt delivery handled")
-            }
-            Settlement::Later { at, error, auth } => {
-                next_attempt_at = format_timestamp(*at);
-                line.next_attempt_at = Some(&next_attempt_at);
-                line.http_status = error.status;
-                if *auth {
-                    // Counted by an alarm: every lead waits until the
-                    // destination's credentials are fixed.
-                    line.auth_error = Some(true);
-                    (
-                        RecordOutcome::Deferred,
-                        Level::ERROR,
-                        "destination refused our credentials; the receipt waits",
-                    )
-                } else {
-                    line.reason = Some(&error.code);
-                    (
-                        RecordOutcome::Deferred,
-                        Level::WARN,
-                        "receipt delivery handled",
-                    )
-                }
-            }
-        };
-        line.log(level, outcome.code(), message);
-        outcome
-    }
-
-    /// Writes a settlement to the receipt, conditional on RECEIVED.
-    async fn write_settlement(
-        &self,
-        key: &IdempotencyKey,
-        settlement: &Settlement,
-        made: u32,
-    ) -> Result<Marked, LedgerError> {
-        let attempt = AttemptRecord {
-            attempts: made,
-            at: Timestamp::at((self.clock)()),
-        };
-        match settlement {
-            Settlement::Complete { .. } => {
-                let expires_at = self.rules.retention.expiry_after((self.clock)());
-                self.ledger.mark_completed(key, &attempt, expires_at).await
-            }
-            Settlement::Fail(failure) | Settlement::GiveUp(failure) => {
-                self.ledger.mark_failed(key, failure, &attempt).await
-            }
-            Settlement::Later { at, error, .. } => {
-                self.ledger
-                    .defer(key, &Timestamp::at(*at), error, &attempt)
-                    .await
-            }
-        }
     }
 }

@@ -1,0 +1,46 @@
+//! Newest wins across calls (`shared::newest`): for a destination keyed by
+//! e-mail, each delivery passes its person's gate before any CRM call.
+
+use futures_util::stream::{self, StreamExt};
+
+use super::Worker;
+use crate::decide::Delivery;
+use crate::destinations::Destination;
+use crate::ledger::{LedgerError, ReceiptLedger};
+
+impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
+    /// For a destination keyed by e-mail, each delivery's newest-wins gate
+    /// (`true`: at least as new as the last lead written to that person);
+    /// `true` for every delivery otherwise, and for a lead without e-mail
+    /// (the destination settles it).
+    pub(super) async fn newest_gates(
+        &self,
+        deliveries: &[Delivery],
+    ) -> Vec<Result<bool, LedgerError>> {
+        if !self.destination.newest_wins_by_email() {
+            return vec![Ok(true); deliveries.len()];
+        }
+        let expires_at = self.rules.retention.expiry_after((self.clock)());
+        let gates: Vec<_> = deliveries
+            .iter()
+            .map(|delivery| async move {
+                match delivery.lead.normalised_email() {
+                    Some(email) => {
+                        self.ledger
+                            .admit_newest(
+                                &shared::newest::gate_key(&email),
+                                delivery.lead.newest_by(),
+                                expires_at,
+                            )
+                            .await
+                    }
+                    None => Ok(true),
+                }
+            })
+            .collect();
+        stream::iter(gates)
+            .buffered(self.concurrency)
+            .collect()
+            .await
+    }
+}

@@ -1,0 +1,132 @@
+//! A settlement written to its receipt, and the one log line of its
+//! outcome.
+
+use std::time::Instant;
+
+use shared::receipt::{format_timestamp, Timestamp};
+use shared::IdempotencyKey;
+use tracing::Level;
+
+use super::Worker;
+use crate::decide::Settlement;
+use crate::destinations::Destination;
+use crate::ledger::{AttemptRecord, LedgerError, Marked, ReceiptLedger};
+use crate::outcome::{OutcomeLine, RecordOutcome, Via};
+
+impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
+    /// Writes a settlement to the receipt and logs the outcome (one line).
+    pub(super) async fn record(
+        &self,
+        key: &IdempotencyKey,
+        submission_id: Option<&str>,
+        settlement: Settlement,
+        made: u32,
+        via: Via,
+        started: Instant,
+    ) -> RecordOutcome {
+        let written = self.write_settlement(key, &settlement, made).await;
+        let mut line = OutcomeLine::new(submission_id, self.destination.name(), via, made, started);
+        let marked = match written {
+            Ok(marked) => marked,
+            Err(error) => {
+                // Nothing recorded: the stream delivers the record again
+                // (the reconciler, for its own pass). A lead already written
+                // is written again, to the same key.
+                line.reason = Some(&error.0);
+                line.log(
+                    Level::WARN,
+                    RecordOutcome::FailedRetryable.code(),
+                    "receipt delivery handled; its outcome could not be recorded",
+                );
+                return RecordOutcome::FailedRetryable;
+            }
+        };
+        if marked == Marked::NotPending {
+            // Another delivery settled it (or TTL removed it) first: its
+            // outcome is that one's, counted there. Counting this one too
+            // would count a lead twice, or raise a false FAILED alarm.
+            line.settled_elsewhere = Some(true);
+            line.reason = Some("settled-elsewhere");
+            line.log(
+                Level::INFO,
+                RecordOutcome::Skipped.code(),
+                "receipt delivery handled",
+            );
+            return RecordOutcome::Skipped;
+        }
+        line.settled_elsewhere = Some(false);
+        let next_attempt_at;
+        let (outcome, level, message) = match &settlement {
+            Settlement::Complete { stale: false } => (
+                RecordOutcome::Upserted,
+                Level::INFO,
+                "receipt delivery handled",
+            ),
+            Settlement::Complete { stale: true } => (
+                RecordOutcome::Stale,
+                Level::INFO,
+                "receipt delivery handled",
+            ),
+            Settlement::Fail(failure) | Settlement::GiveUp(failure) => {
+                line.reason = Some(&failure.code);
+                line.http_status = failure.status;
+                let outcome = match settlement {
+                    Settlement::GiveUp(_) => RecordOutcome::GaveUp,
+                    _ => RecordOutcome::FailedPermanent,
+                };
+                (outcome, Level::ERROR, "receipt delivery handled")
+            }
+            Settlement::Later { at, error, auth } => {
+                next_attempt_at = format_timestamp(*at);
+                line.next_attempt_at = Some(&next_attempt_at);
+                line.http_status = error.status;
+                if *auth {
+                    // Counted by an alarm: every lead waits until the
+                    // destination's credentials are fixed.
+                    line.auth_error = Some(true);
+                    (
+                        RecordOutcome::Deferred,
+                        Level::ERROR,
+                        "destination refused our credentials; the receipt waits",
+                    )
+                } else {
+                    line.reason = Some(&error.code);
+                    (
+                        RecordOutcome::Deferred,
+                        Level::WARN,
+                        "receipt delivery handled",
+                    )
+                }
+            }
+        };
+        line.log(level, outcome.code(), message);
+        outcome
+    }
+
+    /// Writes a settlement to the receipt, conditional on RECEIVED.
+    async fn write_settlement(
+        &self,
+        key: &IdempotencyKey,
+        settlement: &Settlement,
+        made: u32,
+    ) -> Result<Marked, LedgerError> {
+        let attempt = AttemptRecord {
+            attempts: made,
+            at: Timestamp::at((self.clock)()),
+        };
+        match settlement {
+            Settlement::Complete { .. } => {
+                let expires_at = self.rules.retention.expiry_after((self.clock)());
+                self.ledger.mark_completed(key, &attempt, expires_at).await
+            }
+            Settlement::Fail(failure) | Settlement::GiveUp(failure) => {
+                self.ledger.mark_failed(key, failure, &attempt).await
+            }
+            Settlement::Later { at, error, .. } => {
+                self.ledger
+                    .defer(key, &Timestamp::at(*at), error, &attempt)
+                    .await
+            }
+        }
+    }
+}
