@@ -1,5 +1,5 @@
 # The two commands (see README): `make run` and `make test`.
-.PHONY: run test check proptest watch invoke invoke-stop deploy smoke
+.PHONY: run test check proptest watch invoke invoke-stop deploy smoke chaos
 
 run:
 	@scripts/run.sh
@@ -40,3 +40,9 @@ deploy:
 smoke:
 	@test -n "$(STACK)" || { echo "make smoke STACK=<stack name> [REGION=<region>]" >&2; exit 2; }
 	@cargo run --release --locked --quiet -p receipts -- --stack "$(STACK)" $(if $(REGION),--region "$(REGION)") smoke
+
+# The promise, demonstrated: submissions while both functions are killed at
+# random and the CRM fails at random; every one must end as one lead.
+# make chaos [SUBMISSIONS=1000] [SEED=<number>]
+chaos:
+	@SUBMISSIONS="$(SUBMISSIONS)" SEED="$(SEED)" scripts/chaos.sh

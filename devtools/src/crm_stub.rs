@@ -77,6 +77,16 @@ struct StubState {
     in_flight: AtomicUsize,
     max_in_flight: AtomicUsize,
     log_upserts: bool,
+    /// Random failures and delays (`set_unreliable`).
+    unreliable: Mutex<Option<Unreliable>>,
+}
+
+/// A CRM that fails some calls and is slow to answer others, at random
+/// from a seed: the chaos run's destination.
+struct Unreliable {
+    rng: fastrand::Rng,
+    fail_percent: u8,
+    max_delay: Duration,
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -90,6 +100,11 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 pub struct CrmView(Arc<StubState>);
 
 impl CrmView {
+    /// Calls being answered right now.
+    pub fn in_flight(&self) -> usize {
+        self.0.in_flight.load(Ordering::SeqCst)
+    }
+
     pub fn lead_count(&self) -> usize {
         lock(&self.0.leads).len()
     }
@@ -187,6 +202,18 @@ impl CrmStub {
         *lock(&self.state.required_bearer) = Some(format!("Bearer {token}"));
     }
 
+    /// From now on `fail_percent` of the calls answer 503 (nothing
+    /// written), and the others are written at once but answered after a
+    /// random delay of up to `max_delay`: a worker killed meanwhile has
+    /// written the lead and not yet its receipt. Repeatable from `seed`.
+    pub fn set_unreliable(&self, seed: u64, fail_percent: u8, max_delay: Duration) {
+        *lock(&self.state.unreliable) = Some(Unreliable {
+            rng: fastrand::Rng::with_seed(seed),
+            fail_percent,
+            max_delay,
+        });
+    }
+
     /// Every call takes at least this long.
     pub fn set_delay(&self, delay: Duration) {
         *lock(&self.state.delay) = delay;
@@ -252,6 +279,16 @@ async fn upsert(
     if !delay.is_zero() {
         tokio::time::sleep(delay).await;
     }
+    // Decided now, from the seed in call order: fail, or answer late.
+    let chaos = lock(&state.unreliable).as_mut().map(|unreliable| {
+        let fails = unreliable.rng.u8(0..100) < unreliable.fail_percent;
+        let late = unreliable.max_delay.mul_f64(unreliable.rng.f64());
+        (fails, late)
+    });
+    if let Some((true, _)) = chaos {
+        state.in_flight.fetch_sub(1, Ordering::SeqCst);
+        return StatusCode::SERVICE_UNAVAILABLE.into_response();
+    }
 
     let scripted = lock(&state.scripted)
         .get_mut(&external_id)
@@ -296,6 +333,9 @@ async fn upsert(
             (StatusCode::OK, Json(body)).into_response()
         }
     };
+    if let Some((_, late)) = chaos {
+        tokio::time::sleep(late).await;
+    }
     state.in_flight.fetch_sub(1, Ordering::SeqCst);
     response
 }

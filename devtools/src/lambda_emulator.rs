@@ -90,6 +90,16 @@ impl LambdaEmulator {
         lock(&self.state.init_error).clone()
     }
 
+    /// The function's process died: every invocation waiting for an answer
+    /// fails now (as Lambda reports a runtime that exited), and nothing
+    /// queued is handed to the next process.
+    pub fn fail_in_flight(&self, reason: &str) {
+        lock(&self.state.queue).clear();
+        for (_, sender) in lock(&self.state.waiting).drain() {
+            let _ = sender.send(Err(reason.to_owned()));
+        }
+    }
+
     /// Hands `event` to the function and waits for its response, at most
     /// `timeout` (the function's configured timeout).
     pub async fn invoke(&self, event: Value, timeout: Duration) -> Result<Value, String> {

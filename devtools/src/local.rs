@@ -48,3 +48,88 @@ pub async fn create_tables_named(
     }
     Ok(())
 }
+
+/// What every local function gets: AWS settings for the local server, the
+/// Lambda variables, and the receipts table.
+pub fn function_env(dynamodb_endpoint: &str, receipts_table: &str) -> Vec<(&'static str, String)> {
+    vec![
+        ("AWS_REGION", "us-east-1".to_owned()),
+        ("AWS_ACCESS_KEY_ID", "local".to_owned()),
+        ("AWS_SECRET_ACCESS_KEY", "local".to_owned()),
+        ("AWS_EC2_METADATA_DISABLED", "true".to_owned()),
+        ("AWS_ENDPOINT_URL_DYNAMODB", dynamodb_endpoint.to_owned()),
+        ("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "128".to_owned()),
+        ("AWS_LAMBDA_FUNCTION_VERSION", "$LATEST".to_owned()),
+        ("RECEIPTS_TABLE", receipts_table.to_owned()),
+    ]
+}
+
+/// Starts one function binary (`name`, from `bin_dir`) against a local
+/// Runtime API, with only its own configuration: the shell's variables
+/// (DESTINATION, LEADS_TABLE, a stray CRM_URL) never reach it, as in Lambda.
+/// Its log lines are dropped (the chaos run starts hundreds).
+pub fn spawn_function_quiet(
+    bin_dir: &std::path::Path,
+    name: &str,
+    runtime: &crate::lambda_emulator::LambdaEmulator,
+    common_env: &[(&str, String)],
+    env: &[(&str, String)],
+) -> Result<tokio::process::Child, String> {
+    spawn(bin_dir, name, runtime, common_env, env, true)
+}
+
+/// As `spawn_function`, its log lines on this process's output.
+pub fn spawn_function(
+    bin_dir: &std::path::Path,
+    name: &str,
+    runtime: &crate::lambda_emulator::LambdaEmulator,
+    common_env: &[(&str, String)],
+    env: &[(&str, String)],
+) -> Result<tokio::process::Child, String> {
+    spawn(bin_dir, name, runtime, common_env, env, false)
+}
+
+fn spawn(
+    bin_dir: &std::path::Path,
+    name: &str,
+    runtime: &crate::lambda_emulator::LambdaEmulator,
+    common_env: &[(&str, String)],
+    env: &[(&str, String)],
+    quiet: bool,
+) -> Result<tokio::process::Child, String> {
+    let binary = bin_dir.join(name);
+    let mut command = tokio::process::Command::new(&binary);
+    // As in Lambda, a function sees only its own configuration: the shell's
+    // variables (DESTINATION, LEADS_TABLE for the pipeline itself, a stray
+    // CRM_URL) would otherwise reach it and contradict what it is given.
+    command.env_clear();
+    for inherited in ["PATH", "RUST_LOG", "AWS_LAMBDA_LOG_LEVEL", "RUST_BACKTRACE"] {
+        if let Some(value) = std::env::var_os(inherited) {
+            command.env(inherited, value);
+        }
+    }
+    command
+        .env("AWS_LAMBDA_RUNTIME_API", runtime.runtime_api())
+        .env("AWS_LAMBDA_FUNCTION_NAME", name)
+        .stdin(std::process::Stdio::null())
+        .stdout(if quiet {
+            std::process::Stdio::null()
+        } else {
+            std::process::Stdio::inherit()
+        })
+        .stderr(if quiet {
+            std::process::Stdio::null()
+        } else {
+            std::process::Stdio::inherit()
+        })
+        .kill_on_drop(true);
+    for (key, value) in common_env.iter().chain(env) {
+        command.env(key, value);
+    }
+    command.spawn().map_err(|e| {
+        format!(
+            "cannot start {}: {e} (build it with `cargo build -p {name}`)",
+            binary.display()
+        )
+    })
+}

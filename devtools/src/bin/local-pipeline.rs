@@ -10,7 +10,6 @@
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::process::Stdio;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -30,7 +29,6 @@ use devtools::local::{
 };
 use devtools::pump::StreamPump;
 use devtools::salesforce_fake::SalesforceFake;
-use tokio::process::{Child, Command};
 
 const INGEST_TIMEOUT: Duration = Duration::from_secs(10);
 const WORKER_TIMEOUT: Duration = Duration::from_secs(60);
@@ -112,20 +110,11 @@ async fn run() -> Result<(), String> {
         }
     };
 
-    let common_env = [
-        ("AWS_REGION", "us-east-1".to_owned()),
-        ("AWS_ACCESS_KEY_ID", "local".to_owned()),
-        ("AWS_SECRET_ACCESS_KEY", "local".to_owned()),
-        ("AWS_EC2_METADATA_DISABLED", "true".to_owned()),
-        ("AWS_ENDPOINT_URL_DYNAMODB", dynamodb_endpoint.clone()),
-        ("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "128".to_owned()),
-        ("AWS_LAMBDA_FUNCTION_VERSION", "$LATEST".to_owned()),
-        ("RECEIPTS_TABLE", receipts_table.clone()),
-    ];
+    let common_env = local::function_env(&dynamodb_endpoint, &receipts_table);
     let ingest_runtime = LambdaEmulator::start("ingest")
         .await
         .map_err(|e| e.to_string())?;
-    let mut ingest = spawn_function(
+    let mut ingest = local::spawn_function(
         &bin_dir,
         "ingest",
         &ingest_runtime,
@@ -144,7 +133,7 @@ async fn run() -> Result<(), String> {
             .iter()
             .map(|(name, value)| (*name, (*value).to_owned())),
     );
-    let mut worker = spawn_function(
+    let mut worker = local::spawn_function(
         &bin_dir,
         "worker",
         &worker_runtime,
@@ -329,40 +318,6 @@ async fn shutdown_signal() {
             let _ = tokio::signal::ctrl_c().await;
         }
     }
-}
-
-fn spawn_function(
-    bin_dir: &std::path::Path,
-    name: &str,
-    runtime: &LambdaEmulator,
-    common_env: &[(&str, String)],
-    env: &[(&str, String)],
-) -> Result<Child, String> {
-    let binary = bin_dir.join(name);
-    let mut command = Command::new(&binary);
-    // As in Lambda, a function sees only its own configuration: the shell's
-    // variables (DESTINATION, LEADS_TABLE for the pipeline itself, a stray
-    // CRM_URL) would otherwise reach it and contradict what it is given.
-    command.env_clear();
-    for inherited in ["PATH", "RUST_LOG", "AWS_LAMBDA_LOG_LEVEL", "RUST_BACKTRACE"] {
-        if let Some(value) = std::env::var_os(inherited) {
-            command.env(inherited, value);
-        }
-    }
-    command
-        .env("AWS_LAMBDA_RUNTIME_API", runtime.runtime_api())
-        .env("AWS_LAMBDA_FUNCTION_NAME", name)
-        .stdin(Stdio::null())
-        .kill_on_drop(true);
-    for (key, value) in common_env.iter().chain(env) {
-        command.env(key, value);
-    }
-    command.spawn().map_err(|e| {
-        format!(
-            "cannot start {}: {e} (build it with `cargo build -p {name}`)",
-            binary.display()
-        )
-    })
 }
 
 fn exit_message(

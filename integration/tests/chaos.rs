@@ -1,0 +1,47 @@
+//! `make chaos`, short: 100 submissions through the real binaries while both
+//! are killed at random and the CRM fails at random, with a fixed seed. The
+//! run itself counts and fails when a submission is lost or written twice
+//! as two leads; this test holds it to its report.
+
+use std::time::Duration;
+
+use integration::*;
+
+#[tokio::test]
+async fn a_short_chaos_run_loses_nothing_and_makes_one_lead_per_submission() {
+    let bin_dir = std::env::var("FUNCTION_BIN_DIR").unwrap_or_else(|_| {
+        panic!("FUNCTION_BIN_DIR is not set: run the suite with `make test`, which builds the binaries first")
+    });
+    let chaos = std::path::Path::new(&bin_dir).join("chaos");
+    let run = tokio::process::Command::new(&chaos)
+        .args(["--submissions", "100", "--seed", "20261201"])
+        .env("DYNAMODB_ENDPOINT", endpoint(DYNAMODB_ENDPOINT))
+        .env("FUNCTION_BIN_DIR", &bin_dir)
+        .kill_on_drop(true)
+        .output();
+    // The run bounds itself; this bounds the test if it ever does not.
+    let output = tokio::time::timeout(Duration::from_secs(600), run)
+        .await
+        .expect("the chaos run ended within ten minutes")
+        .unwrap_or_else(|e| panic!("cannot run {}: {e}", chaos.display()));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    println!("{stdout}");
+    assert!(output.status.success(), "{stdout}\n{stderr}");
+    assert!(
+        stdout.contains("chaos: receipts 100, by status {\"COMPLETED\": 100}"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("distinct leads 100;"),
+        "one lead per submission: {stdout}"
+    );
+    let kills = stdout
+        .lines()
+        .find_map(|line| line.split("kills: ").nth(1))
+        .expect("a kills line");
+    assert!(
+        !kills.starts_with("ingest 0, worker 0"),
+        "nothing was killed: {stdout}"
+    );
+}
