@@ -67,29 +67,9 @@ pub fn function_env(dynamodb_endpoint: &str, receipts_table: &str) -> Vec<(&'sta
 /// Starts one function binary (`name`, from `bin_dir`) against a local
 /// Runtime API, with only its own configuration: the shell's variables
 /// (DESTINATION, LEADS_TABLE, a stray CRM_URL) never reach it, as in Lambda.
-/// Its log lines are dropped (the chaos run starts hundreds).
-pub fn spawn_function_quiet(
-    bin_dir: &std::path::Path,
-    name: &str,
-    runtime: &crate::lambda_emulator::LambdaEmulator,
-    common_env: &[(&str, String)],
-    env: &[(&str, String)],
-) -> Result<tokio::process::Child, String> {
-    spawn(bin_dir, name, runtime, common_env, env, true)
-}
-
-/// As `spawn_function`, its log lines on this process's output.
+/// Its log lines go to this process's output, or nowhere when `quiet` (the
+/// chaos run starts hundreds).
 pub fn spawn_function(
-    bin_dir: &std::path::Path,
-    name: &str,
-    runtime: &crate::lambda_emulator::LambdaEmulator,
-    common_env: &[(&str, String)],
-    env: &[(&str, String)],
-) -> Result<tokio::process::Child, String> {
-    spawn(bin_dir, name, runtime, common_env, env, false)
-}
-
-fn spawn(
     bin_dir: &std::path::Path,
     name: &str,
     runtime: &crate::lambda_emulator::LambdaEmulator,

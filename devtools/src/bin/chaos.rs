@@ -101,7 +101,7 @@ impl Function {
                 .await
                 .map_err(|e| e.to_string())?,
         );
-        let child = local::spawn_function_quiet(bin_dir, name, &runtime, common_env, &env)?;
+        let child = local::spawn_function(bin_dir, name, &runtime, common_env, &env, true)?;
         Ok(Function {
             name,
             runtime,
@@ -121,12 +121,13 @@ impl Function {
         self.runtime
             .fail_in_flight("the function's process was killed");
         self.kills.fetch_add(1, Ordering::SeqCst);
-        *child = local::spawn_function_quiet(
+        *child = local::spawn_function(
             &self.bin_dir,
             self.name,
             &self.runtime,
             &self.common_env,
             &self.env,
+            true,
         )?;
         Ok(())
     }

@@ -123,6 +123,7 @@ async fn run() -> Result<(), String> {
             ("WEBHOOK_AUTH", "bearer".to_owned()),
             ("WEBHOOK_SECRETS", DEMO_TOKEN.to_owned()),
         ],
+        false,
     )?;
     let worker_runtime = LambdaEmulator::start("worker")
         .await
@@ -139,6 +140,7 @@ async fn run() -> Result<(), String> {
         &worker_runtime,
         &common_env,
         &worker_env,
+        false,
     )?;
 
     let ingest_runtime = Arc::new(ingest_runtime);
