@@ -566,3 +566,32 @@ async fn an_older_submission_delivered_late_never_overwrites_a_newer_one() {
         "the newer submission's values stay"
     );
 }
+
+/// With contacts keyed by submission, a repeat submitter's new submission
+/// conflicts on its e-mail for good: FAILED at once, saying what to do, and
+/// the others of the batch are written.
+#[tokio::test]
+async fn a_lasting_conflict_by_submission_id_fails_at_once_and_says_why() {
+    let fake = HubSpotFake::start(TOKEN).await.unwrap();
+    let receipts = people(8);
+    fake.conflict_on(&receipts[5].submission_id);
+    let refs: Vec<&Receipt> = receipts.iter().collect();
+    let custom = IdProperty::Custom("staticforms_submission_id".into());
+    let worker = worker(settings(&fake, custom), ledger_of(&refs));
+    let response = worker.handle(inserts(&refs), in_seconds(30)).await;
+    assert!(response.batch_item_failures.is_empty());
+    for (n, receipt) in receipts.iter().enumerate() {
+        let (status, reason) = status_of(&worker, receipt);
+        if n == 5 {
+            assert_eq!(status, ReceiptStatus::Failed);
+            let reason = reason.unwrap();
+            assert!(
+                reason.starts_with("email-on-another-contact")
+                    && reason.contains("HUBSPOT_ID_PROPERTY=email"),
+                "{reason}"
+            );
+        } else {
+            assert_eq!(status, ReceiptStatus::Completed, "lead {n}");
+        }
+    }
+}

@@ -44,6 +44,10 @@ pub use settings::*;
 /// Inputs HubSpot takes per batch call.
 pub const MAX_INPUTS: usize = 100;
 
+/// Why a submission keyed by its own id cannot be written: stored on the
+/// receipt and shown by `receipts`, so it says what to do.
+pub const EMAIL_ON_ANOTHER_CONTACT: &str = "email-on-another-contact: HubSpot keeps one contact per e-mail; use HUBSPOT_ID_PROPERTY=email, or merge the contacts in HubSpot, then redrive";
+
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(15);
 
 pub struct HubSpot {
@@ -200,6 +204,25 @@ impl HubSpot {
                     let mut answers = self.send(left).await;
                     answers.extend(self.send(right).await);
                     answers
+                }
+                Called::Whole(Err(DestinationError::Retryable {
+                    status: Some(409), ..
+                })) if inputs.len() == 1 && self.id_property != IdProperty::Email => {
+                    // One submission, keyed by its own id, conflicts: its
+                    // e-mail is on another contact (HubSpot keeps e-mails
+                    // unique). Every submission is claimed before it is
+                    // sent, so no race of our own causes it: retrying for
+                    // days would not help. A person decides.
+                    vec![(
+                        inputs[0].slot,
+                        Answer {
+                            result: Err(DestinationError::Permanent {
+                                status: Some(409),
+                                reason: EMAIL_ON_ANOTHER_CONTACT.to_owned(),
+                            }),
+                            latency,
+                        },
+                    )]
                 }
                 Called::Whole(result) => inputs
                     .iter()
