@@ -595,3 +595,44 @@ async fn a_lasting_conflict_by_submission_id_fails_at_once_and_says_why() {
         }
     }
 }
+
+/// Two submissions of one person in one batch: only the newer is sent. When
+/// HubSpot refuses the newer one's own data, the older one does not fail
+/// with it: it is sent on its own, and written.
+#[tokio::test]
+async fn a_held_back_older_submission_gets_its_own_outcome() {
+    let fake = HubSpotFake::start(TOKEN).await.unwrap();
+    fake.require_property("company");
+    let older = receipt("sub_older", "ada@example.com", "Ada", 1_795_941_500);
+    let body = serde_json::json!({
+        "event": "form.submitted",
+        "timestamp": 1_795_941_600,
+        "data": {"submissionId": "sub_newer", "formData": {"firstName": "Augusta", "email": "ada@example.com"}}
+    });
+    let newer = Receipt::new(
+        &FormSubmission::parse(body.to_string().as_bytes()).unwrap(),
+        SystemTime::now(),
+    );
+    let mut current = settings(&fake, IdProperty::Email);
+    current.api_version =
+        ApiVersion::parse(worker::destinations::hubspot::DEFAULT_API_VERSION).unwrap();
+    let worker = worker(current, ledger_of(&[&older, &newer]));
+
+    worker
+        .handle(inserts(&[&older, &newer]), in_seconds(30))
+        .await;
+
+    assert_eq!(
+        status_of(&worker, &newer).0,
+        ReceiptStatus::Failed,
+        "no company"
+    );
+    assert_eq!(
+        status_of(&worker, &older),
+        (ReceiptStatus::Completed, None),
+        "its own data is fine"
+    );
+    let contacts = fake.contacts();
+    assert_eq!(contacts.len(), 1);
+    assert_eq!(contacts[0].properties["firstname"], "Ada");
+}

@@ -334,6 +334,19 @@ impl Destination for HubSpot {
                             result: Ok(Upserted::Stale),
                             latency,
                         },
+                        // The newer submission's own data was refused: the
+                        // older one is not refused with it, but sent on its
+                        // own at the next attempt (the newer one is settled
+                        // by then, so it holds nothing back).
+                        Some(Answer {
+                            result: Err(DestinationError::Permanent { .. }),
+                            latency,
+                        }) => Answer {
+                            result: Err(DestinationError::retryable(
+                                "held-back-newer-submission-refused",
+                            )),
+                            latency,
+                        },
                         Some(failed) => failed,
                         None => Answer {
                             result: Err(DestinationError::retryable("no answer")),
