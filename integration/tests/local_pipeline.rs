@@ -221,31 +221,55 @@ async fn start_pipeline_on(
     let bin_dir = std::env::var("FUNCTION_BIN_DIR").unwrap_or_else(|_| {
         panic!("FUNCTION_BIN_DIR is not set: run the suite with `make test`, which builds the function binaries first")
     });
-    let (webhook_port, crm_port) = two_free_ports();
-    let mut pipeline = Command::new(format!("{bin_dir}/local-pipeline"))
-        .env("DYNAMODB_ENDPOINT", endpoint(DYNAMODB_ENDPOINT))
-        .env("FUNCTION_BIN_DIR", &bin_dir)
-        .env("WEBHOOK_PORT", webhook_port.to_string())
-        .env("CRM_PORT", crm_port.to_string())
-        .env("DESTINATION", destination)
-        // Its own tables: the other pipeline tests use the default names.
-        .env("RECEIPTS_TABLE", receipts_table)
-        .env("LEADS_TABLE", unique_name(&format!("{destination}-leads")))
-        .stdout(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("local-pipeline starts");
-    let mut lines = BufReader::new(pipeline.stdout.take().unwrap()).lines();
-    let ready = tokio::time::timeout(Duration::from_secs(60), async {
-        while let Ok(Some(line)) = lines.next_line().await {
-            if line.contains("Local pipeline is up") {
-                return true;
+    // A port found free can be taken before the pipeline binds it (the
+    // other tests run at once): then it says so and exits, and it is
+    // started again on other ports.
+    let mut failures = Vec::new();
+    let (mut pipeline, mut lines, webhook_port, crm_port) = loop {
+        let (webhook_port, crm_port) = two_free_ports();
+        let mut pipeline = Command::new(format!("{bin_dir}/local-pipeline"))
+            .env("DYNAMODB_ENDPOINT", endpoint(DYNAMODB_ENDPOINT))
+            .env("FUNCTION_BIN_DIR", &bin_dir)
+            .env("WEBHOOK_PORT", webhook_port.to_string())
+            .env("CRM_PORT", crm_port.to_string())
+            .env("DESTINATION", destination)
+            // Its own tables: the other pipeline tests use the default names.
+            .env("RECEIPTS_TABLE", receipts_table)
+            .env("LEADS_TABLE", unique_name(&format!("{destination}-leads")))
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("local-pipeline starts");
+        let mut lines = BufReader::new(pipeline.stdout.take().unwrap()).lines();
+        let ready = tokio::time::timeout(Duration::from_secs(60), async {
+            while let Ok(Some(line)) = lines.next_line().await {
+                if line.contains("Local pipeline is up") {
+                    return true;
+                }
             }
+            false
+        })
+        .await;
+        if ready == Ok(true) {
+            break (pipeline, lines, webhook_port, crm_port);
         }
-        false
-    })
-    .await;
-    assert_eq!(ready, Ok(true), "the pipeline said it is up");
+        let _ = pipeline.start_kill();
+        let output = pipeline.wait_with_output().await.expect("its output");
+        let said = String::from_utf8_lossy(&output.stderr).into_owned();
+        failures.push(format!("{ready:?}: {said}"));
+        assert!(
+            failures.len() < 3 && said.contains("in use"),
+            "the pipeline did not come up: {failures:?}"
+        );
+    };
+    // Its errors go to the test's output, so a failure says why.
+    let mut errors = BufReader::new(pipeline.stderr.take().unwrap()).lines();
+    tokio::spawn(async move {
+        while let Ok(Some(line)) = errors.next_line().await {
+            eprintln!("{line}");
+        }
+    });
     let printed = Printed::default();
     let keep = std::sync::Arc::clone(&printed);
     tokio::spawn(async move {
