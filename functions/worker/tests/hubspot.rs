@@ -636,3 +636,47 @@ async fn a_held_back_older_submission_gets_its_own_outcome() {
     assert_eq!(contacts.len(), 1);
     assert_eq!(contacts[0].properties["firstname"], "Ada");
 }
+
+/// Narrowing is bounded: with half of 100 leads breaking an account's rule,
+/// one chunk takes at most 25 calls; no lead that keeps the rule fails, and
+/// those still grouped with a bad one wait for the next attempt.
+#[tokio::test]
+async fn narrowing_a_batch_with_many_bad_leads_is_bounded() {
+    let fake = HubSpotFake::start(TOKEN).await.unwrap();
+    fake.require_property("company");
+    let mut receipts = people(100);
+    for n in (0..100).step_by(2) {
+        let body = serde_json::json!({
+            "event": "form.submitted",
+            "data": {"submissionId": format!("sub_{n:03}"), "formData": {"email": format!("p{n}@example.com")}}
+        });
+        let submission = FormSubmission::parse(body.to_string().as_bytes()).unwrap();
+        receipts[n] = Receipt::new(&submission, SystemTime::now());
+    }
+    let refs: Vec<&Receipt> = receipts.iter().collect();
+    let mut current = settings(&fake, IdProperty::Email);
+    current.api_version =
+        ApiVersion::parse(worker::destinations::hubspot::DEFAULT_API_VERSION).unwrap();
+    let hubspot = HubSpot::new(current, CrmToken::new(TOKEN)).unwrap();
+    // One attempt: this test counts the calls of one.
+    let worker = Worker::new(hubspot, ledger_of(&refs), 8).with_retry_policy(
+        shared::delivery::RetryPolicy {
+            max_attempts: 1,
+            ..fast_retries()
+        },
+    );
+    worker.handle(inserts(&refs), in_seconds(30)).await;
+
+    assert!(fake.calls().len() <= 25, "{} calls", fake.calls().len());
+    for (n, receipt) in receipts.iter().enumerate() {
+        let (status, _) = status_of(&worker, receipt);
+        if n % 2 == 1 {
+            assert_ne!(status, ReceiptStatus::Failed, "lead {n} keeps the rule");
+        }
+    }
+    println!(
+        "100 leads, 50 breaking a rule: {} calls, {} written",
+        fake.calls().len(),
+        fake.contacts().len()
+    );
+}

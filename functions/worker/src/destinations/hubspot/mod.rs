@@ -22,6 +22,7 @@
 
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -43,6 +44,11 @@ pub use settings::*;
 
 /// Inputs HubSpot takes per batch call.
 pub const MAX_INPUTS: usize = 100;
+
+/// Calls one chunk of inputs may take to narrow whole-request answers down
+/// to the inputs that cause them: enough to isolate a few bad leads among
+/// 100 by halving (two calls per level).
+const NARROWING_CALLS: usize = 24;
 
 /// Why a submission keyed by its own id cannot be written: stored on the
 /// receipt and shown by `receipts`, so it says what to do.
@@ -181,8 +187,10 @@ impl HubSpot {
     /// value, a 409 conflict) is split in halves until that input stands
     /// alone: one bad lead never fails or holds the others. A 400 about a
     /// property (`PROPERTY_DOESNT_EXIST`) applies to every input that
-    /// carries it.
-    fn send<'a>(&'a self, inputs: &'a [Input]) -> Sending<'a> {
+    /// carries it. Splitting takes at most `budget` more calls; inputs
+    /// still grouped with a bad one then wait for the next attempt, which
+    /// narrows again.
+    fn send<'a>(&'a self, inputs: &'a [Input], budget: &'a AtomicUsize) -> Sending<'a> {
         Box::pin(async move {
             let called = Instant::now();
             let outcome = self
@@ -200,9 +208,29 @@ impl HubSpot {
             let latency = called.elapsed();
             match outcome {
                 Called::Whole(Err(error)) if inputs.len() > 1 && one_input_may_cause(&error) => {
+                    let spent = budget.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |left| {
+                        left.checked_sub(2)
+                    });
+                    if spent.is_err() {
+                        let waits = Err(DestinationError::retryable(
+                            "narrowing-continues-next-attempt",
+                        ));
+                        return inputs
+                            .iter()
+                            .map(|input| {
+                                (
+                                    input.slot,
+                                    Answer {
+                                        result: waits.clone(),
+                                        latency,
+                                    },
+                                )
+                            })
+                            .collect();
+                    }
                     let (left, right) = inputs.split_at(inputs.len() / 2);
-                    let mut answers = self.send(left).await;
-                    answers.extend(self.send(right).await);
+                    let mut answers = self.send(left, budget).await;
+                    answers.extend(self.send(right, budget).await);
                     answers
                 }
                 Called::Whole(Err(DestinationError::Retryable {
@@ -311,7 +339,8 @@ impl Destination for HubSpot {
         let (inputs, held) = plan(writes, &self.id_property, &self.field_map);
         let mut answers: Vec<Option<Answer>> = vec![None; writes.len()];
         for chunk in inputs.chunks(MAX_INPUTS) {
-            for (slot, answer) in self.send(chunk).await {
+            let budget = AtomicUsize::new(NARROWING_CALLS);
+            for (slot, answer) in self.send(chunk, &budget).await {
                 answers[slot] = Some(answer);
             }
         }
