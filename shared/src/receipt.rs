@@ -38,6 +38,9 @@ pub mod attr {
     pub const FAILURE_HTTP_STATUS: &str = "failureHttpStatus";
     /// When an operator last put the receipt back in the queue.
     pub const REDRIVEN_AT: &str = "redrivenAt";
+    /// Claims taken since the last outcome was recorded: a delivery that
+    /// dies, or cannot write its outcome, leaves one behind.
+    pub const UNRECORDED_CLAIMS: &str = "unrecordedClaims";
     /// A newest-wins gate item's stamp: the newest submission written to
     /// that person (see `shared::newest`).
     pub const NEWEST_AT: &str = "newestAt";
@@ -171,6 +174,14 @@ pub struct Receipt {
     pub failure_http_status: Option<u16>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub redriven_at: Option<String>,
+    /// Claims taken since an outcome was last recorded (see
+    /// `attr::UNRECORDED_CLAIMS`); absent when none.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub unrecorded_claims: u32,
+}
+
+fn is_zero(count: &u32) -> bool {
+    *count == 0
 }
 
 impl Receipt {
@@ -203,6 +214,7 @@ impl Receipt {
             failure_reason: None,
             failure_http_status: None,
             redriven_at: None,
+            unrecorded_claims: 0,
         }
     }
 

@@ -314,9 +314,11 @@ async fn with_no_time_for_an_attempt_the_receipt_waits_for_the_next_pass_untouch
     // about a minute after this invocation; then the next pass takes it.
     let claimed_until = after.next_attempt_at.clone().unwrap();
     assert!(claimed_until > before.next_attempt_at.clone().unwrap());
+    assert_eq!(after.unrecorded_claims, 1, "one claim, no outcome recorded");
     assert_eq!(
         Receipt {
             next_attempt_at: before.next_attempt_at.clone(),
+            unrecorded_claims: 0,
             ..after
         },
         before
@@ -718,4 +720,37 @@ async fn an_outcome_another_delivery_settled_first_is_counted_there_not_here() {
         worker.ledger().0.get(&receipt.pk).unwrap().status,
         ReceiptStatus::Completed
     );
+}
+
+/// A receipt whose outcome can never be recorded (or whose lead crashes the
+/// worker) is not written to the CRM at every pass forever: after
+/// MAX_UNRECORDED_CLAIMS such claims it is FAILED, for a person.
+#[tokio::test]
+async fn a_receipt_whose_outcome_never_records_stops_being_delivered() {
+    use worker::deliver::claim::{MAX_UNRECORDED_CLAIMS, OUTCOME_NOT_RECORDED};
+    let crm = CrmStub::start().await.unwrap();
+    let mut stuck = receipt("sub_stuck", "a@example.com");
+    stuck.received_at =
+        shared::receipt::format_timestamp(SystemTime::now() - Duration::from_secs(3600));
+    // Every completion fails, as if the receipt could not take it.
+    let ledger = WatchedLedger::new(MemoryLedger::holding([&stuck])).failing_first(usize::MAX);
+    let later = shared::clock::Adjustable::default();
+    let worker = Worker::new(HttpCrm::new(crm.leads_url(), None).unwrap(), ledger, 8)
+        .with_retry_policy(fast_retries())
+        .with_clock(later.clock());
+
+    for _ in 0..(MAX_UNRECORDED_CLAIMS + 3) {
+        worker.reconcile(in_seconds(30)).await;
+        // The claim of a delivery that recorded nothing lapses.
+        later.advance(Duration::from_secs(600));
+    }
+
+    assert_eq!(
+        crm.calls_for("sub_stuck").len(),
+        MAX_UNRECORDED_CLAIMS as usize,
+        "written once per claim, then no more"
+    );
+    let stored = worker.ledger().inner.get(&stuck.pk).unwrap();
+    assert_eq!(stored.status, ReceiptStatus::Failed);
+    assert_eq!(stored.failure_reason.as_deref(), Some(OUTCOME_NOT_RECORDED));
 }

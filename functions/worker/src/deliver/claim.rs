@@ -16,6 +16,15 @@ use crate::ledger::{Claim, ReceiptLedger, UnreadableItem};
 /// invocation's end.
 const CLAIM_MARGIN: Duration = Duration::from_secs(60);
 
+/// Claims in a row whose delivery recorded no outcome (it died, or its
+/// write failed) before the receipt is FAILED instead of delivered again:
+/// a lead that crashes the worker, or whose receipt cannot take an
+/// outcome, must not be written to the CRM at every pass forever.
+pub const MAX_UNRECORDED_CLAIMS: u32 = 5;
+
+/// The reason such a receipt is FAILED with.
+pub const OUTCOME_NOT_RECORDED: &str = "outcome-not-recorded";
+
 impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
     /// Until when a claim taken now holds: past the invocation's end, so a
     /// claim never lapses while its delivery runs.
@@ -35,6 +44,14 @@ impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
     ) -> Claimed {
         match self.ledger.claim(key, seen, until).await {
             Ok(Claim::Taken(taken)) => match *taken {
+                // Deliveries of it keep dying, or keep failing to record
+                // their outcome: no more CRM writes; a person looks at it.
+                Ok(receipt) if receipt.unrecorded_claims > MAX_UNRECORDED_CLAIMS => {
+                    Claimed::Act(Decoded::Unreadable {
+                        key: Some(receipt.pk),
+                        reason: OUTCOME_NOT_RECORDED,
+                    })
+                }
                 Ok(receipt) => Claimed::Act(decode_receipt(receipt)),
                 Err(UnreadableItem { key }) => Claimed::Act(Decoded::Unreadable {
                     key,

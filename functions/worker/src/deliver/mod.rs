@@ -21,7 +21,7 @@ use crate::ledger::{LedgerError, ReceiptLedger};
 use crate::outcome::{OutcomeLine, RecordOutcome, Via};
 
 mod attempts;
-mod claim;
+pub mod claim;
 mod newest;
 mod settlement;
 use attempts::Attempts;

@@ -84,6 +84,12 @@ impl DynamoLedger {
         names: &[(&str, &str)],
         values: Vec<(&str, AttributeValue)>,
     ) -> Result<Marked, LedgerError> {
+        // Every recorded outcome clears the count of unrecorded claims.
+        let remove = if remove.is_empty() {
+            " REMOVE #unrecorded".to_owned()
+        } else {
+            format!("{remove}, #unrecorded")
+        };
         let expression = format!(
             "SET #attempts = if_not_exists(#attempts, :zero) + :attempts, #lastAttemptAt = :at, {set}{remove}"
         );
@@ -97,6 +103,7 @@ impl DynamoLedger {
             .expression_attribute_names("#status", attr::STATUS)
             .expression_attribute_names("#attempts", attr::ATTEMPTS)
             .expression_attribute_names("#lastAttemptAt", attr::LAST_ATTEMPT_AT)
+            .expression_attribute_names("#unrecorded", attr::UNRECORDED_CLAIMS)
             .expression_attribute_values(":received", s(ReceiptStatus::Received.as_str()))
             .expression_attribute_values(":zero", n(0))
             .expression_attribute_values(":attempts", n(attempt.attempts))
@@ -202,11 +209,16 @@ impl ReceiptLedger for DynamoLedger {
             .update_item()
             .table_name(&self.table)
             .key(attr::PK, s(key.as_str()))
-            .update_expression("SET #next = :until")
+            .update_expression(
+                "SET #next = :until, #unrecorded = if_not_exists(#unrecorded, :zero) + :one",
+            )
             .expression_attribute_names("#status", attr::STATUS)
             .expression_attribute_names("#next", attr::NEXT_ATTEMPT_AT)
+            .expression_attribute_names("#unrecorded", attr::UNRECORDED_CLAIMS)
             .expression_attribute_values(":received", s(ReceiptStatus::Received.as_str()))
             .expression_attribute_values(":until", s(until.as_str()))
+            .expression_attribute_values(":zero", n(0))
+            .expression_attribute_values(":one", n(1))
             // The receipt as stored, payload included: the index holds keys
             // only, and the stream's image may be older than the receipt.
             .return_values(ReturnValue::AllNew);

@@ -72,6 +72,7 @@ impl MemoryLedger {
             Some(receipt) if receipt.status == ReceiptStatus::Received => {
                 receipt.attempts += attempt.attempts;
                 receipt.last_attempt_at = Some(attempt.at.as_str().to_owned());
+                receipt.unrecorded_claims = 0;
                 change(receipt);
                 Marked::Updated
             }
@@ -111,6 +112,7 @@ impl ReceiptLedger for MemoryLedger {
                     && receipt.next_attempt_at.as_deref() == seen.map(Timestamp::as_str) =>
             {
                 receipt.next_attempt_at = Some(until.as_str().to_owned());
+                receipt.unrecorded_claims += 1;
                 Ok(Claim::Taken(Box::new(Ok(receipt.clone()))))
             }
             _ => Ok(Claim::Lost),
