@@ -518,6 +518,26 @@ async fn a_failed_receipt_redriven_with_the_cli_is_delivered_once_at_the_next_pa
     let (ok, out, err) = receipts_on(&table, &["redrive", "--status", "failed"]);
     assert!(ok, "{err}");
     assert!(out.contains("redriven 1, skipped 0, of 1"), "{out}");
+    // While a delivery holds it (claimed), it is not redriven again.
+    let key =
+        shared::IdempotencyKey::from_stored("staticforms:form.submitted:sub_refused".to_owned());
+    let items = scan(&client, &table).await;
+    let redriven = items
+        .iter()
+        .find(|item| text(item, "pk") == key.as_str())
+        .unwrap();
+    let seen = shared::receipt::Timestamp::from_stored(text(redriven, "nextAttemptAt"));
+    let until = shared::receipt::Timestamp::at(SystemTime::now() + Duration::from_secs(600));
+    assert!(matches!(
+        worker.ledger().claim(&key, Some(&seen), &until).await,
+        Ok(worker::ledger::Claim::Taken(_))
+    ));
+    let (ok, out, _) = receipts_on(&table, &["redrive", "sub_refused"]);
+    assert!(ok);
+    assert!(
+        out.contains("skipped staticforms:form.submitted:sub_refused: RECEIVED and not due before"),
+        "{out}"
+    );
     let (ok, out, _) = receipts_on(&table, &["redrive", "sub_fine"]);
     assert!(ok);
     assert!(
