@@ -482,30 +482,24 @@ async fn upsert_collection(
     if let Some(refusal) = refused(&org, &headers, &object, &field) {
         return answer(&org, &path, records.len(), refusal);
     }
-    if records.is_empty() || records.len() > 200 {
-        return answer(
+    // A 400 for the whole request: nothing is written.
+    let refuse = |code: &str, message: &str| {
+        answer(
             &org,
             &path,
             records.len(),
-            errors(
-                StatusCode::BAD_REQUEST,
-                "EXCEEDED_ID_LIMIT",
-                "record limit exceeded: 200",
-            ),
-        );
+            errors(StatusCode::BAD_REQUEST, code, message),
+        )
+    };
+    if records.is_empty() || records.len() > 200 {
+        return refuse("EXCEEDED_ID_LIMIT", "record limit exceeded: 200");
     }
     for record in &records {
         let fields = record.as_object().cloned().unwrap_or_default();
         if record["attributes"]["type"] != OBJECT {
-            return answer(
-                &org,
-                &path,
-                records.len(),
-                errors(
-                    StatusCode::BAD_REQUEST,
-                    "INVALID_TYPE",
-                    "every record needs attributes.type of the object in the URI",
-                ),
+            return refuse(
+                "INVALID_TYPE",
+                "every record needs attributes.type of the object in the URI",
             );
         }
         if let Some((field, value)) = fields.iter().find(|(name, value)| {
@@ -514,27 +508,15 @@ async fn upsert_collection(
                     .as_str()
                     .is_some_and(|v| v.trim().parse::<f64>().is_err())
         }) {
-            return answer(
-                &org,
-                &path,
-                records.len(),
-                errors(
-                    StatusCode::BAD_REQUEST,
-                    "JSON_PARSER_ERROR",
-                    &format!("Cannot deserialize instance of int from VALUE_STRING value {value} or request may be missing a required field at [line:1, column:1] ({field})"),
-                ),
+            return refuse(
+                "JSON_PARSER_ERROR",
+                &format!("Cannot deserialize instance of int from VALUE_STRING value {value} or request may be missing a required field at [line:1, column:1] ({field})"),
             );
         }
         if let Some(unknown) = unknown_field(&fields) {
-            return answer(
-                &org,
-                &path,
-                records.len(),
-                errors(
-                    StatusCode::BAD_REQUEST,
-                    "INVALID_FIELD",
-                    &format!("No such column '{unknown}' on sobject of type {OBJECT}"),
-                ),
+            return refuse(
+                "INVALID_FIELD",
+                &format!("No such column '{unknown}' on sobject of type {OBJECT}"),
             );
         }
     }

@@ -36,6 +36,25 @@ fn receipt(submission_id: &str, email: &str, first_name: &str, timestamp: u64) -
     Receipt::new(&submission, SystemTime::now())
 }
 
+/// Person `n` of `people`, with an e-mail and nothing else (no company).
+fn person_without_company(n: usize) -> Receipt {
+    let body = serde_json::json!({
+        "event": "form.submitted",
+        "data": {"submissionId": format!("sub_{n:03}"), "formData": {"email": format!("p{n}@example.com")}}
+    });
+    let submission = FormSubmission::parse(body.to_string().as_bytes()).unwrap();
+    Receipt::new(&submission, SystemTime::now())
+}
+
+/// Contacts by e-mail, on the current date version (an account's
+/// validation rules apply to API writes from 2026-09 on).
+fn current_settings(fake: &HubSpotFake) -> HubSpotSettings {
+    let mut current = settings(fake, IdProperty::Email);
+    current.api_version =
+        ApiVersion::parse(worker::destinations::hubspot::DEFAULT_API_VERSION).unwrap();
+    current
+}
+
 /// `count` receipts from as many people: `sub_000` from `p0@example.com`, …
 fn people(count: usize) -> Vec<Receipt> {
     (0..count)
@@ -255,17 +274,10 @@ async fn a_validation_rule_of_the_account_fails_only_the_leads_that_break_it() {
     fake.require_property("company");
     let mut receipts = people(8);
     for n in [2, 6] {
-        let body = serde_json::json!({
-            "event": "form.submitted",
-            "data": {"submissionId": format!("sub_{n:03}"), "formData": {"email": format!("p{n}@example.com")}}
-        });
-        let submission = FormSubmission::parse(body.to_string().as_bytes()).unwrap();
-        receipts[n] = Receipt::new(&submission, SystemTime::now());
+        receipts[n] = person_without_company(n);
     }
     let refs: Vec<&Receipt> = receipts.iter().collect();
-    let mut current = settings(&fake, IdProperty::Email);
-    current.api_version =
-        ApiVersion::parse(worker::destinations::hubspot::DEFAULT_API_VERSION).unwrap();
+    let current = current_settings(&fake);
     let current = worker(current, ledger_of(&refs));
     current.handle(inserts(&refs), in_seconds(30)).await;
     for (n, receipt) in receipts.iter().enumerate() {
@@ -613,9 +625,7 @@ async fn a_held_back_older_submission_gets_its_own_outcome() {
         &FormSubmission::parse(body.to_string().as_bytes()).unwrap(),
         SystemTime::now(),
     );
-    let mut current = settings(&fake, IdProperty::Email);
-    current.api_version =
-        ApiVersion::parse(worker::destinations::hubspot::DEFAULT_API_VERSION).unwrap();
+    let current = current_settings(&fake);
     let worker = worker(current, ledger_of(&[&older, &newer]));
 
     worker
@@ -646,17 +656,10 @@ async fn narrowing_a_batch_with_many_bad_leads_is_bounded() {
     fake.require_property("company");
     let mut receipts = people(100);
     for n in (0..100).step_by(2) {
-        let body = serde_json::json!({
-            "event": "form.submitted",
-            "data": {"submissionId": format!("sub_{n:03}"), "formData": {"email": format!("p{n}@example.com")}}
-        });
-        let submission = FormSubmission::parse(body.to_string().as_bytes()).unwrap();
-        receipts[n] = Receipt::new(&submission, SystemTime::now());
+        receipts[n] = person_without_company(n);
     }
     let refs: Vec<&Receipt> = receipts.iter().collect();
-    let mut current = settings(&fake, IdProperty::Email);
-    current.api_version =
-        ApiVersion::parse(worker::destinations::hubspot::DEFAULT_API_VERSION).unwrap();
+    let current = current_settings(&fake);
     let hubspot = HubSpot::new(current, CrmToken::new(TOKEN)).unwrap();
     // One attempt: this test counts the calls of one.
     let worker = Worker::new(hubspot, ledger_of(&refs), 8).with_retry_policy(
