@@ -1,0 +1,165 @@
+//! Each subcommand, run against the table (and, for `--stack` and `smoke`,
+//! CloudFormation, Secrets Manager and the webhook URL). Results go to
+//! stdout; progress and problems to stderr.
+
+mod redrive;
+mod smoke;
+
+use std::io::Write;
+use std::time::SystemTime;
+
+use aws_config::SdkConfig;
+
+use crate::cli::{Command, Target, Window};
+use crate::stack::{output, Stack};
+use crate::table::ReceiptsTable;
+use crate::view;
+
+/// Why a command stopped: the operator's mistake (exit 2) or a failure (1).
+#[derive(Debug)]
+pub enum Failed {
+    Usage(String),
+    Run(String),
+}
+
+fn run_error(error: impl std::fmt::Display) -> Failed {
+    Failed::Run(error.to_string())
+}
+
+pub async fn run(config: &SdkConfig, target: &Target, command: Command) -> Result<(), Failed> {
+    let stack = match &target.stack {
+        Some(name) => {
+            let client = aws_sdk_cloudformation::Client::new(config);
+            Some(Stack::describe(&client, name).await.map_err(run_error)?)
+        }
+        None => None,
+    };
+    let table_name = match (&stack, &target.table) {
+        (Some(stack), _) => stack
+            .output(output::RECEIPTS_TABLE)
+            .map_err(run_error)?
+            .to_owned(),
+        (None, Some(table)) => table.clone(),
+        (None, None) => std::env::var("RECEIPTS_TABLE")
+            .ok()
+            .filter(|name| !name.trim().is_empty())
+            .ok_or_else(|| {
+                Failed::Usage(
+                    "give --stack NAME, --table NAME or set RECEIPTS_TABLE (the stack's ReceiptsTableName output)"
+                        .to_owned(),
+                )
+            })?,
+    };
+    let table = ReceiptsTable::new(aws_sdk_dynamodb::Client::new(config), table_name);
+    let now = SystemTime::now();
+    let window = |args: &crate::cli::TimeArgs| {
+        args.resolve(now)
+            .map_err(|error| Failed::Usage(error.to_string()))
+    };
+    let mut out = std::io::stdout().lock();
+    match command {
+        Command::List {
+            status,
+            window: times,
+            limit,
+            json,
+            payload,
+        } => {
+            let window = window(&times)?;
+            let mut found = table
+                .select(status, &window, progress("list"))
+                .await
+                .map_err(run_error)?;
+            if let Some(limit) = limit {
+                found.receipts.truncate(limit.get());
+            }
+            if json {
+                let rows: Vec<_> = found
+                    .receipts
+                    .iter()
+                    .map(|r| view::json_of(r, payload))
+                    .collect();
+                let _ = writeln!(out, "{}", serde_json::Value::Array(rows));
+            } else {
+                let _ = write!(out, "{}", view::table(&found.receipts, payload));
+            }
+            if found.unreadable > 0 {
+                eprintln!(
+                    "receipts: {} item(s) did not read as receipts",
+                    found.unreadable
+                );
+            }
+        }
+        Command::Show {
+            submission_id,
+            json,
+            payload,
+        } => {
+            let key = ReceiptsTable::key_of(&submission_id).map_err(run_error)?;
+            let Some(receipt) = table.get(&key).await.map_err(run_error)? else {
+                return Err(Failed::Run(format!("no receipt {key}")));
+            };
+            if json {
+                let _ = writeln!(out, "{}", view::json_of(&receipt, payload));
+            } else {
+                let _ = write!(out, "{}", view::card(&receipt, payload, now));
+            }
+        }
+        Command::Stats { json } => {
+            let found = table
+                .select(None, &Window::default(), progress("stats"))
+                .await
+                .map_err(run_error)?;
+            let stats = view::stats(&found.receipts, now);
+            if json {
+                let _ = writeln!(out, "{}", stats.json());
+            } else {
+                let _ = write!(out, "{}", stats.text());
+            }
+        }
+        Command::Redrive {
+            ids,
+            status,
+            window: times,
+            dry_run,
+        } => {
+            let keys: Vec<String> = match status {
+                None => ids
+                    .iter()
+                    .map(|id| ReceiptsTable::key_of(id))
+                    .collect::<Result<_, _>>()
+                    .map_err(run_error)?,
+                Some(status) => table
+                    .select(Some(status.into()), &window(&times)?, progress("redrive"))
+                    .await
+                    .map_err(run_error)?
+                    .receipts
+                    .into_iter()
+                    .map(|receipt| receipt.pk)
+                    .collect(),
+            };
+            redrive::redrive(&table, &keys, dry_run, &mut out).await?;
+        }
+        Command::Smoke { timeout } => {
+            let Some(stack) = stack else {
+                return Err(Failed::Usage(
+                    "smoke needs --stack NAME: it reads the webhook URL and secret from the stack"
+                        .to_owned(),
+                ));
+            };
+            smoke::smoke_test(config, &stack, &table, timeout, &mut out).await?;
+        }
+    }
+    Ok(())
+}
+
+/// Progress on stderr for long reads: a line every 10,000 items read.
+fn progress(what: &'static str) -> impl FnMut(usize) {
+    let mut next = 10_000;
+    move |read| {
+        if read >= next {
+            eprintln!("receipts: {what}: {read} items read");
+            next = read + 10_000;
+        }
+    }
+}
