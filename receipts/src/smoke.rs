@@ -189,6 +189,9 @@ pub fn progress(receipt: Option<&Receipt>) -> Progress {
         ReceiptStatus::Failed => {
             Progress::Failed(error(&receipt.failure_reason, receipt.failure_http_status))
         }
+        ReceiptStatus::Erased => {
+            Progress::Failed("ERASED by receipts forget before it was delivered".to_owned())
+        }
         ReceiptStatus::Received if receipt.attempts == 0 => {
             Progress::Waiting("RECEIVED, not attempted yet (the stream delivers it)".to_owned())
         }

@@ -26,10 +26,13 @@ fn problem(receipt: &Receipt) -> String {
     }
 }
 
-/// The form data of a receipt's payload, or null.
+/// The form data of a receipt's payload, or null (none read, delivered, or
+/// forgotten).
 fn lead_of(receipt: &Receipt) -> Value {
-    serde_json::from_str::<Value>(&receipt.payload)
-        .ok()
+    receipt
+        .payload
+        .as_deref()
+        .and_then(|text| serde_json::from_str::<Value>(text).ok())
         .and_then(|payload| payload.pointer("/data/formData").cloned())
         .unwrap_or(Value::Null)
 }

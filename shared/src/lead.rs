@@ -34,14 +34,18 @@ pub struct Lead {
 pub enum LeadError {
     #[error("the receipt's payload is not a JSON object")]
     UnreadablePayload,
+    /// Removed: the lead was delivered, or the person forgotten.
+    #[error("the receipt holds no payload")]
+    NoPayload,
 }
 
 impl Lead {
     /// Missing form fields become empty strings: a lead with a blank name is
     /// still a lead. Only a payload that is not JSON at all is an error.
     pub fn from_receipt(receipt: &Receipt) -> Result<Self, LeadError> {
+        let text = receipt.payload.as_deref().ok_or(LeadError::NoPayload)?;
         let payload: Value =
-            serde_json::from_str(&receipt.payload).map_err(|_| LeadError::UnreadablePayload)?;
+            serde_json::from_str(text).map_err(|_| LeadError::UnreadablePayload)?;
         if !payload.is_object() {
             return Err(LeadError::UnreadablePayload);
         }
@@ -190,6 +194,9 @@ mod tests {
                 Err(error) => assert_eq!(got, Err(error), "case {case}"),
             }
         }
+        let mut delivered = receipt_with("{}");
+        delivered.remove_personal_data();
+        assert_eq!(Lead::from_receipt(&delivered), Err(LeadError::NoPayload));
     }
 
     #[test]

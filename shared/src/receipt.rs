@@ -13,7 +13,12 @@ use crate::idempotency::IdempotencyKey;
 /// Attribute names, shared by the adapters' expressions and the template.
 pub mod attr {
     pub const PK: &str = "pk";
+    pub const EVENT: &str = "event";
+    pub const SUBMISSION_ID: &str = "submissionId";
     pub const STATUS: &str = "status";
+    /// The envelope as sent, without credentials: the only attribute that
+    /// holds personal data (see [`super::PERSONAL_ATTRIBUTES`]).
+    pub const PAYLOAD: &str = "payload";
     pub const PAYLOAD_FINGERPRINT: &str = "payloadFingerprint";
     pub const RECEIVED_AT: &str = "receivedAt";
     /// The TTL attribute (epoch seconds): set when the receipt is
@@ -44,7 +49,43 @@ pub mod attr {
     /// A newest-wins gate item's stamp: the newest submission written to
     /// that person (see `shared::newest`).
     pub const NEWEST_AT: &str = "newestAt";
+    /// When `receipts forget` removed the receipt's personal data.
+    pub const ERASED_AT: &str = "erasedAt";
 }
+
+/// The attributes of a receipt that hold personal data. Removed when the
+/// lead is delivered (unless `KEEP_PAYLOAD_AFTER_DELIVERY`) and when a
+/// person is forgotten; read by the operator's CLI only with `--payload`.
+/// Failure reasons are codes (a CRM message is kept only with anything
+/// shaped like an address masked), so they are not in this list.
+pub const PERSONAL_ATTRIBUTES: &[&str] = &[attr::PAYLOAD];
+
+/// Every attribute of a receipt but the personal ones: what an operator
+/// reads without `--payload` (a projection, so the data never leaves
+/// DynamoDB), and what the IAM policy for such an operator allows. The
+/// payload's fingerprint is left out too: it is derived from the payload,
+/// and nothing an operator does needs it.
+pub const OPERATOR_ATTRIBUTES: &[&str] = &[
+    attr::PK,
+    attr::EVENT,
+    attr::SUBMISSION_ID,
+    attr::STATUS,
+    attr::RECEIVED_AT,
+    attr::EXPIRES_AT,
+    attr::QUEUE,
+    attr::NEXT_ATTEMPT_AT,
+    attr::ATTEMPTS,
+    attr::LAST_ATTEMPT_AT,
+    attr::LAST_ERROR,
+    attr::LAST_HTTP_STATUS,
+    attr::COMPLETED_AT,
+    attr::FAILED_AT,
+    attr::FAILURE_REASON,
+    attr::FAILURE_HTTP_STATUS,
+    attr::REDRIVEN_AT,
+    attr::UNRECORDED_CLAIMS,
+    attr::ERASED_AT,
+];
 
 /// The sparse global secondary index of the receipts that wait: for an
 /// attempt (partition [`PENDING`], sorted by when it is due) or for a
@@ -76,6 +117,11 @@ pub enum ReceiptStatus {
     Received,
     Completed,
     Failed,
+    /// Forgotten at a person's request before it was delivered
+    /// (`receipts forget`): never delivered or redriven; its key and
+    /// fingerprint stay until TTL removes it, so a retried delivery is
+    /// still a duplicate and stores nothing.
+    Erased,
 }
 
 impl ReceiptStatus {
@@ -85,6 +131,7 @@ impl ReceiptStatus {
             ReceiptStatus::Received => "RECEIVED",
             ReceiptStatus::Completed => "COMPLETED",
             ReceiptStatus::Failed => "FAILED",
+            ReceiptStatus::Erased => "ERASED",
         }
     }
 }
@@ -133,7 +180,10 @@ pub struct Receipt {
     /// The envelope without credentials, as compact JSON text. Text rather
     /// than a DynamoDB map: a map is limited to 32 levels of nesting and
     /// 38-digit numbers, and cannot hold empty keys; text holds any body.
-    pub payload: String,
+    /// `None` once the lead is delivered (the payload is personal data and
+    /// nothing needs it then) or the person was forgotten.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub payload: Option<String>,
     /// Absent only on receipts written before fingerprints existed.
     #[serde(default)]
     pub payload_fingerprint: String,
@@ -178,6 +228,8 @@ pub struct Receipt {
     /// `attr::UNRECORDED_CLAIMS`); absent when none.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub unrecorded_claims: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub erased_at: Option<String>,
 }
 
 fn is_zero(count: &u32) -> bool {
@@ -194,7 +246,7 @@ impl Receipt {
             pk: key.as_str().to_owned(),
             event: submission.event.as_str().to_owned(),
             submission_id: submission.submission_id.as_str().to_owned(),
-            payload: submission.payload.to_string(),
+            payload: Some(submission.payload.to_string()),
             payload_fingerprint: PayloadFingerprint::of(submission.data())
                 .as_str()
                 .to_owned(),
@@ -215,12 +267,19 @@ impl Receipt {
             failure_http_status: None,
             redriven_at: None,
             unrecorded_claims: 0,
+            erased_at: None,
         }
     }
 
     /// The key this receipt is stored under, as the type that rules use.
     pub fn key(&self) -> IdempotencyKey {
         IdempotencyKey::from_stored(self.pk.clone())
+    }
+
+    /// Removes every personal attribute ([`PERSONAL_ATTRIBUTES`]), as the
+    /// stores do when a lead is delivered or a person forgotten.
+    pub fn remove_personal_data(&mut self) {
+        self.payload = None;
     }
 
     /// When it was received; `None` if the stored text is not a timestamp.
@@ -282,6 +341,7 @@ mod tests {
             ReceiptStatus::Received,
             ReceiptStatus::Completed,
             ReceiptStatus::Failed,
+            ReceiptStatus::Erased,
         ] {
             assert_eq!(
                 serde_json::to_value(status).unwrap(),
@@ -326,8 +386,9 @@ mod tests {
         );
         assert_eq!(receipt.attempts, 0);
         assert_eq!(receipt.received_time(), Some(at));
-        assert!(!receipt.payload.contains("sf_live_secret"));
-        let payload: serde_json::Value = serde_json::from_str(&receipt.payload).unwrap();
+        let text = receipt.payload.as_deref().unwrap();
+        assert!(!text.contains("sf_live_secret"));
+        let payload: serde_json::Value = serde_json::from_str(text).unwrap();
         assert_eq!(payload["data"]["formData"]["name"], "Ada");
         assert_eq!(payload["timestamp"], 1_764_403_128);
     }
@@ -412,6 +473,54 @@ mod tests {
         assert_eq!(receipt.delivery_started(), Some(at("2026-11-01T00:00:00Z")));
         receipt.received_at = "garbage".into();
         assert_eq!(receipt.delivery_started(), None);
+    }
+
+    #[test]
+    fn personal_and_operator_attributes_cover_a_receipt_exactly_once() {
+        let mut receipt = Receipt::new(&submission(), SystemTime::now());
+        // Every optional field set, so every attribute is written.
+        receipt.expires_at = Some(1);
+        receipt.last_attempt_at = Some("t".into());
+        receipt.last_error = Some("e".into());
+        receipt.last_http_status = Some(503);
+        receipt.completed_at = Some("t".into());
+        receipt.failed_at = Some("t".into());
+        receipt.failure_reason = Some("r".into());
+        receipt.failure_http_status = Some(400);
+        receipt.redriven_at = Some("t".into());
+        receipt.unrecorded_claims = 1;
+        receipt.erased_at = Some("t".into());
+        let value = serde_json::to_value(&receipt).unwrap();
+        let mut written: Vec<&str> = value
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        written.sort_unstable();
+        let mut listed: Vec<&str> = OPERATOR_ATTRIBUTES
+            .iter()
+            .chain(PERSONAL_ATTRIBUTES)
+            .chain([&attr::PAYLOAD_FINGERPRINT])
+            .copied()
+            .collect();
+        listed.sort_unstable();
+        assert_eq!(
+            written, listed,
+            "every attribute is either personal or an operator's"
+        );
+
+        receipt.remove_personal_data();
+        let value = serde_json::to_value(&receipt).unwrap();
+        for name in PERSONAL_ATTRIBUTES {
+            assert!(value.get(name).is_none(), "{name}");
+        }
+        assert!(!value.to_string().contains("Ada"), "{value}");
+        let back: Receipt = serde_json::from_value(value).unwrap();
+        assert_eq!(
+            back.payload, None,
+            "a receipt without its payload still reads"
+        );
     }
 
     #[test]

@@ -550,10 +550,15 @@ async fn the_receipt_holds_what_the_worker_needs_and_no_credential() {
     );
     assert_eq!(receipt.payload_fingerprint.len(), 64);
     assert!(
-        !receipt.payload.contains("sf_demo_api_key"),
+        !receipt
+            .payload
+            .as_deref()
+            .unwrap()
+            .contains("sf_demo_api_key"),
         "apiKey is removed"
     );
-    let payload: serde_json::Value = serde_json::from_str(&receipt.payload).unwrap();
+    let payload: serde_json::Value =
+        serde_json::from_str(receipt.payload.as_deref().unwrap()).unwrap();
     assert_eq!(payload["data"]["formData"]["email"], "ada@example.com");
 }
 

@@ -186,7 +186,7 @@ proptest! {
             serde_dynamo::to_item(&receipt).unwrap();
         let back: Receipt = serde_dynamo::from_item(item).unwrap();
         prop_assert_eq!(&back, &receipt);
-        let reparsed = FormSubmission::parse(back.payload.as_bytes()).unwrap();
+        let reparsed = FormSubmission::parse(back.payload.as_deref().unwrap().as_bytes()).unwrap();
         prop_assert_eq!(reparsed.payload, submission.payload);
     }
 }

@@ -9,7 +9,7 @@ use aws_lambda_events::event::dynamodb::EventRecord;
 use serde_dynamo::AttributeValue;
 use shared::delivery::{bounded_reason, Redelivery};
 use shared::receipt::attr;
-use shared::{Lead, Receipt, ReceiptStatus, Retention};
+use shared::{Lead, LeadError, Receipt, ReceiptStatus, Retention};
 
 use crate::destinations::{DestinationError, Upserted};
 
@@ -131,7 +131,11 @@ pub fn decode_receipt(receipt: Receipt) -> Decoded {
             lead,
             started,
         })),
-        Err(_) => Decoded::Unreadable {
+        Err(LeadError::NoPayload) => Decoded::Unreadable {
+            key: Some(receipt.pk),
+            reason: "receipt holds no payload",
+        },
+        Err(LeadError::UnreadablePayload) => Decoded::Unreadable {
             key: Some(receipt.pk),
             reason: "receipt payload unreadable",
         },
@@ -322,7 +326,7 @@ mod tests {
         let mut completed = receipt();
         completed.status = ReceiptStatus::Completed;
         let mut not_json = receipt();
-        not_json.payload = "{not json".into();
+        not_json.payload = Some("{not json".into());
         let mut no_time = receipt();
         no_time.received_at = "yesterday".into();
 
@@ -361,8 +365,17 @@ mod tests {
             decode_stream_record(&record("INSERT", &completed)),
             Decoded::Skip(SkipReason::NotReceived)
         );
+        let mut no_payload = record("INSERT", &good);
+        no_payload.change.new_image.remove(attr::PAYLOAD);
+        assert_eq!(
+            decode_stream_record(&no_payload),
+            Decoded::Unreadable {
+                key: Some(good.pk.clone()),
+                reason: "receipt holds no payload"
+            }
+        );
         let mut broken = record("INSERT", &good);
-        broken.change.new_image.remove("payload");
+        broken.change.new_image.remove(attr::EVENT);
         assert_eq!(
             decode_stream_record(&broken),
             Decoded::Unreadable {

@@ -580,7 +580,7 @@ async fn records_that_need_no_work_are_skipped() {
 async fn an_unreadable_receipt_is_marked_failed() {
     let crm = CrmStub::start().await.unwrap();
     let mut broken = receipt("sub_broken", "a@example.com");
-    broken.payload = "{not json".into();
+    broken.payload = Some("{not json".into());
     let worker = http_worker(&crm, MemoryLedger::holding([&broken]));
 
     let response = worker
