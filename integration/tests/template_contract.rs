@@ -101,8 +101,8 @@ fn the_template_gives_each_function_the_configuration_its_code_requires() {
                 };
                 assert_eq!(token, expected);
             }
-            ("dynamodb", worker::config::DestinationConfig::Dynamodb { leads_table, .. }) => {
-                assert_eq!(leads_table, "LeadsTable-name");
+            ("dynamodb", worker::config::DestinationConfig::Dynamodb(settings)) => {
+                assert_eq!(settings.table, "LeadsTable-name");
             }
             ("hubspot", worker::config::DestinationConfig::Hubspot { settings, token }) => {
                 assert_eq!(
@@ -182,6 +182,11 @@ fn the_tables_are_shaped_as_the_code_writes_them() {
     assert_eq!(
         leads.partition_key,
         worker::destinations::leads_table::attr::PK
+    );
+    assert_eq!(
+        leads.ttl_attribute.as_deref(),
+        Some(worker::destinations::leads_table::attr::EXPIRES_AT),
+        "LeadRetentionDays writes the attribute the table's TTL reads"
     );
 
     for table in ["ReceiptsTable", "LeadsTable"] {
@@ -563,6 +568,24 @@ fn a_schedule_starts_the_reconciliation_pass() {
             .contains_key("RECEIPT_RETENTION_DAYS"),
         "ingest writes no expiry"
     );
+    // A delivered receipt loses its payload unless the stack keeps it.
+    assert!(!config.delivery.keep_payload);
+    let keep = Evaluator::new(&template, &[("KeepPayloadAfterDelivery", "true")])
+        .environment("WorkerFunction");
+    let config = worker::Config::from_lookup(|name| keep.get(name).cloned()).unwrap();
+    assert!(config.delivery.keep_payload);
+    // Leads expire only when asked, and then by the table's TTL attribute.
+    for (days, expected) in [("0", None), ("90", shared::Retention::days(90))] {
+        let env =
+            Evaluator::new(&template, &[("LeadRetentionDays", days)]).environment("WorkerFunction");
+        let config = worker::Config::from_lookup(|name| env.get(name).cloned()).unwrap();
+        match config.destination {
+            worker::config::DestinationConfig::Dynamodb(settings) => {
+                assert_eq!(settings.retention, expected, "LeadRetentionDays={days}")
+            }
+            other => panic!("{other:?}"),
+        }
+    }
 }
 
 #[test]

@@ -13,7 +13,7 @@ use worker::decide::AttemptError;
 use worker::destinations::leads_table::LeadsTable;
 use worker::destinations::{Destination, Upserted};
 use worker::ledger::dynamodb::DynamoLedger;
-use worker::ledger::{AttemptRecord, Marked, ReceiptLedger};
+use worker::ledger::{AttemptRecord, Completion, Marked, ReceiptLedger};
 use worker::Worker;
 
 fn receipt_at(submission_id: &str, email: &str, message: &str, at_ms: u64) -> Receipt {
@@ -191,12 +191,36 @@ async fn lead_key_submission_replays_update_the_same_lead() {
     assert_eq!(items.len(), 1);
     assert_eq!(text(&items[0], "pk"), "submission#sub_1");
     assert_eq!(text(&items[0], "idempotencyKey"), receipt.pk);
+    assert!(
+        !items[0].contains_key("expiresAt"),
+        "without LEAD_RETENTION_DAYS a lead never expires"
+    );
+
+    // With it, each write sets the expiry from the submission's receipt.
+    let expiring = LeadsTable::new(client.clone(), &leads, LeadKey::Submission)
+        .expiring_after(shared::Retention::days(2));
+    assert_eq!(expiring.upsert(&lead, &key).await, Ok(Upserted::Written));
+    let items = scan(&client, &leads).await;
+    let received = shared::receipt::parse_timestamp(&receipt.received_at).unwrap();
+    let expected = received.duration_since(UNIX_EPOCH).unwrap().as_secs() + 2 * 86_400;
+    assert_eq!(
+        items[0].get("expiresAt"),
+        Some(&AttributeValue::N(expected.to_string()))
+    );
 }
 
 fn attempt(attempts: u32, at: &str) -> AttemptRecord {
     AttemptRecord {
         attempts,
         at: Timestamp::from_stored(at),
+    }
+}
+
+/// A completion as the worker writes it by default: the payload goes.
+fn completion(expires_at: u64) -> Completion {
+    Completion {
+        expires_at,
+        keep_payload: false,
     }
 }
 
@@ -216,7 +240,9 @@ async fn the_ledger_never_recreates_a_deleted_receipt() {
     let at = attempt(1, "2026-11-29T09:00:00.000Z");
     let gone = &IdempotencyKey::from_stored("staticforms:form.submitted:gone".to_owned());
     assert_eq!(
-        ledger.mark_completed(gone, &at, 1_800_000_000).await,
+        ledger
+            .mark_completed(gone, &at, &completion(1_800_000_000))
+            .await,
         Ok(Marked::NotPending)
     );
     assert_eq!(
@@ -296,7 +322,7 @@ async fn the_ledger_records_attempts_completion_and_failure_once() {
             .mark_completed(
                 &done.key(),
                 &attempt(1, "2026-11-29T09:00:00.000Z"),
-                1_800_000_000
+                &completion(1_800_000_000)
             )
             .await,
         Ok(Marked::Updated)
@@ -306,7 +332,7 @@ async fn the_ledger_records_attempts_completion_and_failure_once() {
             .mark_completed(
                 &done.key(),
                 &attempt(1, "2026-11-29T09:00:02.000Z"),
-                1_900_000_000
+                &completion(1_900_000_000)
             )
             .await,
         Ok(Marked::NotPending),
@@ -350,7 +376,29 @@ async fn the_ledger_records_attempts_completion_and_failure_once() {
         Some(&AttributeValue::N("1800000000".into())),
         "the expiry is set at delivery, once"
     );
+    // Delivered: no personal data left, the rest of the record kept.
+    assert!(!done_item.contains_key("payload"), "{done_item:?}");
+    let stored = format!("{done_item:?}");
+    assert!(!stored.contains("a@example.com"), "{stored}");
+    for kept in [
+        "pk",
+        "event",
+        "submissionId",
+        "payloadFingerprint",
+        "receivedAt",
+        "lastAttemptAt",
+    ] {
+        assert!(done_item.contains_key(kept), "{kept} is kept: {stored}");
+    }
+    assert_eq!(
+        text(&done_item, "payloadFingerprint"),
+        done.payload_fingerprint
+    );
     let refused_item = find(&items, &refused.pk);
+    assert!(
+        text(&refused_item, "payload").contains("b@example.com"),
+        "a FAILED receipt keeps its payload for a redrive"
+    );
     assert_eq!(text(&refused_item, "status"), "FAILED");
     assert_eq!(text(&refused_item, "failureReason"), "HTTP 400");
     assert_eq!(
@@ -366,6 +414,28 @@ async fn the_ledger_records_attempts_completion_and_failure_once() {
         refused_item.get("failureHttpStatus"),
         Some(&AttributeValue::N("400".into()))
     );
+}
+
+#[tokio::test]
+async fn keep_payload_after_delivery_keeps_it() {
+    let client = worker_client(&endpoint(DYNAMODB_ENDPOINT)).await;
+    let receipts = create_table(&client, "ReceiptsTable").await;
+    let ledger = DynamoLedger::new(client.clone(), &receipts);
+    let kept = receipt_at("sub_kept", "k@example.com", "m", 1_000);
+    put_receipt(&client, &receipts, &kept).await;
+    let keep = Completion {
+        expires_at: 1_800_000_000,
+        keep_payload: true,
+    };
+    assert_eq!(
+        ledger
+            .mark_completed(&kept.key(), &attempt(1, "2026-11-29T09:00:00.000Z"), &keep)
+            .await,
+        Ok(Marked::Updated)
+    );
+    let items = scan(&client, &receipts).await;
+    assert_eq!(text(&items[0], "status"), "COMPLETED");
+    assert_eq!(text(&items[0], "payload"), kept.payload.unwrap());
 }
 
 #[tokio::test]

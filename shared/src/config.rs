@@ -30,6 +30,19 @@ where
     raw.trim().parse().ok().filter(|n| range.contains(n))
 }
 
+/// `true` or `false` (unset is `false`): anything else is refused, so a
+/// typo never turns a setting off unseen.
+pub fn flag(
+    get: &impl Fn(&str) -> Option<String>,
+    name: &'static str,
+) -> Result<bool, ConfigError> {
+    match get(name).as_deref().map(str::trim) {
+        None | Some("false") => Ok(false),
+        Some("true") => Ok(true),
+        Some(_) => Err(invalid(name, "expected true or false")),
+    }
+}
+
 /// The receipts table's name, in both functions.
 pub const RECEIPTS_TABLE: &str = "RECEIPTS_TABLE";
 
@@ -269,6 +282,26 @@ mod tests {
         assert_eq!(get("BLANK"), None);
         assert_eq!(get("SET").as_deref(), Some("x"));
         assert_eq!(get("UNSET"), None);
+    }
+
+    #[test]
+    fn flags() {
+        let refused = Err(invalid("X", "expected true or false"));
+        let rows = [
+            (None, Ok(false)),
+            (Some("false"), Ok(false)),
+            (Some(" true "), Ok(true)),
+            (Some("TRUE"), refused.clone()),
+            (Some("yes"), refused.clone()),
+            (Some("1"), refused),
+        ];
+        for (raw, expected) in rows {
+            assert_eq!(
+                flag(&move |_: &str| raw.map(str::to_owned), "X"),
+                expected,
+                "{raw:?}"
+            );
+        }
     }
 
     #[test]

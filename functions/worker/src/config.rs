@@ -8,8 +8,8 @@ use std::time::Duration;
 
 pub use shared::config::ConfigError;
 use shared::config::{
-    dynamodb_endpoint, invalid, non_empty, number_in, receipts_table, retention_days, seconds_in,
-    TEN_YEARS_SECONDS,
+    dynamodb_endpoint, flag, invalid, non_empty, number_in, receipts_table, retention_days,
+    seconds_in, TEN_YEARS_SECONDS,
 };
 use shared::delivery::Redelivery;
 pub use shared::field_map::FIELD_MAP;
@@ -25,8 +25,9 @@ pub use crate::destinations::hubspot::{
     HubSpotSettings, HUBSPOT_API_VERSION, HUBSPOT_BASE_URL, HUBSPOT_ID_PROPERTY,
     HUBSPOT_MESSAGE_PROPERTY, HUBSPOT_ONLY, HUBSPOT_TOKEN, HUBSPOT_TOKEN_SECRET_ARN,
 };
-use crate::destinations::leads_table;
-pub use crate::destinations::leads_table::{LeadKey, LEADS_TABLE, LEAD_KEY};
+pub use crate::destinations::leads_table::{
+    LeadKey, LeadsTableSettings, LEADS_TABLE, LEAD_KEY, LEAD_RETENTION_DAYS,
+};
 pub use crate::destinations::salesforce::{
     CredentialsSetting, SalesforceSettings, SALESFORCE_API_VERSION, SALESFORCE_CLIENT_ID,
     SALESFORCE_CLIENT_SECRET, SALESFORCE_CREDENTIALS_SECRET_ARN, SALESFORCE_EXTERNAL_ID_FIELD,
@@ -42,11 +43,14 @@ pub use shared::config::RECEIPT_RETENTION_DAYS;
 pub const RECONCILE_AFTER_SECONDS: &str = "RECONCILE_AFTER_SECONDS";
 pub const REDELIVERY_BASE_SECONDS: &str = "REDELIVERY_BASE_SECONDS";
 pub const REDELIVERY_MAX_SECONDS: &str = "REDELIVERY_MAX_SECONDS";
+/// `true` keeps a delivered receipt's payload (personal data) until TTL;
+/// by default the completion removes it.
+pub const KEEP_PAYLOAD_AFTER_DELIVERY: &str = "KEEP_PAYLOAD_AFTER_DELIVERY";
 
 /// Variables of the `http` destination only.
 const HTTP_ONLY: &[&str] = &[CRM_URL, CRM_TOKEN, CRM_TOKEN_SECRET_ARN];
 /// Variables of the `dynamodb` destination only.
-const DYNAMODB_ONLY: &[&str] = &[LEADS_TABLE, LEAD_KEY];
+const DYNAMODB_ONLY: &[&str] = &[LEADS_TABLE, LEAD_KEY, LEAD_RETENTION_DAYS];
 /// Variables of the CRM destinations with a field map.
 const MAPPED_ONLY: &[&str] = &[FIELD_MAP];
 
@@ -73,10 +77,7 @@ pub enum DestinationConfig {
         url: String,
         token: TokenSetting,
     },
-    Dynamodb {
-        leads_table: String,
-        lead_key: LeadKey,
-    },
+    Dynamodb(LeadsTableSettings),
     Hubspot {
         settings: HubSpotSettings,
         token: TokenSetting,
@@ -106,11 +107,7 @@ impl Config {
             }
             Ok(())
         };
-        let allow_http = match get(CRM_ALLOW_HTTP).as_deref().map(str::trim) {
-            None | Some("false") => false,
-            Some("true") => true,
-            Some(_) => return Err(invalid(CRM_ALLOW_HTTP, "expected true or false")),
-        };
+        let allow_http = flag(&get, CRM_ALLOW_HTTP)?;
 
         let receipts_table = receipts_table(&get)?;
 
@@ -130,11 +127,7 @@ impl Config {
                 forbid(SALESFORCE_ONLY, "dynamodb")?;
                 forbid(MAPPED_ONLY, "dynamodb")?;
                 forbid(&[CRM_ALLOW_HTTP], "dynamodb")?;
-                let (leads_table, lead_key) = leads_table::settings_from_lookup(&get)?;
-                DestinationConfig::Dynamodb {
-                    leads_table,
-                    lead_key,
-                }
+                DestinationConfig::Dynamodb(LeadsTableSettings::from_lookup(&get)?)
             }
             Some("hubspot") => {
                 forbid(HTTP_ONLY, "hubspot")?;
@@ -193,6 +186,7 @@ impl Config {
             max_age,
             redelivery: Redelivery { base, cap },
             retention,
+            keep_payload: flag(&get, KEEP_PAYLOAD_AFTER_DELIVERY)?,
         };
         let reconcile_after = seconds(
             &get,
@@ -300,10 +294,11 @@ mod tests {
         .unwrap();
         assert_eq!(
             by_email.destination,
-            DestinationConfig::Dynamodb {
-                leads_table: "leads".into(),
-                lead_key: LeadKey::Email
-            }
+            DestinationConfig::Dynamodb(LeadsTableSettings {
+                table: "leads".into(),
+                lead_key: LeadKey::Email,
+                retention: None,
+            })
         );
         assert_eq!(by_email.concurrency, 16);
 
@@ -316,8 +311,10 @@ mod tests {
             (RECONCILE_AFTER_SECONDS, "5"),
             (REDELIVERY_BASE_SECONDS, "2"),
             (REDELIVERY_MAX_SECONDS, "30"),
+            (KEEP_PAYLOAD_AFTER_DELIVERY, "true"),
         ])
         .unwrap();
+        assert!(tuned.delivery.keep_payload);
         assert_eq!(tuned.delivery.redelivery.cap, Duration::from_secs(30));
         assert_eq!(tuned.delivery.max_age, Duration::from_secs(86_400));
         assert_eq!(tuned.delivery.redelivery.base, Duration::from_secs(2));
@@ -327,10 +324,10 @@ mod tests {
             load(&[TABLE, (DESTINATION, "dynamodb"), (LEADS_TABLE, "leads")]).unwrap();
         assert!(matches!(
             by_submission.destination,
-            DestinationConfig::Dynamodb {
+            DestinationConfig::Dynamodb(LeadsTableSettings {
                 lead_key: LeadKey::Submission,
                 ..
-            }
+            })
         ));
     }
 
@@ -417,6 +414,7 @@ mod tests {
             ("hubspot's own error", hubspot(&[(HUBSPOT_API_VERSION, "v4")]), invalid(HUBSPOT_API_VERSION, "expected v3 or a date version YYYY-MM")),
             ("salesforce with a hubspot variable", salesforce(&[(HUBSPOT_TOKEN, "x")]), invalid(HUBSPOT_TOKEN, "does not apply to DESTINATION=salesforce; unset it")),
             ("salesforce's own error", salesforce(&[(SALESFORCE_OBJECT, "Web Lead")]), invalid(SALESFORCE_OBJECT, "expected an API name (letters, digits, _)")),
+            ("keep payload not a flag", load(&[TABLE, (DESTINATION, "dynamodb"), (LEADS_TABLE, "leads"), (KEEP_PAYLOAD_AFTER_DELIVERY, "yes")]).unwrap_err(), invalid(KEEP_PAYLOAD_AFTER_DELIVERY, "expected true or false")),
             ("dynamodb with a field map", load(&[TABLE, (DESTINATION, "dynamodb"), (LEADS_TABLE, "leads"), (FIELD_MAP, "{}")]).unwrap_err(), invalid(FIELD_MAP, "does not apply to DESTINATION=dynamodb; unset it")),
         ];
         for (name, error, expected) in rows {

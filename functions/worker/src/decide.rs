@@ -152,6 +152,10 @@ pub struct DeliveryRules {
     /// How long a delivered receipt is kept (for duplicates) before TTL
     /// removes it. Only delivery sets an expiry.
     pub retention: Retention,
+    /// Keep the payload of a delivered receipt (`KEEP_PAYLOAD_AFTER_DELIVERY`).
+    /// Off by default: the completion removes it in the same update, since
+    /// duplicates and changed payloads are told by the key and fingerprint.
+    pub keep_payload: bool,
 }
 
 impl Default for DeliveryRules {
@@ -160,6 +164,7 @@ impl Default for DeliveryRules {
             max_age: Duration::from_secs(DEFAULT_MAX_AGE_SECONDS),
             redelivery: Redelivery::default(),
             retention: Retention::default(),
+            keep_payload: false,
         }
     }
 }

@@ -98,13 +98,9 @@ pub async fn destination_for(
             )
             .await?,
         ),
-        DestinationConfig::Dynamodb {
-            leads_table,
-            lead_key,
-        } => ConfiguredDestination::LeadsTable(LeadsTable::new(
-            dynamodb.clone(),
-            leads_table,
-            lead_key,
-        )),
+        DestinationConfig::Dynamodb(settings) => ConfiguredDestination::LeadsTable(
+            LeadsTable::new(dynamodb.clone(), settings.table, settings.lead_key)
+                .expiring_after(settings.retention),
+        ),
     })
 }

@@ -104,10 +104,31 @@ async fn seed_test_3_repeated_stream_delivery_still_produces_one_logical_lead() 
         lead.idempotency_key.as_deref(),
         Some("staticforms:form.submitted:sub_123")
     );
+    let delivered = worker.ledger().get(&receipt.pk).unwrap();
+    assert_eq!(delivered.status, ReceiptStatus::Completed);
     assert_eq!(
-        worker.ledger().get(&receipt.pk).unwrap().status,
-        ReceiptStatus::Completed
+        delivered.payload, None,
+        "a delivered receipt keeps no form data"
     );
+    assert_eq!(delivered.payload_fingerprint, receipt.payload_fingerprint);
+}
+
+#[tokio::test]
+async fn keep_payload_after_delivery_keeps_the_form_data() {
+    let crm = CrmStub::start().await.unwrap();
+    let receipt = receipt("sub_kept", "ada@example.com");
+    let rules = worker::decide::DeliveryRules {
+        keep_payload: true,
+        ..Default::default()
+    };
+    let worker = http_worker(&crm, MemoryLedger::holding([&receipt])).with_delivery_rules(rules);
+    let response = worker
+        .handle(event(vec![insert(&receipt, "1")]), in_seconds(30))
+        .await;
+    assert!(response.batch_item_failures.is_empty());
+    let delivered = worker.ledger().get(&receipt.pk).unwrap();
+    assert_eq!(delivered.status, ReceiptStatus::Completed);
+    assert_eq!(delivered.payload, receipt.payload);
 }
 
 #[tokio::test]
@@ -656,16 +677,25 @@ impl ReceiptLedger for CompletedElsewhere {
             attempts: 1,
             at: shared::receipt::Timestamp::at(SystemTime::now()),
         };
-        self.0.mark_completed(key, &other, 1).await?;
+        self.0
+            .mark_completed(
+                key,
+                &other,
+                &worker::ledger::Completion {
+                    expires_at: 1,
+                    keep_payload: false,
+                },
+            )
+            .await?;
         claim
     }
     async fn mark_completed(
         &self,
         key: &shared::IdempotencyKey,
         attempt: &AttemptRecord,
-        expires_at: u64,
+        completion: &worker::ledger::Completion,
     ) -> Result<Marked, LedgerError> {
-        self.0.mark_completed(key, attempt, expires_at).await
+        self.0.mark_completed(key, attempt, completion).await
     }
     async fn mark_failed(
         &self,

@@ -10,7 +10,7 @@ use tracing::Level;
 use super::Worker;
 use crate::decide::Settlement;
 use crate::destinations::Destination;
-use crate::ledger::{AttemptRecord, LedgerError, Marked, ReceiptLedger};
+use crate::ledger::{AttemptRecord, Completion, LedgerError, Marked, ReceiptLedger};
 use crate::outcome::{OutcomeLine, RecordOutcome, Via};
 
 impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
@@ -116,8 +116,11 @@ impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
         };
         match settlement {
             Settlement::Complete { .. } => {
-                let expires_at = self.rules.retention.expiry_after((self.clock)());
-                self.ledger.mark_completed(key, &attempt, expires_at).await
+                let completion = Completion {
+                    expires_at: self.rules.retention.expiry_after((self.clock)()),
+                    keep_payload: self.rules.keep_payload,
+                };
+                self.ledger.mark_completed(key, &attempt, &completion).await
             }
             Settlement::Fail(failure) | Settlement::GiveUp(failure) => {
                 self.ledger.mark_failed(key, failure, &attempt).await

@@ -15,7 +15,11 @@ use aws_sdk_dynamodb::Client;
 use shared::store_errors::is_transient;
 use shared::{IdempotencyKey, Lead};
 
-use shared::config::{invalid, ConfigError};
+use std::time::SystemTime;
+
+use shared::config::{invalid, number_in, ConfigError};
+use shared::receipt::parse_timestamp;
+use shared::Retention;
 
 use crate::destinations::{Destination, DestinationError, Upserted};
 
@@ -35,6 +39,11 @@ pub mod attr {
     pub const SUBMITTED_AT: &str = "submittedAt";
     /// The time that orders submissions (`Lead::newest_by`).
     pub const NEWEST_BY: &str = "newestBy";
+    /// The TTL attribute (epoch seconds), written only with
+    /// `LEAD_RETENTION_DAYS`.
+    pub const EXPIRES_AT: &str = "expiresAt";
+    /// The address as sent: `receipts forget` finds a person's rows by it.
+    pub const EMAIL: &str = "email";
 }
 
 /// Newer or equal wins: an equal time is a replay of the same submission.
@@ -46,16 +55,35 @@ pub struct LeadsTable {
     client: Client,
     table: String,
     lead_key: LeadKey,
+    retention: Option<Retention>,
 }
 
 impl LeadsTable {
+    /// Leads kept until someone deletes them (the table is the user's own
+    /// lead store); see [`LeadsTable::expiring_after`].
     pub fn new(client: Client, table: impl Into<String>, lead_key: LeadKey) -> Self {
         LeadsTable {
             client,
             table: table.into(),
             lead_key,
+            retention: None,
         }
     }
+
+    /// Each write sets the lead's expiry to `retention` after its
+    /// submission was received (`LEAD_RETENTION_DAYS`): TTL removes a lead
+    /// that many days after the newest submission written to it.
+    pub fn expiring_after(mut self, retention: Option<Retention>) -> Self {
+        self.retention = retention;
+        self
+    }
+}
+
+/// A lead's expiry: `retention` after its receipt was received (after now
+/// if that time is unreadable), in epoch seconds.
+pub fn lead_expiry(lead: &Lead, retention: Retention) -> u64 {
+    let received = parse_timestamp(&lead.received_at).unwrap_or_else(SystemTime::now);
+    retention.expiry_after(received)
 }
 
 /// The lead's key in the table. A lead without an email cannot be keyed by
@@ -86,7 +114,7 @@ impl Destination for LeadsTable {
             .item(attr::PK, s(&lead_pk(lead, self.lead_key)))
             .item("externalId", s(&lead.external_id))
             .item("name", s(&lead.name))
-            .item("email", s(&lead.email))
+            .item(attr::EMAIL, s(&lead.email))
             .item("message", s(&lead.message))
             .item("fields", s(&fields))
             .item(attr::RECEIVED_AT, s(&lead.received_at))
@@ -96,6 +124,12 @@ impl Destination for LeadsTable {
             .expression_attribute_values(":newestBy", s(lead.newest_by()));
         if let Some(submitted_at) = &lead.submitted_at {
             request = request.item(attr::SUBMITTED_AT, s(submitted_at));
+        }
+        if let Some(retention) = self.retention {
+            request = request.item(
+                attr::EXPIRES_AT,
+                AttributeValue::N(lead_expiry(lead, retention).to_string()),
+            );
         }
         let result = request.send().await;
         match result {
@@ -128,18 +162,49 @@ impl Destination for LeadsTable {
 pub const LEADS_TABLE: &str = "LEADS_TABLE";
 /// `submission` or `email`: what makes two submissions one lead.
 pub const LEAD_KEY: &str = "LEAD_KEY";
+/// Days a lead is kept after its newest submission; `0` or unset: kept
+/// until deleted.
+pub const LEAD_RETENTION_DAYS: &str = "LEAD_RETENTION_DAYS";
 
-/// `DESTINATION=dynamodb`'s settings: the table and its key.
-pub fn settings_from_lookup(
-    get: &impl Fn(&str) -> Option<String>,
-) -> Result<(String, LeadKey), ConfigError> {
-    let leads_table = get(LEADS_TABLE).ok_or(ConfigError::Missing(LEADS_TABLE))?;
-    let lead_key = match get(LEAD_KEY).as_deref().map(str::trim) {
-        None | Some("submission") => LeadKey::Submission,
-        Some("email") => LeadKey::Email,
-        Some(_) => return Err(invalid(LEAD_KEY, "expected submission or email")),
-    };
-    Ok((leads_table.trim().to_owned(), lead_key))
+/// `DESTINATION=dynamodb`'s settings.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LeadsTableSettings {
+    pub table: String,
+    pub lead_key: LeadKey,
+    /// `None`: leads never expire.
+    pub retention: Option<Retention>,
+}
+
+impl LeadsTableSettings {
+    pub fn from_lookup(get: &impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
+        let table = get(LEADS_TABLE).ok_or(ConfigError::Missing(LEADS_TABLE))?;
+        let lead_key = match get(LEAD_KEY).as_deref().map(str::trim) {
+            None | Some("submission") => LeadKey::Submission,
+            Some("email") => LeadKey::Email,
+            Some(_) => return Err(invalid(LEAD_KEY, "expected submission or email")),
+        };
+        let retention = match get(LEAD_RETENTION_DAYS) {
+            None => None,
+            Some(raw) => match number_in(&raw, 0..=Retention::MAX_DAYS) {
+                Some(0) => None,
+                Some(days) => Retention::days(days),
+                None => {
+                    return Err(invalid(
+                        LEAD_RETENTION_DAYS,
+                        format!(
+                            "expected a whole number of days from 0 (kept) to {}",
+                            Retention::MAX_DAYS
+                        ),
+                    ))
+                }
+            },
+        };
+        Ok(LeadsTableSettings {
+            table: table.trim().to_owned(),
+            lead_key,
+            retention,
+        })
+    }
 }
 
 #[cfg(test)]
@@ -156,6 +221,59 @@ mod tests {
             received_at: String::new(),
             submitted_at: None,
         }
+    }
+
+    #[test]
+    fn settings() {
+        let read = |pairs: &[(&str, &str)]| {
+            let pairs: Vec<(String, String)> = pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect();
+            LeadsTableSettings::from_lookup(&move |name: &str| {
+                pairs
+                    .iter()
+                    .find(|(k, _)| k == name)
+                    .map(|(_, v)| v.clone())
+            })
+        };
+        let days = |n| Retention::days(n);
+        let retention_refused = invalid(
+            LEAD_RETENTION_DAYS,
+            "expected a whole number of days from 0 (kept) to 3650",
+        );
+        #[rustfmt::skip]
+        let rows: Vec<(&[(&str, &str)], Result<(LeadKey, Option<Retention>), ConfigError>)> = vec![
+            (&[(LEADS_TABLE, " leads ")], Ok((LeadKey::Submission, None))),
+            (&[(LEADS_TABLE, "leads"), (LEAD_KEY, "email")], Ok((LeadKey::Email, None))),
+            (&[(LEADS_TABLE, "leads"), (LEAD_RETENTION_DAYS, "0")], Ok((LeadKey::Submission, None))),
+            (&[(LEADS_TABLE, "leads"), (LEAD_RETENTION_DAYS, "365")], Ok((LeadKey::Submission, days(365)))),
+            (&[(LEADS_TABLE, "leads"), (LEAD_RETENTION_DAYS, "3651")], Err(retention_refused.clone())),
+            (&[(LEADS_TABLE, "leads"), (LEAD_RETENTION_DAYS, "a year")], Err(retention_refused)),
+            (&[(LEADS_TABLE, "leads"), (LEAD_KEY, "phone")], Err(invalid(LEAD_KEY, "expected submission or email"))),
+            (&[], Err(ConfigError::Missing(LEADS_TABLE))),
+        ];
+        for (pairs, expected) in rows {
+            let got = read(pairs);
+            assert_eq!(
+                got.clone().map(|s| (s.lead_key, s.retention)),
+                expected,
+                "{pairs:?}"
+            );
+            if let Ok(settings) = got {
+                assert_eq!(settings.table, "leads");
+            }
+        }
+        let mut lead = lead("a@example.com");
+        lead.received_at = "2026-12-01T00:00:00.000Z".into();
+        assert_eq!(
+            lead_expiry(&lead, days(1).unwrap()),
+            parse_timestamp("2026-12-02T00:00:00Z")
+                .unwrap()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_secs()
+        );
     }
 
     #[test]

@@ -15,12 +15,12 @@ use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnValue};
 use aws_sdk_dynamodb::Client;
 use shared::receipt::Timestamp;
-use shared::receipt::{attr, FAILED, PENDING, QUEUE_INDEX};
+use shared::receipt::{attr, FAILED, PENDING, PERSONAL_ATTRIBUTES, QUEUE_INDEX};
 use shared::{IdempotencyKey, ReceiptStatus};
 
 use super::{
-    AttemptRecord, Census, Claim, Cursor, DuePage, DueQuery, DueReceipt, LedgerError, Marked,
-    PendingQueue, ReceiptLedger, UnreadableItem,
+    AttemptRecord, Census, Claim, Completion, Cursor, DuePage, DueQuery, DueReceipt, LedgerError,
+    Marked, PendingQueue, ReceiptLedger, UnreadableItem,
 };
 use crate::decide::AttemptError;
 
@@ -249,29 +249,44 @@ impl ReceiptLedger for DynamoLedger {
         &self,
         key: &IdempotencyKey,
         attempt: &AttemptRecord,
-        expires_at: u64,
+        completion: &Completion,
     ) -> Result<Marked, LedgerError> {
         let key = key.as_str();
+        // A receipt delivered after a failure keeps no failure fields, and,
+        // unless kept on purpose, no personal data: in this same update, so
+        // no delivered receipt ever holds it.
+        let mut remove = " REMOVE #queue, #nextAttemptAt, #lastError, #lastHttpStatus, #failedAt, #reason, #failureStatus".to_owned();
+        let personal: Vec<(String, &str)> = PERSONAL_ATTRIBUTES
+            .iter()
+            .enumerate()
+            .filter(|_| !completion.keep_payload)
+            .map(|(n, attribute)| (format!("#personal{n}"), *attribute))
+            .collect();
+        for (placeholder, _) in &personal {
+            remove.push_str(", ");
+            remove.push_str(placeholder);
+        }
+        let mut names = vec![
+            ("#completedAt", attr::COMPLETED_AT),
+            ("#expiresAt", attr::EXPIRES_AT),
+            ("#queue", attr::QUEUE),
+            ("#nextAttemptAt", attr::NEXT_ATTEMPT_AT),
+            ("#lastError", attr::LAST_ERROR),
+            ("#lastHttpStatus", attr::LAST_HTTP_STATUS),
+            ("#failedAt", attr::FAILED_AT),
+            ("#reason", attr::FAILURE_REASON),
+            ("#failureStatus", attr::FAILURE_HTTP_STATUS),
+        ];
+        names.extend(personal.iter().map(|(p, a)| (p.as_str(), *a)));
         self.settle(
             key,
             attempt,
             "#status = :completed, #completedAt = :at, #expiresAt = :expires",
-            // A receipt delivered after a failure keeps no failure fields.
-            " REMOVE #queue, #nextAttemptAt, #lastError, #lastHttpStatus, #failedAt, #reason, #failureStatus",
-            &[
-                ("#completedAt", attr::COMPLETED_AT),
-                ("#expiresAt", attr::EXPIRES_AT),
-                ("#queue", attr::QUEUE),
-                ("#nextAttemptAt", attr::NEXT_ATTEMPT_AT),
-                ("#lastError", attr::LAST_ERROR),
-                ("#lastHttpStatus", attr::LAST_HTTP_STATUS),
-                ("#failedAt", attr::FAILED_AT),
-                ("#reason", attr::FAILURE_REASON),
-                ("#failureStatus", attr::FAILURE_HTTP_STATUS),
-            ],
+            &remove,
+            &names,
             vec![
                 (":completed", s(ReceiptStatus::Completed.as_str())),
-                (":expires", n(expires_at)),
+                (":expires", n(completion.expires_at)),
             ],
         )
         .await

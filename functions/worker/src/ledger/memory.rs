@@ -10,8 +10,8 @@ use shared::receipt::{FAILED, PENDING};
 use shared::{IdempotencyKey, Receipt, ReceiptStatus};
 
 use super::{
-    AttemptRecord, Census, Claim, Cursor, DuePage, DueQuery, DueReceipt, LedgerError, Marked,
-    PendingQueue, ReceiptLedger,
+    AttemptRecord, Census, Claim, Completion, Cursor, DuePage, DueQuery, DueReceipt, LedgerError,
+    Marked, PendingQueue, ReceiptLedger,
 };
 use crate::decide::AttemptError;
 
@@ -123,13 +123,16 @@ impl ReceiptLedger for MemoryLedger {
         &self,
         key: &IdempotencyKey,
         attempt: &AttemptRecord,
-        expires_at: u64,
+        completion: &Completion,
     ) -> Result<Marked, LedgerError> {
         let key = key.as_str();
         Ok(self.settle(key, attempt, |receipt| {
             receipt.status = ReceiptStatus::Completed;
             receipt.completed_at = Some(attempt.at.as_str().to_owned());
-            receipt.expires_at = Some(expires_at);
+            receipt.expires_at = Some(completion.expires_at);
+            if !completion.keep_payload {
+                receipt.remove_personal_data();
+            }
             receipt.pending = None;
             receipt.next_attempt_at = None;
             receipt.last_error = None;
@@ -302,7 +305,7 @@ impl<L: ReceiptLedger> ReceiptLedger for WatchedLedger<L> {
         &self,
         key: &IdempotencyKey,
         attempt: &AttemptRecord,
-        expires_at: u64,
+        completion: &Completion,
     ) -> Result<Marked, LedgerError> {
         use std::sync::atomic::Ordering::SeqCst;
         let crash = self
@@ -312,7 +315,7 @@ impl<L: ReceiptLedger> ReceiptLedger for WatchedLedger<L> {
         if crash {
             return Err(LedgerError("crashed before the receipt update".into()));
         }
-        let marked = self.inner.mark_completed(key, attempt, expires_at).await;
+        let marked = self.inner.mark_completed(key, attempt, completion).await;
         if marked == Ok(Marked::Updated) {
             self.completed.fetch_add(1, SeqCst);
         }

@@ -29,6 +29,17 @@ pub enum Marked {
     NotPending,
 }
 
+/// How a delivered receipt is kept, written with its completion.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Completion {
+    /// TTL may delete the receipt from then on (epoch seconds).
+    pub expires_at: u64,
+    /// Keep the payload (`KEEP_PAYLOAD_AFTER_DELIVERY`); otherwise the
+    /// same update removes every personal attribute
+    /// (`shared::receipt::PERSONAL_ATTRIBUTES`).
+    pub keep_payload: bool,
+}
+
 /// What this delivery did, written together with its outcome.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AttemptRecord {
@@ -68,14 +79,15 @@ pub trait ReceiptLedger: Send + Sync {
         until: &Timestamp,
     ) -> impl Future<Output = Result<Claim, LedgerError>> + Send;
 
-    /// RECEIVED → COMPLETED; leaves the queue; TTL may delete it from
-    /// `expires_at` (epoch seconds) on, and not before: the only write that
-    /// sets an expiry.
+    /// RECEIVED → COMPLETED; leaves the queue; loses its personal data
+    /// unless `completion` keeps it; TTL may delete it from
+    /// `completion.expires_at` on, and not before: the only write that sets
+    /// an expiry.
     fn mark_completed(
         &self,
         key: &IdempotencyKey,
         attempt: &AttemptRecord,
-        expires_at: u64,
+        completion: &Completion,
     ) -> impl Future<Output = Result<Marked, LedgerError>> + Send;
 
     /// RECEIVED → FAILED with the reason; moves to the FAILED queue, with
