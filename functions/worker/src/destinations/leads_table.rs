@@ -242,8 +242,9 @@ mod tests {
             LEAD_RETENTION_DAYS,
             "expected a whole number of days from 0 (kept) to 3650",
         );
+        type Expected = Result<(LeadKey, Option<Retention>), ConfigError>;
         #[rustfmt::skip]
-        let rows: Vec<(&[(&str, &str)], Result<(LeadKey, Option<Retention>), ConfigError>)> = vec![
+        let rows: Vec<(&[(&str, &str)], Expected)> = vec![
             (&[(LEADS_TABLE, " leads ")], Ok((LeadKey::Submission, None))),
             (&[(LEADS_TABLE, "leads"), (LEAD_KEY, "email")], Ok((LeadKey::Email, None))),
             (&[(LEADS_TABLE, "leads"), (LEAD_RETENTION_DAYS, "0")], Ok((LeadKey::Submission, None))),
