@@ -350,6 +350,7 @@ pub fn receipts_cli(env: &[(&str, &str)], args: &[&str]) -> (bool, String, Strin
     let output = std::process::Command::new(format!("{bin_dir}/receipts"))
         .args(args)
         .env_remove("RECEIPTS_TABLE")
+        .env_remove("LEADS_TABLE")
         .env_remove("AWS_PROFILE")
         .envs(env.iter().copied())
         .env("AWS_ENDPOINT_URL", endpoint(DYNAMODB_ENDPOINT))

@@ -10,7 +10,14 @@ use shared::receipt::{format_timestamp, parse_timestamp};
 
 const AFTER_HELP: &str = "\
 T is an RFC 3339 time (2026-11-30T08:00:00Z) or an age (90m, 2h, 3days).
-Form data (names, emails, messages) is shown only with --payload.
+Form data (names, emails, messages) is read only with --payload: without
+it, list, show and stats ask DynamoDB for the other attributes alone.
+A delivered receipt keeps no form data (unless KeepPayloadAfterDelivery).
+
+forget erases one person: their receipts' form data (a receipt not yet
+delivered becomes ERASED and is never delivered), their newest-wins gate
+and their rows in the leads table. Erasing them in the CRM is the CRM's
+job; forget names the endpoints.
 
 redrive puts receipts back in the reconciler's queue: RECEIVED, attempts
 reset, due now. A COMPLETED receipt is never redriven. The next
@@ -23,7 +30,7 @@ reconciliation pass delivers them; to start one at once:
     name = "receipts",
     version,
     arg_required_else_help = true,
-    about = "Look at, redrive and smoke-test the receipts of a staticforms-to-crm stack.",
+    about = "Look at, redrive, erase and smoke-test the receipts of a staticforms-to-crm stack.",
     after_help = AFTER_HELP
 )]
 pub struct Cli {
@@ -70,6 +77,11 @@ pub enum Command {
         /// Also the form data (personal data).
         #[arg(long, alias = "show-lead")]
         payload: bool,
+        /// Only the receipts that still hold this person's form data (an
+        /// access request: list --email ADDRESS --payload --json). Reads
+        /// the form data, so it needs --payload.
+        #[arg(long, value_name = "ADDRESS", requires = "payload")]
+        email: Option<String>,
     },
     /// One receipt as a card.
     Show {
@@ -102,6 +114,31 @@ pub enum Command {
         /// Say what would be redriven; change nothing.
         #[arg(long)]
         dry_run: bool,
+    },
+    /// Erase one person: the form data of every receipt that holds it (a
+    /// receipt not yet delivered becomes ERASED, never delivered), their
+    /// newest-wins gate, and their rows in the leads table. Finds them by
+    /// scanning (bounded by --max-scan-mb); prints what it found and did.
+    Forget {
+        /// Their e-mail address, compared trimmed and lower-cased.
+        #[arg(long, value_name = "ADDRESS")]
+        email: String,
+        /// Say what would be erased; change nothing.
+        #[arg(long)]
+        dry_run: bool,
+        /// Erase without asking (it never asks when stdin is no terminal).
+        #[arg(long, short = 'y')]
+        yes: bool,
+        /// The leads table (Destination=dynamodb). Default: the stack's
+        /// LeadsTableName output with --stack, else $LEADS_TABLE; none: no
+        /// leads table is searched.
+        #[arg(long, value_name = "NAME")]
+        leads_table: Option<String>,
+        /// Refuse to scan a table larger than this many MB (as DynamoDB
+        /// reports its size), and stop a scan that reads more: finding a
+        /// person reads the whole table, about 131,000 read units a GB.
+        #[arg(long, value_name = "MB", default_value_t = 1024)]
+        max_scan_mb: usize,
     },
     /// Send one marked test submission to the stack's webhook URL with the
     /// stack's own secret, and follow its receipt until it is COMPLETED.
@@ -224,6 +261,7 @@ mod tests {
                     limit: None,
                     json: false,
                     payload: false,
+                    email: None,
                 },
             ),
             (
@@ -234,6 +272,7 @@ mod tests {
                     limit: NonZeroUsize::new(5),
                     json: true,
                     payload: true,
+                    email: None,
                 },
             ),
             (
@@ -244,6 +283,7 @@ mod tests {
                     limit: None,
                     json: false,
                     payload: true,
+                    email: None,
                 },
             ),
             (
@@ -254,7 +294,38 @@ mod tests {
                     payload: false,
                 },
             ),
+            (
+                "list --email Ada@Example.com --payload --json",
+                Command::List {
+                    status: None,
+                    window: TimeArgs::default(),
+                    limit: None,
+                    json: true,
+                    payload: true,
+                    email: Some("Ada@Example.com".into()),
+                },
+            ),
             ("stats", Command::Stats { json: false }),
+            (
+                "forget --email ada@example.com --dry-run",
+                Command::Forget {
+                    email: "ada@example.com".into(),
+                    dry_run: true,
+                    yes: false,
+                    leads_table: None,
+                    max_scan_mb: 1024,
+                },
+            ),
+            (
+                "forget --email ada@example.com -y --leads-table leads --max-scan-mb 50",
+                Command::Forget {
+                    email: "ada@example.com".into(),
+                    dry_run: false,
+                    yes: true,
+                    leads_table: Some("leads".into()),
+                    max_scan_mb: 50,
+                },
+            ),
             (
                 "redrive sub_1 sub_2 --dry-run",
                 Command::Redrive {
@@ -313,6 +384,15 @@ mod tests {
             ("list --since", ErrorKind::InvalidValue),
             ("list sub_1", ErrorKind::UnknownArgument),
             ("show", ErrorKind::MissingRequiredArgument),
+            (
+                "list --email a@example.com",
+                ErrorKind::MissingRequiredArgument,
+            ),
+            ("forget", ErrorKind::MissingRequiredArgument),
+            (
+                "forget --email a@example.com --max-scan-mb lots",
+                ErrorKind::ValueValidation,
+            ),
             ("show a b", ErrorKind::UnknownArgument),
             ("redrive", ErrorKind::MissingRequiredArgument),
             ("redrive sub_1 --status failed", ErrorKind::ArgumentConflict),
@@ -342,6 +422,7 @@ mod tests {
             "stats",
             "redrive",
             "smoke",
+            "forget",
             "--stack",
             "--region",
             "--profile",

@@ -6,6 +6,7 @@
 
 pub mod cli;
 pub mod commands;
+pub mod leads;
 pub mod smoke;
 pub mod stack;
 pub mod table;

@@ -11,6 +11,8 @@ use aws_sdk_cloudformation::Client;
 /// The outputs the commands read, by the template's names.
 pub mod output {
     pub const RECEIPTS_TABLE: &str = "ReceiptsTableName";
+    /// Only with `Destination=dynamodb`.
+    pub const LEADS_TABLE: &str = "LeadsTableName";
     pub const WEBHOOK_URL: &str = "WebhookUrl";
     pub const WEBHOOK_SECRET_ARN: &str = "WebhookSecretArn";
 }
@@ -18,6 +20,7 @@ pub mod output {
 /// The parameters the commands read.
 pub mod parameter {
     pub const WEBHOOK_AUTH: &str = "WebhookAuth";
+    pub const RECEIPT_RETENTION_DAYS: &str = "ReceiptRetentionDays";
     pub const ACCEPTED_FORMS: &str = "AcceptedForms";
 }
 

@@ -1,13 +1,15 @@
-//! The receipts table, as the CLI reads and changes it. The only adapter of
-//! this crate: everything else is formatting and argument rules.
+//! The receipts table, as the CLI reads and changes it (the leads table is
+//! `leads`; everything else is formatting and argument rules). Reads project
+//! the operator's attributes only, unless `--payload` asks for the form data:
+//! without it, personal data never leaves DynamoDB.
 
 use std::collections::HashMap;
 
 use aws_sdk_dynamodb::error::{DisplayErrorContext, SdkError};
 use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
-use aws_sdk_dynamodb::types::AttributeValue;
+use aws_sdk_dynamodb::types::{AttributeValue, ReturnValue, Select};
 use aws_sdk_dynamodb::Client;
-use shared::receipt::{attr, PENDING};
+use shared::receipt::{attr, OPERATOR_ATTRIBUTES, PENDING, PERSONAL_ATTRIBUTES};
 use shared::{IdempotencyKey, Receipt, ReceiptStatus, SubmissionId};
 
 use crate::cli::{StatusFilter, Window};
@@ -22,10 +24,107 @@ pub enum TableError {
     BadId(String),
 }
 
-fn store_error<E: std::error::Error + 'static, R: std::fmt::Debug>(
-    error: SdkError<E, R>,
-) -> TableError {
-    TableError::Store(DisplayErrorContext(error).to_string())
+fn s(text: &str) -> AttributeValue {
+    AttributeValue::S(text.to_owned())
+}
+
+/// `Ok(true)` when an update's condition failed, `Ok(false)` when it was
+/// written.
+fn failed_condition<T, R: std::fmt::Debug>(
+    result: Result<T, SdkError<UpdateItemError, R>>,
+) -> Result<bool, TableError> {
+    match result {
+        Ok(_) => Ok(false),
+        Err(SdkError::ServiceError(failure))
+            if matches!(
+                failure.err(),
+                UpdateItemError::ConditionalCheckFailedException(_)
+            ) =>
+        {
+            Ok(true)
+        }
+        Err(error) => Err(TableError::store(error)),
+    }
+}
+
+impl TableError {
+    /// A DynamoDB call that failed, with the SDK's whole explanation.
+    pub fn store<E: std::error::Error + 'static, R: std::fmt::Debug>(
+        error: SdkError<E, R>,
+    ) -> TableError {
+        TableError::Store(DisplayErrorContext(error).to_string())
+    }
+}
+
+/// What a read brings back from DynamoDB.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reading {
+    /// [`OPERATOR_ATTRIBUTES`]: no personal data (the default).
+    WithoutPersonalData,
+    /// Those and the payload (`--payload`).
+    WithPayload,
+}
+
+impl Reading {
+    pub fn of(payload: bool) -> Self {
+        if payload {
+            Reading::WithPayload
+        } else {
+            Reading::WithoutPersonalData
+        }
+    }
+
+    /// The projection expression and its names (`#a0`...: several of the
+    /// attribute names are DynamoDB reserved words).
+    fn projection(self) -> (String, HashMap<String, String>) {
+        let personal: &[&str] = match self {
+            Reading::WithoutPersonalData => &[],
+            Reading::WithPayload => PERSONAL_ATTRIBUTES,
+        };
+        let names: HashMap<String, String> = OPERATOR_ATTRIBUTES
+            .iter()
+            .chain(personal)
+            .enumerate()
+            .map(|(n, attribute)| (format!("#a{n}"), (*attribute).to_owned()))
+            .collect();
+        let mut placeholders: Vec<&String> = names.keys().collect();
+        placeholders.sort_by_key(|p| p[2..].parse::<usize>().unwrap_or(0));
+        let expression = placeholders
+            .into_iter()
+            .map(String::as_str)
+            .collect::<Vec<_>>()
+            .join(", ");
+        (expression, names)
+    }
+}
+
+/// Which receipts a scan selects.
+#[derive(Debug, Clone, Default)]
+pub struct Selection {
+    pub status: Option<StatusFilter>,
+    pub window: Window,
+    /// Only receipts whose lead has this normalised e-mail (read from the
+    /// payload, so only with [`Reading::WithPayload`]).
+    pub email: Option<String>,
+    /// Stop after this many pages (each at most 1 MB, DynamoDB's page
+    /// size): a bound on what the scan costs. `None`: the whole table.
+    pub max_pages: Option<usize>,
+}
+
+/// How far a scan got: told after each page.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ScanProgress {
+    pub pages: usize,
+    pub items_read: usize,
+    pub matched: usize,
+}
+
+/// What the table says of its size (DescribeTable, which DynamoDB updates
+/// about every six hours).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TableSize {
+    pub items: i64,
+    pub bytes: i64,
 }
 
 /// What a redrive did to one receipt.
@@ -34,6 +133,8 @@ pub enum Redriven {
     Queued,
     /// Delivered already: never redriven.
     Completed,
+    /// Erased at a person's request: never delivered.
+    Erased,
     /// RECEIVED and not due before this time: claimed by a delivery right
     /// now, or deferred to then. The worker delivers it; a redrive would
     /// run beside it.
@@ -41,11 +142,27 @@ pub enum Redriven {
     Missing,
 }
 
+/// What `erase` did to one receipt.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Erased {
+    /// RECEIVED or FAILED: now ERASED without its payload, out of every
+    /// queue, never delivered.
+    Settled,
+    /// COMPLETED (its payload kept by KEEP_PAYLOAD_AFTER_DELIVERY or by an
+    /// earlier version): the payload removed.
+    PayloadRemoved,
+    /// Nothing personal left (delivered or erased since it was read), or
+    /// gone.
+    NothingLeft,
+}
+
 /// Receipts found, and items that did not read as receipts.
 #[derive(Debug, Default)]
 pub struct Found {
     pub receipts: Vec<Receipt>,
     pub unreadable: usize,
+    /// `false` when `Selection::max_pages` stopped the scan first.
+    pub complete: bool,
 }
 
 impl Found {
@@ -73,6 +190,10 @@ impl ReceiptsTable {
         }
     }
 
+    pub fn name(&self) -> &str {
+        &self.table
+    }
+
     /// The key of a submission id, or of a full key given as it is.
     pub fn key_of(id: &str) -> Result<String, TableError> {
         if id.starts_with("staticforms:") {
@@ -86,36 +207,62 @@ impl ReceiptsTable {
         )
     }
 
-    pub async fn get(&self, key: &str) -> Result<Option<Receipt>, TableError> {
+    pub async fn get(&self, key: &str, reading: Reading) -> Result<Option<Receipt>, TableError> {
+        let (projection, names) = reading.projection();
         let output = self
             .client
             .get_item()
             .table_name(&self.table)
             .key(attr::PK, AttributeValue::S(key.to_owned()))
+            .projection_expression(projection)
+            .set_expression_attribute_names(Some(names))
             .consistent_read(true)
             .send()
             .await
-            .map_err(store_error)?;
+            .map_err(TableError::store)?;
         Ok(output
             .item
             .and_then(|item| serde_dynamo::from_item(item).ok()))
     }
 
-    /// Receipts with `status` received in `window`, newest first;
-    /// `progress` is told the items read after each page. A scan, which
-    /// reads the whole table (a scan has no order, so every match is read
-    /// before the newest can be told): an operator's tool, not a pass. (The
-    /// worker's queue index holds keys only; reading receipts whole from it
-    /// would cost a read per receipt on top.)
+    /// What DescribeTable says of the table's size.
+    pub async fn size(&self) -> Result<TableSize, TableError> {
+        let output = self
+            .client
+            .describe_table()
+            .table_name(&self.table)
+            .send()
+            .await
+            .map_err(TableError::store)?;
+        let table = output.table();
+        Ok(TableSize {
+            items: table.and_then(|t| t.item_count()).unwrap_or(0),
+            bytes: table.and_then(|t| t.table_size_bytes()).unwrap_or(0),
+        })
+    }
+
+    /// The receipts `selection` names, read as `reading` says, newest first;
+    /// `progress` is told after each page. A scan, which reads the whole
+    /// table (a scan has no order, so every match is read before the newest
+    /// can be told): an operator's tool, not a pass. (The worker's queue
+    /// index holds keys only; reading receipts whole from it would cost a
+    /// read per receipt on top.)
     pub async fn select(
         &self,
-        status: Option<StatusFilter>,
-        window: &Window,
-        mut progress: impl FnMut(usize),
+        selection: &Selection,
+        reading: Reading,
+        mut progress: impl FnMut(ScanProgress),
     ) -> Result<Found, TableError> {
+        let status = selection.status;
+        let window = &selection.window;
+        let (projection, mut names) = reading.projection();
         let mut conditions = Vec::new();
-        let mut names = HashMap::new();
         let mut values = HashMap::new();
+        if selection.email.is_some() {
+            // Only receipts that still hold form data can name anyone.
+            conditions.push("attribute_exists(#payload)");
+            names.insert("#payload".to_owned(), attr::PAYLOAD.to_owned());
+        }
         let status_text = match status {
             Some(StatusFilter::Received) => Some(ReceiptStatus::Received.as_str()),
             Some(StatusFilter::Completed) => Some(ReceiptStatus::Completed.as_str()),
@@ -153,7 +300,7 @@ impl ReceiptsTable {
         let filter = (!conditions.is_empty()).then(|| conditions.join(" AND "));
 
         let mut found = Found::default();
-        let mut read = 0;
+        let mut so_far = ScanProgress::default();
         let mut start: Option<Item> = None;
         loop {
             let (items, last, scanned) = {
@@ -161,13 +308,17 @@ impl ReceiptsTable {
                     .client
                     .scan()
                     .table_name(&self.table)
+                    // Named, so a policy that allows only these attributes
+                    // (docs/personal-data.md) lets the scan through.
+                    .select(Select::SpecificAttributes)
+                    .projection_expression(&projection)
                     .set_filter_expression(filter.clone())
-                    .set_expression_attribute_names((!names.is_empty()).then(|| names.clone()))
+                    .set_expression_attribute_names(Some(names.clone()))
                     .set_expression_attribute_values((!values.is_empty()).then(|| values.clone()))
                     .set_exclusive_start_key(start)
                     .send()
                     .await
-                    .map_err(store_error)?;
+                    .map_err(TableError::store)?;
                 let scanned = output.scanned_count() as usize;
                 (
                     output.items.unwrap_or_default(),
@@ -175,22 +326,134 @@ impl ReceiptsTable {
                     scanned,
                 )
             };
-            read += scanned;
-            progress(read);
+            so_far.pages += 1;
+            so_far.items_read += scanned;
             for item in items {
                 match serde_dynamo::from_item::<_, Receipt>(item) {
-                    Ok(receipt) => found.receipts.push(receipt),
+                    Ok(receipt) => {
+                        let wanted = selection.email.as_ref().is_none_or(|email| {
+                            shared::lead::email_of(&receipt).as_ref() == Some(email)
+                        });
+                        if wanted {
+                            so_far.matched += 1;
+                            found.receipts.push(receipt);
+                        }
+                    }
                     Err(_) => found.unreadable += 1,
                 }
             }
+            progress(so_far);
             match last {
+                Some(_) if selection.max_pages.is_some_and(|max| so_far.pages >= max) => {
+                    found.newest_first();
+                    return Ok(found);
+                }
                 Some(last) => start = Some(last),
                 None => {
+                    found.complete = true;
                     found.newest_first();
                     return Ok(found);
                 }
             }
         }
+    }
+
+    /// Removes a receipt's personal data. A RECEIVED or FAILED receipt
+    /// becomes ERASED (never delivered nor redriven; out of every queue;
+    /// expiring at `expires_at`); a COMPLETED one loses its payload. Each
+    /// is one conditional update, so a receipt delivered meanwhile is
+    /// handled as delivered, and running it twice changes nothing more.
+    pub async fn erase(&self, key: &str, now: &str, expires_at: u64) -> Result<Erased, TableError> {
+        let personal = |request: aws_sdk_dynamodb::operation::update_item::builders::UpdateItemFluentBuilder| {
+            PERSONAL_ATTRIBUTES
+                .iter()
+                .enumerate()
+                .fold(request, |request, (n, attribute)| {
+                    request.expression_attribute_names(format!("#personal{n}"), *attribute)
+                })
+        };
+        let remove_personal: String = (0..PERSONAL_ATTRIBUTES.len())
+            .map(|n| format!("#personal{n}"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let settle = personal(self.client.update_item())
+            .table_name(&self.table)
+            .key(attr::PK, AttributeValue::S(key.to_owned()))
+            .update_expression(format!(
+                "SET #status = :erased, #erasedAt = :now, #expiresAt = :expires \
+                 REMOVE {remove_personal}, #queue, #next, #unrecorded, #lastError, #lastStatus, \
+                 #failedAt, #reason, #failureStatus"
+            ))
+            .condition_expression("#status = :received OR #status = :failed")
+            .expression_attribute_names("#status", attr::STATUS)
+            .expression_attribute_names("#erasedAt", attr::ERASED_AT)
+            .expression_attribute_names("#expiresAt", attr::EXPIRES_AT)
+            .expression_attribute_names("#queue", attr::QUEUE)
+            .expression_attribute_names("#next", attr::NEXT_ATTEMPT_AT)
+            .expression_attribute_names("#unrecorded", attr::UNRECORDED_CLAIMS)
+            .expression_attribute_names("#lastError", attr::LAST_ERROR)
+            .expression_attribute_names("#lastStatus", attr::LAST_HTTP_STATUS)
+            .expression_attribute_names("#failedAt", attr::FAILED_AT)
+            .expression_attribute_names("#reason", attr::FAILURE_REASON)
+            .expression_attribute_names("#failureStatus", attr::FAILURE_HTTP_STATUS)
+            .expression_attribute_values(":erased", s(ReceiptStatus::Erased.as_str()))
+            .expression_attribute_values(":received", s(ReceiptStatus::Received.as_str()))
+            .expression_attribute_values(":failed", s(ReceiptStatus::Failed.as_str()))
+            .expression_attribute_values(":now", s(now))
+            .expression_attribute_values(":expires", AttributeValue::N(expires_at.to_string()))
+            .send()
+            .await;
+        if !failed_condition(settle)? {
+            return Ok(Erased::Settled);
+        }
+        // Delivered (perhaps since it was read): only the payload goes.
+        let strip = personal(self.client.update_item())
+            .table_name(&self.table)
+            .key(attr::PK, AttributeValue::S(key.to_owned()))
+            .update_expression(format!("SET #erasedAt = :now REMOVE {remove_personal}"))
+            .condition_expression("#status = :completed AND attribute_exists(#personal0)")
+            .expression_attribute_names("#status", attr::STATUS)
+            .expression_attribute_names("#erasedAt", attr::ERASED_AT)
+            .expression_attribute_values(":completed", s(ReceiptStatus::Completed.as_str()))
+            .expression_attribute_values(":now", s(now))
+            .send()
+            .await;
+        Ok(if failed_condition(strip)? {
+            Erased::NothingLeft
+        } else {
+            Erased::PayloadRemoved
+        })
+    }
+
+    /// Deletes an item that is no receipt (a newest-wins gate) by its key;
+    /// `true` if there was one.
+    pub async fn delete_gate(&self, key: &str) -> Result<bool, TableError> {
+        let output = self
+            .client
+            .delete_item()
+            .table_name(&self.table)
+            .key(attr::PK, AttributeValue::S(key.to_owned()))
+            .return_values(ReturnValue::AllOld)
+            .send()
+            .await
+            .map_err(TableError::store)?;
+        Ok(output.attributes.is_some_and(|old| !old.is_empty()))
+    }
+
+    /// Whether an item with this key exists (keys only are read).
+    pub async fn exists(&self, key: &str) -> Result<bool, TableError> {
+        let output = self
+            .client
+            .get_item()
+            .table_name(&self.table)
+            .key(attr::PK, AttributeValue::S(key.to_owned()))
+            .projection_expression("#pk")
+            .expression_attribute_names("#pk", attr::PK)
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(TableError::store)?;
+        Ok(output.item.is_some())
     }
 
     /// Back into the reconciler's queue: RECEIVED, attempts reset, due at
@@ -241,15 +504,16 @@ impl ReceiptsTable {
                 ) =>
             {
                 // Say why: gone, delivered, or claimed or deferred.
-                Ok(match self.get(key).await? {
+                Ok(match self.get(key, Reading::WithoutPersonalData).await? {
                     Some(receipt) if receipt.status == ReceiptStatus::Received => {
                         Redriven::Waiting(receipt.next_attempt_at.unwrap_or_default())
                     }
+                    Some(receipt) if receipt.status == ReceiptStatus::Erased => Redriven::Erased,
                     Some(_) => Redriven::Completed,
                     None => Redriven::Missing,
                 })
             }
-            Err(error) => Err(store_error(error)),
+            Err(error) => Err(TableError::store(error)),
         }
     }
 }

@@ -120,6 +120,7 @@ pub fn card(receipt: &Receipt, payload: bool, now: SystemTime) -> String {
         ("completed", &receipt.completed_at),
         ("failed", &receipt.failed_at),
         ("redriven", &receipt.redriven_at),
+        ("erased", &receipt.erased_at),
     ];
     for (label, value) in optional {
         if let Some(value) = value {
@@ -142,7 +143,11 @@ pub fn card(receipt: &Receipt, payload: bool, now: SystemTime) -> String {
         None => lines.push(("expires (TTL)", "never while not delivered".to_owned())),
     }
     if payload {
-        lines.push(("form data", lead_of(receipt).to_string()));
+        let data = match &receipt.payload {
+            Some(_) => lead_of(receipt).to_string(),
+            None => "none kept (delivered or erased)".to_owned(),
+        };
+        lines.push(("form data", data));
     }
     lines
         .into_iter()
@@ -183,6 +188,7 @@ pub fn stats(receipts: &[Receipt], now: SystemTime) -> Stats {
         (ReceiptStatus::Received.as_str(), 0),
         (ReceiptStatus::Completed.as_str(), 0),
         (ReceiptStatus::Failed.as_str(), 0),
+        (ReceiptStatus::Erased.as_str(), 0),
     ]);
     let mut received_outside_queue = 0;
     let mut oldest: Option<SystemTime> = None;
@@ -322,7 +328,12 @@ mod tests {
         let stats = stats(&receipts, now);
         assert_eq!(
             stats.by_status,
-            BTreeMap::from([("COMPLETED", 1), ("FAILED", 1), ("RECEIVED", 2)])
+            BTreeMap::from([
+                ("COMPLETED", 1),
+                ("ERASED", 0),
+                ("FAILED", 1),
+                ("RECEIVED", 2)
+            ])
         );
         assert_eq!(stats.received_outside_queue, 1);
         assert_eq!(stats.oldest_pending_age, Some(Duration::from_secs(3600)));

@@ -78,9 +78,22 @@ impl Lead {
 
     /// The email as a key: trimmed and lower-cased, `None` when blank.
     pub fn normalised_email(&self) -> Option<String> {
-        let email = self.email.trim().to_lowercase();
-        (!email.is_empty()).then_some(email)
+        normalise_email(&self.email)
     }
+}
+
+/// An e-mail address as the pipeline compares them (a lead's key, a
+/// newest-wins gate, `receipts forget`): trimmed and lower-cased; `None`
+/// when blank.
+pub fn normalise_email(address: &str) -> Option<String> {
+    let email = address.trim().to_lowercase();
+    (!email.is_empty()).then_some(email)
+}
+
+/// The normalised e-mail of the lead a receipt carries; `None` when it has
+/// no payload or no address.
+pub fn email_of(receipt: &Receipt) -> Option<String> {
+    Lead::from_receipt(receipt).ok()?.normalised_email()
 }
 
 /// The envelope's `timestamp` (whole Unix seconds, as Static Forms sends

@@ -2,17 +2,20 @@
 //! CloudFormation, Secrets Manager and the webhook URL). Results go to
 //! stdout; progress and problems to stderr.
 
+mod forget;
 mod redrive;
 mod smoke;
 
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::time::SystemTime;
 
 use aws_config::SdkConfig;
+use shared::Retention;
 
-use crate::cli::{Command, Target, Window};
-use crate::stack::{output, Stack};
-use crate::table::ReceiptsTable;
+use crate::cli::{Command, Target};
+use crate::leads::LeadsTable;
+use crate::stack::{output, parameter, Stack};
+use crate::table::{Reading, ReceiptsTable, ScanProgress, Selection};
 use crate::view;
 
 /// Why a command stopped: the operator's mistake (exit 2) or a failure (1).
@@ -50,7 +53,8 @@ pub async fn run(config: &SdkConfig, target: &Target, command: Command) -> Resul
                 )
             })?,
     };
-    let table = ReceiptsTable::new(aws_sdk_dynamodb::Client::new(config), table_name);
+    let dynamodb = aws_sdk_dynamodb::Client::new(config);
+    let table = ReceiptsTable::new(dynamodb.clone(), table_name);
     let now = SystemTime::now();
     let window = |args: &crate::cli::TimeArgs| {
         args.resolve(now)
@@ -64,10 +68,20 @@ pub async fn run(config: &SdkConfig, target: &Target, command: Command) -> Resul
             limit,
             json,
             payload,
+            email,
         } => {
-            let window = window(&times)?;
+            let email = match email {
+                Some(address) => Some(forget::address(&address)?),
+                None => None,
+            };
+            let selection = Selection {
+                status,
+                window: window(&times)?,
+                email,
+                max_pages: None,
+            };
             let mut found = table
-                .select(status, &window, progress("list"))
+                .select(&selection, Reading::of(payload), progress("list"))
                 .await
                 .map_err(run_error)?;
             if let Some(limit) = limit {
@@ -96,7 +110,11 @@ pub async fn run(config: &SdkConfig, target: &Target, command: Command) -> Resul
             payload,
         } => {
             let key = ReceiptsTable::key_of(&submission_id).map_err(run_error)?;
-            let Some(receipt) = table.get(&key).await.map_err(run_error)? else {
+            let Some(receipt) = table
+                .get(&key, Reading::of(payload))
+                .await
+                .map_err(run_error)?
+            else {
                 return Err(Failed::Run(format!("no receipt {key}")));
             };
             if json {
@@ -107,7 +125,11 @@ pub async fn run(config: &SdkConfig, target: &Target, command: Command) -> Resul
         }
         Command::Stats { json } => {
             let found = table
-                .select(None, &Window::default(), progress("stats"))
+                .select(
+                    &Selection::default(),
+                    Reading::WithoutPersonalData,
+                    progress("stats"),
+                )
                 .await
                 .map_err(run_error)?;
             let stats = view::stats(&found.receipts, now);
@@ -130,7 +152,15 @@ pub async fn run(config: &SdkConfig, target: &Target, command: Command) -> Resul
                     .collect::<Result<_, _>>()
                     .map_err(run_error)?,
                 Some(status) => table
-                    .select(Some(status.into()), &window(&times)?, progress("redrive"))
+                    .select(
+                        &Selection {
+                            status: Some(status.into()),
+                            window: window(&times)?,
+                            ..Selection::default()
+                        },
+                        Reading::WithoutPersonalData,
+                        progress("redrive"),
+                    )
                     .await
                     .map_err(run_error)?
                     .receipts
@@ -139,6 +169,39 @@ pub async fn run(config: &SdkConfig, target: &Target, command: Command) -> Resul
                     .collect(),
             };
             redrive::redrive(&table, &keys, dry_run, &mut out).await?;
+        }
+        Command::Forget {
+            email,
+            dry_run,
+            yes,
+            leads_table,
+            max_scan_mb,
+        } => {
+            let leads_table = match (leads_table, &stack) {
+                (Some(name), _) => Some(name),
+                (None, Some(stack)) => stack.output(output::LEADS_TABLE).ok().map(str::to_owned),
+                (None, None) => std::env::var("LEADS_TABLE")
+                    .ok()
+                    .filter(|name| !name.trim().is_empty()),
+            };
+            let leads = leads_table.map(|name| LeadsTable::new(dynamodb.clone(), name));
+            let retention = match &stack {
+                Some(stack) => stack
+                    .parameter(parameter::RECEIPT_RETENTION_DAYS)
+                    .parse()
+                    .ok()
+                    .and_then(Retention::days)
+                    .unwrap_or_default(),
+                None => Retention::default(),
+            };
+            let request = forget::Request {
+                email: forget::address(&email)?,
+                dry_run,
+                ask: !yes && std::io::stdin().is_terminal(),
+                max_scan_mb,
+                retention,
+            };
+            forget::forget(&table, leads.as_ref(), &request, &mut out).await?;
         }
         Command::Smoke { timeout } => {
             let Some(stack) = stack else {
@@ -154,12 +217,12 @@ pub async fn run(config: &SdkConfig, target: &Target, command: Command) -> Resul
 }
 
 /// Progress on stderr for long reads: a line every 10,000 items read.
-fn progress(what: &'static str) -> impl FnMut(usize) {
+fn progress(what: &'static str) -> impl FnMut(ScanProgress) {
     let mut next = 10_000;
-    move |read| {
-        if read >= next {
-            eprintln!("receipts: {what}: {read} items read");
-            next = read + 10_000;
+    move |so_far: ScanProgress| {
+        if so_far.items_read >= next {
+            eprintln!("receipts: {what}: {} items read", so_far.items_read);
+            next = so_far.items_read + 10_000;
         }
     }
 }

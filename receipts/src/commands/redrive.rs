@@ -8,7 +8,7 @@ use shared::receipt::format_timestamp;
 use shared::ReceiptStatus;
 
 use super::{run_error, Failed};
-use crate::table::{ReceiptsTable, Redriven};
+use crate::table::{Reading, ReceiptsTable, Redriven};
 
 pub(super) async fn redrive(
     table: &ReceiptsTable,
@@ -21,18 +21,28 @@ pub(super) async fn redrive(
     let (mut queued, mut refused) = (0, 0);
     for (n, key) in keys.iter().enumerate() {
         if dry_run {
-            match table.get(key).await.map_err(run_error)? {
-                Some(receipt) if receipt.status != ReceiptStatus::Completed => {
+            match table
+                .get(key, Reading::WithoutPersonalData)
+                .await
+                .map_err(run_error)?
+            {
+                Some(receipt)
+                    if matches!(
+                        receipt.status,
+                        ReceiptStatus::Received | ReceiptStatus::Failed
+                    ) =>
+                {
                     queued += 1;
                     let _ = writeln!(
                         out,
-                        "would redrive {key} ({:?}, {} attempts)",
-                        receipt.status, receipt.attempts
+                        "would redrive {key} ({}, {} attempts)",
+                        receipt.status.as_str(),
+                        receipt.attempts
                     );
                 }
-                Some(_) => {
+                Some(receipt) => {
                     refused += 1;
-                    let _ = writeln!(out, "would skip {key}: COMPLETED");
+                    let _ = writeln!(out, "would skip {key}: {}", receipt.status.as_str());
                 }
                 None => {
                     refused += 1;
@@ -49,6 +59,13 @@ pub(super) async fn redrive(
             Redriven::Completed => {
                 refused += 1;
                 let _ = writeln!(out, "skipped {key}: COMPLETED, never redriven");
+            }
+            Redriven::Erased => {
+                refused += 1;
+                let _ = writeln!(
+                    out,
+                    "skipped {key}: ERASED at a person's request, never delivered"
+                );
             }
             Redriven::Waiting(next) => {
                 refused += 1;

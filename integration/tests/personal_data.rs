@@ -1,0 +1,319 @@
+//! A person's data, from arrival to erasure, against a real DynamoDB-protocol
+//! server with the real SDK, the real `receipts` binary and an HTTP CRM on
+//! loopback: a delivered receipt keeps none, a retry stores none again,
+//! `receipts forget` empties every receipt of that person and their rows in
+//! the leads table (and `--dry-run` changes nothing), and no later pass
+//! delivers anything for them.
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant, SystemTime};
+
+use aws_sdk_dynamodb::types::AttributeValue;
+use devtools::crm_stub::{Answer, CrmStub};
+use integration::*;
+use shared::clock::Adjustable as TestClock;
+use shared::delivery::RetryPolicy;
+use shared::{FormSubmission, Receipt, ReceiptStatus};
+use worker::destinations::http::HttpCrm;
+use worker::ledger::dynamodb::DynamoLedger;
+use worker::ledger::ReceiptLedger;
+use worker::Worker;
+
+type Item = HashMap<String, AttributeValue>;
+
+fn find<'a>(items: &'a [Item], submission_id: &str) -> &'a Item {
+    items
+        .iter()
+        .find(|item| text(item, "pk") == format!("staticforms:form.submitted:{submission_id}"))
+        .unwrap_or_else(|| panic!("no receipt {submission_id}"))
+}
+
+/// Whether anything of Ada (her address, in any case, or her name) is
+/// stored in `items`.
+fn holds_ada(items: &[Item]) -> Vec<String> {
+    items
+        .iter()
+        .filter(|item| {
+            let stored = format!("{item:?}").to_lowercase();
+            stored.contains("ada@example.com") || stored.contains("lovelace")
+        })
+        .map(|item| text(item, "pk"))
+        .collect()
+}
+
+fn ada_body(submission_id: &str, email: &str) -> String {
+    serde_json::json!({
+        "event": "form.submitted",
+        "timestamp": 1_795_941_528,
+        "data": {
+            "submissionId": submission_id,
+            "apiKey": "sf_integration_key",
+            "formData": {"name": "Ada Lovelace", "email": email, "message": "Call me"}
+        }
+    })
+    .to_string()
+}
+
+fn ada(submission_id: &str, email: &str) -> lambda_http::Request {
+    delivery_with_key(
+        ada_body(submission_id, email),
+        &format!("staticforms:form.submitted:{submission_id}"),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_person_is_kept_only_until_delivered_and_forget_erases_what_is_left() {
+    let moto = endpoint(DYNAMODB_ENDPOINT);
+    let ReceiptsWithIngest {
+        client,
+        table,
+        ingest,
+    } = receipts_with_ingest(&moto).await;
+    let leads = create_table(&client, "LeadsTable").await;
+    let crm = CrmStub::start().await.unwrap();
+    crm.always("sub_waiting", Answer::status(503));
+    crm.always("sub_refused", Answer::status(422));
+    let clock = TestClock::default();
+    let worker = Worker::new(
+        HttpCrm::new(crm.leads_url(), None).unwrap(),
+        DynamoLedger::new(worker_client(&moto).await, &table),
+        8,
+    )
+    .with_retry_policy(RetryPolicy {
+        base_delay: Duration::from_millis(10),
+        max_delay: Duration::from_millis(50),
+        safety_margin: Duration::from_millis(200),
+        max_attempts: 2,
+    })
+    .with_clock(clock.clock());
+
+    for (id, email) in [
+        ("sub_done", "ada@example.com"),
+        ("sub_waiting", "ada@example.com"),
+        ("sub_refused", " ADA@Example.com"),
+    ] {
+        assert_eq!(ingest.handle(ada(id, email)).await.status(), 202, "{id}");
+    }
+    assert_eq!(
+        ingest
+            .handle(delivery("sub_grace", "grace@example.com"))
+            .await
+            .status(),
+        202
+    );
+    drain_stream(&moto, &client, &table, &worker).await;
+
+    // Delivered: the receipt keeps its key, fingerprint and times, and no
+    // form data.
+    let items = scan(&client, &table).await;
+    let done = find(&items, "sub_done");
+    assert_eq!(text(done, "status"), "COMPLETED");
+    assert!(!done.contains_key("payload"), "{done:?}");
+    assert!(holds_ada(std::slice::from_ref(done)).is_empty(), "{done:?}");
+    assert_eq!(text(done, "payloadFingerprint").len(), 64);
+    assert_eq!(text(find(&items, "sub_waiting"), "status"), "RECEIVED");
+    assert_eq!(text(find(&items, "sub_refused"), "status"), "FAILED");
+
+    // A retry is still a duplicate, and stores nothing again; other content
+    // under the key is still refused.
+    let retry = ingest.handle(ada("sub_done", "ada@example.com")).await;
+    assert_eq!(retry.status(), 200);
+    let changed = ingest.handle(ada("sub_done", "grace@example.com")).await;
+    assert_eq!(changed.status(), 422);
+    let items = scan(&client, &table).await;
+    assert!(!find(&items, "sub_done").contains_key("payload"));
+
+    // A receipt an earlier version completed with its payload, Ada's
+    // newest-wins gate, and her rows in the leads table (one keyed by
+    // submission, one by her address), beside Grace's.
+    let old_body = ada_body("sub_old", "Ada@Example.com");
+    let mut old = Receipt::new(
+        &FormSubmission::parse(old_body.as_bytes()).unwrap(),
+        SystemTime::now(),
+    );
+    old.status = ReceiptStatus::Completed;
+    old.pending = None;
+    old.next_attempt_at = None;
+    client
+        .put_item()
+        .table_name(&table)
+        .set_item(Some(serde_dynamo::to_item(&old).unwrap()))
+        .send()
+        .await
+        .unwrap();
+    worker
+        .ledger()
+        .admit_newest(
+            &shared::newest::gate_key("ada@example.com"),
+            "2026-12-01T00:00:00.000Z",
+            1_900_000_000,
+        )
+        .await
+        .unwrap();
+    for (pk, email) in [
+        ("submission#sub_done", "Ada@Example.com "),
+        ("email#ada@example.com", "ada@example.com"),
+        ("submission#sub_grace", "grace@example.com"),
+    ] {
+        client
+            .put_item()
+            .table_name(&leads)
+            .item("pk", AttributeValue::S(pk.into()))
+            .item("email", AttributeValue::S(email.into()))
+            .item("name", AttributeValue::S("Ada Lovelace".into()))
+            .send()
+            .await
+            .unwrap();
+    }
+
+    let cli = |args: &[&str]| {
+        let mut all = vec!["--table", &table];
+        all.extend_from_slice(args);
+        receipts_cli(&[], &all)
+    };
+
+    // An access request: what is kept of her, as JSON.
+    let (ok, out, err) = cli(&["list", "--email", "ADA@example.com", "--payload", "--json"]);
+    assert!(ok, "{err}");
+    let rows: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let mut ids: Vec<&str> = rows
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|row| row["submissionId"].as_str().unwrap())
+        .collect();
+    ids.sort_unstable();
+    assert_eq!(ids, ["sub_old", "sub_refused", "sub_waiting"], "{out}");
+    assert_eq!(rows[0]["lead"]["name"], "Ada Lovelace", "{out}");
+    // Without --payload nothing personal is read, whatever is stored.
+    let (ok, out, err) = cli(&["list", "--json"]);
+    assert!(ok, "{err}");
+    assert!(!out.to_lowercase().contains("ada@example.com"), "{out}");
+    let (ok, out, _) = cli(&["list", "--email", "ada@example.com"]);
+    assert!(!ok, "--email needs --payload: {out}");
+
+    // --dry-run says what it would do and changes nothing.
+    let receipts_before = scan(&client, &table).await;
+    let leads_before = scan(&client, &leads).await;
+    let (ok, out, err) = cli(&[
+        "forget",
+        "--email",
+        "Ada@Example.com",
+        "--leads-table",
+        &leads,
+        "--dry-run",
+    ]);
+    assert!(ok, "{err}");
+    assert!(
+        out.contains("3 receipt(s) hold form data of this address"),
+        "{out}"
+    );
+    assert!(
+        out.contains("newest-wins gate: 1 (would be deleted)"),
+        "{out}"
+    );
+    assert!(out.contains("2 row(s) (would be deleted)"), "{out}");
+    assert!(out.contains("dry run: nothing was changed"), "{out}");
+    assert_eq!(scan(&client, &table).await, receipts_before);
+    assert_eq!(scan(&client, &leads).await, leads_before);
+
+    // Forget: no terminal here, so no question.
+    let (ok, out, err) = cli(&[
+        "forget",
+        "--email",
+        "ada@example.com",
+        "--leads-table",
+        &leads,
+    ]);
+    assert!(ok, "{err}");
+    for said in [
+        "erased staticforms:form.submitted:sub_waiting: ERASED, never delivered",
+        "erased staticforms:form.submitted:sub_refused: ERASED, never delivered",
+        "erased staticforms:form.submitted:sub_old: form data removed",
+        "newest-wins gate: deleted",
+        "leads table row keyed by this address: deleted",
+        "leads table row submission#sub_done: deleted",
+        "crm/v3/objects/contacts/gdpr-delete",
+        "Salesforce",
+    ] {
+        assert!(out.contains(said), "{said:?} in {out}");
+    }
+    let printed = format!("{out}{err}").to_lowercase();
+    assert!(
+        !printed.contains("ada@example.com") && !printed.contains("lovelace"),
+        "forget prints no personal data: {printed}"
+    );
+
+    let items = scan(&client, &table).await;
+    assert_eq!(holds_ada(&items), Vec::<String>::new(), "{items:?}");
+    for id in ["sub_waiting", "sub_refused"] {
+        let erased = find(&items, id);
+        assert_eq!(text(erased, "status"), "ERASED", "{id}");
+        assert!(!erased.contains_key("pending"), "out of every queue: {id}");
+        assert!(erased.contains_key("expiresAt"), "TTL removes it: {id}");
+        assert_eq!(text(erased, "payloadFingerprint").len(), 64, "{id}");
+    }
+    assert!(items
+        .iter()
+        .all(|item| !text(item, "pk").starts_with("gate#")));
+    assert_eq!(text(find(&items, "sub_grace"), "status"), "COMPLETED");
+    let left: Vec<String> = scan(&client, &leads)
+        .await
+        .iter()
+        .map(|row| text(row, "pk"))
+        .collect();
+    assert_eq!(left, ["submission#sub_grace"], "only Grace's lead is left");
+
+    // Twice is safe.
+    let (ok, out, err) = cli(&[
+        "forget",
+        "--email",
+        "ada@example.com",
+        "--leads-table",
+        &leads,
+    ]);
+    assert!(ok, "{err}");
+    assert!(
+        out.contains("0 receipt(s)") && out.contains("nothing to erase"),
+        "{out}"
+    );
+
+    // No pass delivers anything for her, even with the CRM well again, and
+    // a retry of an erased submission is a duplicate that stores nothing.
+    crm.answer_normally("sub_waiting");
+    crm.answer_normally("sub_refused");
+    let calls_before = crm.calls_for("sub_waiting").len();
+    clock.advance(Duration::from_secs(7200));
+    let pass = worker
+        .reconcile(Instant::now() + Duration::from_secs(30))
+        .await;
+    assert_eq!(pass.due, 0, "{pass:?}");
+    assert_eq!(crm.calls_for("sub_waiting").len(), calls_before);
+    assert!(crm.lead("sub_waiting").is_none());
+    assert!(crm.lead("sub_refused").is_none());
+    let retry = ingest.handle(ada("sub_waiting", "ada@example.com")).await;
+    assert_eq!(retry.status(), 200);
+    assert_eq!(
+        holds_ada(&scan(&client, &table).await),
+        Vec::<String>::new()
+    );
+
+    // An erased receipt is never redriven.
+    let (ok, out, _) = cli(&["redrive", "sub_refused"]);
+    assert!(ok);
+    assert!(out.contains("ERASED at a person's request"), "{out}");
+    let (ok, out, err) = cli(&["show", "sub_waiting"]);
+    assert!(ok, "{err}");
+    assert!(out.contains("status         ERASED"), "{out}");
+    assert!(out.contains("erased "), "{out}");
+}
+
+#[test]
+fn forget_refuses_what_is_not_an_address_and_changes_nothing() {
+    let (ok, _, err) = receipts_cli(
+        &[("RECEIPTS_TABLE", "no-such-table")],
+        &["forget", "--email", "not an address"],
+    );
+    assert!(!ok);
+    assert!(err.contains("is not an e-mail address"), "{err}");
+}

@@ -1,0 +1,333 @@
+//! `receipts forget --email ADDRESS`: one person out of the stack's tables.
+//!
+//! It finds first and changes after: the receipts that still hold the
+//! person's form data (a scan: only receipts with a payload can name anyone,
+//! and a delivered receipt has none), their newest-wins gate (by key), and
+//! their rows in the leads table (a scan of keys and addresses). Both scans
+//! are bounded (`--max-scan-mb`), checked against the tables' sizes before
+//! they start, and report progress. A scan, not an index: an erasure is
+//! rare, and an index on the address would cost every lead two more writes
+//! to make it cheaper (docs/personal-data.md).
+//!
+//! Nothing is changed when a scan stops early, with `--dry-run`, or when the
+//! operator answers no. Each change is conditional, so running it twice, or
+//! beside a delivery, erases what is left and nothing else.
+
+use std::io::Write;
+use std::time::SystemTime;
+
+use shared::receipt::format_timestamp;
+use shared::{Receipt, ReceiptStatus, Retention};
+
+use super::{run_error, Failed};
+use crate::leads::{LeadRow, LeadsTable};
+use crate::table::{Erased, Reading, ReceiptsTable, ScanProgress, Selection, TableSize};
+
+/// What the operator asked.
+pub(super) struct Request {
+    /// Normalised ([`address`]).
+    pub email: String,
+    pub dry_run: bool,
+    /// Ask before changing anything (a terminal, without `--yes`).
+    pub ask: bool,
+    pub max_scan_mb: usize,
+    /// How long an ERASED receipt stays (for duplicates) before TTL.
+    pub retention: Retention,
+}
+
+const MB: i64 = 1024 * 1024;
+
+/// An address as given, normalised as the pipeline compares them; refused
+/// unless it looks like one (text, `@`, text, no spaces).
+pub(super) fn address(raw: &str) -> Result<String, Failed> {
+    let refused = || Failed::Usage(format!("{raw:?} is not an e-mail address"));
+    let email = shared::lead::normalise_email(raw).ok_or_else(refused)?;
+    match email.split_once('@') {
+        Some((local, domain))
+            if !local.is_empty() && !domain.is_empty() && !email.contains(char::is_whitespace) =>
+        {
+            Ok(email)
+        }
+        _ => Err(refused()),
+    }
+}
+
+/// What an erased receipt becomes, in words.
+fn becomes(receipt: &Receipt) -> &'static str {
+    match receipt.status {
+        ReceiptStatus::Received | ReceiptStatus::Failed => {
+            "becomes ERASED: form data removed, never delivered"
+        }
+        _ => "form data removed",
+    }
+}
+
+/// A receipt a delivery holds right now (claimed, its claim not lapsed):
+/// its lead may reach the CRM although the receipt is erased.
+fn held_until(receipt: &Receipt, now: &str) -> Option<String> {
+    let next = receipt.next_attempt_at.as_deref()?;
+    (receipt.status == ReceiptStatus::Received && receipt.unrecorded_claims > 0 && next > now)
+        .then(|| next.to_owned())
+}
+
+/// Refuses to start a scan the bound would stop.
+fn check_size(table: &str, size: TableSize, max_mb: usize) -> Result<(), Failed> {
+    eprintln!(
+        "receipts: forget: {table} holds about {} items, {:.1} MB (as DynamoDB last measured it); \
+         finding a person reads all of it",
+        size.items,
+        size.bytes as f64 / MB as f64
+    );
+    let max_bytes = i64::try_from(max_mb).unwrap_or(i64::MAX).saturating_mul(MB);
+    if size.bytes > max_bytes {
+        return Err(Failed::Usage(format!(
+            "{table} is larger than --max-scan-mb {max_mb}: nothing was changed; \
+             give --max-scan-mb {} to read it all",
+            size.bytes / MB + 1
+        )));
+    }
+    Ok(())
+}
+
+fn scan_progress(table: String) -> impl FnMut(ScanProgress) {
+    move |so_far: ScanProgress| {
+        eprintln!(
+            "receipts: forget: {table}: page {} (at most {} MB read), {} items, {} match",
+            so_far.pages, so_far.pages, so_far.items_read, so_far.matched
+        );
+    }
+}
+
+fn stopped(table: &str, max_mb: usize) -> Failed {
+    Failed::Run(format!(
+        "the scan of {table} stopped at --max-scan-mb {max_mb} before the end (the table grew \
+         since DynamoDB measured it): nothing was changed; run again with a larger --max-scan-mb"
+    ))
+}
+
+pub(super) async fn forget(
+    table: &ReceiptsTable,
+    leads: Option<&LeadsTable>,
+    request: &Request,
+    out: &mut impl Write,
+) -> Result<(), Failed> {
+    let pages = request.max_scan_mb.max(1);
+    // Find everything first.
+    check_size(
+        table.name(),
+        table.size().await.map_err(run_error)?,
+        request.max_scan_mb,
+    )?;
+    let selection = Selection {
+        email: Some(request.email.clone()),
+        max_pages: Some(pages),
+        ..Selection::default()
+    };
+    let found = table
+        .select(
+            &selection,
+            Reading::WithPayload,
+            scan_progress(table.name().to_owned()),
+        )
+        .await
+        .map_err(run_error)?;
+    if !found.complete {
+        return Err(stopped(table.name(), request.max_scan_mb));
+    }
+    let gate = shared::newest::gate_key(&request.email);
+    let has_gate = table.exists(&gate).await.map_err(run_error)?;
+    let rows: Vec<LeadRow> = match leads {
+        Some(leads) => {
+            check_size(
+                leads.name(),
+                leads.size().await.map_err(run_error)?,
+                request.max_scan_mb,
+            )?;
+            let rows = leads
+                .rows_of(
+                    &request.email,
+                    pages,
+                    scan_progress(leads.name().to_owned()),
+                )
+                .await
+                .map_err(run_error)?;
+            if !rows.complete {
+                return Err(stopped(leads.name(), request.max_scan_mb));
+            }
+            rows.rows
+        }
+        None => Vec::new(),
+    };
+
+    // Say what was found.
+    let now = format_timestamp(SystemTime::now());
+    let would = if request.dry_run { "would be " } else { "" };
+    let _ = writeln!(
+        out,
+        "{} receipt(s) hold form data of this address:",
+        found.receipts.len()
+    );
+    for receipt in &found.receipts {
+        let _ = writeln!(
+            out,
+            "  {}  {}  {}",
+            receipt.pk,
+            receipt.status.as_str(),
+            becomes(receipt)
+        );
+    }
+    let _ = writeln!(
+        out,
+        "newest-wins gate: {}",
+        if has_gate {
+            format!("1 ({would}deleted)")
+        } else {
+            "none".to_owned()
+        }
+    );
+    match leads {
+        Some(leads) => {
+            let _ = writeln!(
+                out,
+                "leads table {}: {} row(s) ({would}deleted)",
+                leads.name(),
+                rows.len()
+            );
+        }
+        None => {
+            let _ = writeln!(
+                out,
+                "leads table: none searched (Destination=dynamodb: give --leads-table or --stack)"
+            );
+        }
+    }
+    let nothing = found.receipts.is_empty() && !has_gate && rows.is_empty();
+    if request.dry_run {
+        let _ = writeln!(out, "dry run: nothing was changed");
+        crm_note(out);
+        return Ok(());
+    }
+    if nothing {
+        let _ = writeln!(out, "nothing to erase");
+        crm_note(out);
+        return Ok(());
+    }
+    if request.ask && !confirmed()? {
+        return Err(Failed::Run("not confirmed: nothing was changed".to_owned()));
+    }
+
+    // Then change it.
+    let expires_at = request.retention.expiry_after(SystemTime::now());
+    let mut held = Vec::new();
+    for receipt in &found.receipts {
+        let erased = table
+            .erase(&receipt.pk, &now, expires_at)
+            .await
+            .map_err(run_error)?;
+        let said = match erased {
+            Erased::Settled => "ERASED, never delivered",
+            Erased::PayloadRemoved => "form data removed",
+            Erased::NothingLeft => "nothing left to erase (delivered or erased meanwhile)",
+        };
+        let _ = writeln!(out, "erased {}: {said}", receipt.pk);
+        if let Some(until) = held_until(receipt, &now) {
+            held.push((receipt.submission_id.clone(), until));
+        }
+    }
+    if has_gate {
+        let deleted = table.delete_gate(&gate).await.map_err(run_error)?;
+        let _ = writeln!(
+            out,
+            "newest-wins gate: {}",
+            if deleted { "deleted" } else { "already gone" }
+        );
+    }
+    if let Some(leads) = leads {
+        for row in &rows {
+            let deleted = leads.delete(row).await.map_err(run_error)?;
+            // A row keyed by the address is not named by its key: output
+            // is often kept (terminals, tickets); the address stays out.
+            let name = if row.pk.starts_with("submission#") {
+                row.pk.as_str()
+            } else {
+                "keyed by this address"
+            };
+            let _ = writeln!(
+                out,
+                "leads table row {name}: {}",
+                if deleted {
+                    "deleted"
+                } else {
+                    "changed since it was read; left"
+                }
+            );
+        }
+    }
+    for (submission_id, until) in &held {
+        let _ = writeln!(
+            out,
+            "warning: a delivery held {submission_id} until {until}: its lead may still reach \
+             the CRM; erase it there after that time"
+        );
+    }
+    crm_note(out);
+    Ok(())
+}
+
+/// Asks on the terminal; anything but y or yes is no.
+fn confirmed() -> Result<bool, Failed> {
+    eprint!("receipts: erase this person's data? [y/N] ");
+    let mut answer = String::new();
+    std::io::stdin().read_line(&mut answer).map_err(run_error)?;
+    Ok(matches!(answer.trim().to_lowercase().as_str(), "y" | "yes"))
+}
+
+/// Erasure in the CRM is the CRM's job: where to do it.
+fn crm_note(out: &mut impl Write) {
+    let _ = writeln!(
+        out,
+        "The CRM keeps its own copy; erase the person there too:\n  \
+         HubSpot: POST https://api.hubapi.com/crm/v3/objects/contacts/gdpr-delete with \
+         {{\"idProperty\":\"email\",\"objectId\":\"<address>\"}} (permanent)\n  \
+         Salesforce: delete the Lead (DELETE /services/data/vXX.X/sobjects/Lead/<Id>), then \
+         empty it from the Recycle Bin or use a Bulk API hardDelete job; Privacy Center \
+         automates right-to-be-forgotten requests"
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn addresses() {
+        let rows = [
+            (" Ada@Example.COM ", Some("ada@example.com")),
+            ("a@b", Some("a@b")),
+            ("", None),
+            ("ada", None),
+            ("@example.com", None),
+            ("ada@", None),
+            ("ada lovelace@example.com", None),
+        ];
+        for (raw, expected) in rows {
+            let got = address(raw).ok();
+            assert_eq!(got.as_deref(), expected, "{raw:?}");
+        }
+    }
+
+    #[test]
+    fn a_table_larger_than_the_bound_is_refused_before_any_read() {
+        let size = |mb: i64| TableSize {
+            items: 1,
+            bytes: mb * MB,
+        };
+        assert!(check_size("t", size(1024), 1024).is_ok());
+        match check_size("t", size(1025), 1024) {
+            Err(Failed::Usage(message)) => {
+                assert!(message.contains("give --max-scan-mb 1026"), "{message}")
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+}
