@@ -517,3 +517,68 @@ impl ReceiptsTable {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_read_without_payload_names_every_operator_attribute_and_nothing_personal() {
+        let (expression, names) = Reading::WithoutPersonalData.projection();
+        let mut named: Vec<&str> = expression
+            .split(", ")
+            .map(|placeholder| names[placeholder].as_str())
+            .collect();
+        named.sort_unstable();
+        let mut operator = OPERATOR_ATTRIBUTES.to_vec();
+        operator.sort_unstable();
+        assert_eq!(named, operator);
+        for personal in PERSONAL_ATTRIBUTES {
+            assert!(!names.values().any(|name| name == personal), "{personal}");
+        }
+        let (expression, names) = Reading::WithPayload.projection();
+        let named: Vec<&str> = expression
+            .split(", ")
+            .map(|placeholder| names[placeholder].as_str())
+            .collect();
+        assert!(named.contains(&attr::PAYLOAD), "{expression}");
+        assert_eq!(
+            named.len(),
+            OPERATOR_ATTRIBUTES.len() + PERSONAL_ATTRIBUTES.len()
+        );
+    }
+
+    /// docs/personal-data.md's IAM policy allows exactly what the CLI reads
+    /// without `--payload`: a policy that drifted would refuse a plain
+    /// `list`, or allow the form data.
+    #[test]
+    fn the_documented_operator_policy_allows_exactly_the_operator_attributes() {
+        let page = include_str!("../../docs/personal-data.md");
+        let section = page
+            .split("## An operator without personal data")
+            .nth(1)
+            .expect("the section");
+        let json = section
+            .split("```json")
+            .nth(1)
+            .and_then(|rest| rest.split("```").next())
+            .expect("a JSON block");
+        let policy: serde_json::Value = serde_json::from_str(json).expect("valid JSON");
+        let statement = &policy["Statement"][0];
+        let mut allowed: Vec<&str> = statement["Condition"]["ForAllValues:StringEquals"]
+            ["dynamodb:Attributes"]
+            .as_array()
+            .expect("an attribute list")
+            .iter()
+            .map(|name| name.as_str().unwrap())
+            .collect();
+        allowed.sort_unstable();
+        let mut operator = OPERATOR_ATTRIBUTES.to_vec();
+        operator.sort_unstable();
+        assert_eq!(allowed, operator);
+        assert_eq!(
+            statement["Condition"]["StringEqualsIfExists"]["dynamodb:Select"],
+            "SPECIFIC_ATTRIBUTES"
+        );
+    }
+}

@@ -2,8 +2,8 @@
 //! contacts by email): before a lead is written to contact K, a gate item
 //! per normalised e-mail lets through only a submission at least as new as
 //! the last one written. The gate items live in the receipts table, under a
-//! key no receipt can have, and hold no personal data: the e-mail's SHA-256,
-//! never the e-mail.
+//! key no receipt can have, and hold no address: the e-mail's SHA-256, never
+//! the e-mail (still pseudonymous data: `receipts forget` deletes the gate).
 
 use sha2::{Digest, Sha256};
 
