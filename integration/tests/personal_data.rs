@@ -189,6 +189,20 @@ async fn a_person_is_kept_only_until_delivered_and_forget_erases_what_is_left() 
     let (ok, out, err) = cli(&["list", "--json"]);
     assert!(ok, "{err}");
     assert!(!out.to_lowercase().contains("ada@example.com"), "{out}");
+    for plain in [
+        vec!["stats", "--json"],
+        vec!["show", "sub_waiting"],
+        vec!["show", "sub_old", "--json"],
+        vec!["list", "--status", "failed"],
+    ] {
+        let (ok, out, err) = cli(&plain);
+        assert!(ok, "{plain:?}: {err}");
+        let printed = format!("{out}{err}").to_lowercase();
+        assert!(
+            !printed.contains("ada@example.com") && !printed.contains("lovelace"),
+            "{plain:?} reads no form data: {printed}"
+        );
+    }
     let (ok, out, _) = cli(&["list", "--email", "ada@example.com"]);
     assert!(!ok, "--email needs --payload: {out}");
 
