@@ -172,6 +172,16 @@ async fn a_person_is_kept_only_until_delivered_and_forget_erases_what_is_left() 
         receipts_cli(&[], &all)
     };
 
+    let forget_ada = || {
+        cli(&[
+            "forget",
+            "--email",
+            "ada@example.com",
+            "--leads-table",
+            &leads,
+        ])
+    };
+
     // An access request: what is kept of her, as JSON.
     let (ok, out, err) = cli(&["list", "--email", "ADA@example.com", "--payload", "--json"]);
     assert!(ok, "{err}");
@@ -232,13 +242,7 @@ async fn a_person_is_kept_only_until_delivered_and_forget_erases_what_is_left() 
     assert_eq!(scan(&client, &leads).await, leads_before);
 
     // Forget: no terminal here, so no question.
-    let (ok, out, err) = cli(&[
-        "forget",
-        "--email",
-        "ada@example.com",
-        "--leads-table",
-        &leads,
-    ]);
+    let (ok, out, err) = forget_ada();
     assert!(ok, "{err}");
     for said in [
         "erased staticforms:form.submitted:sub_waiting: ERASED, never delivered",
@@ -279,13 +283,7 @@ async fn a_person_is_kept_only_until_delivered_and_forget_erases_what_is_left() 
     assert_eq!(left, ["submission#sub_grace"], "only Grace's lead is left");
 
     // Twice is safe.
-    let (ok, out, err) = cli(&[
-        "forget",
-        "--email",
-        "ada@example.com",
-        "--leads-table",
-        &leads,
-    ]);
+    let (ok, out, err) = forget_ada();
     assert!(ok, "{err}");
     assert!(
         out.contains("0 receipt(s)") && out.contains("nothing to erase"),

@@ -49,18 +49,7 @@ impl LeadsTable {
     }
 
     pub async fn size(&self) -> Result<TableSize, TableError> {
-        let output = self
-            .client
-            .describe_table()
-            .table_name(&self.table)
-            .send()
-            .await
-            .map_err(TableError::store)?;
-        let table = output.table();
-        Ok(TableSize {
-            items: table.and_then(|t| t.item_count()).unwrap_or(0),
-            bytes: table.and_then(|t| t.table_size_bytes()).unwrap_or(0),
-        })
+        TableSize::of(&self.client, &self.table).await
     }
 
     /// The rows whose `email`, trimmed and lower-cased, is `email` (already

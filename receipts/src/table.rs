@@ -127,6 +127,23 @@ pub struct TableSize {
     pub bytes: i64,
 }
 
+impl TableSize {
+    /// What DescribeTable says of `table`'s size.
+    pub async fn of(client: &Client, table: &str) -> Result<TableSize, TableError> {
+        let output = client
+            .describe_table()
+            .table_name(table)
+            .send()
+            .await
+            .map_err(TableError::store)?;
+        let table = output.table();
+        Ok(TableSize {
+            items: table.and_then(|t| t.item_count()).unwrap_or(0),
+            bytes: table.and_then(|t| t.table_size_bytes()).unwrap_or(0),
+        })
+    }
+}
+
 /// What a redrive did to one receipt.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Redriven {
@@ -227,18 +244,7 @@ impl ReceiptsTable {
 
     /// What DescribeTable says of the table's size.
     pub async fn size(&self) -> Result<TableSize, TableError> {
-        let output = self
-            .client
-            .describe_table()
-            .table_name(&self.table)
-            .send()
-            .await
-            .map_err(TableError::store)?;
-        let table = output.table();
-        Ok(TableSize {
-            items: table.and_then(|t| t.item_count()).unwrap_or(0),
-            bytes: table.and_then(|t| t.table_size_bytes()).unwrap_or(0),
-        })
+        TableSize::of(&self.client, &self.table).await
     }
 
     /// The receipts `selection` names, read as `reading` says, newest first;

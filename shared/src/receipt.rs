@@ -423,9 +423,11 @@ mod tests {
         assert_eq!(value[attr::STATUS], "RECEIVED");
     }
 
-    #[test]
-    fn attempt_fields_use_the_attribute_constants_and_old_receipts_still_read() {
+    /// A receipt with every optional field set, so every attribute is
+    /// written.
+    fn with_every_field() -> Receipt {
         let mut receipt = Receipt::new(&submission(), SystemTime::now());
+        receipt.expires_at = Some(1);
         receipt.last_attempt_at = Some("t".into());
         receipt.last_error = Some("http-503".into());
         receipt.last_http_status = Some(503);
@@ -434,7 +436,14 @@ mod tests {
         receipt.failure_reason = Some("gave-up".into());
         receipt.failure_http_status = Some(503);
         receipt.redriven_at = Some("2026-11-30T00:00:00.000Z".into());
-        let value = serde_json::to_value(&receipt).unwrap();
+        receipt.unrecorded_claims = 1;
+        receipt.erased_at = Some("t".into());
+        receipt
+    }
+
+    #[test]
+    fn attempt_fields_use_the_attribute_constants_and_old_receipts_still_read() {
+        let value = serde_json::to_value(with_every_field()).unwrap();
         for name in [
             attr::LAST_ATTEMPT_AT,
             attr::LAST_ERROR,
@@ -477,19 +486,7 @@ mod tests {
 
     #[test]
     fn personal_and_operator_attributes_cover_a_receipt_exactly_once() {
-        let mut receipt = Receipt::new(&submission(), SystemTime::now());
-        // Every optional field set, so every attribute is written.
-        receipt.expires_at = Some(1);
-        receipt.last_attempt_at = Some("t".into());
-        receipt.last_error = Some("e".into());
-        receipt.last_http_status = Some(503);
-        receipt.completed_at = Some("t".into());
-        receipt.failed_at = Some("t".into());
-        receipt.failure_reason = Some("r".into());
-        receipt.failure_http_status = Some(400);
-        receipt.redriven_at = Some("t".into());
-        receipt.unrecorded_claims = 1;
-        receipt.erased_at = Some("t".into());
+        let mut receipt = with_every_field();
         let value = serde_json::to_value(&receipt).unwrap();
         let mut written: Vec<&str> = value
             .as_object()
