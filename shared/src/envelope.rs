@@ -1,5 +1,7 @@
-//! The `form.submitted` envelope: parsed once from the raw body into typed
-//! values, with the sender's credentials removed before anything keeps it.
+//! A delivery's envelope, parsed once from the raw body into typed values,
+//! with the sender's credentials removed before anything keeps it. Static
+//! Forms' `form.submitted` is parsed here; the other senders' envelopes in
+//! `crate::sender`, into the same `FormSubmission`.
 
 use serde_json::{Map, Value};
 
@@ -11,16 +13,39 @@ pub const MAX_SUBMISSION_ID_CHARS: usize = 256;
 /// form's API key in `data.apiKey`; it must never be stored or logged.
 const CREDENTIAL_FIELDS: &[&str] = &["apikey", "api_key"];
 
-/// The events this receiver accepts.
+/// The events this receiver accepts: one per sender, named as the sender
+/// names it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum EventType {
+    /// Static Forms' `form.submitted`.
     FormSubmitted,
+    /// Tally's `FORM_RESPONSE`.
+    TallyFormResponse,
+    /// Typeform's `form_response` (never `form_response_partial`: a
+    /// partial response is no lead).
+    TypeformFormResponse,
+    /// Webflow's `form_submission`.
+    WebflowFormSubmission,
 }
 
 impl EventType {
     pub fn as_str(self) -> &'static str {
         match self {
             EventType::FormSubmitted => "form.submitted",
+            EventType::TallyFormResponse => "FORM_RESPONSE",
+            EventType::TypeformFormResponse => "form_response",
+            EventType::WebflowFormSubmission => "form_submission",
+        }
+    }
+
+    /// Who sends it.
+    pub fn sender(self) -> crate::sender::Sender {
+        use crate::sender::Sender;
+        match self {
+            EventType::FormSubmitted => Sender::StaticForms,
+            EventType::TallyFormResponse => Sender::Tally,
+            EventType::TypeformFormResponse => Sender::Typeform,
+            EventType::WebflowFormSubmission => Sender::Webflow,
         }
     }
 
@@ -98,6 +123,37 @@ pub enum EnvelopeError {
     SubmissionIdDotSegment,
     #[error("this is Static Forms' older webhook format, without `event` and `data.submissionId`, which a delivery needs to be stored once; switch the webhook to the current format in Static Forms' webhook settings")]
     OlderFormat,
+    /// Another sender's field is missing or not of its documented type.
+    #[error("`{0}` is missing or not {1}")]
+    MissingField(&'static str, &'static str),
+    #[error("`{field}` must be \"{expected}\"")]
+    UnexpectedEvent {
+        field: &'static str,
+        expected: &'static str,
+    },
+    /// Another sender's stable id is not usable as a key.
+    #[error("`{field}` {problem}")]
+    InvalidId {
+        field: &'static str,
+        problem: &'static str,
+    },
+}
+
+impl EnvelopeError {
+    /// The same rule as `SubmissionId::parse`, said of another sender's
+    /// field (`form_response.token`, `payload.id`...).
+    pub fn at_field(self, field: &'static str) -> EnvelopeError {
+        let problem = match self {
+            EnvelopeError::EmptySubmissionId => "is empty",
+            EnvelopeError::SubmissionIdTooLong => "is longer than 256 characters",
+            EnvelopeError::SubmissionIdNotPrintable => "must be visible ASCII characters only",
+            EnvelopeError::SubmissionIdDotSegment => {
+                "cannot be `.` or `..`: it must name one submission, and in a URL these mean the current or parent path"
+            }
+            other => return other,
+        };
+        EnvelopeError::InvalidId { field, problem }
+    }
 }
 
 /// Top-level fields of Static Forms' older webhook format (no `event`, no
@@ -173,11 +229,14 @@ impl FormSubmission {
         })
     }
 
-    /// The part of the payload that identifies the content of a submission:
-    /// `data`, without the envelope fields (such as `timestamp`) that may
-    /// change from one delivery attempt to the next.
+    /// The part of the payload that identifies the content of a submission
+    /// (Static Forms' and Tally's `data`, Typeform's `form_response`,
+    /// Webflow's `payload`), without the envelope fields (such as
+    /// `timestamp`) that may change from one delivery attempt to the next.
     pub fn data(&self) -> &Value {
-        &self.payload["data"]
+        self.payload
+            .pointer(self.event.sender().content_pointer())
+            .unwrap_or(&Value::Null)
     }
 }
 

@@ -179,7 +179,12 @@ fn field(lead: &Lead, name: &str) -> Option<String> {
     if let Some(text) = own {
         return Some(text.trim().to_owned()).filter(|t| !t.is_empty());
     }
-    match lead.fields.get(name)? {
+    let value = lead.fields.get(name).or_else(|| {
+        // Another name of an answer (a Tally key, a Typeform ref or id).
+        let (_, known) = lead.aliases.iter().find(|(alias, _)| alias == name)?;
+        lead.fields.get(known)
+    });
+    match value? {
         Value::String(text) => Some(text.trim().to_owned()),
         Value::Null => None,
         other => Some(other.to_string()),
@@ -236,6 +241,7 @@ mod tests {
             email: email.into(),
             message: "Please call".into(),
             fields: fields.as_object().cloned().unwrap_or_default(),
+            aliases: Vec::new(),
             received_at: "2026-11-30T08:00:00.000Z".into(),
             submitted_at: None,
         }

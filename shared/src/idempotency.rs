@@ -1,14 +1,14 @@
-//! The idempotency key: `staticforms:<event>:<submissionId>`, the identity of
-//! a delivery across every retry. It is built from the body and must equal
-//! the `Idempotency-Key` header, so a mapping mistake or a broken proxy is
-//! refused before anything is written.
+//! The idempotency key: `<sender>:<event>:<stable id>` (Static Forms'
+//! `staticforms:form.submitted:<submissionId>`, Tally's
+//! `tally:FORM_RESPONSE:<submissionId>`...), the identity of a delivery
+//! across every retry. It is built from the body, and an `Idempotency-Key`
+//! header that is sent must equal it, so a mapping mistake or a broken proxy
+//! is refused before anything is written.
 
 use crate::envelope::{EventType, SubmissionId};
 
 /// The header's name, lower case as `http::HeaderName` stores it.
 pub const HEADER_NAME: &str = "idempotency-key";
-
-const PREFIX: &str = "staticforms";
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct IdempotencyKey(String);
@@ -48,7 +48,8 @@ pub enum KeyError {
 impl IdempotencyKey {
     pub fn for_submission(event: EventType, submission_id: &SubmissionId) -> Self {
         IdempotencyKey(format!(
-            "{PREFIX}:{}:{}",
+            "{}:{}:{}",
+            event.sender().name(),
             event.as_str(),
             submission_id.as_str()
         ))

@@ -5,6 +5,7 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 use crate::receipt::Receipt;
+use crate::sender::Sender;
 
 /// Form fields that become the lead's own fields; the others are kept as
 /// extra fields.
@@ -19,8 +20,14 @@ pub struct Lead {
     pub name: String,
     pub email: String,
     pub message: String,
-    /// Every other form field, as sent.
+    /// Every other form field, as sent (Static Forms), or under its label
+    /// or lead-field name (`phone`, `company`, `firstName`...: see
+    /// `Sender::answers`).
     pub fields: Map<String, Value>,
+    /// Other names a field may be given in `FIELD_MAP` (a Tally key, a
+    /// Typeform ref or id): (alias, name in `fields`). Not sent.
+    #[serde(skip)]
+    pub aliases: Vec<(String, String)>,
     /// When the receipt was stored (RFC 3339, UTC, milliseconds).
     pub received_at: String,
     /// When the sender says the form was submitted: the envelope's
@@ -37,22 +44,23 @@ pub enum LeadError {
     /// Removed: the lead was delivered, or the person forgotten.
     #[error("the receipt holds no payload")]
     NoPayload,
+    #[error("the receipt's key names no sender this version knows")]
+    UnknownSender,
 }
 
 impl Lead {
     /// Missing form fields become empty strings: a lead with a blank name is
     /// still a lead. Only a payload that is not JSON at all is an error.
     pub fn from_receipt(receipt: &Receipt) -> Result<Self, LeadError> {
+        let sender = Sender::of_key(&receipt.pk).ok_or(LeadError::UnknownSender)?;
         let text = receipt.payload.as_deref().ok_or(LeadError::NoPayload)?;
         let payload: Value =
             serde_json::from_str(text).map_err(|_| LeadError::UnreadablePayload)?;
         if !payload.is_object() {
             return Err(LeadError::UnreadablePayload);
         }
-        let mut fields = match payload.pointer("/data/formData") {
-            Some(Value::Object(form)) => form.clone(),
-            _ => Map::new(),
-        };
+        let answers = sender.answers(&payload);
+        let mut fields = answers.fields;
         let mut take = |name: &str| fields.remove(name).map(text_of).unwrap_or_default();
         let name = take(NAME);
         let email = take(EMAIL);
@@ -63,8 +71,9 @@ impl Lead {
             email,
             message,
             fields,
+            aliases: answers.aliases,
             received_at: receipt.received_at.clone(),
-            submitted_at: payload.get("timestamp").and_then(submitted_at),
+            submitted_at: sender.submitted_at(&payload),
         })
     }
 
@@ -94,20 +103,6 @@ pub fn normalise_email(address: &str) -> Option<String> {
 /// no payload or no address.
 pub fn email_of(receipt: &Receipt) -> Option<String> {
     Lead::from_receipt(receipt).ok()?.normalised_email()
-}
-
-/// The envelope's `timestamp` (whole Unix seconds, as Static Forms sends
-/// it) as receipt-timestamp text; `None` for anything else or a time
-/// outside years 2000 to 9999.
-fn submitted_at(timestamp: &Value) -> Option<String> {
-    const YEAR_2000: u64 = 946_684_800;
-    const YEAR_10000: u64 = 253_402_300_800;
-    let seconds = timestamp
-        .as_u64()
-        .filter(|s| (YEAR_2000..YEAR_10000).contains(s))?;
-    Some(crate::receipt::format_timestamp(
-        std::time::UNIX_EPOCH + std::time::Duration::from_secs(seconds),
-    ))
 }
 
 /// A form value as text: strings as they are, null as empty, anything else

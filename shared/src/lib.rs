@@ -1,4 +1,5 @@
-//! The rules for taking a Static Forms webhook into a CRM without duplicates.
+//! The rules for taking form webhooks (Static Forms, Tally, Typeform,
+//! Webflow) into a CRM without duplicates.
 //!
 //! Everything here is plain data and pure functions: no AWS types, no network.
 //! The Lambda functions parse their events into these types at the edge and
@@ -18,6 +19,7 @@ pub mod newest;
 pub mod outcome;
 pub mod receipt;
 pub mod refresh;
+pub mod sender;
 pub mod store_errors;
 
 pub use envelope::{EnvelopeError, EventType, FormSubmission, SubmissionId};
@@ -26,3 +28,4 @@ pub use idempotency::{IdempotencyKey, KeyError};
 pub use lead::{Lead, LeadError};
 pub use outcome::Outcome;
 pub use receipt::{Receipt, ReceiptStatus, Retention};
+pub use sender::Sender;

@@ -104,3 +104,52 @@ proptest! {
         prop_assert!(first.as_str().bytes().all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase()));
     }
 }
+
+/// A Tally, Typeform or Webflow delivery: the sender's envelope around a
+/// generated id and generated answers, in the places each parser reads.
+fn vendor_delivery() -> impl Strategy<Value = (shared::Sender, Value)> {
+    (0..3usize, submission_id(), any_json(), any_json()).prop_map(|(n, id, answers, extra)| {
+        match n {
+            0 => (
+                shared::Sender::Tally,
+                json!({"eventType": "FORM_RESPONSE", "data": {"submissionId": id, "createdAt": extra, "fields": answers}}),
+            ),
+            1 => (
+                shared::Sender::Typeform,
+                json!({"event_type": "form_response", "form_response": {"token": id, "submitted_at": extra, "answers": answers, "definition": {"fields": answers}}}),
+            ),
+            _ => (
+                shared::Sender::Webflow,
+                json!({"triggerType": "form_submission", "payload": {"id": id, "submittedAt": extra, "data": answers}}),
+            ),
+        }
+    })
+}
+
+proptest! {
+    /// Every sender's parser takes any bytes and any JSON without a panic.
+    #[test]
+    fn every_senders_parser_takes_any_input_without_panicking(
+        body in prop::collection::vec(any::<u8>(), 0..512),
+        value in any_json(),
+    ) {
+        for sender in shared::Sender::ALL {
+            let _ = sender.parse_submission(&body);
+            let _ = sender.parse_submission(value.to_string().as_bytes());
+            let _ = sender.answers(&value);
+            let _ = sender.submitted_at(&value);
+        }
+    }
+
+    /// A valid delivery of any sender parses, keeps its id, and becomes a
+    /// lead whatever its answers hold.
+    #[test]
+    fn a_vendor_delivery_parses_and_becomes_a_lead((sender, body) in vendor_delivery()) {
+        let submission = sender.parse_submission(body.to_string().as_bytes()).expect("a valid delivery");
+        prop_assert_eq!(submission.event.sender(), sender);
+        let receipt = Receipt::new(&submission, UNIX_EPOCH + Duration::from_secs(1_795_941_528));
+        prop_assert!(receipt.pk.starts_with(&sender.key_prefix()));
+        let lead = shared::Lead::from_receipt(&receipt).expect("a lead");
+        prop_assert_eq!(lead.external_id, submission.submission_id.as_str());
+    }
+}

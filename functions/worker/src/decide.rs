@@ -139,6 +139,10 @@ pub fn decode_receipt(receipt: Receipt) -> Decoded {
             key: Some(receipt.pk),
             reason: "receipt payload unreadable",
         },
+        Err(LeadError::UnknownSender) => Decoded::Unreadable {
+            key: Some(receipt.pk),
+            reason: "receipt key names no known sender",
+        },
     }
 }
 

@@ -210,6 +210,7 @@ mod tests {
                 email: "a@example.com".to_owned(),
                 message: String::new(),
                 fields: serde_json::Map::new(),
+                aliases: Vec::new(),
                 received_at: "2026-12-01T00:00:00.000Z".to_owned(),
                 submitted_at: None,
             };

@@ -218,6 +218,7 @@ mod tests {
             email: email.into(),
             message: String::new(),
             fields: Default::default(),
+            aliases: Vec::new(),
             received_at: String::new(),
             submitted_at: None,
         }

@@ -411,6 +411,7 @@ mod tests {
             email: email.into(),
             message: "hello".into(),
             fields: Map::new(),
+            aliases: Vec::new(),
             received_at: "2026-11-30T08:00:00.000Z".into(),
             submitted_at: submitted_at.map(str::to_owned),
         }

@@ -1,0 +1,310 @@
+//! The senders a deployment can take deliveries from, one profile each: its
+//! envelope and stable id, its event, how its answers become a lead, and
+//! what it needs to hear back. A receipt's key starts with its sender's name
+//! (`tally:FORM_RESPONSE:2wgx4n`), so the worker reads the sender from the
+//! receipt, whatever its own deployment takes.
+//!
+//! Each vendor's module cites the page its shapes come from; the signature
+//! schemes are the ingest function's (`ingest::vendor_signatures`).
+
+pub mod tally;
+pub mod typeform;
+pub mod webflow;
+
+use serde_json::{Map, Value};
+
+use crate::envelope::{EnvelopeError, FormSubmission, SubmissionId};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Sender {
+    StaticForms,
+    Tally,
+    Typeform,
+    Webflow,
+}
+
+impl Sender {
+    pub const ALL: [Sender; 4] = [
+        Sender::StaticForms,
+        Sender::Tally,
+        Sender::Typeform,
+        Sender::Webflow,
+    ];
+
+    /// Its name in `SENDER`, in the webhook route (`/webhooks/<name>`) and
+    /// at the start of its receipts' keys.
+    pub fn name(self) -> &'static str {
+        match self {
+            Sender::StaticForms => "staticforms",
+            Sender::Tally => "tally",
+            Sender::Typeform => "typeform",
+            Sender::Webflow => "webflow",
+        }
+    }
+
+    pub fn parse(raw: &str) -> Option<Self> {
+        Sender::ALL.into_iter().find(|s| s.name() == raw.trim())
+    }
+
+    /// The sender of a stored receipt, from its key's first part.
+    pub fn of_key(key: &str) -> Option<Self> {
+        let (name, _) = key.split_once(':')?;
+        Sender::ALL.into_iter().find(|s| s.name() == name)
+    }
+
+    /// The prefix every receipt key of this sender starts with (the stream
+    /// filter lists one per sender).
+    pub fn key_prefix(self) -> String {
+        format!("{}:", self.name())
+    }
+
+    /// Parses a raw body as this sender's delivery.
+    pub fn parse_submission(self, body: &[u8]) -> Result<FormSubmission, EnvelopeError> {
+        match self {
+            Sender::StaticForms => FormSubmission::parse(body),
+            Sender::Tally => tally::parse(body),
+            Sender::Typeform => typeform::parse(body),
+            Sender::Webflow => webflow::parse(body),
+        }
+    }
+
+    /// Where in the payload a submission's content is: what its fingerprint
+    /// covers (a JSON pointer).
+    pub fn content_pointer(self) -> &'static str {
+        match self {
+            Sender::StaticForms | Sender::Tally => "/data",
+            Sender::Typeform => "/form_response",
+            Sender::Webflow => "/payload",
+        }
+    }
+
+    /// The HTTP status a new receipt is answered with. Webflow counts
+    /// anything but 200 as a failure and retries it, so it gets 200 for a
+    /// new receipt too (the body still says which).
+    pub fn accepted_status(self) -> u16 {
+        match self {
+            Sender::Webflow => 200,
+            _ => 202,
+        }
+    }
+
+    /// A stored payload's answers as lead fields: the lead's own fields
+    /// under their canonical names (`email`, `name`, `firstName`,
+    /// `lastName`, `phone`, `company`, `message`), every other answer under
+    /// its label, choices as their option text; and the other names each
+    /// answer may be called by in `FIELD_MAP` (a key, a ref).
+    pub fn answers(self, payload: &Value) -> Answers {
+        match self {
+            Sender::StaticForms => Answers {
+                fields: match payload.pointer("/data/formData") {
+                    Some(Value::Object(form)) => form.clone(),
+                    _ => Map::new(),
+                },
+                aliases: Vec::new(),
+            },
+            Sender::Tally => tally::answers(payload),
+            Sender::Typeform => typeform::answers(payload),
+            Sender::Webflow => webflow::answers(payload),
+        }
+    }
+
+    /// When the sender says the form was submitted, as receipt-timestamp
+    /// text; `None` when it does not say.
+    pub fn submitted_at(self, payload: &Value) -> Option<String> {
+        let text = |pointer: &str| {
+            payload
+                .pointer(pointer)
+                .and_then(Value::as_str)
+                .and_then(crate::receipt::parse_timestamp)
+                .map(crate::receipt::format_timestamp)
+        };
+        match self {
+            Sender::StaticForms => payload.get("timestamp").and_then(unix_seconds),
+            Sender::Tally => text("/data/createdAt"),
+            Sender::Typeform => text("/form_response/submitted_at"),
+            Sender::Webflow => text("/payload/submittedAt"),
+        }
+    }
+}
+
+/// A submission's answers, ready to become a lead.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Answers {
+    pub fields: Map<String, Value>,
+    /// (another name of an answer, the name it has in `fields`).
+    pub aliases: Vec<(String, String)>,
+}
+
+impl Answers {
+    /// Adds one answer: under `canonical` when given and not taken yet,
+    /// else under its label (a label already taken keeps its first answer,
+    /// and this one is reachable by its key only). `keys` are its other
+    /// names.
+    pub(crate) fn add(
+        &mut self,
+        canonical: Option<&'static str>,
+        label: &str,
+        keys: &[&str],
+        value: Value,
+    ) {
+        let name = match canonical {
+            Some(name) if !self.fields.contains_key(name) => name.to_owned(),
+            _ if !label.is_empty() && !self.fields.contains_key(label) => label.to_owned(),
+            _ => match keys.iter().find(|k| !k.is_empty()) {
+                Some(key) => (*key).to_owned(),
+                None => return,
+            },
+        };
+        self.fields.insert(name.clone(), value);
+        for alias in keys
+            .iter()
+            .chain(std::iter::once(&label))
+            .filter(|alias| !alias.is_empty() && **alias != name)
+        {
+            self.aliases.push(((*alias).to_owned(), name.clone()));
+        }
+    }
+}
+
+/// The lead field a label names, by its words: `E-mail address` is
+/// `email`, `First name` is `firstName`, `Your message` is `message`...
+/// `None` for any other label, which stays as it is.
+pub fn canonical_field(label: &str) -> Option<&'static str> {
+    let squashed: String = label
+        .chars()
+        .filter(|c| c.is_alphanumeric())
+        .flat_map(char::to_lowercase)
+        .collect();
+    let squashed = squashed
+        .strip_prefix("your")
+        .filter(|rest| !rest.is_empty())
+        .unwrap_or(&squashed);
+    Some(match squashed {
+        "email" | "emailaddress" | "mail" => "email",
+        "name" | "fullname" => "name",
+        "firstname" | "givenname" | "forename" => "firstName",
+        "lastname" | "surname" | "familyname" => "lastName",
+        "phone" | "phonenumber" | "telephone" | "tel" | "mobile" | "mobilephone" => "phone",
+        "company" | "companyname" | "organisation" | "organization" | "business" => "company",
+        "message" | "comment" | "comments" | "enquiry" | "inquiry" => "message",
+        _ => return None,
+    })
+}
+
+/// A stable id at `pointer`, checked by the same rules as Static Forms'
+/// submission id; `field` names it in the error.
+pub(crate) fn id_at(
+    payload: &Value,
+    pointer: &str,
+    field: &'static str,
+) -> Result<SubmissionId, EnvelopeError> {
+    match payload.pointer(pointer) {
+        Some(Value::String(raw)) => SubmissionId::parse(raw).map_err(|e| e.at_field(field)),
+        _ => Err(EnvelopeError::MissingField(field, "a string")),
+    }
+}
+
+/// `body` as a JSON object.
+pub(crate) fn object(body: &[u8]) -> Result<Value, EnvelopeError> {
+    let value: Value = serde_json::from_slice(body).map_err(|_| EnvelopeError::MalformedJson)?;
+    if !value.is_object() {
+        return Err(EnvelopeError::NotAnObject);
+    }
+    Ok(value)
+}
+
+/// The event field at `field` must be `expected`.
+pub(crate) fn expect_event(
+    payload: &Value,
+    field: &'static str,
+    expected: &'static str,
+) -> Result<(), EnvelopeError> {
+    match payload.get(field) {
+        Some(Value::String(event)) if event == expected => Ok(()),
+        Some(Value::String(_)) => Err(EnvelopeError::UnexpectedEvent { field, expected }),
+        _ => Err(EnvelopeError::MissingField(field, "a string")),
+    }
+}
+
+/// The envelope's `timestamp` (whole Unix seconds, as Static Forms sends
+/// it) as receipt-timestamp text; `None` for anything else or a time
+/// outside years 2000 to 9999.
+fn unix_seconds(timestamp: &Value) -> Option<String> {
+    const YEAR_2000: u64 = 946_684_800;
+    const YEAR_10000: u64 = 253_402_300_800;
+    let seconds = timestamp.as_u64()?;
+    (YEAR_2000..YEAR_10000).contains(&seconds).then(|| {
+        crate::receipt::format_timestamp(
+            std::time::UNIX_EPOCH + std::time::Duration::from_secs(seconds),
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_keys_and_statuses() {
+        for sender in Sender::ALL {
+            assert_eq!(Sender::parse(sender.name()), Some(sender));
+            let key = format!("{}event:id", sender.key_prefix());
+            assert_eq!(Sender::of_key(&key), Some(sender));
+        }
+        assert_eq!(Sender::parse("zapier"), None);
+        assert_eq!(Sender::of_key("gate#email:abc"), None);
+        assert_eq!(Sender::of_key("tallyho:x:y"), None);
+        assert_eq!(Sender::Webflow.accepted_status(), 200);
+        assert_eq!(Sender::Tally.accepted_status(), 202);
+    }
+
+    #[test]
+    fn labels_that_name_a_lead_field() {
+        let rows = [
+            ("Email", Some("email")),
+            ("E-mail address", Some("email")),
+            ("Your email", Some("email")),
+            ("Full name", Some("name")),
+            ("First Name", Some("firstName")),
+            ("Last name", Some("lastName")),
+            ("Phone Number", Some("phone")),
+            ("Company", Some("company")),
+            ("Your message", Some("message")),
+            ("Your", None),
+            ("Which plan?", None),
+            ("", None),
+        ];
+        for (label, expected) in rows {
+            assert_eq!(canonical_field(label), expected, "{label:?}");
+        }
+    }
+
+    #[test]
+    fn an_answer_goes_under_its_canonical_name_once_then_its_label() {
+        let mut answers = Answers::default();
+        answers.add(
+            Some("email"),
+            "Email",
+            &["question_1"],
+            "a@example.com".into(),
+        );
+        answers.add(
+            Some("email"),
+            "Work email",
+            &["question_2"],
+            "b@example.com".into(),
+        );
+        answers.add(None, "Plan", &["question_3"], "Business".into());
+        answers.add(None, "Plan", &["question_4"], "Again".into());
+        assert_eq!(answers.fields["email"], "a@example.com");
+        assert_eq!(answers.fields["Work email"], "b@example.com");
+        assert_eq!(answers.fields["Plan"], "Business");
+        assert_eq!(answers.fields["question_4"], "Again");
+        assert!(answers
+            .aliases
+            .contains(&("question_1".to_owned(), "email".to_owned())));
+        assert!(answers
+            .aliases
+            .contains(&("Email".to_owned(), "email".to_owned())));
+    }
+}

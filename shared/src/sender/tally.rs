@@ -1,0 +1,196 @@
+//! Tally (tally.so): `{"eventId", "eventType": "FORM_RESPONSE", "createdAt",
+//! "data": {"submissionId", "responseId", "formId", "createdAt", "fields":
+//! [{"key", "label", "type", "value", "options"?}]}}`, as Tally's webhook
+//! page documents it (https://tally.so/help/webhooks, "Example webhook
+//! event"). `data.submissionId` is the same on every retry.
+
+use serde_json::Value;
+
+use super::{canonical_field, expect_event, id_at, object, Answers};
+use crate::envelope::{EnvelopeError, EventType, FormSubmission};
+
+pub fn parse(body: &[u8]) -> Result<FormSubmission, EnvelopeError> {
+    let payload = object(body)?;
+    expect_event(&payload, "eventType", EventType::TallyFormResponse.as_str())?;
+    if !payload.get("data").is_some_and(Value::is_object) {
+        return Err(EnvelopeError::MissingField("data", "an object"));
+    }
+    let submission_id = id_at(&payload, "/data/submissionId", "data.submissionId")?;
+    Ok(FormSubmission {
+        event: EventType::TallyFormResponse,
+        submission_id,
+        payload,
+        form_key: None,
+    })
+}
+
+/// `data.fields[]`: by type first (`INPUT_EMAIL`, `INPUT_PHONE_NUMBER`),
+/// then by label; choices (`MULTIPLE_CHOICE`, `DROPDOWN`, `MULTI_SELECT`,
+/// `RANKING`, `CHECKBOXES`) as their option text, since Tally sends option
+/// ids with the `options` that name them. Each answer may also be named by
+/// its `key` in `FIELD_MAP`.
+pub fn answers(payload: &Value) -> Answers {
+    let mut answers = Answers::default();
+    let Some(fields) = payload.pointer("/data/fields").and_then(Value::as_array) else {
+        return answers;
+    };
+    for field in fields {
+        let text = |name: &str| field.get(name).and_then(Value::as_str).unwrap_or("");
+        let value = match field.get("value") {
+            None | Some(Value::Null) => continue,
+            Some(value) => option_text(value, field.get("options")),
+        };
+        let canonical = match text("type") {
+            "INPUT_EMAIL" => Some("email"),
+            "INPUT_PHONE_NUMBER" => Some("phone"),
+            _ => canonical_field(text("label")),
+        };
+        answers.add(canonical, text("label"), &[text("key")], value);
+    }
+    answers
+}
+
+/// Option ids replaced by their option's text (several joined by ", ");
+/// any other value as sent.
+fn option_text(value: &Value, options: Option<&Value>) -> Value {
+    let Some(options) = options.and_then(Value::as_array) else {
+        return value.clone();
+    };
+    let text_of = |id: &Value| {
+        options
+            .iter()
+            .find(|option| option.get("id") == Some(id))
+            .and_then(|option| option.get("text"))
+            .and_then(Value::as_str)
+    };
+    match value {
+        Value::Array(ids) => {
+            let texts: Option<Vec<&str>> = ids.iter().map(text_of).collect();
+            match texts {
+                Some(texts) => Value::String(texts.join(", ")),
+                None => value.clone(),
+            }
+        }
+        Value::String(_) => text_of(value).map_or_else(|| value.clone(), Value::from),
+        other => other.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// Tally's documented example, trimmed to the field types a lead uses.
+    fn delivery() -> Value {
+        json!({
+            "eventId": "a4cb511e-d513-4fa5-baee-b815d718dfd1",
+            "eventType": "FORM_RESPONSE",
+            "createdAt": "2023-06-28T15:00:21.889Z",
+            "data": {
+                "responseId": "2wgx4n", "submissionId": "2wgx4n", "respondentId": "dwQKYm",
+                "formId": "VwbNEw", "formName": "Contact form", "createdAt": "2023-06-28T15:00:21.000Z",
+                "fields": [
+                    {"key": "question_3EKz4n", "label": "Full name", "type": "INPUT_TEXT", "value": "Alice Smith"},
+                    {"key": "question_w4Q4Xn", "label": "Work address", "type": "INPUT_EMAIL", "value": "alice@example.com"},
+                    {"key": "question_3jZaa3", "label": "Mobile", "type": "INPUT_PHONE_NUMBER", "value": "+32491223344"},
+                    {"key": "question_3Nrpl3", "label": "Message", "type": "TEXTAREA", "value": "Hello world"},
+                    {"key": "question_3qL4Gm", "label": "Plan", "type": "MULTIPLE_CHOICE",
+                     "value": ["e7bfbbc6-c2e6-4821-8670-72ed1cb31cd5"],
+                     "options": [{"id": "ec321dc4-b50d-4270-8df0-0e38c898762a", "text": "Starter"},
+                                 {"id": "e7bfbbc6-c2e6-4821-8670-72ed1cb31cd5", "text": "Business"}]},
+                    {"key": "question_mVGEg3", "label": "Skipped", "type": "INPUT_TEXT", "value": null}
+                ]
+            }
+        })
+    }
+
+    fn parse_value(value: Value) -> Result<FormSubmission, EnvelopeError> {
+        parse(value.to_string().as_bytes())
+    }
+
+    #[test]
+    fn envelope_rules() {
+        let mut other_event = delivery();
+        other_event["eventType"] = json!("FORM_DELETED");
+        let mut no_data = delivery();
+        no_data.as_object_mut().unwrap().remove("data");
+        let mut no_id = delivery();
+        no_id["data"]
+            .as_object_mut()
+            .unwrap()
+            .remove("submissionId");
+        let mut dot = delivery();
+        dot["data"]["submissionId"] = json!("..");
+        let rows = [
+            (delivery(), Ok("2wgx4n")),
+            (
+                other_event,
+                Err(EnvelopeError::UnexpectedEvent {
+                    field: "eventType",
+                    expected: "FORM_RESPONSE",
+                }),
+            ),
+            (
+                json!({"data": {}}),
+                Err(EnvelopeError::MissingField("eventType", "a string")),
+            ),
+            (
+                no_data,
+                Err(EnvelopeError::MissingField("data", "an object")),
+            ),
+            (
+                no_id,
+                Err(EnvelopeError::MissingField("data.submissionId", "a string")),
+            ),
+            (
+                dot.clone(),
+                Err(EnvelopeError::SubmissionIdDotSegment.at_field("data.submissionId")),
+            ),
+            (json!([]), Err(EnvelopeError::NotAnObject)),
+        ];
+        for (body, expected) in rows {
+            let got = parse_value(body.clone()).map(|s| s.submission_id.as_str().to_owned());
+            assert_eq!(got, expected.map(str::to_owned), "{body}");
+        }
+        assert!(parse(b"{not json").is_err());
+        let submission = parse_value(delivery()).unwrap();
+        assert_eq!(submission.event, EventType::TallyFormResponse);
+        assert_eq!(submission.data()["formId"], "VwbNEw");
+    }
+
+    #[test]
+    fn answers_by_type_then_label_with_option_text() {
+        let answers = answers(&delivery());
+        assert_eq!(answers.fields["email"], "alice@example.com");
+        assert_eq!(answers.fields["phone"], "+32491223344");
+        assert_eq!(answers.fields["name"], "Alice Smith");
+        assert_eq!(answers.fields["message"], "Hello world");
+        assert_eq!(answers.fields["Plan"], "Business");
+        assert!(!answers.fields.contains_key("Skipped"));
+        assert!(answers
+            .aliases
+            .contains(&("question_3qL4Gm".to_owned(), "Plan".to_owned())));
+        assert_eq!(
+            super::super::Sender::Tally
+                .submitted_at(&delivery())
+                .as_deref(),
+            Some("2023-06-28T15:00:21.000Z")
+        );
+    }
+
+    #[test]
+    fn choices_as_text() {
+        let options = json!([{"id": "a", "text": "Red"}, {"id": "b", "text": "Blue"}]);
+        let rows = [
+            (json!(["a", "b"]), json!("Red, Blue")),
+            (json!("b"), json!("Blue")),
+            (json!(["a", "unknown"]), json!(["a", "unknown"])),
+            (json!(3), json!(3)),
+        ];
+        for (value, expected) in rows {
+            assert_eq!(option_text(&value, Some(&options)), expected, "{value}");
+        }
+        assert_eq!(option_text(&json!(["a"]), None), json!(["a"]));
+    }
+}
