@@ -20,6 +20,7 @@ pub mod output {
 /// The parameters the commands read.
 pub mod parameter {
     pub const WEBHOOK_AUTH: &str = "WebhookAuth";
+    pub const SENDER: &str = "Sender";
     pub const RECEIPT_RETENTION_DAYS: &str = "ReceiptRetentionDays";
     pub const ACCEPTED_FORMS: &str = "AcceptedForms";
 }

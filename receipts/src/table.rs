@@ -211,9 +211,10 @@ impl ReceiptsTable {
         &self.table
     }
 
-    /// The key of a submission id, or of a full key given as it is.
+    /// The key of a Static Forms submission id, or any sender's full key
+    /// (`tally:FORM_RESPONSE:2wgx4n`) given as it is.
     pub fn key_of(id: &str) -> Result<String, TableError> {
-        if id.starts_with("staticforms:") {
+        if shared::Sender::of_key(id).is_some() {
             return Ok(id.to_owned());
         }
         let id = SubmissionId::parse(id).map_err(|_| TableError::BadId(id.to_owned()))?;

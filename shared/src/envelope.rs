@@ -38,14 +38,24 @@ impl EventType {
         }
     }
 
-    /// Who sends it.
-    pub fn sender(self) -> crate::sender::Sender {
-        use crate::sender::Sender;
+    /// The name of who sends it: the first part of its receipts' keys
+    /// (`crate::sender::Sender::name`).
+    pub fn sender_name(self) -> &'static str {
         match self {
-            EventType::FormSubmitted => Sender::StaticForms,
-            EventType::TallyFormResponse => Sender::Tally,
-            EventType::TypeformFormResponse => Sender::Typeform,
-            EventType::WebflowFormSubmission => Sender::Webflow,
+            EventType::FormSubmitted => "staticforms",
+            EventType::TallyFormResponse => "tally",
+            EventType::TypeformFormResponse => "typeform",
+            EventType::WebflowFormSubmission => "webflow",
+        }
+    }
+
+    /// Where in its payload a submission's content is: what the
+    /// fingerprint covers (a JSON pointer).
+    pub fn content_pointer(self) -> &'static str {
+        match self {
+            EventType::FormSubmitted | EventType::TallyFormResponse => "/data",
+            EventType::TypeformFormResponse => "/form_response",
+            EventType::WebflowFormSubmission => "/payload",
         }
     }
 
@@ -235,7 +245,7 @@ impl FormSubmission {
     /// `timestamp`) that may change from one delivery attempt to the next.
     pub fn data(&self) -> &Value {
         self.payload
-            .pointer(self.event.sender().content_pointer())
+            .pointer(self.event.content_pointer())
             .unwrap_or(&Value::Null)
     }
 }

@@ -49,7 +49,7 @@ impl IdempotencyKey {
     pub fn for_submission(event: EventType, submission_id: &SubmissionId) -> Self {
         IdempotencyKey(format!(
             "{}:{}:{}",
-            event.sender().name(),
+            event.sender_name(),
             event.as_str(),
             submission_id.as_str()
         ))

@@ -143,7 +143,15 @@ mod tests {
                 accepted,
                 "{outcome:?}"
             );
+            // Typeform disables a webhook answered 404 or 410.
+            assert!(![404, 410].contains(&outcome.status()), "{outcome:?}");
         }
+        // Each sender's answer to a new receipt is a success it counts as
+        // one (Webflow: exactly 200).
+        for sender in crate::Sender::ALL {
+            assert!((200..300).contains(&sender.accepted_status()));
+        }
+        assert_eq!(crate::Sender::Webflow.accepted_status(), 200);
     }
 
     #[test]

@@ -13,7 +13,9 @@ use shared::receipt::MAX_PAYLOAD_BYTES;
 
 use crate::auth::{Scheme, SecretSet, Verifier};
 use crate::standard_webhooks::DEFAULT_TOLERANCE;
+use crate::vendor_signatures::{Vendor, WEBFLOW_TOLERANCE};
 use shared::idempotency::KeyHeader;
+use shared::Sender;
 
 pub use shared::config::RECEIPTS_TABLE;
 pub const WEBHOOK_AUTH: &str = "WEBHOOK_AUTH";
@@ -24,6 +26,9 @@ pub const WEBHOOK_SECRETS_REFRESH_SECONDS: &str = "WEBHOOK_SECRETS_REFRESH_SECON
 pub const WEBHOOK_TOLERANCE_SECONDS: &str = "WEBHOOK_TOLERANCE_SECONDS";
 pub const WEBHOOK_API_KEYS: &str = "WEBHOOK_API_KEYS";
 pub const IDEMPOTENCY_KEY: &str = "IDEMPOTENCY_KEY";
+/// Who sends the deliveries: `staticforms` (default), `tally`, `typeform`
+/// or `webflow`.
+pub const SENDER: &str = "SENDER";
 
 /// How old the secrets from Secrets Manager may get before a re-read: a
 /// secret revoked there stops being accepted within this interval.
@@ -37,6 +42,8 @@ pub const DEFAULT_MAX_BODY_BYTES: usize = 256 * 1024;
 #[derive(Debug, Clone)]
 pub struct Config {
     pub receipts_table: String,
+    /// `SENDER`: whose envelope, key and answers the deliveries carry.
+    pub sender: Sender,
     pub auth: AuthConfig,
     /// `WEBHOOK_API_KEYS`: when set, `data.apiKey` must be one of these.
     pub form_keys: Option<SecretSet>,
@@ -73,11 +80,36 @@ impl Config {
                 })?,
         };
 
-        let auth = parse_auth(&get)?;
-        let form_keys = get(WEBHOOK_API_KEYS)
-            .map(|raw| form_keys(&raw))
-            .transpose()?;
+        let sender = match get(SENDER) {
+            None => Sender::StaticForms,
+            Some(raw) => Sender::parse(&raw).ok_or_else(|| {
+                invalid(SENDER, "expected staticforms, tally, typeform or webflow")
+            })?,
+        };
+        let auth = parse_auth(&get, sender)?;
+        let only_static_forms = |name: &'static str| {
+            invalid(
+                name,
+                format!(
+                    "applies only to SENDER=staticforms ({} sends no such thing); unset it",
+                    sender.name()
+                ),
+            )
+        };
+        let form_keys = match get(WEBHOOK_API_KEYS) {
+            Some(_) if sender != Sender::StaticForms => {
+                return Err(only_static_forms(WEBHOOK_API_KEYS))
+            }
+            raw => raw.map(|raw| form_keys(&raw)).transpose()?,
+        };
+        // Only Static Forms' reference contract sends an Idempotency-Key;
+        // the others' keys always come from the body (a header that is
+        // sent must still match it).
         let key_header = match get(IDEMPOTENCY_KEY) {
+            Some(_) if sender != Sender::StaticForms => {
+                return Err(only_static_forms(IDEMPOTENCY_KEY))
+            }
+            None if sender != Sender::StaticForms => KeyHeader::Derive,
             None => KeyHeader::default(),
             Some(raw) => KeyHeader::parse(&raw)
                 .ok_or_else(|| invalid(IDEMPOTENCY_KEY, "expected required or derive"))?,
@@ -87,6 +119,7 @@ impl Config {
 
         Ok(Config {
             receipts_table,
+            sender,
             auth,
             form_keys,
             key_header,
@@ -159,8 +192,39 @@ fn query_param(raw: &str) -> Result<String, ConfigError> {
     }
 }
 
-fn parse_auth(get: &dyn Fn(&str) -> Option<String>) -> Result<AuthConfig, ConfigError> {
-    let mode_text = get(WEBHOOK_AUTH).ok_or(ConfigError::Missing(WEBHOOK_AUTH))?;
+/// A sender's own signature scheme, the default `WEBHOOK_AUTH` for it;
+/// Static Forms signs nothing, so its mode is always chosen.
+fn own_scheme(sender: Sender) -> Option<&'static str> {
+    match sender {
+        Sender::StaticForms => None,
+        Sender::Tally => Some("tally-signature"),
+        Sender::Typeform => Some("typeform-signature"),
+        Sender::Webflow => Some("webflow-signature"),
+    }
+}
+
+fn parse_auth(
+    get: &dyn Fn(&str) -> Option<String>,
+    sender: Sender,
+) -> Result<AuthConfig, ConfigError> {
+    let mode_text = match (get(WEBHOOK_AUTH), own_scheme(sender)) {
+        (Some(mode), _) => mode,
+        (None, Some(own)) => own.to_owned(),
+        (None, None) => return Err(ConfigError::Missing(WEBHOOK_AUTH)),
+    };
+    let vendor = |vendor: Vendor, mode: &str| {
+        if own_scheme(sender) == Some(mode) {
+            Ok(Scheme::Vendor(vendor))
+        } else {
+            Err(invalid(
+                WEBHOOK_AUTH,
+                format!(
+                    "{mode} is another sender's signature (SENDER={})",
+                    sender.name()
+                ),
+            ))
+        }
+    };
     let inline = get(WEBHOOK_SECRETS);
     let arn = get(WEBHOOK_SECRETS_ARN).map(|arn| arn.trim().to_owned());
 
@@ -176,6 +240,19 @@ fn parse_auth(get: &dyn Fn(&str) -> Option<String>) -> Result<AuthConfig, Config
                 1..=3600,
             )?,
         },
+        "tally-signature" => vendor(Vendor::Tally, "tally-signature")?,
+        "typeform-signature" => vendor(Vendor::Typeform, "typeform-signature")?,
+        "webflow-signature" => vendor(
+            Vendor::Webflow {
+                tolerance: seconds_in(
+                    &get,
+                    WEBHOOK_TOLERANCE_SECONDS,
+                    WEBFLOW_TOLERANCE,
+                    1..=3600,
+                )?,
+            },
+            "webflow-signature",
+        )?,
         other if other.starts_with("query:") => Scheme::Query(query_param(&other["query:".len()..])?),
         other => match other.strip_prefix("header:") {
             Some(name) => {
@@ -189,17 +266,20 @@ fn parse_auth(get: &dyn Fn(&str) -> Option<String>) -> Result<AuthConfig, Config
             None => {
                 return Err(invalid(
                     WEBHOOK_AUTH,
-                    "expected bearer, basic, header:<Header-Name>, query:<param>, standard-webhooks or none",
+                    "expected bearer, basic, header:<Header-Name>, query:<param>, standard-webhooks, tally-signature, typeform-signature, webflow-signature or none",
                 ))
             }
         },
     };
     if get(WEBHOOK_TOLERANCE_SECONDS).is_some()
-        && !matches!(scheme, Scheme::StandardWebhooks { .. })
+        && !matches!(
+            scheme,
+            Scheme::StandardWebhooks { .. } | Scheme::Vendor(Vendor::Webflow { .. })
+        )
     {
         return Err(invalid(
             WEBHOOK_TOLERANCE_SECONDS,
-            "applies only to WEBHOOK_AUTH=standard-webhooks; unset it",
+            "applies only to WEBHOOK_AUTH=standard-webhooks or webflow-signature; unset it",
         ));
     }
     if get(WEBHOOK_SECRETS_REFRESH_SECONDS).is_some() && arn.is_none() {
@@ -390,13 +470,79 @@ mod tests {
     }
 
     #[test]
+    fn each_sender_defaults_to_its_own_signature_and_a_key_from_the_body() {
+        use crate::vendor_signatures::Vendor;
+        let secret = (WEBHOOK_SECRETS, "a-signing-secret-0001");
+        let rows = [
+            ("tally", Vendor::Tally),
+            ("typeform", Vendor::Typeform),
+            (
+                "webflow",
+                Vendor::Webflow {
+                    tolerance: WEBFLOW_TOLERANCE,
+                },
+            ),
+        ];
+        for (name, vendor) in rows {
+            let config = load(&[TABLE, (SENDER, name), secret]).unwrap();
+            assert_eq!(config.sender.name(), name);
+            assert_eq!(config.key_header, KeyHeader::Derive, "{name}");
+            match config.auth {
+                AuthConfig::Fixed(Verifier::Vendor(verifier)) => {
+                    assert_eq!(
+                        verifier,
+                        crate::vendor_signatures::VendorSignatures::new(
+                            vendor,
+                            ["a-signing-secret-0001"]
+                        )
+                    );
+                }
+                other => panic!("{name}: {other:?}"),
+            }
+        }
+        // Another mode stays available (a Webflow dashboard webhook is unsigned).
+        let query = load(&[
+            TABLE,
+            (SENDER, "webflow"),
+            (WEBHOOK_AUTH, "query:token"),
+            secret,
+        ])
+        .unwrap();
+        assert!(matches!(
+            query.auth,
+            AuthConfig::Fixed(Verifier::Query { .. })
+        ));
+        let tolerance = load(&[
+            TABLE,
+            (SENDER, "webflow"),
+            secret,
+            (WEBHOOK_TOLERANCE_SECONDS, "60"),
+        ])
+        .unwrap();
+        assert!(matches!(
+            tolerance.auth,
+            AuthConfig::Fixed(Verifier::Vendor(ref v)) if *v == crate::vendor_signatures::VendorSignatures::new(Vendor::Webflow { tolerance: Duration::from_secs(60) }, ["a-signing-secret-0001"])
+        ));
+        assert_eq!(
+            load(&[TABLE, (WEBHOOK_AUTH, "none")]).unwrap().sender,
+            Sender::StaticForms
+        );
+    }
+
+    #[test]
     fn every_bad_configuration_names_its_variable() {
         let good_secret = (WEBHOOK_SECRETS, "0123456789abcdef");
         let cases: Vec<ConfigCase> = vec![
             ("no table", vec![(WEBHOOK_AUTH, "none")], ConfigError::Missing(RECEIPTS_TABLE)),
             ("blank table", vec![(RECEIPTS_TABLE, " "), (WEBHOOK_AUTH, "none")], ConfigError::Missing(RECEIPTS_TABLE)),
             ("no auth mode: no silent default", vec![TABLE], ConfigError::Missing(WEBHOOK_AUTH)),
-            ("unknown auth mode", vec![TABLE, (WEBHOOK_AUTH, "hmac"), good_secret], invalid(WEBHOOK_AUTH, "expected bearer, basic, header:<Header-Name>, query:<param>, standard-webhooks or none")),
+            ("unknown auth mode", vec![TABLE, (WEBHOOK_AUTH, "hmac"), good_secret], invalid(WEBHOOK_AUTH, "expected bearer, basic, header:<Header-Name>, query:<param>, standard-webhooks, tally-signature, typeform-signature, webflow-signature or none")),
+            ("unknown sender", vec![TABLE, (SENDER, "zapier"), (WEBHOOK_AUTH, "none")], invalid(SENDER, "expected staticforms, tally, typeform or webflow")),
+            ("another sender's signature", vec![TABLE, (SENDER, "tally"), (WEBHOOK_AUTH, "typeform-signature"), good_secret], invalid(WEBHOOK_AUTH, "typeform-signature is another sender's signature (SENDER=tally)")),
+            ("a vendor signature for static forms", vec![TABLE, (WEBHOOK_AUTH, "tally-signature"), good_secret], invalid(WEBHOOK_AUTH, "tally-signature is another sender's signature (SENDER=staticforms)")),
+            ("form keys for tally", vec![TABLE, (SENDER, "tally"), good_secret, (WEBHOOK_API_KEYS, "sf_key")], invalid(WEBHOOK_API_KEYS, "applies only to SENDER=staticforms (tally sends no such thing); unset it")),
+            ("key header rule for typeform", vec![TABLE, (SENDER, "typeform"), good_secret, (IDEMPOTENCY_KEY, "required")], invalid(IDEMPOTENCY_KEY, "applies only to SENDER=staticforms (typeform sends no such thing); unset it")),
+            ("tally's signature without secrets", vec![TABLE, (SENDER, "tally")], ConfigError::Missing("WEBHOOK_SECRETS or WEBHOOK_SECRETS_ARN")),
             ("bad header name", vec![TABLE, (WEBHOOK_AUTH, "header:bad name"), good_secret], invalid(WEBHOOK_AUTH, "header:<Header-Name> needs a valid HTTP header name")),
             ("query without a name", vec![TABLE, (WEBHOOK_AUTH, "query:"), good_secret], invalid(WEBHOOK_AUTH, "query:<param> needs a parameter name of 1 to 64 letters, digits, '-', '_', '.' or '~'")),
             ("query name to encode", vec![TABLE, (WEBHOOK_AUTH, "query:my token"), good_secret], invalid(WEBHOOK_AUTH, "query:<param> needs a parameter name of 1 to 64 letters, digits, '-', '_', '.' or '~'")),
@@ -410,7 +556,7 @@ mod tests {
             ("signing secret not whsec", vec![TABLE, (WEBHOOK_AUTH, "standard-webhooks"), good_secret], invalid(WEBHOOK_SECRETS, "entry 1 must be whsec_ followed by base64")),
             ("signing secret too short", vec![TABLE, (WEBHOOK_AUTH, "standard-webhooks"), (WEBHOOK_SECRETS, "whsec_c2hvcnQ=")], invalid(WEBHOOK_SECRETS, "entry 1 must decode to at least 24 bytes")),
             ("tolerance zero", vec![TABLE, (WEBHOOK_AUTH, "standard-webhooks"), (WEBHOOK_SECRETS, WHSEC), (WEBHOOK_TOLERANCE_SECONDS, "0")], invalid(WEBHOOK_TOLERANCE_SECONDS, "expected whole seconds from 1 to 3600")),
-            ("tolerance without signatures", vec![TABLE, (WEBHOOK_AUTH, "bearer"), good_secret, (WEBHOOK_TOLERANCE_SECONDS, "60")], invalid(WEBHOOK_TOLERANCE_SECONDS, "applies only to WEBHOOK_AUTH=standard-webhooks; unset it")),
+            ("tolerance without signatures", vec![TABLE, (WEBHOOK_AUTH, "bearer"), good_secret, (WEBHOOK_TOLERANCE_SECONDS, "60")], invalid(WEBHOOK_TOLERANCE_SECONDS, "applies only to WEBHOOK_AUTH=standard-webhooks or webflow-signature; unset it")),
             ("refresh without an ARN", vec![TABLE, (WEBHOOK_AUTH, "bearer"), good_secret, (WEBHOOK_SECRETS_REFRESH_SECONDS, "60")], invalid(WEBHOOK_SECRETS_REFRESH_SECONDS, "applies only with WEBHOOK_SECRETS_ARN; unset it")),
             ("secrets with auth none", vec![TABLE, (WEBHOOK_AUTH, "none"), good_secret], invalid(WEBHOOK_AUTH, "is none while secrets are set; choose an authentication mode or unset the secrets")),
             ("an ARN with auth none", vec![TABLE, (WEBHOOK_AUTH, "none"), (WEBHOOK_SECRETS_ARN, ARN)], invalid(WEBHOOK_AUTH, "is none while secrets are set; choose an authentication mode or unset the secrets")),

@@ -13,9 +13,7 @@ use shared::clock::Clock;
 use shared::envelope::is_json_media_type;
 use shared::idempotency::{KeyHeader, HEADER_NAME as IDEMPOTENCY_KEY_HEADER};
 use shared::outcome::existing_receipt_outcome;
-use shared::{
-    EnvelopeError, FormSubmission, IdempotencyKey, KeyError, Outcome, Receipt, SubmissionId,
-};
+use shared::{EnvelopeError, IdempotencyKey, KeyError, Outcome, Receipt, SubmissionId};
 
 use crate::auth::{AuthError, Authenticator, Presented, SecretSet, Unauthenticated, Unavailable};
 use crate::config::Config;
@@ -71,6 +69,7 @@ impl IngestError {
 /// The ingest handler over any receipt store. Built once at init.
 pub struct Ingest<S> {
     store: S,
+    sender: shared::Sender,
     auth: Authenticator,
     form_keys: Option<SecretSet>,
     key_header: KeyHeader,
@@ -84,6 +83,7 @@ impl<S: ReceiptStore> Ingest<S> {
     pub fn new(store: S, auth: Authenticator, config: &Config) -> Self {
         Ingest {
             store,
+            sender: config.sender,
             auth,
             form_keys: config.form_keys.clone(),
             key_header: config.key_header,
@@ -111,7 +111,7 @@ impl<S: ReceiptStore> Ingest<S> {
         let result = self.accept(&request, &mut submission_id).await;
         log_delivery(&request, submission_id.as_ref(), &result, started);
         self.measure_delivery(&result, started);
-        respond(&result)
+        respond(&result, self.sender)
     }
 
     async fn accept(
@@ -145,7 +145,7 @@ impl<S: ReceiptStore> Ingest<S> {
             }
         }
 
-        let submission = FormSubmission::parse(body)?;
+        let submission = self.sender.parse_submission(body)?;
         *submission_id = Some(submission.submission_id.clone());
         if let Some(accepted) = &self.form_keys {
             let known = submission
@@ -183,8 +183,10 @@ impl<S: ReceiptStore> Ingest<S> {
     }
 }
 
-/// The one mapping from a delivery's result to what the sender sees.
-fn respond(result: &Result<Outcome, IngestError>) -> Response<Body> {
+/// The one mapping from a delivery's result to what the sender sees. A new
+/// receipt gets the status its sender needs (Webflow's 200), and no answer
+/// is ever 404 or 410, which Typeform takes as "disable this webhook".
+fn respond(result: &Result<Outcome, IngestError>, sender: shared::Sender) -> Response<Body> {
     let (outcome, body) = match result {
         Ok(outcome) => (
             *outcome,
@@ -205,8 +207,12 @@ fn respond(result: &Result<Outcome, IngestError>) -> Response<Body> {
             )
         }
     };
+    let status = match outcome {
+        Outcome::Accepted => sender.accepted_status(),
+        other => other.status(),
+    };
     let mut response = Response::builder()
-        .status(outcome.status())
+        .status(status)
         .header(CONTENT_TYPE, "application/json");
     match result {
         Err(IngestError::Unauthenticated(Unauthenticated {

@@ -1,5 +1,6 @@
-//! The ingest function: authenticate a Static Forms delivery, check it, and
-//! store one receipt per submission with a conditional write.
+//! The ingest function: authenticate a delivery from the deployment's sender
+//! (Static Forms, Tally, Typeform or Webflow), check it, and store one
+//! receipt per submission with a conditional write.
 //!
 //! `main.rs` only wires these parts together; the handler is generic over
 //! the receipt store so it runs in tests without AWS.
@@ -12,6 +13,7 @@ pub mod secrets_manager;
 pub mod standard_webhooks;
 pub mod startup;
 pub mod store;
+pub mod vendor_signatures;
 
 pub use config::Config;
 pub use handler::Ingest;

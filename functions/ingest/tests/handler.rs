@@ -598,8 +598,53 @@ async fn every_ingest_event_in_events_is_handled() {
         );
     }
 
+    // Each other sender's sample, written and signed as its vendor does
+    // (with the demo secret), through a handler configured for that sender;
+    // Webflow's signature holds a time, so the clock is the sample's.
+    fn sample_time() -> SystemTime {
+        UNIX_EPOCH + Duration::from_millis(1_795_941_528_250)
+    }
+    let senders = [
+        (
+            "ingest-tally.json",
+            "tally",
+            "tally:FORM_RESPONSE:2wgx4n",
+            202,
+        ),
+        (
+            "ingest-typeform.json",
+            "typeform",
+            "typeform:form_response:a3a12ec67a1365927098a606107fac15",
+            202,
+        ),
+        (
+            "ingest-webflow.json",
+            "webflow",
+            "webflow:form_submission:66a947f35b9d7ba400e22733",
+            200,
+        ),
+    ];
+    for (file, sender, key, status) in senders {
+        let config = ingest::Config::from_lookup(|name| match name {
+            "RECEIPTS_TABLE" => Some("receipts".to_owned()),
+            "SENDER" => Some(sender.to_owned()),
+            "WEBHOOK_SECRETS" => Some(DEMO_SIGNING_SECRET.to_owned()),
+            _ => None,
+        })
+        .unwrap();
+        let ingest = ingest_with(MemoryReceiptStore::default(), &config)
+            .await
+            .with_clock(Arc::new(sample_time));
+        assert_eq!(ingest.handle(event(file)).await.status(), status, "{file}");
+        assert_eq!(ingest.store().receipts()[0].pk, key, "{file}");
+        let again = ingest.handle(event(file)).await;
+        assert_eq!(again.status(), 200, "{file}: a duplicate");
+        assert_eq!(ingest.store().receipts().len(), 1, "{file}");
+    }
+
     let mut listed: Vec<&str> = in_sequence.iter().map(|(f, _)| *f).collect();
     listed.extend(front_doors);
+    listed.extend(senders.iter().map(|(file, ..)| *file));
     listed.sort();
     let mut on_disk: Vec<String> = std::fs::read_dir(events_dir())
         .unwrap()

@@ -23,7 +23,19 @@ pub(super) async fn smoke_test(
     out: &mut impl Write,
 ) -> Result<(), Failed> {
     let url = stack.output(output::WEBHOOK_URL).map_err(run_error)?;
-    let auth = SenderAuth::parse(stack.parameter(parameter::WEBHOOK_AUTH)).map_err(run_error)?;
+    let sender = stack.parameter(parameter::SENDER);
+    if !matches!(sender, "" | "staticforms") {
+        return Err(Failed::Usage(format!(
+            "smoke sends Static Forms deliveries; this stack takes {sender}'s: send a test \
+             submission from {sender} and follow it with receipts list --since 10m"
+        )));
+    }
+    // Empty: the template's default, bearer for Static Forms.
+    let mode = match stack.parameter(parameter::WEBHOOK_AUTH) {
+        "" => "bearer",
+        mode => mode,
+    };
+    let auth = SenderAuth::parse(mode).map_err(run_error)?;
     let secret = match auth {
         SenderAuth::None => String::new(),
         _ => {

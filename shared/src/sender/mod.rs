@@ -13,7 +13,7 @@ pub mod webflow;
 
 use serde_json::{Map, Value};
 
-use crate::envelope::{EnvelopeError, FormSubmission, SubmissionId};
+use crate::envelope::{EnvelopeError, EventType, FormSubmission, SubmissionId};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Sender {
@@ -34,11 +34,16 @@ impl Sender {
     /// Its name in `SENDER`, in the webhook route (`/webhooks/<name>`) and
     /// at the start of its receipts' keys.
     pub fn name(self) -> &'static str {
-        match self {
-            Sender::StaticForms => "staticforms",
-            Sender::Tally => "tally",
-            Sender::Typeform => "typeform",
-            Sender::Webflow => "webflow",
+        self.event().sender_name()
+    }
+
+    /// Who sends `event`.
+    pub fn of_event(event: EventType) -> Self {
+        match event {
+            EventType::FormSubmitted => Sender::StaticForms,
+            EventType::TallyFormResponse => Sender::Tally,
+            EventType::TypeformFormResponse => Sender::Typeform,
+            EventType::WebflowFormSubmission => Sender::Webflow,
         }
     }
 
@@ -58,6 +63,16 @@ impl Sender {
         format!("{}:", self.name())
     }
 
+    /// The one event of this sender that is a submission.
+    pub fn event(self) -> EventType {
+        match self {
+            Sender::StaticForms => EventType::FormSubmitted,
+            Sender::Tally => EventType::TallyFormResponse,
+            Sender::Typeform => EventType::TypeformFormResponse,
+            Sender::Webflow => EventType::WebflowFormSubmission,
+        }
+    }
+
     /// Parses a raw body as this sender's delivery.
     pub fn parse_submission(self, body: &[u8]) -> Result<FormSubmission, EnvelopeError> {
         match self {
@@ -65,16 +80,6 @@ impl Sender {
             Sender::Tally => tally::parse(body),
             Sender::Typeform => typeform::parse(body),
             Sender::Webflow => webflow::parse(body),
-        }
-    }
-
-    /// Where in the payload a submission's content is: what its fingerprint
-    /// covers (a JSON pointer).
-    pub fn content_pointer(self) -> &'static str {
-        match self {
-            Sender::StaticForms | Sender::Tally => "/data",
-            Sender::Typeform => "/form_response",
-            Sender::Webflow => "/payload",
         }
     }
 
@@ -250,6 +255,7 @@ mod tests {
             assert_eq!(Sender::parse(sender.name()), Some(sender));
             let key = format!("{}event:id", sender.key_prefix());
             assert_eq!(Sender::of_key(&key), Some(sender));
+            assert_eq!(Sender::of_event(sender.event()), sender);
         }
         assert_eq!(Sender::parse("zapier"), None);
         assert_eq!(Sender::of_key("gate#email:abc"), None);

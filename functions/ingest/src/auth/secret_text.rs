@@ -9,6 +9,7 @@ use http::header::HeaderName;
 
 use super::verifier::{SecretSet, Verifier};
 use crate::standard_webhooks::{SigningKeys, StandardWebhooks};
+use crate::vendor_signatures::{Vendor, VendorSignatures};
 
 /// Shortest secret accepted: a guessable secret is no authentication.
 pub const MIN_SECRET_CHARS: usize = 16;
@@ -25,6 +26,8 @@ pub enum Scheme {
     StandardWebhooks {
         tolerance: Duration,
     },
+    /// A form vendor's own signature (Tally, Typeform, Webflow).
+    Vendor(Vendor),
 }
 
 /// Why secret text is not usable; `entry` counts from 1.
@@ -73,6 +76,9 @@ impl Scheme {
                 ));
             }
         }
+        if let Scheme::Vendor(vendor) = self {
+            return Ok(Verifier::Vendor(VendorSignatures::new(*vendor, entries)));
+        }
         let secrets = SecretSet::new(entries);
         Ok(match self {
             Scheme::None => Verifier::None,
@@ -86,7 +92,7 @@ impl Scheme {
                 param: param.clone(),
                 secrets,
             },
-            Scheme::StandardWebhooks { .. } => unreachable!("handled above"),
+            Scheme::StandardWebhooks { .. } | Scheme::Vendor(_) => unreachable!("handled above"),
         })
     }
 }
@@ -99,7 +105,12 @@ mod tests {
 
     #[test]
     fn each_scheme_builds_its_verifier() {
-        let rows: [(Scheme, &str, usize); 5] = [
+        let rows: [(Scheme, &str, usize); 6] = [
+            (
+                Scheme::Vendor(crate::vendor_signatures::Vendor::Tally),
+                "tally-signing-secret-1,tally-signing-secret-2",
+                2,
+            ),
             (Scheme::Query("token".into()), "0123456789abcdef", 1),
             (Scheme::Bearer, "0123456789abcdef,fedcba9876543210", 2),
             (Scheme::Basic, "sf:0123456789abcdef", 1),
@@ -124,6 +135,7 @@ mod tests {
                 | Verifier::Header { secrets: s, .. }
                 | Verifier::Query { secrets: s, .. } => s.len(),
                 Verifier::StandardWebhooks(_) => 1,
+                Verifier::Vendor(v) => v.len(),
                 Verifier::None => 0,
             };
             assert_eq!(secrets, count, "{scheme:?}");

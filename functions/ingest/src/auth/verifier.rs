@@ -15,6 +15,7 @@ use sha2::{Digest, Sha256};
 use subtle::{Choice, ConstantTimeEq};
 
 use crate::standard_webhooks::StandardWebhooks;
+use crate::vendor_signatures::VendorSignatures;
 
 /// The digests of a set of accepted values (secrets, or form keys). Its
 /// `Debug` shows only how many.
@@ -84,6 +85,8 @@ pub enum Verifier {
     Query { param: String, secrets: SecretSet },
     /// `webhook-signature` over the raw body, within the timestamp tolerance.
     StandardWebhooks(StandardWebhooks),
+    /// Tally's, Typeform's or Webflow's own signature over the raw body.
+    Vendor(VendorSignatures),
 }
 
 /// A refused sender, with the `WWW-Authenticate` challenge to answer with.
@@ -102,6 +105,15 @@ impl Verifier {
         let accepted = match self {
             Verifier::None => true,
             Verifier::StandardWebhooks(verifier) => {
+                match verifier.verify(headers, presented.body, presented.now) {
+                    Ok(()) => true,
+                    Err(reason) => {
+                        tracing::debug!(reason = %reason, "signature refused");
+                        false
+                    }
+                }
+            }
+            Verifier::Vendor(verifier) => {
                 match verifier.verify(headers, presented.body, presented.now) {
                     Ok(()) => true,
                     Err(reason) => {
@@ -143,7 +155,8 @@ impl Verifier {
             Verifier::None
             | Verifier::Header { .. }
             | Verifier::Query { .. }
-            | Verifier::StandardWebhooks(_) => None,
+            | Verifier::StandardWebhooks(_)
+            | Verifier::Vendor(_) => None,
         }
     }
 }

@@ -11,6 +11,9 @@ use lambda_http::{Body, Request};
 use shared::Receipt;
 
 pub const TOKEN: &str = "local-demo-token-change-me";
+/// The secret events/ingest-{tally,typeform,webflow}.json are signed with,
+/// as `make run SENDER=...` configures it.
+pub const DEMO_SIGNING_SECRET: &str = "local-demo-signing-secret";
 pub const SUBMISSION_ID: &str = "sub_01JDEMO00000000000000000001";
 pub const KEY: &str = "staticforms:form.submitted:sub_01JDEMO00000000000000000001";
 
