@@ -218,6 +218,15 @@ async fn start_pipeline_on(
     destination: &str,
     receipts_table: &str,
 ) -> (tokio::process::Child, u16, u16, Printed) {
+    start_pipeline_with(destination, receipts_table, &[]).await
+}
+
+/// The same, with more variables (`SENDER`...).
+async fn start_pipeline_with(
+    destination: &str,
+    receipts_table: &str,
+    more: &[(&str, &str)],
+) -> (tokio::process::Child, u16, u16, Printed) {
     let bin_dir = std::env::var("FUNCTION_BIN_DIR").unwrap_or_else(|_| {
         panic!("FUNCTION_BIN_DIR is not set: run the suite with `make test`, which builds the function binaries first")
     });
@@ -236,6 +245,7 @@ async fn start_pipeline_on(
             // Its own tables: the other pipeline tests use the default names.
             .env("RECEIPTS_TABLE", receipts_table)
             .env("LEADS_TABLE", unique_name(&format!("{destination}-leads")))
+            .envs(more.iter().copied())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .kill_on_drop(true)
@@ -338,6 +348,67 @@ async fn the_local_pipeline_with_hubspot_makes_one_contact() {
     assert_eq!(contact["properties"]["email"], "ada@example.com");
     assert_eq!(contact["properties"]["firstname"], "Ada");
     assert_eq!(contact["properties"]["lastname"], "Lovelace");
+    stop(pipeline).await;
+}
+
+/// `SENDER=typeform DESTINATION=hubspot make run`: the events/ sample, as
+/// Typeform signs it, is accepted once at /webhooks/typeform, and its
+/// answers (an e-mail answer, a first name by its ref) make one contact.
+#[tokio::test]
+async fn the_local_pipeline_takes_a_signed_typeform_delivery_to_one_contact() {
+    let (pipeline, webhook_port, crm_port, printed) = start_pipeline_with(
+        "hubspot",
+        &unique_name("typeform-receipts"),
+        &[("SENDER", "typeform")],
+    )
+    .await;
+    let event: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../events/ingest-typeform.json"
+        ))
+        .unwrap(),
+    )
+    .unwrap();
+    let http = reqwest::Client::new();
+    let send = || {
+        http.post(format!("http://127.0.0.1:{webhook_port}/webhooks/typeform"))
+            .header("content-type", "application/json")
+            .header(
+                "typeform-signature",
+                event["headers"]["typeform-signature"].as_str().unwrap(),
+            )
+            .body(event["body"].as_str().unwrap().to_owned())
+            .send()
+    };
+    assert_eq!(send().await.unwrap().status(), 202);
+    assert_eq!(send().await.unwrap().status(), 200);
+    let url = format!("http://127.0.0.1:{crm_port}/contacts");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let listed = loop {
+        let listed: serde_json::Value = http.get(&url).send().await.unwrap().json().await.unwrap();
+        if listed["count"] == 1 || Instant::now() > deadline {
+            break listed;
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    };
+    assert_eq!(listed["count"], 1, "{listed}");
+    let contact = &listed["contacts"][0];
+    assert_eq!(
+        contact["properties"]["email"], "laura@example.com",
+        "{contact}"
+    );
+    assert_eq!(contact["properties"]["firstname"], "Laura", "{contact}");
+    assert_eq!(contact["properties"]["phone"], "+15551234567", "{contact}");
+    // Read after the deliveries: the lines after "is up" arrive meanwhile.
+    assert!(
+        printed
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|line| line.contains("/webhooks/typeform")),
+        "it says where Typeform posts"
+    );
     stop(pipeline).await;
 }
 

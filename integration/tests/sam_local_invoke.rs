@@ -38,6 +38,23 @@ fn env_file(dynamodb: &str, crm: &str, table: &str) -> PathBuf {
     path
 }
 
+/// The same with the ingest function taking `sender`'s deliveries, as a
+/// stack with `Sender=<sender>` sets it: its own signature (WEBHOOK_AUTH
+/// blank), the demo signing secret the samples are signed with, and no
+/// Static Forms-only variable.
+fn sender_env_file(env: &Path, sender: &str) -> PathBuf {
+    let mut vars: Value = serde_json::from_str(&std::fs::read_to_string(env).unwrap()).unwrap();
+    let ingest = &mut vars["IngestFunction"];
+    ingest["SENDER"] = Value::from(sender);
+    ingest["WEBHOOK_AUTH"] = Value::from("");
+    ingest["WEBHOOK_SECRETS"] = Value::from(devtools::local::DEMO_SIGNING_SECRET);
+    ingest["IDEMPOTENCY_KEY"] = Value::from("");
+    ingest["WEBHOOK_API_KEYS"] = Value::from("");
+    let path = env.with_extension(format!("{sender}.json"));
+    std::fs::write(&path, vars.to_string()).unwrap();
+    path
+}
+
 /// Runs `sam local invoke` and returns the function's answer (SAM prints it
 /// as the last line of stdout; the function's logs go to stderr). Async, so
 /// the in-process CRM stub keeps serving while SAM runs.
@@ -126,12 +143,32 @@ async fn every_event_in_events_works_under_sam_local_invoke() {
         let answer = invoke("IngestFunction", event, &env).await;
         assert_eq!(status(&answer), Some(expected), "{event}: {answer}");
     }
-    let receipts = scan(&client, &table).await;
+    // Each other sender's sample, under a stack of that sender. Webflow's
+    // signature holds its sending time, the sample's day: refused as a
+    // replay, which is the point of its window (the handler test runs it
+    // at that time).
+    let other_senders = [
+        ("ingest-tally.json", "tally", 202),
+        ("ingest-typeform.json", "typeform", 202),
+        ("ingest-webflow.json", "webflow", 401),
+    ];
+    for (event, sender, expected) in other_senders {
+        let answer = invoke("IngestFunction", event, &sender_env_file(&env, sender)).await;
+        assert_eq!(status(&answer), Some(expected), "{event}: {answer}");
+    }
+    let mut receipts = scan(&client, &table).await;
+    let mut keys: Vec<String> = receipts.iter().map(|r| text(r, "pk")).collect();
+    keys.sort();
     assert_eq!(
-        receipts.len(),
-        1,
-        "one receipt for the one valid submission"
+        keys,
+        [
+            "staticforms:form.submitted:sub_01JDEMO00000000000000000001",
+            "tally:FORM_RESPONSE:2wgx4n",
+            "typeform:form_response:a3a12ec67a1365927098a606107fac15",
+        ],
+        "one receipt for each valid submission"
     );
+    receipts.retain(|r| text(r, "pk").starts_with("staticforms:"));
     assert_eq!(text(&receipts[0], "status"), "RECEIVED");
     let key = text(&receipts[0], "pk");
 
@@ -169,10 +206,11 @@ async fn every_event_in_events_works_under_sam_local_invoke() {
     assert_eq!(answer, serde_json::json!({"batchItemFailures": []}));
     let answer = invoke("WorkerFunction", "worker-reconcile.json", &env).await;
     assert_eq!(answer["finished"], true, "{answer}");
-    assert_eq!(answer["due"], 0, "the receipt is completed: {answer}");
+    assert_eq!(answer["due"], 0, "nothing is due yet: {answer}");
     assert_eq!(crm.calls().len(), 1, "still one CRM call");
 
     let mut covered: Vec<&str> = ingest_events.iter().map(|(event, _)| *event).collect();
+    covered.extend(other_senders.iter().map(|(event, ..)| *event));
     covered.extend([
         "worker-insert.json",
         "dynamodb-update-sample.json",

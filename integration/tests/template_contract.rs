@@ -77,6 +77,16 @@ fn the_template_gives_each_function_the_configuration_its_code_requires() {
         let evaluator = Evaluator::new(&template, &overrides);
 
         let ingest_env = evaluator.environment("IngestFunction");
+        assert_eq!(
+            ingest_env.get("WEBHOOK_AUTH").map(String::as_str),
+            Some(
+                extra
+                    .iter()
+                    .find(|(name, _)| *name == "WebhookAuth")
+                    .map_or("bearer", |(_, mode)| *mode)
+            ),
+            "Static Forms signs nothing: bearer unless chosen"
+        );
         let ingest = ingest::Config::from_lookup(|name| ingest_env.get(name).cloned())
             .unwrap_or_else(|e| panic!("ingest with {overrides:?}: {e}"));
         assert_eq!(ingest.receipts_table, "ReceiptsTable-name");
@@ -152,6 +162,40 @@ fn the_template_gives_each_function_the_configuration_its_code_requires() {
             (wanted, got) => panic!("Destination={wanted} configured {got:?}"),
         }
     }
+}
+
+/// Each sender's stack: its own signature by default, the key from the
+/// body, no Static Forms-only variable, and its own webhook URL.
+#[test]
+fn each_sender_gets_its_own_signature_key_rule_and_url() {
+    let template = load();
+    let existing_secret = (
+        "WebhookSecretArn",
+        "arn:aws:secretsmanager:us-east-1:123456789012:secret:signing",
+    );
+    for sender in shared::Sender::ALL {
+        let evaluator = Evaluator::new(&template, &[("Sender", sender.name()), existing_secret]);
+        let env = evaluator.environment("IngestFunction");
+        let config = ingest::Config::from_lookup(|name| env.get(name).cloned())
+            .unwrap_or_else(|e| panic!("{}: {e}", sender.name()));
+        assert_eq!(config.sender, sender);
+        if sender != shared::Sender::StaticForms {
+            assert_eq!(
+                config.key_header,
+                shared::idempotency::KeyHeader::Derive,
+                "{}",
+                sender.name()
+            );
+            for static_forms_only in ["WEBHOOK_AUTH", "WEBHOOK_API_KEYS", "IDEMPOTENCY_KEY"] {
+                assert!(!env.contains_key(static_forms_only), "{static_forms_only}");
+            }
+        }
+    }
+    let url = serde_json::to_value(&template["Outputs"]["WebhookUrl"]["Value"]).unwrap();
+    assert!(url.to_string().contains("/webhooks/${Sender}"), "{url}");
+    let route =
+        &resource(&template, "IngestFunction")["Properties"]["Events"]["Webhook"]["Properties"];
+    assert_eq!(route["Path"].as_str(), Some("/webhooks/{sender}"));
 }
 
 #[test]
@@ -268,14 +312,22 @@ fn the_worker_filter_passes_inserts_and_rejects_everything_else() {
         !filter_matches(&pattern, &gate),
         "gate items never invoke it"
     );
-    // Every receipt key the code makes starts with a prefix the filter passes.
-    let key = shared::IdempotencyKey::for_submission(
+    // Every receipt key the code makes, of every sender, starts with a
+    // prefix the filter passes.
+    for event in [
         shared::EventType::FormSubmitted,
-        &shared::SubmissionId::parse("sub_1").unwrap(),
-    );
-    let mut receipt = insert.clone();
-    receipt["dynamodb"]["Keys"]["pk"]["S"] = serde_json::Value::String(key.as_str().to_owned());
-    assert!(filter_matches(&pattern, &receipt), "{}", key.as_str());
+        shared::EventType::TallyFormResponse,
+        shared::EventType::TypeformFormResponse,
+        shared::EventType::WebflowFormSubmission,
+    ] {
+        let key = shared::IdempotencyKey::for_submission(
+            event,
+            &shared::SubmissionId::parse("sub_1").unwrap(),
+        );
+        let mut receipt = insert.clone();
+        receipt["dynamodb"]["Keys"]["pk"]["S"] = serde_json::Value::String(key.as_str().to_owned());
+        assert!(filter_matches(&pattern, &receipt), "{}", key.as_str());
+    }
 
     assert_eq!(event["StartingPosition"].as_str(), Some("TRIM_HORIZON"));
     assert_eq!(

@@ -4,7 +4,9 @@
 //! server to the worker, and a CRM stub as the destination (or, with
 //! `DESTINATION=hubspot` or `salesforce`, that CRM's fake). A reconciliation
 //! pass runs every few seconds, as the schedule does in AWS (every
-//! `ReconcileEveryMinutes`), with local timings short enough to watch. Started by
+//! `ReconcileEveryMinutes`), with local timings short enough to watch.
+//! `SENDER=tally`, `typeform` or `webflow` takes that sender's signed
+//! deliveries at `/webhooks/<sender>` instead of Static Forms'. Started by
 //! `make run`; Ctrl-C stops it and every process it started.
 
 use std::collections::BTreeMap;
@@ -20,12 +22,12 @@ use axum::http::{HeaderMap, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::Router;
 use devtools::crm_stub::CrmStub;
-use devtools::http_api::{answer_from, event_for, WEBHOOK_ROUTE};
+use devtools::http_api::{answer_from, event_for};
 use devtools::hubspot_fake::HubSpotFake;
 use devtools::lambda_emulator::LambdaEmulator;
 use devtools::local::{
-    self, DEMO_HUBSPOT_TOKEN, DEMO_SALESFORCE_CLIENT_ID, DEMO_SALESFORCE_CLIENT_SECRET, DEMO_TOKEN,
-    LEADS_TABLE, RECEIPTS_TABLE,
+    self, DEMO_HUBSPOT_TOKEN, DEMO_SALESFORCE_CLIENT_ID, DEMO_SALESFORCE_CLIENT_SECRET,
+    DEMO_SIGNING_SECRET, DEMO_TOKEN, LEADS_TABLE, RECEIPTS_TABLE,
 };
 use devtools::pump::StreamPump;
 use devtools::salesforce_fake::SalesforceFake;
@@ -74,6 +76,32 @@ async fn run() -> Result<(), String> {
             .map_err(|_| "RECONCILE_EVERY_SECONDS must be a whole number".to_owned())?,
     );
 
+    let sender = shared::Sender::parse(&setting("SENDER", "staticforms"))
+        .ok_or_else(|| "SENDER must be staticforms, tally, typeform or webflow".to_owned())?;
+    let webhook_path = format!("/webhooks/{}", sender.name());
+    // Static Forms signs nothing: a bearer token. The others: their own
+    // signature, with the demo signing secret.
+    let (ingest_auth, how) = match sender {
+        shared::Sender::StaticForms => (
+            vec![
+                ("WEBHOOK_AUTH", "bearer".to_owned()),
+                ("WEBHOOK_SECRETS", DEMO_TOKEN.to_owned()),
+            ],
+            format!("Authorization: Bearer {DEMO_TOKEN}"),
+        ),
+        other => (
+            vec![
+                ("SENDER", other.name().to_owned()),
+                ("WEBHOOK_SECRETS", DEMO_SIGNING_SECRET.to_owned()),
+            ],
+            format!(
+                "signed as {} signs, with secret {DEMO_SIGNING_SECRET} (events/ingest-{}.json)",
+                other.name(),
+                other.name()
+            ),
+        ),
+    };
+
     let receipts_table = setting("RECEIPTS_TABLE", RECEIPTS_TABLE);
     let leads_table = setting("LEADS_TABLE", LEADS_TABLE);
 
@@ -119,10 +147,7 @@ async fn run() -> Result<(), String> {
         "ingest",
         &ingest_runtime,
         &common_env,
-        &[
-            ("WEBHOOK_AUTH", "bearer".to_owned()),
-            ("WEBHOOK_SECRETS", DEMO_TOKEN.to_owned()),
-        ],
+        &ingest_auth,
         false,
     )?;
     let worker_runtime = LambdaEmulator::start("worker")
@@ -151,6 +176,7 @@ async fn run() -> Result<(), String> {
     let app = Router::new().fallback(http_api_front).with_state(Front {
         ingest: Arc::clone(&ingest_runtime),
         tally: Arc::clone(&tally),
+        path: Arc::new(webhook_path.clone()),
     });
     tokio::spawn(async move {
         let _ = axum::serve(listener, app).await;
@@ -223,8 +249,7 @@ async fn run() -> Result<(), String> {
     });
 
     println!(
-        "\nLocal pipeline is up (Ctrl-C stops it):\n  webhook   POST http://127.0.0.1:{webhook_port}{}\n  {}\n  DynamoDB       {dynamodb_endpoint} (table {receipts_table})\n",
-        WEBHOOK_ROUTE.1,
+        "\nLocal pipeline is up (Ctrl-C stops it):\n  webhook   POST http://127.0.0.1:{webhook_port}{webhook_path} ({how})\n  {}\n  DynamoDB       {dynamodb_endpoint} (table {receipts_table})\n",
         crm.describe(crm_port),
     );
 
@@ -341,6 +366,8 @@ static REQUEST_IDS: AtomicU64 = AtomicU64::new(1);
 struct Front {
     ingest: Arc<LambdaEmulator>,
     tally: Arc<Tally>,
+    /// `/webhooks/<sender>`.
+    path: Arc<String>,
 }
 
 /// Counts for the summary line: deliveries by outcome (from ingest's
@@ -387,13 +414,17 @@ impl Tally {
 
 /// API Gateway's part: route, build the event, invoke, answer.
 async fn http_api_front(
-    State(Front { ingest, tally }): State<Front>,
+    State(Front {
+        ingest,
+        tally,
+        path,
+    }): State<Front>,
     method: Method,
     uri: Uri,
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    if (method.as_str(), uri.path()) != WEBHOOK_ROUTE {
+    if method != Method::POST || uri.path() != path.as_str() {
         return (StatusCode::NOT_FOUND, "{\"message\":\"Not Found\"}").into_response();
     }
     let headers: Vec<(String, String)> = headers
