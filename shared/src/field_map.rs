@@ -369,6 +369,27 @@ mod tests {
         }
     }
 
+    /// A Tally key or a Typeform ref names the answer it belongs to; a
+    /// field name wins over an alias of another field.
+    #[test]
+    fn a_field_may_be_named_by_another_of_its_names() {
+        let mut with_aliases = lead(
+            "Ada",
+            "ada@example.com",
+            json!({"Plan": "Business", "question_9": "own"}),
+        );
+        with_aliases.aliases = vec![
+            ("question_3qL4Gm".into(), "Plan".into()),
+            ("question_9".into(), "Plan".into()),
+        ];
+        let map = FieldMap::parse(r#"{"plan":"question_3qL4Gm","by_label":"Plan","own":"question_9","none":"question_0"}"#).unwrap();
+        let properties = map.apply(&with_aliases);
+        assert_eq!(properties["plan"], "Business");
+        assert_eq!(properties["by_label"], "Business");
+        assert_eq!(properties["own"], "own");
+        assert!(!properties.contains_key("none"));
+    }
+
     #[test]
     fn applying() {
         let map = FieldMap::new(vec![
