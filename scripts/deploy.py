@@ -40,6 +40,15 @@ SECRET_VARIABLES = {
 # headers. Both deploy IDEMPOTENCY_KEY=derive: the header is checked when
 # present and the key derived from the body when not.
 AUTH_MODES = {"url": "query:token", "header": "bearer"}
+# Who sends the submissions (the template's Sender). Static Forms is asked
+# how it authenticates; the others sign with their own scheme, so the
+# stack's default needs no question (docs/senders/).
+SENDERS = ["staticforms", "tally", "typeform", "webflow"]
+SENDER_SETUP = {
+    "tally": "In Tally: the form > Integrations > Webhooks: Endpoint URL {url}, Signing secret: the secret",
+    "typeform": "In Typeform: the form > Connect > Webhooks: add {url}, then Edit > Secret: the secret",
+    "webflow": "In Webflow: create a form_submission webhook to {url} (the key you stored signs it)",
+}
 DESTINATIONS = ["dynamodb", "hubspot", "salesforce", "http"]
 STACK_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9-]{0,127}$")
 EMAIL = re.compile(r"^[^\s@]+@[^\s@]+$")
@@ -89,6 +98,7 @@ class Asker:
 class Answers:
     stack_name: str = ""
     region: str = ""
+    sender: str = "staticforms"
     auth: str = ""
     destination: str = ""
     alarm_email: str = ""
@@ -131,16 +141,27 @@ def gather(args, asker: Asker) -> Answers:
         "Stack name", "staticforms-crm", check_stack)
     a.region = args.region or asker.ask(
         "The AWS region to deploy into.", "Region", default_region())
-    a.auth = args.auth or asker.ask(
-        "How Static Forms proves itself: url (a secret token in the webhook URL, as Static "
-        "Forms documents) or header (Authorization: Bearer, where your plan offers headers).",
-        "Authentication (url/header)", "url", one_of(AUTH_MODES))
+    a.sender = args.sender
+    if a.sender == "staticforms":
+        a.auth = args.auth or asker.ask(
+            "How Static Forms proves itself: url (a secret token in the webhook URL, as Static "
+            "Forms documents) or header (Authorization: Bearer, where your plan offers headers).",
+            "Authentication (url/header)", "url", one_of(AUTH_MODES))
+    elif args.auth:
+        raise Refused(f"--auth is Static Forms' choice; {a.sender} signs its deliveries itself")
     a.destination = args.destination or asker.ask(
         "Where leads go: dynamodb (a table in the stack), hubspot, salesforce, or http (your CRM's upsert URL).",
         "Destination", "dynamodb", one_of(DESTINATIONS))
-    for problem in (check_stack(a.stack_name), one_of(AUTH_MODES)(a.auth), one_of(DESTINATIONS)(a.destination)):
+    auth_problem = one_of(AUTH_MODES)(a.auth) if a.sender == "staticforms" else None
+    for problem in (check_stack(a.stack_name), auth_problem, one_of(DESTINATIONS)(a.destination)):
         if problem:
             raise Refused(problem)
+    if a.sender == "webflow":
+        # Webflow chooses the signing key, so the stack cannot generate it.
+        secret(a, asker, "WebhookSecretArn", args.webhook_secret_arn, [
+            ("WEBFLOW_WEBHOOK_SECRET", "Webflow's signing key: the webhook's secretKey (site token) or your "
+             "OAuth app's client secret; stored in Secrets Manager.", "Webflow signing key"),
+        ])
     if a.destination == "hubspot":
         secret(a, asker, "HubSpotTokenSecretArn", args.hubspot_token_secret_arn, [
             ("HUBSPOT_TOKEN", "A HubSpot service key (Settings > Integrations > Service Keys) or private app "
@@ -222,7 +243,8 @@ def check_prerequisites(architecture: str) -> None:
 def create_secrets(a: Answers, secrets_client) -> None:
     """One secret per credential, named after the stack; a second run puts
     the new value into the same secret."""
-    names = {"HubSpotTokenSecretArn": "hubspot-token",
+    names = {"WebhookSecretArn": "webflow-signing-key",
+             "HubSpotTokenSecretArn": "hubspot-token",
              "SalesforceCredentialsSecretArn": "salesforce-credentials",
              "CrmTokenSecretArn": "crm-token"}
     for parameter, value in a.secret_values.items():
@@ -240,12 +262,13 @@ def create_secrets(a: Answers, secrets_client) -> None:
 
 
 def parameter_overrides(a: Answers) -> dict[str, str]:
-    overrides = {
-        "Architecture": a.architecture,
-        "WebhookAuth": AUTH_MODES[a.auth],
-        "IdempotencyKeyHeader": "derive",
-        "Destination": a.destination,
-    }
+    overrides = {"Architecture": a.architecture}
+    if a.sender == "staticforms":
+        overrides["WebhookAuth"] = AUTH_MODES[a.auth]
+        overrides["IdempotencyKeyHeader"] = "derive"
+    else:
+        overrides["Sender"] = a.sender
+    overrides["Destination"] = a.destination
     if a.alarm_email:
         overrides["AlarmEmail"] = a.alarm_email
     if a.crm_url:
@@ -327,7 +350,10 @@ def main(argv=None, stdin=sys.stdin) -> int:
     parser = argparse.ArgumentParser(prog="make deploy", description=__doc__.split("\n\n")[0])
     parser.add_argument("--stack-name")
     parser.add_argument("--region")
-    parser.add_argument("--auth", choices=sorted(AUTH_MODES), help="url: a token in the webhook URL; header: Authorization: Bearer")
+    parser.add_argument("--sender", choices=SENDERS, default="staticforms",
+                        help="who sends the submissions (docs/senders/); default staticforms")
+    parser.add_argument("--auth", choices=sorted(AUTH_MODES), help="Static Forms only. url: a token in the webhook URL; header: Authorization: Bearer")
+    parser.add_argument("--webhook-secret-arn", help="webflow: an existing secret holding Webflow's key, instead of WEBFLOW_WEBHOOK_SECRET")
     parser.add_argument("--destination", choices=DESTINATIONS)
     parser.add_argument("--alarm-email", help="empty for none")
     parser.add_argument("--crm-url")
@@ -358,18 +384,27 @@ def main(argv=None, stdin=sys.stdin) -> int:
         url = outputs.get("WebhookUrl", "<WebhookUrl>")
         secret_arn = outputs.get("WebhookSecretArn", "<WebhookSecretArn>")
         say("")
-        say("Deployed. In Static Forms: Settings > Webhooks > Add Webhook, format: the current one.")
-        if answers.auth == "url":
-            say(f"  URL: {url}?token=<the secret>")
+        if answers.sender == "staticforms":
+            say("Deployed. In Static Forms: Settings > Webhooks > Add Webhook, format: the current one.")
+            if answers.auth == "url":
+                say(f"  URL: {url}?token=<the secret>")
+            else:
+                say(f"  URL: {url}")
+                say("  Header: Authorization: Bearer <the secret>")
         else:
-            say(f"  URL: {url}")
-            say("  Header: Authorization: Bearer <the secret>")
-        say("  The secret (read it yourself; it is never printed here):")
-        say(f"    aws secretsmanager get-secret-value --region {answers.region} --secret-id {secret_arn} "
-            "--query SecretString --output text")
+            say(f"Deployed. {SENDER_SETUP[answers.sender].format(url=url)}")
+            say(f"  Step by step: docs/senders/{answers.sender}.md")
+        if answers.sender != "webflow":
+            say("  The secret (read it yourself; it is never printed here):")
+            say(f"    aws secretsmanager get-secret-value --region {answers.region} --secret-id {secret_arn} "
+                "--query SecretString --output text")
         if answers.alarm_email:
             say(f"  Confirm the subscription mail AWS sent to {answers.alarm_email}, or alarms will not reach you.")
-        if not args.no_smoke:
+        if answers.sender != "staticforms" and not args.no_smoke:
+            say("")
+            say(f"Smoke test: submit your {answers.sender} form once, then: "
+                f"receipts --stack {answers.stack_name} list --since 10m")
+        elif not args.no_smoke:
             say("")
             say("Smoke test: one marked submission through the deployed pipeline.")
             receipts = os.environ.get("RECEIPTS_BIN", "").split() or \

@@ -179,6 +179,28 @@ class Wizard(unittest.TestCase):
             self.assertNotIn(client_secret, text)
             self.assertNotIn(rotated, text)
 
+    def test_a_webflow_stack_asks_no_auth_and_stores_webflows_key(self):
+        key = "wf-key-" + uuid.uuid4().hex
+        flags = ["--stack-name", self.stack, "--region", "eu-west-1", "--sender", "webflow",
+                 "--destination", "dynamodb", "--alarm-email", ""]
+        result = self.wizard(*flags, env={"WEBFLOW_WEBHOOK_SECRET": key})
+        self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
+        self.assertNotIn(": \n", result.stdout + "\n", "no question asked")
+        arn, value = self.secret(f"{self.stack}/webflow-signing-key")
+        self.assertEqual(value, key)
+        overrides = self.overrides(self.sam_calls()[1])
+        self.assertEqual(overrides["Sender"], "webflow")
+        self.assertEqual(overrides["WebhookSecretArn"], arn)
+        for static_forms_only in ["WebhookAuth", "IdempotencyKeyHeader"]:
+            self.assertNotIn(static_forms_only, overrides)
+        self.assertIn("form_submission webhook", result.stdout)
+        self.assertNotIn("smoke", " ".join(self.others()), "smoke sends Static Forms deliveries only")
+        for text in [result.stdout, result.stderr, self.samconfig.read_text()]:
+            self.assertNotIn(key, text)
+        refused = self.wizard(*flags, "--auth", "url", env={"WEBFLOW_WEBHOOK_SECRET": key})
+        self.assertNotEqual(refused.returncode, 0)
+        self.assertIn("--auth is Static Forms' choice", refused.stderr)
+
     def test_a_missing_answer_without_a_terminal_is_named_and_nothing_is_deployed(self):
         result = self.wizard("--stack-name", self.stack, "--region", "eu-west-1", "--auth", "url",
                              "--destination", "hubspot")
