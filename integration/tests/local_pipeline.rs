@@ -290,6 +290,21 @@ async fn start_pipeline_with(
     (pipeline, webhook_port, crm_port, printed)
 }
 
+/// What a CRM fake lists at `url` once it holds one item (failing after
+/// 20 s with what it holds).
+async fn listed_once(http: &reqwest::Client, url: &str) -> serde_json::Value {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let listed = loop {
+        let listed: serde_json::Value = http.get(url).send().await.unwrap().json().await.unwrap();
+        if listed["count"] == 1 || Instant::now() > deadline {
+            break listed;
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    };
+    assert_eq!(listed["count"], 1, "{listed}");
+    listed
+}
+
 /// One delivery twice (202, then 200), then what the CRM fake lists at
 /// `list_path` once it holds one item (`items` names the list).
 async fn deliver_twice_and_list(
@@ -312,16 +327,7 @@ async fn deliver_twice_and_list(
     };
     assert_eq!(send().await.unwrap().status(), 202);
     assert_eq!(send().await.unwrap().status(), 200);
-    let url = format!("http://127.0.0.1:{crm_port}{list_path}");
-    let deadline = Instant::now() + Duration::from_secs(20);
-    let listed = loop {
-        let listed: serde_json::Value = http.get(&url).send().await.unwrap().json().await.unwrap();
-        if listed["count"] == 1 || Instant::now() > deadline {
-            break listed;
-        }
-        tokio::time::sleep(Duration::from_millis(250)).await;
-    };
-    assert_eq!(listed["count"], 1, "{listed}");
+    let listed = listed_once(&http, &format!("http://127.0.0.1:{crm_port}{list_path}")).await;
     let item = listed[items][0].clone();
     assert_eq!(item["writes"], 1, "the duplicate was never sent: {item}");
     item
@@ -383,16 +389,7 @@ async fn the_local_pipeline_takes_a_signed_typeform_delivery_to_one_contact() {
     };
     assert_eq!(send().await.unwrap().status(), 202);
     assert_eq!(send().await.unwrap().status(), 200);
-    let url = format!("http://127.0.0.1:{crm_port}/contacts");
-    let deadline = Instant::now() + Duration::from_secs(20);
-    let listed = loop {
-        let listed: serde_json::Value = http.get(&url).send().await.unwrap().json().await.unwrap();
-        if listed["count"] == 1 || Instant::now() > deadline {
-            break listed;
-        }
-        tokio::time::sleep(Duration::from_millis(250)).await;
-    };
-    assert_eq!(listed["count"], 1, "{listed}");
+    let listed = listed_once(&http, &format!("http://127.0.0.1:{crm_port}/contacts")).await;
     let contact = &listed["contacts"][0];
     assert_eq!(
         contact["properties"]["email"], "laura@example.com",

@@ -196,9 +196,45 @@ pub fn canonical_field(label: &str) -> Option<&'static str> {
     })
 }
 
+/// Where a vendor's envelope keeps its parts.
+pub(crate) struct Shape {
+    pub event: EventType,
+    /// The top-level field that names the event.
+    pub event_field: &'static str,
+    /// The top-level object that holds the submission.
+    pub content_field: &'static str,
+    /// Where the stable id is (a JSON pointer), and its name in errors.
+    pub id_pointer: &'static str,
+    pub id_field: &'static str,
+}
+
+/// Parses a vendor's envelope of `shape`: a JSON object naming the event,
+/// with the submission object and a usable stable id. Vendors send no
+/// credentials in the body, so the payload is kept whole.
+pub(crate) fn parse_shaped(body: &[u8], shape: &Shape) -> Result<FormSubmission, EnvelopeError> {
+    let payload = object(body)?;
+    expect_event(&payload, shape.event_field, shape.event.as_str())?;
+    if !payload
+        .get(shape.content_field)
+        .is_some_and(Value::is_object)
+    {
+        return Err(EnvelopeError::MissingField(
+            shape.content_field,
+            "an object",
+        ));
+    }
+    let submission_id = id_at(&payload, shape.id_pointer, shape.id_field)?;
+    Ok(FormSubmission {
+        event: shape.event,
+        submission_id,
+        payload,
+        form_key: None,
+    })
+}
+
 /// A stable id at `pointer`, checked by the same rules as Static Forms'
 /// submission id; `field` names it in the error.
-pub(crate) fn id_at(
+fn id_at(
     payload: &Value,
     pointer: &str,
     field: &'static str,
@@ -210,7 +246,7 @@ pub(crate) fn id_at(
 }
 
 /// `body` as a JSON object.
-pub(crate) fn object(body: &[u8]) -> Result<Value, EnvelopeError> {
+fn object(body: &[u8]) -> Result<Value, EnvelopeError> {
     let value: Value = serde_json::from_slice(body).map_err(|_| EnvelopeError::MalformedJson)?;
     if !value.is_object() {
         return Err(EnvelopeError::NotAnObject);
@@ -219,7 +255,7 @@ pub(crate) fn object(body: &[u8]) -> Result<Value, EnvelopeError> {
 }
 
 /// The event field at `field` must be `expected`.
-pub(crate) fn expect_event(
+fn expect_event(
     payload: &Value,
     field: &'static str,
     expected: &'static str,

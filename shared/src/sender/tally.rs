@@ -6,22 +6,20 @@
 
 use serde_json::Value;
 
-use super::{canonical_field, expect_event, id_at, object, Answers};
+use super::{canonical_field, parse_shaped, Answers, Shape};
 use crate::envelope::{EnvelopeError, EventType, FormSubmission};
 
 pub fn parse(body: &[u8]) -> Result<FormSubmission, EnvelopeError> {
-    let payload = object(body)?;
-    expect_event(&payload, "eventType", EventType::TallyFormResponse.as_str())?;
-    if !payload.get("data").is_some_and(Value::is_object) {
-        return Err(EnvelopeError::MissingField("data", "an object"));
-    }
-    let submission_id = id_at(&payload, "/data/submissionId", "data.submissionId")?;
-    Ok(FormSubmission {
-        event: EventType::TallyFormResponse,
-        submission_id,
-        payload,
-        form_key: None,
-    })
+    parse_shaped(
+        body,
+        &Shape {
+            event: EventType::TallyFormResponse,
+            event_field: "eventType",
+            content_field: "data",
+            id_pointer: "/data/submissionId",
+            id_field: "data.submissionId",
+        },
+    )
 }
 
 /// `data.fields[]`: by type first (`INPUT_EMAIL`, `INPUT_PHONE_NUMBER`),

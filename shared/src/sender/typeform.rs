@@ -9,26 +9,20 @@
 
 use serde_json::Value;
 
-use super::{canonical_field, expect_event, id_at, object, Answers};
+use super::{canonical_field, parse_shaped, Answers, Shape};
 use crate::envelope::{EnvelopeError, EventType, FormSubmission};
 
 pub fn parse(body: &[u8]) -> Result<FormSubmission, EnvelopeError> {
-    let payload = object(body)?;
-    expect_event(
-        &payload,
-        "event_type",
-        EventType::TypeformFormResponse.as_str(),
-    )?;
-    if !payload.get("form_response").is_some_and(Value::is_object) {
-        return Err(EnvelopeError::MissingField("form_response", "an object"));
-    }
-    let submission_id = id_at(&payload, "/form_response/token", "form_response.token")?;
-    Ok(FormSubmission {
-        event: EventType::TypeformFormResponse,
-        submission_id,
-        payload,
-        form_key: None,
-    })
+    parse_shaped(
+        body,
+        &Shape {
+            event: EventType::TypeformFormResponse,
+            event_field: "event_type",
+            content_field: "form_response",
+            id_pointer: "/form_response/token",
+            id_field: "form_response.token",
+        },
+    )
 }
 
 /// `form_response.answers[]`: by type first (`email`, `phone_number`),

@@ -7,26 +7,20 @@
 
 use serde_json::Value;
 
-use super::{canonical_field, expect_event, id_at, object, Answers};
+use super::{canonical_field, parse_shaped, Answers, Shape};
 use crate::envelope::{EnvelopeError, EventType, FormSubmission};
 
 pub fn parse(body: &[u8]) -> Result<FormSubmission, EnvelopeError> {
-    let payload = object(body)?;
-    expect_event(
-        &payload,
-        "triggerType",
-        EventType::WebflowFormSubmission.as_str(),
-    )?;
-    if !payload.get("payload").is_some_and(Value::is_object) {
-        return Err(EnvelopeError::MissingField("payload", "an object"));
-    }
-    let submission_id = id_at(&payload, "/payload/id", "payload.id")?;
-    Ok(FormSubmission {
-        event: EventType::WebflowFormSubmission,
-        submission_id,
-        payload,
-        form_key: None,
-    })
+    parse_shaped(
+        body,
+        &Shape {
+            event: EventType::WebflowFormSubmission,
+            event_field: "triggerType",
+            content_field: "payload",
+            id_pointer: "/payload/id",
+            id_field: "payload.id",
+        },
+    )
 }
 
 /// `payload.data`, keyed by the field names set in the Designer: by name

@@ -105,22 +105,10 @@ impl Verifier {
         let accepted = match self {
             Verifier::None => true,
             Verifier::StandardWebhooks(verifier) => {
-                match verifier.verify(headers, presented.body, presented.now) {
-                    Ok(()) => true,
-                    Err(reason) => {
-                        tracing::debug!(reason = %reason, "signature refused");
-                        false
-                    }
-                }
+                signature_accepted(verifier.verify(headers, presented.body, presented.now))
             }
             Verifier::Vendor(verifier) => {
-                match verifier.verify(headers, presented.body, presented.now) {
-                    Ok(()) => true,
-                    Err(reason) => {
-                        tracing::debug!(reason = %reason, "signature refused");
-                        false
-                    }
-                }
+                signature_accepted(verifier.verify(headers, presented.body, presented.now))
             }
             Verifier::Bearer(secrets) => authorization_credentials(headers, "bearer")
                 .is_some_and(|token| secrets.contains(token.as_bytes())),
@@ -157,6 +145,18 @@ impl Verifier {
             | Verifier::Query { .. }
             | Verifier::StandardWebhooks(_)
             | Verifier::Vendor(_) => None,
+        }
+    }
+}
+
+/// Whether a signature check passed; why not is logged at debug (the
+/// sender only learns 401).
+fn signature_accepted<E: std::fmt::Display>(checked: Result<(), E>) -> bool {
+    match checked {
+        Ok(()) => true,
+        Err(reason) => {
+            tracing::debug!(reason = %reason, "signature refused");
+            false
         }
     }
 }
