@@ -1,6 +1,8 @@
 //! The function's configuration, read and checked once at init. A missing or
-//! malformed variable stops start-up with a message naming it; nothing about
-//! authentication has a silent default.
+//! malformed variable stops start-up with a message naming it. Nothing about
+//! authentication is silently weaker than asked: Static Forms' mode must be
+//! chosen; a signing sender's default is its own signature, which still
+//! needs its secrets.
 
 use std::time::Duration;
 
