@@ -400,11 +400,7 @@ def main(argv=None, stdin=sys.stdin) -> int:
                 "--query SecretString --output text")
         if answers.alarm_email:
             say(f"  Confirm the subscription mail AWS sent to {answers.alarm_email}, or alarms will not reach you.")
-        if answers.sender != "staticforms" and not args.no_smoke:
-            say("")
-            say(f"Smoke test: submit your {answers.sender} form once, then: "
-                f"receipts --stack {answers.stack_name} list --since 10m")
-        elif not args.no_smoke:
+        if not args.no_smoke:
             say("")
             say("Smoke test: one marked submission through the deployed pipeline.")
             receipts = os.environ.get("RECEIPTS_BIN", "").split() or \

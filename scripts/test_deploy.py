@@ -194,7 +194,8 @@ class Wizard(unittest.TestCase):
         for static_forms_only in ["WebhookAuth", "IdempotencyKeyHeader"]:
             self.assertNotIn(static_forms_only, overrides)
         self.assertIn("form_submission webhook", result.stdout)
-        self.assertNotIn("smoke", " ".join(self.others()), "smoke sends Static Forms deliveries only")
+        self.assertIn(f"receipts --stack {self.stack} --region eu-west-1 smoke", self.others(),
+                      "smoke signs as the stack's sender does")
         for text in [result.stdout, result.stderr, self.samconfig.read_text()]:
             self.assertNotIn(key, text)
         refused = self.wizard(*flags, "--auth", "url", env={"WEBFLOW_WEBHOOK_SECRET": key})

@@ -511,3 +511,53 @@ async fn smoke_follows_a_test_submission_to_completed() {
     assert!(!out.contains("not-the-pipelines-secret-01"), "{out}");
     stop(pipeline).await;
 }
+
+/// `receipts smoke` against a Webflow stack: it sends a Webflow delivery
+/// signed as Webflow signs (fresh millisecond timestamp), which the local
+/// pipeline with `SENDER=webflow` answers 200 (all Webflow counts as
+/// success), and follows its receipt to COMPLETED.
+#[tokio::test(flavor = "multi_thread")]
+async fn smoke_signs_as_the_stacks_sender_does() {
+    let receipts_table = unique_name("smoke-webflow-receipts");
+    let (pipeline, webhook_port, crm_port, _) =
+        start_pipeline_with("http", &receipts_table, &[("SENDER", "webflow")]).await;
+    let endpoint = endpoint(DYNAMODB_ENDPOINT);
+    let secrets = secrets_client(&endpoint).await;
+    let key = create_secret(
+        &secrets,
+        "smoke-webflow-key",
+        devtools::local::DEMO_SIGNING_SECRET,
+    )
+    .await;
+    let stack = unique_name("smoke-webflow-stack");
+    create_stack(
+        &endpoint,
+        &stack,
+        &[("Sender", "webflow"), ("WebhookAuth", "")],
+        &[
+            (
+                "WebhookUrl",
+                &format!("http://127.0.0.1:{webhook_port}/webhooks/webflow"),
+            ),
+            ("ReceiptsTableName", &receipts_table),
+            ("WebhookSecretArn", &key),
+        ],
+    )
+    .await;
+    let (ok, out, err) = receipts_cli(&[], &["--stack", &stack, "smoke", "--timeout", "60s"]);
+    assert!(ok, "{out}{err}");
+    assert!(out.contains("webhook answered 200"), "{out}");
+    assert!(out.contains("COMPLETED after"), "{out}");
+    let leads = leads_once_there(
+        &reqwest::Client::new(),
+        &format!("http://127.0.0.1:{crm_port}/leads"),
+        1,
+        Duration::from_secs(5),
+    )
+    .await;
+    assert_eq!(
+        leads["leads"][0]["email"], "smoke-test@example.com",
+        "{leads}"
+    );
+    stop(pipeline).await;
+}

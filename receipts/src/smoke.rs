@@ -10,7 +10,7 @@ use base64::Engine;
 use hmac::{Hmac, Mac};
 use serde_json::json;
 use sha2::Sha256;
-use shared::{Receipt, ReceiptStatus};
+use shared::{Receipt, ReceiptStatus, Sender};
 
 /// What every smoke submission carries, so nobody takes it for a lead.
 pub const SMOKE_NAME: &str = "Smoke Test";
@@ -27,12 +27,14 @@ pub enum SenderAuth {
     Query(String),
     Header(String),
     StandardWebhooks,
+    /// The sender's own signature (Tally, Typeform, Webflow).
+    VendorSignature,
     None,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum SmokeError {
-    #[error("the stack's WebhookAuth {0:?} is not one smoke knows (bearer, basic, query:<param>, header:<name>, standard-webhooks, none)")]
+    #[error("the stack's WebhookAuth {0:?} is not one smoke knows (bearer, basic, query:<param>, header:<name>, standard-webhooks, tally-signature, typeform-signature, webflow-signature, none)")]
     UnknownAuth(String),
     #[error("the webhook secret is empty")]
     EmptySecret,
@@ -53,6 +55,9 @@ impl SenderAuth {
             "bearer" => Ok(SenderAuth::Bearer),
             "basic" => Ok(SenderAuth::Basic),
             "standard-webhooks" => Ok(SenderAuth::StandardWebhooks),
+            "tally-signature" | "typeform-signature" | "webflow-signature" => {
+                Ok(SenderAuth::VendorSignature)
+            }
             "none" => Ok(SenderAuth::None),
             _ => named("query:")
                 .map(SenderAuth::Query)
@@ -66,6 +71,8 @@ impl SenderAuth {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SmokeRequest {
     pub submission_id: String,
+    /// The receipt key it is stored under, to follow.
+    pub key: String,
     pub url: String,
     pub headers: Vec<(String, String)>,
     pub body: String,
@@ -77,11 +84,97 @@ pub fn first_secret(text: &str) -> Option<&str> {
     text.split(',').map(str::trim).find(|s| !s.is_empty())
 }
 
-/// Builds the delivery: the envelope with a `smoke_` submission id, the
-/// form's API key when the stack accepts only listed forms, the
-/// `Idempotency-Key` header, and the credential where `auth` puts it.
+/// The smoke submission as `sender` writes a delivery, with the `smoke_`
+/// id where that sender puts its stable id.
+fn smoke_body(sender: Sender, id: &str, since_epoch: Duration, accepted_forms: &str) -> String {
+    let at = shared::receipt::format_timestamp(UNIX_EPOCH + since_epoch);
+    match sender {
+        Sender::StaticForms => {
+            let mut data = json!({
+                "submissionId": id,
+                "formData": {"name": SMOKE_NAME, "email": SMOKE_EMAIL, "message": SMOKE_MESSAGE},
+            });
+            if let Some(api_key) = first_secret(accepted_forms) {
+                data["apiKey"] = json!(api_key);
+            }
+            json!({"event": "form.submitted", "timestamp": since_epoch.as_secs(), "data": data})
+        }
+        Sender::Tally => json!({
+            "eventId": format!("ev_{id}"), "eventType": "FORM_RESPONSE", "createdAt": at,
+            "data": {"responseId": id, "submissionId": id, "formName": "receipts smoke", "createdAt": at, "fields": [
+                {"key": "name", "label": "Name", "type": "INPUT_TEXT", "value": SMOKE_NAME},
+                {"key": "email", "label": "Email", "type": "INPUT_EMAIL", "value": SMOKE_EMAIL},
+                {"key": "message", "label": "Message", "type": "TEXTAREA", "value": SMOKE_MESSAGE}]}
+        }),
+        Sender::Typeform => json!({
+            "event_id": format!("ev_{id}"), "event_type": "form_response",
+            "form_response": {"token": id, "submitted_at": at,
+                "definition": {"title": "receipts smoke", "fields": [
+                    {"id": "name", "title": "Name", "type": "short_text", "ref": "name"},
+                    {"id": "email", "title": "Email", "type": "email", "ref": "email"},
+                    {"id": "message", "title": "Message", "type": "long_text", "ref": "message"}]},
+                "answers": [
+                    {"type": "text", "text": SMOKE_NAME, "field": {"id": "name", "type": "short_text", "ref": "name"}},
+                    {"type": "email", "email": SMOKE_EMAIL, "field": {"id": "email", "type": "email", "ref": "email"}},
+                    {"type": "text", "text": SMOKE_MESSAGE, "field": {"id": "message", "type": "long_text", "ref": "message"}}]}
+        }),
+        Sender::Webflow => json!({
+            "triggerType": "form_submission",
+            "payload": {"name": "receipts smoke", "id": id, "submittedAt": at,
+                "data": {"Name": SMOKE_NAME, "email": SMOKE_EMAIL, "Message": SMOKE_MESSAGE}}
+        }),
+    }
+    .to_string()
+}
+
+/// The sender's own signature headers over `body` (the schemes of
+/// docs/authentication.md), keyed by `secret`.
+fn vendor_signature(
+    sender: Sender,
+    secret: &str,
+    since_epoch: Duration,
+    body: &str,
+) -> Result<Vec<(String, String)>, SmokeError> {
+    let mut mac = Hmac::<Sha256>::new_from_slice(secret.as_bytes())
+        .map_err(|_| SmokeError::BadSigningSecret)?;
+    Ok(match sender {
+        Sender::Tally => {
+            mac.update(body.as_bytes());
+            vec![(
+                "tally-signature".into(),
+                BASE64.encode(mac.finalize().into_bytes()),
+            )]
+        }
+        Sender::Typeform => {
+            mac.update(body.as_bytes());
+            let signature = BASE64.encode(mac.finalize().into_bytes());
+            vec![("typeform-signature".into(), format!("sha256={signature}"))]
+        }
+        Sender::Webflow => {
+            let millis = since_epoch.as_millis().to_string();
+            mac.update(format!("{millis}:{body}").as_bytes());
+            let signature: String = mac
+                .finalize()
+                .into_bytes()
+                .iter()
+                .map(|b| format!("{b:02x}"))
+                .collect();
+            vec![
+                ("x-webflow-timestamp".into(), millis),
+                ("x-webflow-signature".into(), signature),
+            ]
+        }
+        Sender::StaticForms => return Err(SmokeError::UnknownAuth("a vendor signature".into())),
+    })
+}
+
+/// Builds the delivery, as `sender` sends one: its envelope with a `smoke_`
+/// id, the form's API key when a Static Forms stack accepts only listed
+/// forms, Static Forms' `Idempotency-Key` header, and the credential where
+/// `auth` puts it.
 pub fn request(
     url: &str,
+    sender: Sender,
     auth: &SenderAuth,
     secret: &str,
     accepted_forms: &str,
@@ -89,26 +182,16 @@ pub fn request(
 ) -> Result<SmokeRequest, SmokeError> {
     let since_epoch = now.duration_since(UNIX_EPOCH).unwrap_or_default();
     let submission_id = format!("smoke_{}", since_epoch.as_millis());
-    let mut data = json!({
-        "submissionId": submission_id,
-        "formData": {"name": SMOKE_NAME, "email": SMOKE_EMAIL, "message": SMOKE_MESSAGE},
-    });
-    if let Some(api_key) = first_secret(accepted_forms) {
-        data["apiKey"] = json!(api_key);
+    let key = format!(
+        "{}:{}:{submission_id}",
+        sender.name(),
+        sender.event().as_str()
+    );
+    let body = smoke_body(sender, &submission_id, since_epoch, accepted_forms);
+    let mut headers = vec![("content-type".to_owned(), "application/json".to_owned())];
+    if sender == Sender::StaticForms {
+        headers.push(("idempotency-key".to_owned(), key.clone()));
     }
-    let body = json!({
-        "event": "form.submitted",
-        "timestamp": since_epoch.as_secs(),
-        "data": data,
-    })
-    .to_string();
-    let mut headers = vec![
-        ("content-type".to_owned(), "application/json".to_owned()),
-        (
-            "idempotency-key".to_owned(),
-            format!("staticforms:form.submitted:{submission_id}"),
-        ),
-    ];
     let mut url = url.to_owned();
     let secret = match auth {
         SenderAuth::None => "",
@@ -140,10 +223,14 @@ pub fn request(
             headers.push(("webhook-timestamp".into(), timestamp));
             headers.push(("webhook-signature".into(), format!("v1,{signature}")));
         }
+        SenderAuth::VendorSignature => {
+            headers.extend(vendor_signature(sender, secret, since_epoch, &body)?)
+        }
         SenderAuth::None => {}
     }
     Ok(SmokeRequest {
         submission_id,
+        key,
         url,
         headers,
         body,
@@ -247,7 +334,15 @@ mod tests {
     #[test]
     fn the_request_is_marked_and_carries_the_credential_where_the_mode_puts_it() {
         let url = "https://abc.execute-api.eu-west-1.amazonaws.com/webhooks/staticforms";
-        let bearer = request(url, &SenderAuth::Bearer, " new-secret , old ", "", at()).unwrap();
+        let bearer = request(
+            url,
+            Sender::StaticForms,
+            &SenderAuth::Bearer,
+            " new-secret , old ",
+            "",
+            at(),
+        )
+        .unwrap();
         assert_eq!(bearer.submission_id, "smoke_1800000000123");
         assert_eq!(bearer.url, url);
         assert_eq!(header(&bearer, "authorization"), Some("Bearer new-secret"));
@@ -260,17 +355,49 @@ mod tests {
         assert!(bearer.body.contains(SMOKE_EMAIL) && bearer.body.contains("receipts smoke"));
         assert!(!bearer.body.contains("apiKey"));
 
-        let query = request(url, &SenderAuth::Query("token".into()), "a b&c", "", at()).unwrap();
+        let query = request(
+            url,
+            Sender::StaticForms,
+            &SenderAuth::Query("token".into()),
+            "a b&c",
+            "",
+            at(),
+        )
+        .unwrap();
         assert_eq!(query.url, format!("{url}?token=a%20b%26c"));
         assert_eq!(header(&query, "authorization"), None);
 
-        let basic = request(url, &SenderAuth::Basic, "sf:pw", "", at()).unwrap();
+        let basic = request(
+            url,
+            Sender::StaticForms,
+            &SenderAuth::Basic,
+            "sf:pw",
+            "",
+            at(),
+        )
+        .unwrap();
         assert_eq!(header(&basic, "authorization"), Some("Basic c2Y6cHc="));
 
-        let custom = request(url, &SenderAuth::Header("X-Token".into()), "s", "", at()).unwrap();
+        let custom = request(
+            url,
+            Sender::StaticForms,
+            &SenderAuth::Header("X-Token".into()),
+            "s",
+            "",
+            at(),
+        )
+        .unwrap();
         assert_eq!(header(&custom, "x-token"), Some("s"));
 
-        let with_form = request(url, &SenderAuth::None, "", "key_1, key_2", at()).unwrap();
+        let with_form = request(
+            url,
+            Sender::StaticForms,
+            &SenderAuth::None,
+            "",
+            "key_1, key_2",
+            at(),
+        )
+        .unwrap();
         assert!(
             with_form.body.contains(r#""apiKey":"key_1""#),
             "{}",
@@ -278,7 +405,14 @@ mod tests {
         );
 
         assert_eq!(
-            request(url, &SenderAuth::Bearer, " , ", "", at()),
+            request(
+                url,
+                Sender::StaticForms,
+                &SenderAuth::Bearer,
+                " , ",
+                "",
+                at()
+            ),
             Err(SmokeError::EmptySecret)
         );
     }
@@ -294,6 +428,7 @@ mod tests {
         );
         let signed = request(
             "https://x/webhooks/staticforms",
+            Sender::StaticForms,
             &SenderAuth::StandardWebhooks,
             &secret,
             "",
@@ -313,12 +448,85 @@ mod tests {
         assert_eq!(
             request(
                 "https://x",
+                Sender::StaticForms,
                 &SenderAuth::StandardWebhooks,
                 "not-whsec",
                 "",
                 at()
             ),
             Err(SmokeError::BadSigningSecret)
+        );
+    }
+
+    /// A vendor stack's smoke submission is that vendor's delivery: it
+    /// parses as one, under the key smoke follows, and carries the vendor's
+    /// signature (recomputed here from its definition; form_senders checks
+    /// the ingest side with an independent signer).
+    #[test]
+    fn a_vendor_stack_gets_a_vendor_delivery_signed_its_way() {
+        for sender in [Sender::Tally, Sender::Typeform, Sender::Webflow] {
+            let signed = request(
+                "https://x",
+                sender,
+                &SenderAuth::VendorSignature,
+                "s3cret-s3cret-s3cret",
+                "",
+                at(),
+            )
+            .unwrap();
+            let submission = sender
+                .parse_submission(signed.body.as_bytes())
+                .expect("the sender's envelope");
+            assert_eq!(submission.submission_id.as_str(), "smoke_1800000000123");
+            let receipt = Receipt::new(&submission, at());
+            assert_eq!(receipt.pk, signed.key, "{sender:?}");
+            let lead = shared::Lead::from_receipt(&receipt).unwrap();
+            assert_eq!(
+                (lead.email.as_str(), lead.name.as_str()),
+                (SMOKE_EMAIL, SMOKE_NAME),
+                "{sender:?}"
+            );
+            assert_eq!(header(&signed, "idempotency-key"), None);
+            let mut mac = Hmac::<Sha256>::new_from_slice(b"s3cret-s3cret-s3cret").unwrap();
+            let expected = match sender {
+                Sender::Webflow => {
+                    assert_eq!(
+                        header(&signed, "x-webflow-timestamp"),
+                        Some("1800000000123")
+                    );
+                    mac.update(format!("1800000000123:{}", signed.body).as_bytes());
+                    let hex: String = mac
+                        .finalize()
+                        .into_bytes()
+                        .iter()
+                        .map(|b| format!("{b:02x}"))
+                        .collect();
+                    ("x-webflow-signature", hex)
+                }
+                Sender::Typeform => {
+                    mac.update(signed.body.as_bytes());
+                    (
+                        "typeform-signature",
+                        format!("sha256={}", BASE64.encode(mac.finalize().into_bytes())),
+                    )
+                }
+                _ => {
+                    mac.update(signed.body.as_bytes());
+                    (
+                        "tally-signature",
+                        BASE64.encode(mac.finalize().into_bytes()),
+                    )
+                }
+            };
+            assert_eq!(
+                header(&signed, expected.0),
+                Some(expected.1.as_str()),
+                "{sender:?}"
+            );
+        }
+        assert_eq!(
+            SenderAuth::parse("webflow-signature"),
+            Ok(SenderAuth::VendorSignature)
         );
     }
 

@@ -1,11 +1,13 @@
 //! `receipts smoke`: one marked submission through the stack's own front
-//! door, followed to its receipt's end.
+//! door, as the stack's sender writes and signs one, followed to its
+//! receipt's end.
 
 use std::io::Write;
 use std::time::{Instant, SystemTime};
 
 use aws_config::SdkConfig;
 use aws_sdk_secretsmanager::error::DisplayErrorContext;
+use shared::Sender;
 
 use super::{run_error, Failed};
 use crate::smoke::{self, Progress, SenderAuth};
@@ -23,19 +25,21 @@ pub(super) async fn smoke_test(
     out: &mut impl Write,
 ) -> Result<(), Failed> {
     let url = stack.output(output::WEBHOOK_URL).map_err(run_error)?;
-    let sender = stack.parameter(parameter::SENDER);
-    if !matches!(sender, "" | "staticforms") {
-        return Err(Failed::Usage(format!(
-            "smoke sends Static Forms deliveries; this stack takes {sender}'s: send a test \
-             submission from {sender} and follow it with receipts list --since 10m"
-        )));
-    }
-    // Empty: the template's default, bearer for Static Forms.
-    let mode = match stack.parameter(parameter::WEBHOOK_AUTH) {
-        "" => "bearer",
-        mode => mode,
+    let sender = match stack.parameter(parameter::SENDER) {
+        "" => Sender::StaticForms,
+        name => Sender::parse(name).ok_or_else(|| {
+            Failed::Run(format!(
+                "the stack's Sender {name:?} is not one smoke knows"
+            ))
+        })?,
     };
-    let auth = SenderAuth::parse(mode).map_err(run_error)?;
+    // Empty: the template's default, the sender's own signature (bearer
+    // for Static Forms, which signs nothing).
+    let auth = match (stack.parameter(parameter::WEBHOOK_AUTH), sender) {
+        ("", Sender::StaticForms) => SenderAuth::Bearer,
+        ("", _) => SenderAuth::VendorSignature,
+        (mode, _) => SenderAuth::parse(mode).map_err(run_error)?,
+    };
     let secret = match auth {
         SenderAuth::None => String::new(),
         _ => {
@@ -59,6 +63,7 @@ pub(super) async fn smoke_test(
     };
     let request = smoke::request(
         url,
+        sender,
         &auth,
         &secret,
         stack.parameter(parameter::ACCEPTED_FORMS),
@@ -92,7 +97,7 @@ pub(super) async fn smoke_test(
         )));
     }
 
-    let key = ReceiptsTable::key_of(&request.submission_id).map_err(run_error)?;
+    let key = request.key.clone();
     let started = Instant::now();
     let mut said = String::new();
     loop {
