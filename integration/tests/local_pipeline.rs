@@ -556,7 +556,7 @@ async fn smoke_signs_as_the_stacks_sender_does() {
     )
     .await;
     assert_eq!(
-        leads["leads"][0]["email"], "smoke-test@example.com",
+        leads["leads"][0]["lead"]["email"], "smoke-test@example.com",
         "{leads}"
     );
     stop(pipeline).await;
