@@ -328,4 +328,8 @@ fn forget_refuses_what_is_not_an_address_and_changes_nothing() {
     );
     assert!(!ok);
     assert!(err.contains("is not an e-mail address"), "{err}");
+    assert!(
+        !err.contains("not an address"),
+        "the input is not echoed: {err}"
+    );
 }

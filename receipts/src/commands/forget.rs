@@ -40,7 +40,9 @@ const MB: i64 = 1024 * 1024;
 /// An address as given, normalised as the pipeline compares them; refused
 /// unless it looks like one (text, `@`, text, no spaces).
 pub(super) fn address(raw: &str) -> Result<String, Failed> {
-    let refused = || Failed::Usage(format!("{raw:?} is not an e-mail address"));
+    // Not quoted back: it may be most of somebody's address.
+    let refused =
+        || Failed::Usage("--email is not an e-mail address (text@domain, no spaces)".to_owned());
     let email = shared::lead::normalise_email(raw).ok_or_else(refused)?;
     match email.split_once('@') {
         Some((local, domain))
