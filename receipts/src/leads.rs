@@ -4,17 +4,11 @@
 
 use std::collections::HashMap;
 
-use aws_sdk_dynamodb::error::SdkError;
-use aws_sdk_dynamodb::operation::delete_item::DeleteItemError;
 use aws_sdk_dynamodb::types::AttributeValue;
 use aws_sdk_dynamodb::Client;
+use shared::lead::attr::{EMAIL, PK};
 
-use crate::table::{ScanProgress, TableError, TableSize};
-
-/// The attributes a lead row is found and deleted by (the worker writes
-/// them: `worker::destinations::leads_table::attr`).
-const PK: &str = "pk";
-const EMAIL: &str = "email";
+use crate::table::{failed_condition, ScanProgress, TableError, TableSize};
 
 /// One row of the person's, as found.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -119,17 +113,6 @@ impl LeadsTable {
             .expression_attribute_values(":email", AttributeValue::S(row.email.clone()))
             .send()
             .await;
-        match result {
-            Ok(_) => Ok(true),
-            Err(SdkError::ServiceError(failure))
-                if matches!(
-                    failure.err(),
-                    DeleteItemError::ConditionalCheckFailedException(_)
-                ) =>
-            {
-                Ok(false)
-            }
-            Err(error) => Err(TableError::store(error)),
-        }
+        failed_condition(result).map(|failed| !failed)
     }
 }

@@ -5,8 +5,7 @@
 
 use std::collections::HashMap;
 
-use aws_sdk_dynamodb::error::{DisplayErrorContext, SdkError};
-use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
+use aws_sdk_dynamodb::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnValue, Select};
 use aws_sdk_dynamodb::Client;
 use shared::receipt::{attr, OPERATOR_ATTRIBUTES, PENDING, PERSONAL_ATTRIBUTES};
@@ -30,16 +29,18 @@ fn s(text: &str) -> AttributeValue {
 
 /// `Ok(true)` when an update's condition failed, `Ok(false)` when it was
 /// written.
-fn failed_condition<T, R: std::fmt::Debug>(
-    result: Result<T, SdkError<UpdateItemError, R>>,
-) -> Result<bool, TableError> {
+/// Of any conditional write (update, delete, of either table).
+pub(crate) fn failed_condition<T, E, R>(
+    result: Result<T, SdkError<E, R>>,
+) -> Result<bool, TableError>
+where
+    E: ProvideErrorMetadata + std::error::Error + 'static,
+    R: std::fmt::Debug,
+{
     match result {
         Ok(_) => Ok(false),
         Err(SdkError::ServiceError(failure))
-            if matches!(
-                failure.err(),
-                UpdateItemError::ConditionalCheckFailedException(_)
-            ) =>
+            if failure.err().code() == Some("ConditionalCheckFailedException") =>
         {
             Ok(true)
         }
@@ -502,26 +503,18 @@ impl ReceiptsTable {
             .expression_attribute_values(":pending", AttributeValue::S(PENDING.to_owned()))
             .send()
             .await;
-        match result {
-            Ok(_) => Ok(Redriven::Queued),
-            Err(SdkError::ServiceError(failure))
-                if matches!(
-                    failure.err(),
-                    UpdateItemError::ConditionalCheckFailedException(_)
-                ) =>
-            {
-                // Say why: gone, delivered, or claimed or deferred.
-                Ok(match self.get(key, Reading::WithoutPersonalData).await? {
-                    Some(receipt) if receipt.status == ReceiptStatus::Received => {
-                        Redriven::Waiting(receipt.next_attempt_at.unwrap_or_default())
-                    }
-                    Some(receipt) if receipt.status == ReceiptStatus::Erased => Redriven::Erased,
-                    Some(_) => Redriven::Completed,
-                    None => Redriven::Missing,
-                })
-            }
-            Err(error) => Err(TableError::store(error)),
+        if !failed_condition(result)? {
+            return Ok(Redriven::Queued);
         }
+        // Say why: gone, delivered, erased, or claimed or deferred.
+        Ok(match self.get(key, Reading::WithoutPersonalData).await? {
+            Some(receipt) if receipt.status == ReceiptStatus::Received => {
+                Redriven::Waiting(receipt.next_attempt_at.unwrap_or_default())
+            }
+            Some(receipt) if receipt.status == ReceiptStatus::Erased => Redriven::Erased,
+            Some(_) => Redriven::Completed,
+            None => Redriven::Missing,
+        })
     }
 }
 

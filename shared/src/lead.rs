@@ -7,6 +7,22 @@ use serde_json::{Map, Value};
 use crate::receipt::Receipt;
 use crate::sender::Sender;
 
+/// Attribute names of a lead item in the stack's leads table
+/// (`DESTINATION=dynamodb`): written by the worker, read and deleted by
+/// `receipts forget`.
+pub mod attr {
+    pub const PK: &str = "pk";
+    pub const RECEIVED_AT: &str = "receivedAt";
+    pub const SUBMITTED_AT: &str = "submittedAt";
+    /// The time that orders submissions (`Lead::newest_by`).
+    pub const NEWEST_BY: &str = "newestBy";
+    /// The TTL attribute (epoch seconds), written only with
+    /// `LEAD_RETENTION_DAYS`.
+    pub const EXPIRES_AT: &str = "expiresAt";
+    /// The address as sent: `receipts forget` finds a person's rows by it.
+    pub const EMAIL: &str = "email";
+}
+
 /// Form fields that become the lead's own fields; the others are kept as
 /// extra fields.
 const NAME: &str = "name";

@@ -32,19 +32,8 @@ pub enum LeadKey {
     Email,
 }
 
-/// Attribute names of a lead item.
-pub mod attr {
-    pub const PK: &str = "pk";
-    pub const RECEIVED_AT: &str = "receivedAt";
-    pub const SUBMITTED_AT: &str = "submittedAt";
-    /// The time that orders submissions (`Lead::newest_by`).
-    pub const NEWEST_BY: &str = "newestBy";
-    /// The TTL attribute (epoch seconds), written only with
-    /// `LEAD_RETENTION_DAYS`.
-    pub const EXPIRES_AT: &str = "expiresAt";
-    /// The address as sent: `receipts forget` finds a person's rows by it.
-    pub const EMAIL: &str = "email";
-}
+/// Attribute names of a lead item (shared with `receipts forget`).
+pub use shared::lead::attr;
 
 /// Newer or equal wins: an equal time is a replay of the same submission.
 /// Leads written before `newestBy` existed are ordered by `receivedAt`.
