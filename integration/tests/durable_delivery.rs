@@ -485,7 +485,7 @@ async fn a_failed_receipt_redriven_with_the_cli_is_delivered_once_at_the_next_pa
         .ledger()
         .admit_newest(
             &shared::newest::gate_key("ada@example.com"),
-            "2026-12-01T00:00:00.000Z",
+            &worker::ledger::GatePass::own("2026-12-01T00:00:00.000Z"),
             1_800_000_000,
         )
         .await

@@ -145,7 +145,7 @@ async fn a_person_is_kept_only_until_delivered_and_forget_erases_what_is_left() 
         .ledger()
         .admit_newest(
             &shared::newest::gate_key("ada@example.com"),
-            "2026-12-01T00:00:00.000Z",
+            &worker::ledger::GatePass::own("2026-12-01T00:00:00.000Z"),
             1_900_000_000,
         )
         .await

@@ -13,7 +13,7 @@ use worker::decide::AttemptError;
 use worker::destinations::leads_table::LeadsTable;
 use worker::destinations::{Destination, Upserted};
 use worker::ledger::dynamodb::DynamoLedger;
-use worker::ledger::{AttemptRecord, Completion, Marked, ReceiptLedger};
+use worker::ledger::{AttemptRecord, Completion, GatePass, Marked, ReceiptLedger};
 use worker::Worker;
 
 fn receipt_at(submission_id: &str, email: &str, message: &str, at_ms: u64) -> Receipt {
@@ -453,7 +453,9 @@ async fn the_newest_wins_gate_lets_only_newer_submissions_through_and_holds_no_e
     ];
     for (stamp, admitted, what) in rows {
         assert_eq!(
-            ledger.admit_newest(&gate, stamp, 1_800_000_000).await,
+            ledger
+                .admit_newest(&gate, &GatePass::own(stamp), 1_800_000_000)
+                .await,
             Ok(admitted),
             "{what}"
         );
@@ -471,4 +473,27 @@ async fn the_newest_wins_gate_lets_only_newer_submissions_through_and_holds_no_e
         !items[0].contains_key("pending"),
         "a gate is never in the queue"
     );
+
+    // A lead held back by a newer one of its batch that was refused for
+    // good passes over that one's stamp, and only over it.
+    let held_back = |over| GatePass {
+        stamp: "2026-12-01T10:45:00.000Z",
+        over,
+    };
+    assert_eq!(
+        ledger
+            .admit_newest(&gate, &held_back("2026-12-01T10:50:00.000Z"), 1_800_000_000)
+            .await,
+        Ok(false),
+        "the gate holds 11:00, newer than the refused sibling's 10:50"
+    );
+    assert_eq!(
+        ledger
+            .admit_newest(&gate, &held_back("2026-12-01T11:00:00.000Z"), 1_800_000_000)
+            .await,
+        Ok(true),
+        "the gate holds the refused sibling's own stamp"
+    );
+    let items = scan(&client, &receipts).await;
+    assert_eq!(text(&items[0], "newestAt"), "2026-12-01T10:45:00.000Z");
 }

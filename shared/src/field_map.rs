@@ -244,6 +244,7 @@ mod tests {
             aliases: Vec::new(),
             received_at: "2026-11-30T08:00:00.000Z".into(),
             submitted_at: None,
+            sender_time_replaced: false,
         }
     }
 

@@ -4,6 +4,7 @@
 use serde::Serialize;
 use serde_json::{Map, Value};
 
+use crate::newest::SenderTime;
 use crate::receipt::Receipt;
 use crate::sender::Sender;
 
@@ -46,11 +47,16 @@ pub struct Lead {
     pub aliases: Vec<(String, String)>,
     /// When the receipt was stored (RFC 3339, UTC, milliseconds).
     pub received_at: String,
-    /// When the sender says the form was submitted: the envelope's
-    /// `timestamp` (Unix seconds), in the same format; absent when the
-    /// envelope has none.
+    /// When the sender says the form was submitted (`Sender::submitted_at`),
+    /// in the same format; absent when the sender says nothing. Never
+    /// later than the arrival plus `newest::SENDER_CLOCK_SKEW`: a later
+    /// stamp is replaced by the arrival (`sender_time_replaced`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub submitted_at: Option<String>,
+    /// The sender's stamp was in the future and the arrival stands in for
+    /// it: the worker logs it (the submission id only). Not sent.
+    #[serde(skip)]
+    pub sender_time_replaced: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -81,6 +87,8 @@ impl Lead {
         let name = take(NAME);
         let email = take(EMAIL);
         let message = take(MESSAGE);
+        let sender_time = SenderTime::bounded(sender.submitted_at(&payload), &receipt.received_at);
+        let sender_time_replaced = matches!(sender_time, SenderTime::Replaced(_));
         Ok(Lead {
             external_id: receipt.submission_id.clone(),
             name,
@@ -89,7 +97,8 @@ impl Lead {
             fields,
             aliases: answers.aliases,
             received_at: receipt.received_at.clone(),
-            submitted_at: sender.submitted_at(&payload),
+            submitted_at: sender_time.into_stamp(),
+            sender_time_replaced,
         })
     }
 
@@ -259,6 +268,26 @@ mod tests {
         );
         assert!(late_retry.received_at > first.received_at);
         assert!(late_retry.newest_by() < first.newest_by());
+    }
+
+    #[test]
+    fn a_planted_future_time_never_outranks_a_later_genuine_submission() {
+        // 9999-12-31: a sender's clock error, or a date anyone holding the
+        // webhook's URL can plant.
+        let planted = json!({"timestamp": 253_402_214_400u64, "data": {}}).to_string();
+        let genuine = json!({"timestamp": 1_764_403_300, "data": {}}).to_string();
+        let mut planted = receipt_with(&planted);
+        planted.received_at = "2025-11-29T08:00:00.000Z".into();
+        let mut genuine = receipt_with(&genuine);
+        genuine.received_at = "2025-11-29T08:01:41.000Z".into();
+        let (planted, genuine) = (
+            Lead::from_receipt(&planted).unwrap(),
+            Lead::from_receipt(&genuine).unwrap(),
+        );
+        assert!(planted.sender_time_replaced);
+        assert_eq!(planted.newest_by(), "2025-11-29T08:00:00.000Z");
+        assert!(!genuine.sender_time_replaced);
+        assert!(genuine.newest_by() > planted.newest_by());
     }
 
     #[test]

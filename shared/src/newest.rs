@@ -5,7 +5,11 @@
 //! key no receipt can have, and hold no address: the e-mail's SHA-256, never
 //! the e-mail (still pseudonymous data: `receipts forget` deletes the gate).
 
+use std::time::Duration;
+
 use sha2::{Digest, Sha256};
+
+use crate::receipt::{format_timestamp, parse_timestamp};
 
 /// The start of every gate item's key. A receipt's key starts with its
 /// sender's name and a colon (`staticforms:`), which never holds `#`.
@@ -32,9 +36,85 @@ pub fn may_overwrite(candidate: &str, last_written: Option<&str>) -> bool {
     last_written.is_none_or(|last| candidate >= last)
 }
 
+/// How far ahead of our own arrival time a sender's clock may run before
+/// its stamp is no longer believed.
+pub const SENDER_CLOCK_SKEW: Duration = Duration::from_secs(5 * 60);
+
+/// A sender's stamp of when a form was submitted, bounded by what we saw.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SenderTime {
+    /// The sender sent none (or none we could read).
+    Absent,
+    /// At most [`SENDER_CLOCK_SKEW`] after the receipt's arrival: kept.
+    Kept(String),
+    /// Later than the arrival plus the skew (a sender's clock error, or a
+    /// date planted by whoever can post to the webhook): the arrival time
+    /// stands in for it, so it can never outrank a genuine later
+    /// submission of the same person.
+    Replaced(String),
+}
+
+impl SenderTime {
+    /// Bounds `stamp` (receipt-timestamp text) by `received_at`, the
+    /// receipt's arrival. Times from outside are claims; the arrival is
+    /// what we observed.
+    pub fn bounded(stamp: Option<String>, received_at: &str) -> SenderTime {
+        let Some(stamp) = stamp else {
+            return SenderTime::Absent;
+        };
+        let latest = parse_timestamp(received_at).and_then(|at| at.checked_add(SENDER_CLOCK_SKEW));
+        match (parse_timestamp(&stamp), latest) {
+            (Some(at), Some(latest)) if at > latest => SenderTime::Replaced(
+                parse_timestamp(received_at)
+                    .map_or_else(|| received_at.to_owned(), format_timestamp),
+            ),
+            _ => SenderTime::Kept(stamp),
+        }
+    }
+
+    /// The time that orders this submission, if any.
+    pub fn into_stamp(self) -> Option<String> {
+        match self {
+            SenderTime::Absent => None,
+            SenderTime::Kept(stamp) | SenderTime::Replaced(stamp) => Some(stamp),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_sender_time_beyond_the_arrival_plus_the_skew_is_replaced_by_the_arrival() {
+        let arrival = "2026-12-01T10:00:00.000Z";
+        let rows = [
+            (None, SenderTime::Absent),
+            (
+                Some("2026-12-01T09:59:00.000Z"),
+                SenderTime::Kept("2026-12-01T09:59:00.000Z".into()),
+            ),
+            (
+                Some("2026-12-01T10:05:00.000Z"),
+                SenderTime::Kept("2026-12-01T10:05:00.000Z".into()),
+            ),
+            (
+                Some("2026-12-01T10:05:00.001Z"),
+                SenderTime::Replaced(arrival.into()),
+            ),
+            (
+                Some("9999-12-31T23:59:59.000Z"),
+                SenderTime::Replaced(arrival.into()),
+            ),
+        ];
+        for (stamp, expected) in rows {
+            assert_eq!(
+                SenderTime::bounded(stamp.map(str::to_owned), arrival),
+                expected,
+                "{stamp:?}"
+            );
+        }
+    }
 
     #[test]
     fn gate_keys_hold_no_email_and_never_look_like_receipts() {

@@ -20,8 +20,8 @@ use worker::destinations::http::HttpCrm;
 use worker::destinations::token::{Source, TokenError};
 use worker::ledger::memory::{MemoryLedger, WatchedLedger};
 use worker::ledger::{
-    AttemptRecord, Census, Claim, Cursor, DuePage, DueQuery, LedgerError, Marked, PendingQueue,
-    ReceiptLedger,
+    AttemptRecord, Census, Claim, Cursor, DuePage, DueQuery, GatePass, LedgerError, Marked,
+    PendingQueue, ReceiptLedger,
 };
 use worker::Worker;
 
@@ -661,10 +661,10 @@ impl ReceiptLedger for CompletedElsewhere {
     async fn admit_newest(
         &self,
         gate: &str,
-        newest_at: &str,
+        pass: &GatePass<'_>,
         expires_at: u64,
     ) -> Result<bool, LedgerError> {
-        self.0.admit_newest(gate, newest_at, expires_at).await
+        self.0.admit_newest(gate, pass, expires_at).await
     }
     async fn claim(
         &self,

@@ -683,3 +683,81 @@ async fn narrowing_a_batch_with_many_bad_leads_is_bounded() {
         fake.contacts().len()
     );
 }
+
+/// A sender's clock in the future (or a date planted by whoever holds the
+/// webhook's URL) never closes a person's gate: the planted stamp is
+/// bounded by its arrival, so a genuine later submission is written.
+#[tokio::test]
+async fn a_planted_future_time_never_closes_the_persons_gate() {
+    let fake = HubSpotFake::start(TOKEN).await.unwrap();
+    // 9999-12-31, sent today.
+    let planted = receipt("sub_planted", "ada@example.com", "Mallory", 253_402_214_400);
+    let now_seconds = SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    // A minute ahead: within the skew a sender's clock is allowed.
+    let genuine = receipt("sub_genuine", "ada@example.com", "Ada", now_seconds + 60);
+    let worker = worker(
+        settings(&fake, IdProperty::Email),
+        ledger_of(&[&planted, &genuine]),
+    );
+
+    worker.handle(inserts(&[&planted]), in_seconds(30)).await;
+    assert_eq!(status_of(&worker, &planted).0, ReceiptStatus::Completed);
+    worker.handle(inserts(&[&genuine]), in_seconds(30)).await;
+
+    assert_eq!(
+        status_of(&worker, &genuine),
+        (ReceiptStatus::Completed, None)
+    );
+    let contacts = fake.contacts();
+    assert_eq!(contacts.len(), 1);
+    assert_eq!(
+        contacts[0].properties["firstname"], "Ada",
+        "the genuine later submission wins"
+    );
+}
+
+/// Newest wins inside an invocation too: an older lead that met a 429 is
+/// gated again before its retry, so a newer lead of the same person written
+/// meanwhile by another invocation is never overwritten.
+#[tokio::test]
+async fn an_older_lead_retried_after_a_429_never_overwrites_a_newer_one_written_meanwhile() {
+    let fake = HubSpotFake::start(TOKEN).await.unwrap();
+    fake.fail(
+        Fault {
+            retry_after: Some("1".into()),
+            ..Fault::rate_limited("TEN_SECONDLY_ROLLING")
+        }
+        .times(1),
+    );
+    let older = receipt("sub_old", "ada@example.com", "Ada", 1_795_941_500);
+    let newer = receipt("sub_new", "ada@example.com", "Augusta", 1_795_941_600);
+    let worker = worker(
+        settings(&fake, IdProperty::Email),
+        ledger_of(&[&older, &newer]),
+    );
+
+    let first = worker.handle(inserts(&[&older]), in_seconds(30));
+    let second = async {
+        // The older one has met its 429 and waits out HubSpot's second.
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        worker.handle(inserts(&[&newer]), in_seconds(30)).await
+    };
+    tokio::join!(first, second);
+
+    assert_eq!(status_of(&worker, &newer), (ReceiptStatus::Completed, None));
+    assert_eq!(status_of(&worker, &older), (ReceiptStatus::Completed, None));
+    assert_eq!(
+        fake.calls().iter().map(|c| c.status).collect::<Vec<_>>(),
+        [429, 200],
+        "the older lead is not sent again"
+    );
+    let contacts = fake.contacts();
+    assert_eq!(contacts.len(), 1);
+    assert_eq!(
+        contacts[0].properties["firstname"], "Augusta",
+        "the newer submission's values stay"
+    );
+}

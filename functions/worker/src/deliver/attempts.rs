@@ -1,97 +1,156 @@
 //! The attempts within one invocation: every open delivery sent together,
 //! round after round, until each succeeds, fails for good, runs out of
-//! attempts, or the next wait would eat the deadline's margin.
+//! attempts, or the next wait would eat the deadline's margin. For a
+//! destination where newest wins by e-mail, every retry round passes the
+//! newest-wins gate again first: while a lead waited out a 429, a newer
+//! lead of the same person may have been written by another invocation.
 
 use std::time::Instant;
 
 use shared::IdempotencyKey;
 
-use shared::delivery::RetryPolicy;
-
+use super::Worker;
 use crate::decide::Delivery;
 use crate::destinations::{Answer, Destination, DestinationError, Upserted, Write};
+use crate::ledger::{GatePass, ReceiptLedger};
 
-/// Attempts every delivery until each succeeds, fails for good, runs out
-/// of attempts for this invocation, or its next wait would not leave the
-/// safety margin before the deadline. Each round sends the deliveries
-/// still open together, after the longest wait any of them needs.
-pub(super) async fn upsert_with_retries<D: Destination>(
-    destination: &D,
-    retry: &RetryPolicy,
-    concurrency: usize,
-    deliveries: &[Delivery],
-    keys: &[IdempotencyKey],
-    deadline: Instant,
-) -> Vec<Attempts> {
-    let mut attempts: Vec<Attempts> = deliveries.iter().map(|_| Attempts::none()).collect();
-    let mut open: Vec<usize> = (0..deliveries.len()).collect();
-    while !open.is_empty() {
-        let remaining = deadline.saturating_duration_since(Instant::now());
-        let Some(budget) = remaining
-            .checked_sub(retry.safety_margin)
-            .filter(|b| !b.is_zero())
-        else {
-            break;
-        };
-        let writes: Vec<Write<'_>> = open
+impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
+    /// Attempts every delivery until each succeeds, fails for good, runs
+    /// out of attempts for this invocation, or its next wait would not
+    /// leave the safety margin before the deadline. Each round sends the
+    /// deliveries still open together, after the longest wait any of them
+    /// needs, and only those that still pass their newest-wins gate.
+    pub(super) async fn upsert_with_retries(
+        &self,
+        deliveries: &[Delivery],
+        keys: &[IdempotencyKey],
+        deadline: Instant,
+    ) -> Vec<Attempts> {
+        let retry = &self.retry;
+        let mut attempts: Vec<Attempts> = deliveries.iter().map(|_| Attempts::none()).collect();
+        let mut open: Vec<usize> = (0..deliveries.len()).collect();
+        while !open.is_empty() {
+            let remaining = deadline.saturating_duration_since(Instant::now());
+            let Some(budget) = remaining
+                .checked_sub(retry.safety_margin)
+                .filter(|b| !b.is_zero())
+            else {
+                break;
+            };
+            let writes: Vec<Write<'_>> = open
+                .iter()
+                .map(|&i| Write {
+                    lead: &deliveries[i].lead,
+                    key: &keys[i],
+                })
+                .collect();
+            let called = Instant::now();
+            let answers = match tokio::time::timeout(
+                budget,
+                self.destination.upsert_batch(&writes, self.concurrency),
+            )
+            .await
+            {
+                Ok(answers) if answers.len() == writes.len() => answers,
+                Ok(_) => unanswered(
+                    writes.len(),
+                    "the destination answered for other leads",
+                    called,
+                ),
+                Err(_) => unanswered(writes.len(), "attempt ran out of invocation time", called),
+            };
+            let mut waits = Vec::new();
+            let mut again = Vec::new();
+            for (&i, answer) in open.iter().zip(answers) {
+                let attempt = &mut attempts[i];
+                attempt.made += 1;
+                attempt
+                    .latencies_ms
+                    .push(answer.latency.as_secs_f64() * 1000.0);
+                attempt.result = answer.result;
+                let Err(DestinationError::Retryable {
+                    retry_after,
+                    status,
+                    ..
+                }) = &attempt.result
+                else {
+                    continue;
+                };
+                if *status == Some(429) {
+                    attempt.rate_limited += 1;
+                }
+                let remaining = deadline.saturating_duration_since(Instant::now());
+                if let Some(wait) =
+                    retry.wait_before_retry(attempt.made, *retry_after, remaining, fastrand::f64())
+                {
+                    waits.push(wait);
+                    again.push(i);
+                }
+            }
+            // Each waited at least its own wait, and the longest still
+            // leaves its margin: it was computed against the same deadline.
+            let Some(wait) = waits.into_iter().max() else {
+                break;
+            };
+            tokio::time::sleep(wait).await;
+            open = self.still_newest(deliveries, again, &mut attempts).await;
+        }
+        attempts
+    }
+
+    /// Of the deliveries about to be retried, those that still pass their
+    /// newest-wins gate (all of them where newest does not win by e-mail).
+    /// One that lost meanwhile is settled stale and never written; one
+    /// whose gate could not be read keeps its last answer and waits for a
+    /// pass, which gates it again. A lead held back by a newer one of its
+    /// person in this batch that was refused for good (never written)
+    /// passes over that one's stamp, and only over it.
+    async fn still_newest(
+        &self,
+        deliveries: &[Delivery],
+        again: Vec<usize>,
+        attempts: &mut [Attempts],
+    ) -> Vec<usize> {
+        if !self.destination.newest_wins_by_email() {
+            return again;
+        }
+        let retrying: Vec<&Delivery> = again.iter().map(|&i| &deliveries[i]).collect();
+        let passes: Vec<GatePass<'_>> = again
             .iter()
-            .map(|&i| Write {
-                lead: &deliveries[i].lead,
-                key: &keys[i],
+            .map(|&i| {
+                let lead = &deliveries[i].lead;
+                let person = lead.normalised_email();
+                let refused_sibling = deliveries
+                    .iter()
+                    .zip(attempts.iter())
+                    .filter(|(other, attempt)| {
+                        other.lead.normalised_email() == person
+                            && matches!(attempt.result, Err(DestinationError::Permanent { .. }))
+                    })
+                    .map(|(other, _)| other.lead.newest_by())
+                    .max();
+                GatePass {
+                    stamp: lead.newest_by(),
+                    over: refused_sibling
+                        .filter(|&sibling| sibling > lead.newest_by())
+                        .unwrap_or(lead.newest_by()),
+                }
             })
             .collect();
-        let called = Instant::now();
-        let answers = match tokio::time::timeout(
-            budget,
-            destination.upsert_batch(&writes, concurrency),
-        )
-        .await
-        {
-            Ok(answers) if answers.len() == writes.len() => answers,
-            Ok(_) => unanswered(
-                writes.len(),
-                "the destination answered for other leads",
-                called,
-            ),
-            Err(_) => unanswered(writes.len(), "attempt ran out of invocation time", called),
-        };
-        let mut waits = Vec::new();
-        let mut again = Vec::new();
-        for (&i, answer) in open.iter().zip(answers) {
-            let attempt = &mut attempts[i];
-            attempt.made += 1;
-            attempt
-                .latencies_ms
-                .push(answer.latency.as_secs_f64() * 1000.0);
-            attempt.result = answer.result;
-            let Err(DestinationError::Retryable {
-                retry_after,
-                status,
-                ..
-            }) = &attempt.result
-            else {
-                continue;
-            };
-            if *status == Some(429) {
-                attempt.rate_limited += 1;
-            }
-            let remaining = deadline.saturating_duration_since(Instant::now());
-            if let Some(wait) =
-                retry.wait_before_retry(attempt.made, *retry_after, remaining, fastrand::f64())
-            {
-                waits.push(wait);
-                again.push(i);
-            }
-        }
-        // Each waited at least its own wait, and the longest still
-        // leaves its margin: it was computed against the same deadline.
-        let Some(wait) = waits.into_iter().max() else {
-            break;
-        };
-        tokio::time::sleep(wait).await;
-        open = again;
+        let verdicts = self.pass_gates(&retrying, &passes).await;
+        again
+            .into_iter()
+            .zip(verdicts)
+            .filter_map(|(i, verdict)| match verdict {
+                Ok(true) => Some(i),
+                Ok(false) => {
+                    attempts[i].result = Ok(Upserted::Stale);
+                    None
+                }
+                Err(_) => None,
+            })
+            .collect()
     }
-    attempts
 }
 
 /// The same retryable answer for every write of a call that gave none.

@@ -239,9 +239,19 @@ impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
             return Vec::new();
         }
         let started = Instant::now();
+        for delivery in deliveries.iter().filter(|d| d.lead.sender_time_replaced) {
+            tracing::warn!(
+                submission_id = %delivery.receipt.submission_id,
+                skew_seconds = shared::newest::SENDER_CLOCK_SKEW.as_secs(),
+                "the sender's submission time is later than the receipt's arrival plus the skew; \
+                 the arrival orders this submission instead"
+            );
+        }
         // Newest wins across calls: a lead older than the last one written
         // to the same person is settled as stale, with no CRM call.
-        let verdicts = self.newest_gates(&deliveries).await;
+        let verdicts = self
+            .newest_gates(&deliveries.iter().collect::<Vec<_>>())
+            .await;
         let mut outcomes = vec![RecordOutcome::Skipped; deliveries.len()];
         let mut admitted = Vec::new();
         let mut admitted_slots = Vec::new();
@@ -304,15 +314,7 @@ impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
             return Vec::new();
         }
         let keys: Vec<IdempotencyKey> = deliveries.iter().map(|d| d.receipt.key()).collect();
-        let attempts = attempts::upsert_with_retries(
-            &self.destination,
-            &self.retry,
-            self.concurrency,
-            &deliveries,
-            &keys,
-            deadline,
-        )
-        .await;
+        let attempts = self.upsert_with_retries(&deliveries, &keys, deadline).await;
         let finishing: Vec<_> = deliveries
             .into_iter()
             .zip(keys)

@@ -6,7 +6,7 @@ use futures_util::stream::{self, StreamExt};
 use super::Worker;
 use crate::decide::Delivery;
 use crate::destinations::Destination;
-use crate::ledger::{LedgerError, ReceiptLedger};
+use crate::ledger::{GatePass, LedgerError, ReceiptLedger};
 
 impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
     /// For a destination keyed by e-mail, each delivery's newest-wins gate
@@ -15,7 +15,20 @@ impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
     /// (the destination settles it).
     pub(super) async fn newest_gates(
         &self,
-        deliveries: &[Delivery],
+        deliveries: &[&Delivery],
+    ) -> Vec<Result<bool, LedgerError>> {
+        let passes: Vec<_> = deliveries
+            .iter()
+            .map(|delivery| GatePass::own(delivery.lead.newest_by()))
+            .collect();
+        self.pass_gates(deliveries, &passes).await
+    }
+
+    /// Each delivery through its gate as `passes` says (one per delivery).
+    pub(super) async fn pass_gates(
+        &self,
+        deliveries: &[&Delivery],
+        passes: &[GatePass<'_>],
     ) -> Vec<Result<bool, LedgerError>> {
         if !self.destination.newest_wins_by_email() {
             return vec![Ok(true); deliveries.len()];
@@ -23,15 +36,12 @@ impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
         let expires_at = self.rules.retention.expiry_after((self.clock)());
         let gates: Vec<_> = deliveries
             .iter()
-            .map(|delivery| async move {
+            .zip(passes)
+            .map(|(delivery, pass)| async move {
                 match delivery.lead.normalised_email() {
                     Some(email) => {
                         self.ledger
-                            .admit_newest(
-                                &shared::newest::gate_key(&email),
-                                delivery.lead.newest_by(),
-                                expires_at,
-                            )
+                            .admit_newest(&shared::newest::gate_key(&email), pass, expires_at)
                             .await
                     }
                     None => Ok(true),

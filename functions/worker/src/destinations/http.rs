@@ -213,6 +213,7 @@ mod tests {
                 aliases: Vec::new(),
                 received_at: "2026-12-01T00:00:00.000Z".to_owned(),
                 submitted_at: None,
+                sender_time_replaced: false,
             };
             let key = IdempotencyKey::from_stored(format!("staticforms:form.submitted:{id}"));
             assert_eq!(

@@ -210,6 +210,7 @@ mod tests {
             aliases: Vec::new(),
             received_at: String::new(),
             submitted_at: None,
+            sender_time_replaced: false,
         }
     }
 

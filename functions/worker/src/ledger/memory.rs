@@ -10,8 +10,8 @@ use shared::receipt::{FAILED, PENDING};
 use shared::{IdempotencyKey, Receipt, ReceiptStatus};
 
 use super::{
-    AttemptRecord, Census, Claim, Completion, Cursor, DuePage, DueQuery, DueReceipt, LedgerError,
-    Marked, PendingQueue, ReceiptLedger,
+    AttemptRecord, Census, Claim, Completion, Cursor, DuePage, DueQuery, DueReceipt, GatePass,
+    LedgerError, Marked, PendingQueue, ReceiptLedger,
 };
 use crate::decide::AttemptError;
 
@@ -85,7 +85,7 @@ impl ReceiptLedger for MemoryLedger {
     async fn admit_newest(
         &self,
         gate: &str,
-        newest_at: &str,
+        pass: &GatePass<'_>,
         _expires_at: u64,
     ) -> Result<bool, LedgerError> {
         let mut gates = self
@@ -93,9 +93,9 @@ impl ReceiptLedger for MemoryLedger {
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
         let admitted =
-            shared::newest::may_overwrite(newest_at, gates.get(gate).map(String::as_str));
+            shared::newest::may_overwrite(pass.over, gates.get(gate).map(String::as_str));
         if admitted {
-            gates.insert(gate.to_owned(), newest_at.to_owned());
+            gates.insert(gate.to_owned(), pass.stamp.to_owned());
         }
         Ok(admitted)
     }
@@ -286,10 +286,10 @@ impl<L: ReceiptLedger> ReceiptLedger for WatchedLedger<L> {
     async fn admit_newest(
         &self,
         gate: &str,
-        newest_at: &str,
+        pass: &GatePass<'_>,
         expires_at: u64,
     ) -> Result<bool, LedgerError> {
-        self.inner.admit_newest(gate, newest_at, expires_at).await
+        self.inner.admit_newest(gate, pass, expires_at).await
     }
 
     async fn claim(

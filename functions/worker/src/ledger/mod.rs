@@ -100,13 +100,13 @@ pub trait ReceiptLedger: Send + Sync {
     ) -> impl Future<Output = Result<Marked, LedgerError>> + Send;
 
     /// The newest-wins gate of one person (`shared::newest::gate_key`):
-    /// records `newest_at` and answers `true` if it is at least as new as
-    /// the last stamp let through; `false` when a newer submission already
+    /// records `pass.stamp` and answers `true` if the gate holds no stamp
+    /// newer than `pass.over`; `false` when a newer submission already
     /// wrote that person. The gate expires at `expires_at` (epoch seconds).
     fn admit_newest(
         &self,
         gate: &str,
-        newest_at: &str,
+        pass: &GatePass<'_>,
         expires_at: u64,
     ) -> impl Future<Output = Result<bool, LedgerError>> + Send;
 
@@ -118,6 +118,24 @@ pub trait ReceiptLedger: Send + Sync {
         error: &AttemptError,
         attempt: &AttemptRecord,
     ) -> impl Future<Output = Result<Marked, LedgerError>> + Send;
+}
+
+/// A lead's passage through its person's newest-wins gate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GatePass<'a> {
+    /// The lead's stamp (`Lead::newest_by`): what the gate holds after.
+    pub stamp: &'a str,
+    /// The newest stamp the gate may hold for the lead to pass: its own,
+    /// or a newer one of this same batch whose lead was refused for good
+    /// (so never written), which held this lead back.
+    pub over: &'a str,
+}
+
+impl<'a> GatePass<'a> {
+    /// Passes when nothing newer than `stamp` was let through.
+    pub fn own(stamp: &'a str) -> Self {
+        GatePass { stamp, over: stamp }
+    }
 }
 
 /// Which pending receipts a reconciliation pass asks for.

@@ -414,6 +414,7 @@ mod tests {
             aliases: Vec::new(),
             received_at: "2026-11-30T08:00:00.000Z".into(),
             submitted_at: submitted_at.map(str::to_owned),
+            sender_time_replaced: false,
         }
     }
 

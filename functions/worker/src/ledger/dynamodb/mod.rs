@@ -19,7 +19,9 @@ use shared::receipt::Timestamp;
 use shared::receipt::{attr, FAILED, PENDING, PERSONAL_ATTRIBUTES};
 use shared::{IdempotencyKey, ReceiptStatus};
 
-use super::{AttemptRecord, Claim, Completion, LedgerError, Marked, ReceiptLedger, UnreadableItem};
+use super::{
+    AttemptRecord, Claim, Completion, GatePass, LedgerError, Marked, ReceiptLedger, UnreadableItem,
+};
 use crate::decide::AttemptError;
 
 /// The SDK configuration with bounded retries and time limits: a stuck call
@@ -173,7 +175,7 @@ impl ReceiptLedger for DynamoLedger {
     async fn admit_newest(
         &self,
         gate: &str,
-        newest_at: &str,
+        pass: &GatePass<'_>,
         expires_at: u64,
     ) -> Result<bool, LedgerError> {
         let result = self
@@ -182,11 +184,12 @@ impl ReceiptLedger for DynamoLedger {
             .table_name(&self.table)
             .key(attr::PK, s(gate))
             .update_expression("SET #newest = :mine, #expires = :expires")
-            .condition_expression("attribute_not_exists(#pk) OR #newest <= :mine")
+            .condition_expression("attribute_not_exists(#pk) OR #newest <= :over")
             .expression_attribute_names("#pk", attr::PK)
             .expression_attribute_names("#newest", attr::NEWEST_AT)
             .expression_attribute_names("#expires", attr::EXPIRES_AT)
-            .expression_attribute_values(":mine", s(newest_at))
+            .expression_attribute_values(":mine", s(pass.stamp))
+            .expression_attribute_values(":over", s(pass.over))
             .expression_attribute_values(":expires", n(expires_at))
             .send()
             .await;
