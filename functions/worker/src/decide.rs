@@ -254,6 +254,14 @@ pub fn settle(
             None,
             true,
         ),
+        Err(DestinationError::NotSent) => (
+            AttemptError {
+                code: "no time left in this invocation".to_owned(),
+                status: None,
+            },
+            None,
+            false,
+        ),
         Err(DestinationError::CredentialsUnavailable(_)) => (
             AttemptError {
                 code: "credentials-unavailable".to_owned(),

@@ -12,7 +12,7 @@ use crate::destinations::hubspot::HubSpot;
 use crate::destinations::leads_table::LeadsTable;
 use crate::destinations::salesforce::Salesforce;
 use crate::destinations::token::TOKEN_REFRESH_INTERVAL;
-use crate::destinations::{Answer, Destination, DestinationError, Upserted, Write};
+use crate::destinations::{Answer, CallDeadline, Destination, DestinationError, Upserted, Write};
 use crate::secrets::{http_crm, hubspot, salesforce};
 
 /// The destination chosen by `DESTINATION`, as one type for the worker.
@@ -55,17 +55,24 @@ impl Destination for ConfiguredDestination {
         }
     }
 
-    async fn upsert_batch(&self, writes: &[Write<'_>], concurrency: usize) -> Vec<Answer> {
+    async fn upsert_batch(
+        &self,
+        writes: &[Write<'_>],
+        concurrency: usize,
+        deadline: CallDeadline,
+    ) -> Vec<Answer> {
         match self {
-            ConfiguredDestination::Http(crm) => crm.upsert_batch(writes, concurrency).await,
+            ConfiguredDestination::Http(crm) => {
+                crm.upsert_batch(writes, concurrency, deadline).await
+            }
             ConfiguredDestination::LeadsTable(table) => {
-                table.upsert_batch(writes, concurrency).await
+                table.upsert_batch(writes, concurrency, deadline).await
             }
             ConfiguredDestination::HubSpot(hubspot) => {
-                hubspot.upsert_batch(writes, concurrency).await
+                hubspot.upsert_batch(writes, concurrency, deadline).await
             }
             ConfiguredDestination::Salesforce(salesforce) => {
-                salesforce.upsert_batch(writes, concurrency).await
+                salesforce.upsert_batch(writes, concurrency, deadline).await
             }
         }
     }

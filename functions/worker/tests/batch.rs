@@ -313,6 +313,66 @@ async fn a_crm_that_is_down_holds_a_batch_for_a_few_attempts_not_the_whole_timeo
     }
 }
 
+/// A CRM slower than the invocation: every answer that came is recorded,
+/// no call is started that cannot finish, and the next pass writes only
+/// what was not written. Each lead is written once, except at most the
+/// one call in flight at the deadline.
+#[tokio::test]
+async fn a_crm_slower_than_the_invocation_writes_each_lead_once() {
+    let crm = CrmStub::start().await.unwrap();
+    crm.set_delay(Duration::from_millis(400));
+    let (receipts, ledger, batch) = batch("sub_slow_", 10, 900);
+    let later = shared::clock::Adjustable::default();
+    let destination = HttpCrm::new(crm.leads_url(), None).unwrap();
+    let worker = Worker::new(destination, ledger, 1)
+        .with_retry_policy(fast_retries())
+        .with_clock(later.clock());
+
+    // About seven calls fit before the margin; ten leads are due.
+    let response = worker.handle(batch, in_seconds(3)).await;
+    assert!(response.batch_item_failures.is_empty());
+
+    let written: Vec<&Receipt> = receipts
+        .iter()
+        .filter(|r| crm.lead(&r.submission_id).is_some())
+        .collect();
+    assert!(
+        written.len() >= 4 && written.len() < 10,
+        "some, not all, were written: {}",
+        written.len()
+    );
+    let recorded = written
+        .iter()
+        .filter(|r| worker.ledger().get(&r.pk).unwrap().status == ReceiptStatus::Completed)
+        .count();
+    assert!(
+        recorded + 1 >= written.len(),
+        "every answer that came is recorded ({recorded} of {} written)",
+        written.len()
+    );
+
+    // The next pass, once the claims have ended, writes the rest.
+    later.advance(Duration::from_secs(3600));
+    crm.set_delay(Duration::ZERO);
+    worker.reconcile(in_seconds(30)).await;
+    let mut twice = 0;
+    for r in &receipts {
+        assert_eq!(
+            worker.ledger().get(&r.pk).unwrap().status,
+            ReceiptStatus::Completed,
+            "{}",
+            r.submission_id
+        );
+        let writes = crm.lead(&r.submission_id).unwrap().writes;
+        assert!(writes <= 2, "{}: {writes}", r.submission_id);
+        twice += usize::from(writes == 2);
+    }
+    assert!(
+        twice <= 1,
+        "only the call in flight at the deadline may be written again: {twice}"
+    );
+}
+
 #[tokio::test]
 async fn with_no_time_for_an_attempt_the_receipt_waits_for_the_next_pass_untouched() {
     let crm = CrmStub::start().await.unwrap();

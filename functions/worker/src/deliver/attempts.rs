@@ -11,7 +11,7 @@ use shared::IdempotencyKey;
 
 use super::Worker;
 use crate::decide::Delivery;
-use crate::destinations::{Answer, Destination, DestinationError, Upserted, Write};
+use crate::destinations::{Answer, CallDeadline, Destination, DestinationError, Upserted, Write};
 use crate::ledger::{GatePass, ReceiptLedger};
 
 impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
@@ -29,14 +29,14 @@ impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
         let retry = &self.retry;
         let mut attempts: Vec<Attempts> = deliveries.iter().map(|_| Attempts::none()).collect();
         let mut open: Vec<usize> = (0..deliveries.len()).collect();
-        while !open.is_empty() {
-            let remaining = deadline.saturating_duration_since(Instant::now());
-            let Some(budget) = remaining
+        // Every call ends before the margin kept to record the answers: an
+        // answer that came is recorded, whatever became of the others.
+        let calls_end = CallDeadline::at(
+            deadline
                 .checked_sub(retry.safety_margin)
-                .filter(|b| !b.is_zero())
-            else {
-                break;
-            };
+                .unwrap_or_else(Instant::now),
+        );
+        while !open.is_empty() && calls_end.time_left().is_some() {
             let writes: Vec<Write<'_>> = open
                 .iter()
                 .map(|&i| Write {
@@ -45,23 +45,26 @@ impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
                 })
                 .collect();
             let called = Instant::now();
-            let answers = match tokio::time::timeout(
-                budget,
-                self.destination.upsert_batch(&writes, self.concurrency),
-            )
-            .await
-            {
-                Ok(answers) if answers.len() == writes.len() => answers,
-                Ok(_) => unanswered(
+            let answers = self
+                .destination
+                .upsert_batch(&writes, self.concurrency, calls_end)
+                .await;
+            let answers = if answers.len() == writes.len() {
+                answers
+            } else {
+                unanswered(
                     writes.len(),
                     "the destination answered for other leads",
                     called,
-                ),
-                Err(_) => unanswered(writes.len(), "attempt ran out of invocation time", called),
+                )
             };
             let mut waits = Vec::new();
             let mut again = Vec::new();
             for (&i, answer) in open.iter().zip(answers) {
+                if answer.result == Err(DestinationError::NotSent) {
+                    // No call carried it: not an attempt, and no time for one.
+                    continue;
+                }
                 let attempt = &mut attempts[i];
                 attempt.made += 1;
                 attempt

@@ -33,7 +33,7 @@ use shared::{IdempotencyKey, Lead};
 use crate::destinations::client;
 
 use crate::destinations::token::{BearerToken, CrmToken, Source, TokenError};
-use crate::destinations::{Answer, Destination, DestinationError, Upserted, Write};
+use crate::destinations::{Answer, CallDeadline, Destination, DestinationError, Upserted, Write};
 
 mod answers;
 mod settings;
@@ -187,16 +187,21 @@ impl HubSpot {
     /// value, a 409 conflict) is split in halves until that input stands
     /// alone: one bad lead never fails or holds the others. A 400 about a
     /// property (`PROPERTY_DOESNT_EXIST`) applies to every input that
-    /// carries it. Splitting takes at most `budget` more calls; inputs
-    /// still grouped with a bad one then wait for the next attempt, which
-    /// narrows again.
-    fn send<'a>(&'a self, inputs: &'a [Input], budget: &'a AtomicUsize) -> Sending<'a> {
+    /// carries it. Splitting takes at most `budget` more calls and ends at
+    /// `deadline`; inputs still grouped with a bad one then wait for the
+    /// next attempt, which narrows again.
+    fn send<'a>(
+        &'a self,
+        inputs: &'a [Input],
+        budget: &'a AtomicUsize,
+        deadline: CallDeadline,
+    ) -> Sending<'a> {
         Box::pin(async move {
             let called = Instant::now();
             let outcome = self
                 .token
                 .call_renewing_once(
-                    || self.call(inputs),
+                    || self.call_by(inputs, deadline),
                     |called| {
                         matches!(
                             called,
@@ -211,7 +216,7 @@ impl HubSpot {
                     let spent = budget.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |left| {
                         left.checked_sub(2)
                     });
-                    if spent.is_err() {
+                    if spent.is_err() || deadline.time_left().is_none() {
                         let waits = Err(DestinationError::retryable(
                             "narrowing-continues-next-attempt",
                         ));
@@ -229,8 +234,8 @@ impl HubSpot {
                             .collect();
                     }
                     let (left, right) = inputs.split_at(inputs.len() / 2);
-                    let mut answers = self.send(left, budget).await;
-                    answers.extend(self.send(right, budget).await);
+                    let mut answers = self.send(left, budget, deadline).await;
+                    answers.extend(self.send(right, budget, deadline).await);
                     answers
                 }
                 Called::Whole(Err(DestinationError::Retryable {
@@ -283,6 +288,14 @@ impl HubSpot {
         })
     }
 
+    /// One call for `inputs`, within `deadline`.
+    async fn call_by(&self, inputs: &[Input], deadline: CallDeadline) -> Called {
+        deadline
+            .bound(async { Ok(self.call(inputs).await) })
+            .await
+            .unwrap_or_else(|error| Called::Whole(Err(error)))
+    }
+
     async fn call(&self, inputs: &[Input]) -> Called {
         let body = json!({
             "inputs": inputs.iter().map(|input| json!({
@@ -326,7 +339,9 @@ impl Destination for HubSpot {
         key: &IdempotencyKey,
     ) -> Result<Upserted, DestinationError> {
         let write = Write { lead, key };
-        let mut answers = self.upsert_batch(&[write], 1).await;
+        let mut answers = self
+            .upsert_batch(&[write], 1, CallDeadline::client_timeout_only())
+            .await;
         answers
             .pop()
             .map(|answer| answer.result)
@@ -335,12 +350,17 @@ impl Destination for HubSpot {
 
     /// As few calls as HubSpot allows: 100 inputs each, one after the other
     /// (HubSpot's limits are per account, not per connection).
-    async fn upsert_batch(&self, writes: &[Write<'_>], _concurrency: usize) -> Vec<Answer> {
+    async fn upsert_batch(
+        &self,
+        writes: &[Write<'_>],
+        _concurrency: usize,
+        deadline: CallDeadline,
+    ) -> Vec<Answer> {
         let (inputs, held) = plan(writes, &self.id_property, &self.field_map);
         let mut answers: Vec<Option<Answer>> = vec![None; writes.len()];
         for chunk in inputs.chunks(MAX_INPUTS) {
             let budget = AtomicUsize::new(NARROWING_CALLS);
-            for (slot, answer) in self.send(chunk, &budget).await {
+            for (slot, answer) in self.send(chunk, &budget, deadline).await {
                 answers[slot] = Some(answer);
             }
         }

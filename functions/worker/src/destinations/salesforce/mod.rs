@@ -31,7 +31,7 @@ use shared::{IdempotencyKey, Lead};
 use crate::destinations::client;
 
 use crate::destinations::token::{CrmToken, TokenError};
-use crate::destinations::{Answer, Destination, DestinationError, Upserted, Write};
+use crate::destinations::{Answer, CallDeadline, Destination, DestinationError, Upserted, Write};
 use shared::refresh::{Refreshing, Source};
 
 mod answers;
@@ -288,10 +288,14 @@ impl Salesforce {
     /// that do not cause it complete: an unknown field refuses only the
     /// records that carry it (the others go again, together), and any other
     /// 400 is split in halves until the record that causes it stands alone.
-    async fn upsert_records(&self, leads: &[&Lead]) -> Vec<Result<Upserted, DestinationError>> {
+    async fn upsert_records(
+        &self,
+        leads: &[&Lead],
+        deadline: CallDeadline,
+    ) -> Vec<Result<Upserted, DestinationError>> {
         let mut budget = NARROWING_CALLS;
-        let called = self.call_once(leads).await;
-        self.narrow(leads, called, &mut budget).await
+        let called = self.call_once(leads, deadline).await;
+        self.narrow(leads, called, &mut budget, deadline).await
     }
 
     /// The results for `leads`, given what a call for them answered.
@@ -300,6 +304,7 @@ impl Salesforce {
         leads: &'a [&'a Lead],
         called: Called,
         budget: &'a mut usize,
+        deadline: CallDeadline,
     ) -> Narrowing<'a> {
         Box::pin(async move {
             let (status, retry_after, answer) = match called {
@@ -313,7 +318,7 @@ impl Salesforce {
             if status != 400 || leads.len() < 2 {
                 return vec![request_result(status, retry_after, &answer); leads.len()];
             }
-            if *budget == 0 {
+            if *budget == 0 || deadline.time_left().is_none() {
                 return vec![
                     Err(DestinationError::retryable("narrowing-continues-next-pass"));
                     leads.len()
@@ -332,8 +337,8 @@ impl Salesforce {
                     }
                     let rest: Vec<&Lead> = others.iter().map(|&n| leads[n]).collect();
                     *budget -= 1;
-                    let called = self.call_once(&rest).await;
-                    let rest_results = self.narrow(&rest, called, budget).await;
+                    let called = self.call_once(&rest, deadline).await;
+                    let rest_results = self.narrow(&rest, called, budget, deadline).await;
                     for (&n, result) in others.iter().zip(rest_results) {
                         results[n] = result;
                     }
@@ -342,17 +347,26 @@ impl Salesforce {
             }
             let (left, right) = leads.split_at(leads.len() / 2);
             *budget = budget.saturating_sub(2);
-            let left_called = self.call_once(left).await;
-            let right_called = self.call_once(right).await;
-            let mut results = self.narrow(left, left_called, budget).await;
-            results.extend(self.narrow(right, right_called, budget).await);
+            let left_called = self.call_once(left, deadline).await;
+            let right_called = self.call_once(right, deadline).await;
+            let mut results = self.narrow(left, left_called, budget, deadline).await;
+            results.extend(self.narrow(right, right_called, budget, deadline).await);
             results
         })
     }
 
+    /// One sObject Collections call for `leads` within `deadline` (the
+    /// session's renewal included).
+    async fn call_once(&self, leads: &[&Lead], deadline: CallDeadline) -> Called {
+        deadline
+            .bound(async { Ok(self.call_renewing(leads).await) })
+            .await
+            .unwrap_or_else(|error| Called::PerRecord(vec![Err(error); leads.len()]))
+    }
+
     /// One sObject Collections call for `leads`, renewing the session once
     /// if it expired.
-    async fn call_once(&self, leads: &[&Lead]) -> Called {
+    async fn call_renewing(&self, leads: &[&Lead]) -> Called {
         let whole = |result: Result<Upserted, DestinationError>| {
             Called::PerRecord(vec![result; leads.len()])
         };
@@ -448,7 +462,13 @@ impl Destination for Salesforce {
         lead: &Lead,
         key: &IdempotencyKey,
     ) -> Result<Upserted, DestinationError> {
-        let mut answers = self.upsert_batch(&[Write { lead, key }], 1).await;
+        let mut answers = self
+            .upsert_batch(
+                &[Write { lead, key }],
+                1,
+                CallDeadline::client_timeout_only(),
+            )
+            .await;
         answers
             .pop()
             .map(|answer| answer.result)
@@ -456,12 +476,17 @@ impl Destination for Salesforce {
     }
 
     /// 200 records per call, one call after the other.
-    async fn upsert_batch(&self, writes: &[Write<'_>], _concurrency: usize) -> Vec<Answer> {
+    async fn upsert_batch(
+        &self,
+        writes: &[Write<'_>],
+        _concurrency: usize,
+        deadline: CallDeadline,
+    ) -> Vec<Answer> {
         let mut answers = Vec::with_capacity(writes.len());
         for chunk in writes.chunks(MAX_RECORDS) {
             let leads: Vec<&Lead> = chunk.iter().map(|write| write.lead).collect();
             let called = Instant::now();
-            let results = self.upsert_records(&leads).await;
+            let results = self.upsert_records(&leads, deadline).await;
             let latency = called.elapsed();
             answers.extend(results.into_iter().map(|result| Answer { result, latency }));
         }
