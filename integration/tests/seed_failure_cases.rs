@@ -224,6 +224,19 @@ async fn case_4_a_failing_store_never_gets_a_2xx_and_recovery_stores_once() {
     assert_eq!(response.status(), 503, "closed port");
     assert_eq!(response.headers()["retry-after"], "2");
 
+    // A table that does not exist (a bad deploy): 503 too, so every
+    // sender retries until it is fixed.
+    let missing_table = ingest_over(
+        DynamoReceiptStore::new(direct.clone(), "NoSuchReceiptsTable"),
+        &config,
+    )
+    .await;
+    let response = missing_table
+        .handle(delivery("sub_outage", "ada@example.com"))
+        .await;
+    assert_eq!(response.status(), 503, "missing table");
+    assert_eq!(response.headers()["retry-after"], "2");
+
     let proxy = FaultProxy::start(&moto).await.unwrap();
     let behind_proxy = ingest_over(
         DynamoReceiptStore::new(ingest_client(&proxy.url()).await, &table),

@@ -23,6 +23,10 @@ pub enum Outcome {
     ReceiptWithoutFingerprint,
     /// Throttled or unreachable store: no durable acceptance, retry later.
     StoreUnavailable,
+    /// Any other store error (a missing table, an access denial): still no
+    /// durable receipt, so still "retry later" to the sender (503, which
+    /// every sender retries; Typeform does not retry 500), while the log
+    /// line and the alarm tell the operator the cause.
     StoreFailed,
     /// The webhook secrets were withdrawn at their source (deleted,
     /// malformed) or could not be read for too long: every delivery is
@@ -61,8 +65,7 @@ impl Outcome {
                 400
             }
             Outcome::KeyReusedForDifferentPayload | Outcome::ReceiptWithoutFingerprint => 422,
-            Outcome::StoreUnavailable | Outcome::SecretsUnavailable => 503,
-            Outcome::StoreFailed => 500,
+            Outcome::StoreUnavailable | Outcome::StoreFailed | Outcome::SecretsUnavailable => 503,
         }
     }
 
@@ -130,7 +133,7 @@ mod tests {
             (Outcome::Duplicate, 200, true),
             (Outcome::KeyReusedForDifferentPayload, 422, false),
             (Outcome::StoreUnavailable, 503, false),
-            (Outcome::StoreFailed, 500, false),
+            (Outcome::StoreFailed, 503, false),
             (Outcome::SecretsUnavailable, 503, false),
         ];
         assert_eq!(rows.len(), Outcome::ALL.len(), "every outcome has a row");
@@ -145,6 +148,11 @@ mod tests {
             );
             // Typeform disables a webhook answered 404 or 410.
             assert!(![404, 410].contains(&outcome.status()), "{outcome:?}");
+            // No receipt stored and nothing the sender could fix: 503, the
+            // one 5xx every sender retries (Typeform: 408/423/429/503).
+            if outcome.status() >= 500 {
+                assert_eq!(outcome.status(), 503, "{outcome:?}");
+            }
         }
         // Each sender's answer to a new receipt is a success it counts as
         // one (Webflow: exactly 200).

@@ -5,6 +5,7 @@
 //! returns the existing receipt with the failure, so telling a duplicate from
 //! a reused key costs no extra read.
 
+use std::collections::HashMap;
 use std::time::Duration;
 
 use aws_sdk_dynamodb::config::retry::RetryConfig;
@@ -86,8 +87,17 @@ impl DynamoReceiptStore {
 
 impl ReceiptStore for DynamoReceiptStore {
     async fn put_if_absent(&self, receipt: &Receipt) -> Result<PutOutcome, StoreError> {
-        let item = serde_dynamo::to_item(receipt)
+        let item: HashMap<String, AttributeValue> = serde_dynamo::to_item(receipt)
             .map_err(|_| StoreError::Failed("ReceiptNotSerialisable".to_owned()))?;
+        // DynamoDB would refuse it with a ValidationException, which no
+        // retry can change: answered 413 before the call.
+        let bytes = item_size(&item);
+        if bytes > MAX_ITEM_BYTES {
+            return Err(StoreError::TooLarge {
+                bytes,
+                limit: MAX_ITEM_BYTES,
+            });
+        }
         let result = self
             .client
             .put_item()
@@ -156,7 +166,34 @@ impl DynamoReceiptStore {
     }
 }
 
-fn fingerprint_of(item: &std::collections::HashMap<String, AttributeValue>) -> Option<String> {
+/// DynamoDB's item size limit: 400 KB.
+pub const MAX_ITEM_BYTES: usize = 400 * 1024;
+
+/// An item's size as DynamoDB counts it against [`MAX_ITEM_BYTES`]: each
+/// attribute's name and value in UTF-8 bytes; a number about one byte per
+/// two digits plus one (at most 21); containers 3 bytes plus their contents.
+/// <https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/CapacityUnitCalculations.html>
+pub fn item_size(item: &HashMap<String, AttributeValue>) -> usize {
+    item.iter()
+        .map(|(name, value)| name.len() + value_size(value))
+        .sum()
+}
+
+fn value_size(value: &AttributeValue) -> usize {
+    match value {
+        AttributeValue::S(text) => text.len(),
+        AttributeValue::N(number) => (number.len().div_ceil(2) + 1).min(21),
+        AttributeValue::B(bytes) => bytes.as_ref().len(),
+        AttributeValue::Ss(texts) => texts.iter().map(String::len).sum(),
+        AttributeValue::Ns(numbers) => numbers.iter().map(|n| n.len().div_ceil(2) + 1).sum(),
+        AttributeValue::Bs(blobs) => blobs.iter().map(|b| b.as_ref().len()).sum(),
+        AttributeValue::M(map) => 3 + item_size(map) + map.len(),
+        AttributeValue::L(list) => 3 + list.iter().map(value_size).sum::<usize>() + list.len(),
+        _ => 1,
+    }
+}
+
+fn fingerprint_of(item: &HashMap<String, AttributeValue>) -> Option<String> {
     match item.get(attr::PAYLOAD_FINGERPRINT) {
         Some(AttributeValue::S(text)) => Some(text.clone()),
         _ => None,

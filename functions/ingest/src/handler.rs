@@ -62,6 +62,7 @@ impl IngestError {
             IngestError::ReceiptWithoutFingerprint => Outcome::ReceiptWithoutFingerprint,
             IngestError::Store(StoreError::Unavailable(_)) => Outcome::StoreUnavailable,
             IngestError::Store(StoreError::Failed(_)) => Outcome::StoreFailed,
+            IngestError::Store(StoreError::TooLarge { .. }) => Outcome::PayloadTooLarge,
         }
     }
 }
@@ -196,6 +197,9 @@ fn respond(result: &Result<Outcome, IngestError>, sender: shared::Sender) -> Res
             let outcome = error.outcome();
             // Store details are for our logs; the sender only needs to retry.
             let message = match error {
+                IngestError::Store(too_large @ StoreError::TooLarge { .. }) => {
+                    too_large.to_string()
+                }
                 IngestError::Store(_) => {
                     "no durable receipt could be stored; retry later".to_owned()
                 }

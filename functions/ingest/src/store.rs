@@ -24,6 +24,10 @@ pub enum StoreError {
     Unavailable(String),
     #[error("receipt store failed ({0})")]
     Failed(String),
+    /// The receipt would be larger than the store keeps in one item:
+    /// retrying cannot help; nothing was stored.
+    #[error("the receipt would be {bytes} bytes; DynamoDB stores at most {limit} bytes in one item: send a smaller body")]
+    TooLarge { bytes: usize, limit: usize },
 }
 
 pub trait ReceiptStore: Send + Sync {

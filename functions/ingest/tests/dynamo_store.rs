@@ -179,6 +179,31 @@ async fn throttling_is_unavailable_and_a_missing_table_is_a_failure() {
     assert!(matches!(result, Err(StoreError::Failed(_))), "{result:?}");
 }
 
+/// A receipt over DynamoDB's 400 KB item limit is refused before any call
+/// (DynamoDB's ValidationException would be answered "retry" for ever).
+#[tokio::test]
+async fn a_receipt_over_the_item_limit_is_too_large_and_never_sent() {
+    let put = mock!(Client::put_item).then_output(|| PutItemOutput::builder().build());
+    let client = mock_client!(aws_sdk_dynamodb, [&put]);
+    let store = DynamoReceiptStore::new(client, "receipts");
+    let mut large = receipt();
+    large.payload = Some("x".repeat(ingest::dynamo::MAX_ITEM_BYTES));
+    let result = store.put_if_absent(&large).await;
+    match result {
+        Err(StoreError::TooLarge { bytes, limit }) => {
+            assert_eq!(limit, 409_600);
+            assert!(bytes > limit, "{bytes}");
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(put.num_calls(), 0, "nothing sent, nothing stored");
+
+    let mut fits = receipt();
+    fits.payload = Some("x".repeat(ingest::dynamo::MAX_ITEM_BYTES - 1024));
+    assert_eq!(store.put_if_absent(&fits).await, Ok(PutOutcome::Stored));
+    assert_eq!(put.num_calls(), 1);
+}
+
 #[tokio::test]
 async fn a_raw_server_error_is_unavailable() {
     let broken = mock!(Client::put_item)

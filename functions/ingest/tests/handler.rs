@@ -300,11 +300,19 @@ async fn store_failures_never_answer_2xx() {
             "store_unavailable",
             Some("2"),
         ),
+        // A missing table or a denial: nothing the sender can fix, and no
+        // receipt, so the sender must retry (Typeform retries 503, not 500).
         (
             StoreError::Failed("ResourceNotFoundException".into()),
-            500,
+            503,
             "store_failed",
-            None,
+            Some("2"),
+        ),
+        (
+            StoreError::Failed("AccessDeniedException".into()),
+            503,
+            "store_failed",
+            Some("2"),
         ),
     ];
     for (error, status, code, retry_after) in cases {
@@ -324,6 +332,24 @@ async fn store_failures_never_answer_2xx() {
         assert!(!text.contains("Exception"), "{text}");
         assert_eq!(ingest.store().calls(), 1);
     }
+}
+
+#[tokio::test]
+async fn a_receipt_too_large_to_store_is_413_naming_the_limit() {
+    let too_large = StoreError::TooLarge {
+        bytes: 410_000,
+        limit: 409_600,
+    };
+    let ingest = ingest_with(ScriptedStore::new(Err(too_large)), &bearer_config()).await;
+    let response = ingest.handle(delivery("sub_1")).await;
+    assert_eq!(response.status(), 413);
+    assert!(response.headers().get("retry-after").is_none());
+    let body = json_body(&response);
+    assert_eq!(body["error"], "payload_too_large");
+    assert!(
+        body["message"].as_str().unwrap().contains("409600 bytes"),
+        "{body}"
+    );
 }
 
 /// Fails closed: 2xx means "this content is stored", which a receipt with
