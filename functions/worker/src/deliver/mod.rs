@@ -16,7 +16,7 @@ use shared::metrics::{catalog, Values, DESTINATION, FUNCTION, OUTCOME};
 use shared::IdempotencyKey;
 
 use crate::decide::{settle, AttemptError, Decoded, Delivery, DeliveryRules, Settlement};
-use crate::destinations::{Destination, DestinationError};
+use crate::destinations::{Destination, DestinationError, Upserted};
 use crate::ledger::{LedgerError, ReceiptLedger};
 use crate::outcome::{OutcomeLine, RecordOutcome, Via};
 
@@ -24,7 +24,6 @@ mod attempts;
 pub mod claim;
 mod newest;
 mod settlement;
-use attempts::Attempts;
 use tracing::Level;
 
 pub use shared::clock::Clock;
@@ -395,5 +394,28 @@ impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
         let submission_id = Some(delivery.receipt.submission_id.as_str());
         self.record(&key, submission_id, settlement, made, via, started)
             .await
+    }
+}
+
+/// What one delivery's attempts came to.
+pub(crate) struct Attempts {
+    /// The last answer.
+    pub result: Result<Upserted, DestinationError>,
+    pub made: u32,
+    pub latencies_ms: Vec<f64>,
+    /// Answers that were 429.
+    pub rate_limited: u32,
+}
+
+impl Attempts {
+    pub(crate) fn none() -> Self {
+        Attempts {
+            result: Err(DestinationError::retryable(
+                "no time left in this invocation",
+            )),
+            made: 0,
+            latencies_ms: Vec::new(),
+            rate_limited: 0,
+        }
     }
 }
