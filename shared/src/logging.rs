@@ -100,18 +100,29 @@ pub fn filter_for(level: &str) -> EnvFilter {
 
 const OUR_CRATES: &[&str] = &["ingest", "worker", "shared", "devtools"];
 
-/// Installs the JSON subscriber on stdout. The level comes from Lambda's
-/// `AWS_LAMBDA_LOG_LEVEL` (set by the function's LoggingConfig), else
-/// `RUST_LOG`, else INFO.
+/// Installs the JSON subscriber on stdout, at [`level_setting`]'s level.
 pub fn init() {
-    let level = std::env::var("AWS_LAMBDA_LOG_LEVEL")
-        .or_else(|_| std::env::var("RUST_LOG"))
-        .unwrap_or_default();
+    let level = level_setting(|name| std::env::var(name).ok());
     // A second init (only possible in tests) keeps the first subscriber.
     let _ = tracing::subscriber::set_global_default(json_subscriber(
         std::io::stdout,
         filter_for(&level),
     ));
+}
+
+/// The stack's `LogLevel`, applied by the function itself.
+pub const LOG_LEVEL: &str = "LOG_LEVEL";
+
+/// The log level: `LOG_LEVEL` (the template's `LogLevel`), else Lambda's
+/// `AWS_LAMBDA_LOG_LEVEL` (its LoggingConfig), else `RUST_LOG`, else INFO.
+/// The template never sets Lambda's own filter above INFO, which would drop
+/// the metric lines (they are INFO): a WARN or ERROR setting is applied
+/// here instead, and metric lines pass whatever it is.
+pub fn level_setting(lookup: impl Fn(&str) -> Option<String>) -> String {
+    [LOG_LEVEL, "AWS_LAMBDA_LOG_LEVEL", "RUST_LOG"]
+        .into_iter()
+        .find_map(|name| lookup(name).filter(|value| !value.trim().is_empty()))
+        .unwrap_or_default()
 }
 
 #[cfg(test)]
