@@ -201,6 +201,22 @@ async fn each_sender_is_verified_stored_once_and_delivered_as_its_lead() {
             let stale = vendor_signature(sender, SECRET, six_minutes_ago, &other);
             let (status, _) = status_and_body(&ingest, post(sender, &stale, &other)).await;
             assert_eq!(status, 401, "a Webflow timestamp 6 minutes old");
+            // A valid signature spelled another way: a byte `0x` written as
+            // `+x` (a sign, which a lenient hex parser accepts). Some moment
+            // gives a signature with a byte that starts with 0.
+            let respelled = (0..2000u128)
+                .find_map(|back| {
+                    let mut headers = vendor_signature(sender, SECRET, now_millis() - back, &other);
+                    let signature = &mut headers[1].1;
+                    let byte = (0..signature.len())
+                        .step_by(2)
+                        .find(|&i| signature.as_bytes()[i] == b'0')?;
+                    signature.replace_range(byte..byte + 1, "+");
+                    Some(headers)
+                })
+                .expect("a signature with a byte below 0x10");
+            let (status, _) = status_and_body(&ingest, post(sender, &respelled, &other)).await;
+            assert_eq!(status, 401, "a non-canonical spelling of a valid signature");
         }
         assert_eq!(
             scan(&client, &table).await.len(),

@@ -172,9 +172,11 @@ fn check_millis(
     Ok(())
 }
 
-/// Hex in either case; `None` for anything else.
+/// Hex digits in either case; `None` for anything else. Digits are checked
+/// first: `from_str_radix` alone takes a sign (`+a`), so one signature would
+/// have several spellings.
 fn decode_hex(text: &str) -> Option<Vec<u8>> {
-    if !text.len().is_multiple_of(2) {
+    if !text.len().is_multiple_of(2) || !text.bytes().all(|b| b.is_ascii_hexdigit()) {
         return None;
     }
     (0..text.len())
@@ -337,5 +339,9 @@ mod tests {
         assert_eq!(decode_hex("0"), None);
         assert_eq!(decode_hex("zz"), None);
         assert_eq!(decode_hex("é0"), None);
+        assert_eq!(decode_hex("+a"), None, "a sign is not a hex digit");
+        assert_eq!(decode_hex("-a"), None);
+        assert_eq!(decode_hex("+a0f"), None);
+        assert_eq!(decode_hex("0A0f"), Some(vec![10, 15]));
     }
 }
