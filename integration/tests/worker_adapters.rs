@@ -13,7 +13,7 @@ use worker::decide::AttemptError;
 use worker::destinations::leads_table::LeadsTable;
 use worker::destinations::{Destination, Upserted};
 use worker::ledger::dynamodb::DynamoLedger;
-use worker::ledger::{AttemptRecord, Completion, GatePass, Marked, ReceiptLedger};
+use worker::ledger::{AttemptRecord, Claim, Completion, GatePass, Marked, ReceiptLedger};
 use worker::Worker;
 
 fn receipt_at(submission_id: &str, email: &str, message: &str, at_ms: u64) -> Receipt {
@@ -414,6 +414,53 @@ async fn the_ledger_records_attempts_completion_and_failure_once() {
         refused_item.get("failureHttpStatus"),
         Some(&AttributeValue::N("400".into()))
     );
+}
+
+/// A suspect's claim alone: only while this delivery holds the receipt,
+/// counted apart from the page's claims, and cleared with every other
+/// count when an outcome is recorded.
+#[tokio::test]
+async fn a_claim_alone_counts_only_while_held_and_a_recorded_outcome_clears_it() {
+    let client = worker_client(&endpoint(DYNAMODB_ENDPOINT)).await;
+    let receipts = create_table(&client, "ReceiptsTable").await;
+    let ledger = DynamoLedger::new(client.clone(), &receipts);
+    let suspect = receipt_at("sub_suspect", "a@example.com", "m", 1_000);
+    put_receipt(&client, &receipts, &suspect).await;
+    let seen = Timestamp::from_stored(suspect.next_attempt_at.clone().unwrap());
+    let until = Timestamp::from_stored("2026-11-29T09:10:00.000Z");
+
+    let Ok(Claim::Taken(taken)) = ledger.claim(&suspect.key(), Some(&seen), &until).await else {
+        panic!("the page's claim");
+    };
+    let taken = (*taken).unwrap();
+    assert_eq!((taken.unrecorded_claims, taken.solo_claims), (1, 0));
+
+    let elsewhere = Timestamp::from_stored("2026-11-29T09:11:00.000Z");
+    assert_eq!(
+        ledger.claim_alone(&suspect.key(), &elsewhere).await,
+        Ok(Claim::Lost),
+        "held by another delivery"
+    );
+    let Ok(Claim::Taken(alone)) = ledger.claim_alone(&suspect.key(), &until).await else {
+        panic!("the claim alone");
+    };
+    let alone = (*alone).unwrap();
+    assert_eq!((alone.unrecorded_claims, alone.solo_claims), (1, 1));
+    assert_eq!(alone.payload, suspect.payload, "delivered from the claim");
+
+    assert_eq!(
+        ledger
+            .mark_completed(
+                &suspect.key(),
+                &attempt(1, "2026-11-29T09:00:00.000Z"),
+                &completion(1_800_000_000)
+            )
+            .await,
+        Ok(Marked::Updated)
+    );
+    let items = scan(&client, &receipts).await;
+    assert!(!items[0].contains_key("unrecordedClaims"));
+    assert!(!items[0].contains_key("soloClaims"));
 }
 
 #[tokio::test]

@@ -389,7 +389,7 @@ impl ReceiptsTable {
             .key(attr::PK, AttributeValue::S(key.to_owned()))
             .update_expression(format!(
                 "SET #status = :erased, #erasedAt = :now, #expiresAt = :expires \
-                 REMOVE {remove_personal}, #queue, #next, #unrecorded, #lastError, #lastStatus, \
+                 REMOVE {remove_personal}, #queue, #next, #unrecorded, #solo, #lastError, #lastStatus, \
                  #failedAt, #reason, #failureStatus"
             ))
             .condition_expression("#status = :received OR #status = :failed")
@@ -399,6 +399,7 @@ impl ReceiptsTable {
             .expression_attribute_names("#queue", attr::QUEUE)
             .expression_attribute_names("#next", attr::NEXT_ATTEMPT_AT)
             .expression_attribute_names("#unrecorded", attr::UNRECORDED_CLAIMS)
+            .expression_attribute_names("#solo", attr::SOLO_CLAIMS)
             .expression_attribute_names("#lastError", attr::LAST_ERROR)
             .expression_attribute_names("#lastStatus", attr::LAST_HTTP_STATUS)
             .expression_attribute_names("#failedAt", attr::FAILED_AT)

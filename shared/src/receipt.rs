@@ -46,6 +46,10 @@ pub mod attr {
     /// Claims taken since the last outcome was recorded: a delivery that
     /// dies, or cannot write its outcome, leaves one behind.
     pub const UNRECORDED_CLAIMS: &str = "unrecordedClaims";
+    /// Of those, the claims taken to deliver the receipt alone (a suspect:
+    /// a claim of it went unrecorded before). Only these are charged to the
+    /// receipt: a delivery alone that dies died of this receipt.
+    pub const SOLO_CLAIMS: &str = "soloClaims";
     /// A newest-wins gate item's stamp: the newest submission written to
     /// that person (see `shared::newest`).
     pub const NEWEST_AT: &str = "newestAt";
@@ -84,6 +88,7 @@ pub const OPERATOR_ATTRIBUTES: &[&str] = &[
     attr::FAILURE_HTTP_STATUS,
     attr::REDRIVEN_AT,
     attr::UNRECORDED_CLAIMS,
+    attr::SOLO_CLAIMS,
     attr::ERASED_AT,
 ];
 
@@ -228,6 +233,9 @@ pub struct Receipt {
     /// `attr::UNRECORDED_CLAIMS`); absent when none.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub unrecorded_claims: u32,
+    /// Of those, claims to deliver it alone (`attr::SOLO_CLAIMS`).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub solo_claims: u32,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub erased_at: Option<String>,
 }
@@ -267,6 +275,7 @@ impl Receipt {
             failure_http_status: None,
             redriven_at: None,
             unrecorded_claims: 0,
+            solo_claims: 0,
             erased_at: None,
         }
     }
@@ -437,6 +446,7 @@ mod tests {
         receipt.failure_http_status = Some(503);
         receipt.redriven_at = Some("2026-11-30T00:00:00.000Z".into());
         receipt.unrecorded_claims = 1;
+        receipt.solo_claims = 1;
         receipt.erased_at = Some("t".into());
         receipt
     }

@@ -17,15 +17,22 @@ use std::time::Instant;
 use futures_util::stream::{self, StreamExt};
 use serde::Serialize;
 use shared::metrics::catalog;
-use shared::receipt::format_timestamp;
+use shared::receipt::{format_timestamp, Timestamp};
 
 use crate::deliver::{Claimed, Worker};
 use crate::destinations::Destination;
-use crate::ledger::{Census, Cursor, DueQuery, PendingQueue, ReceiptLedger};
+use crate::ledger::{Census, Cursor, DueQuery, DueReceipt, PendingQueue, ReceiptLedger};
 use crate::outcome::{RecordOutcome, Via};
 
 /// Receipts read per query page.
 pub const PAGE_SIZE: u32 = 100;
+
+/// Form data a pass holds at once, at most (plus one claim round): a page
+/// of large receipts is cut where this is reached, and the rest is the next
+/// page's. A 128 MB function holds a page of 100 receipts of 256 KB each
+/// (25 MB of text, more as parsed leads) only barely; a lead that kills
+/// the worker should take as few page-mates with it as can be.
+pub const PAGE_PAYLOAD_BYTES: usize = 4 * 1024 * 1024;
 
 /// The share of the invocation the census may take before deliveries
 /// start: counting never starves delivering.
@@ -99,16 +106,8 @@ impl<D: Destination, L: ReceiptLedger + PendingQueue> Worker<D, L> {
             };
             report.items_read += page.read;
             report.bytes_read += page.bytes_read;
-            report.due += page.due.len();
-            let claiming: Vec<_> = page
-                .due
-                .iter()
-                .map(|due| self.claim(&due.key, Some(&due.next_attempt_at), &claim_until))
-                .collect();
-            let claimed: Vec<Claimed> = stream::iter(claiming)
-                .buffered(self.concurrency())
-                .collect()
-                .await;
+            let (claimed, cut) = self.claim_page(&page.due, &claim_until).await;
+            report.due += claimed.len();
             for outcome in self.act_all(claimed, Via::Reconcile, deadline).await {
                 match outcome {
                     RecordOutcome::Upserted | RecordOutcome::Stale => report.delivered += 1,
@@ -122,7 +121,7 @@ impl<D: Destination, L: ReceiptLedger + PendingQueue> Worker<D, L> {
                     RecordOutcome::Skipped => report.skipped += 1,
                 }
             }
-            match page.next {
+            match cut.or(page.next) {
                 Some(next) => from = Some(next),
                 None => {
                     report.finished = true;
@@ -150,6 +149,46 @@ impl<D: Destination, L: ReceiptLedger + PendingQueue> Worker<D, L> {
             "reconciliation pass handled"
         );
         report
+    }
+
+    /// Claims a page's due receipts, a round of `concurrency` at a time,
+    /// until their form data reaches [`PAGE_PAYLOAD_BYTES`]; where it was
+    /// cut, the cursor the next page starts after.
+    async fn claim_page(
+        &self,
+        due: &[DueReceipt],
+        claim_until: &Timestamp,
+    ) -> (Vec<Claimed>, Option<Cursor>) {
+        let mut claimed = Vec::with_capacity(due.len());
+        let mut bytes = 0;
+        let mut taken = 0;
+        for round in due.chunks(self.concurrency()) {
+            if bytes >= PAGE_PAYLOAD_BYTES {
+                break;
+            }
+            let claiming: Vec<_> = round
+                .iter()
+                .map(|due| self.claim(&due.key, Some(&due.next_attempt_at), claim_until))
+                .collect();
+            let round_claimed: Vec<Claimed> = stream::iter(claiming)
+                .buffered(self.concurrency())
+                .collect()
+                .await;
+            bytes += round_claimed
+                .iter()
+                .map(Claimed::payload_bytes)
+                .sum::<usize>();
+            taken += round.len();
+            claimed.extend(round_claimed);
+        }
+        let cut = (taken < due.len()).then(|| {
+            let last = &due[taken - 1];
+            Cursor {
+                key: last.key.as_str().to_owned(),
+                next_attempt_at: last.next_attempt_at.as_str().to_owned(),
+            }
+        });
+        (claimed, cut)
     }
 
     fn take_census(&self, report: &mut PassReport, census: &Census, now: std::time::SystemTime) {

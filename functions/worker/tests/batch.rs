@@ -18,6 +18,7 @@ use shared::{FormSubmission, Receipt, ReceiptStatus};
 use worker::config::CrmToken;
 use worker::destinations::http::HttpCrm;
 use worker::destinations::token::{Source, TokenError};
+use worker::destinations::Destination;
 use worker::ledger::memory::{MemoryLedger, WatchedLedger};
 use worker::ledger::{
     AttemptRecord, Census, Claim, Cursor, DuePage, DueQuery, GatePass, LedgerError, Marked,
@@ -726,6 +727,13 @@ impl ReceiptLedger for CompletedElsewhere {
     ) -> Result<bool, LedgerError> {
         self.0.admit_newest(gate, pass, expires_at).await
     }
+    async fn claim_alone(
+        &self,
+        key: &shared::IdempotencyKey,
+        held: &shared::receipt::Timestamp,
+    ) -> Result<Claim, LedgerError> {
+        self.0.claim_alone(key, held).await
+    }
     async fn claim(
         &self,
         key: &shared::IdempotencyKey,
@@ -814,7 +822,7 @@ async fn an_outcome_another_delivery_settled_first_is_counted_there_not_here() {
 
 /// A receipt whose outcome can never be recorded (or whose lead crashes the
 /// worker) is not written to the CRM at every pass forever: after
-/// MAX_UNRECORDED_CLAIMS such claims it is FAILED, for a person.
+/// MAX_UNRECORDED_CLAIMS such claims alone it is FAILED, for a person.
 #[tokio::test]
 async fn a_receipt_whose_outcome_never_records_stops_being_delivered() {
     use worker::deliver::claim::{MAX_UNRECORDED_CLAIMS, OUTCOME_NOT_RECORDED};
@@ -837,10 +845,152 @@ async fn a_receipt_whose_outcome_never_records_stops_being_delivered() {
 
     assert_eq!(
         crm.calls_for("sub_stuck").len(),
-        MAX_UNRECORDED_CLAIMS as usize,
-        "written once per claim, then no more"
+        1 + MAX_UNRECORDED_CLAIMS as usize,
+        "written once in its page, then once per claim alone, then no more"
     );
     let stored = worker.ledger().inner.get(&stuck.pk).unwrap();
     assert_eq!(stored.status, ReceiptStatus::Failed);
     assert_eq!(stored.failure_reason.as_deref(), Some(OUTCOME_NOT_RECORDED));
+}
+
+/// Deliveries that died with their page (a container killed while a page
+/// was with the CRM) are charged to no receipt: however many, each page-mate
+/// is then delivered alone, and COMPLETED.
+#[tokio::test]
+async fn deaths_of_a_whole_page_are_charged_to_no_receipt() {
+    use worker::deliver::claim::MAX_UNRECORDED_CLAIMS;
+    let crm = CrmStub::start().await.unwrap();
+    let mut receipts: Vec<Receipt> = (0..10)
+        .map(|n| receipt(&format!("sub_page_{n}"), "a@example.com"))
+        .collect();
+    let hour_ago = SystemTime::now() - Duration::from_secs(3600);
+    for receipt in &mut receipts {
+        receipt.received_at = shared::receipt::format_timestamp(hour_ago);
+        // Its page died with the CRM call in flight, again and again.
+        receipt.unrecorded_claims = MAX_UNRECORDED_CLAIMS + 2;
+    }
+    let refs: Vec<&Receipt> = receipts.iter().collect();
+    let worker = http_worker(&crm, MemoryLedger::holding(refs));
+
+    let pass = worker.reconcile(in_seconds(30)).await;
+
+    assert_eq!(pass.delivered, 10, "{pass:?}");
+    for receipt in &receipts {
+        let stored = worker.ledger().get(&receipt.pk).unwrap();
+        assert_eq!(stored.status, ReceiptStatus::Completed, "{}", receipt.pk);
+        assert_eq!((stored.unrecorded_claims, stored.solo_claims), (0, 0));
+        assert_eq!(crm.calls_for(&receipt.submission_id).len(), 1);
+    }
+    assert_eq!(
+        crm.max_in_flight(),
+        1,
+        "each delivered alone, one at a time"
+    );
+}
+
+/// A suspect among a page's receipts is delivered after the page, alone.
+#[tokio::test]
+async fn a_suspect_is_delivered_after_its_page_alone() {
+    let crm = CrmStub::start().await.unwrap();
+    crm.set_delay(Duration::from_millis(50));
+    let hour_ago = shared::receipt::format_timestamp(SystemTime::now() - Duration::from_secs(3600));
+    let mut receipts: Vec<Receipt> = (0..6)
+        .map(|n| receipt(&format!("sub_mate_{n}"), "a@example.com"))
+        .collect();
+    for receipt in &mut receipts {
+        receipt.received_at = hour_ago.clone();
+    }
+    receipts[0].unrecorded_claims = 1;
+    let refs: Vec<&Receipt> = receipts.iter().collect();
+    let worker = http_worker(&crm, MemoryLedger::holding(refs));
+
+    let pass = worker.reconcile(in_seconds(30)).await;
+
+    assert_eq!(pass.delivered, 6, "{pass:?}");
+    let calls = crm.calls();
+    assert_eq!(calls.len(), 6);
+    let suspect = calls
+        .iter()
+        .find(|call| call.external_id == "sub_mate_0")
+        .unwrap();
+    assert!(
+        calls
+            .iter()
+            .filter(|call| call.external_id != "sub_mate_0")
+            .all(|mate| mate.at + Duration::from_millis(50) <= suspect.at),
+        "the suspect's call starts after every page-mate's has ended"
+    );
+    let stored = worker.ledger().get(&receipts[0].pk).unwrap();
+    assert_eq!(stored.status, ReceiptStatus::Completed);
+}
+
+/// Records the form data of every batch handed to the CRM.
+struct BatchBytes {
+    crm: HttpCrm,
+    batches: std::sync::Mutex<Vec<usize>>,
+}
+
+impl Destination for BatchBytes {
+    fn name(&self) -> &'static str {
+        "http"
+    }
+
+    async fn upsert(
+        &self,
+        lead: &shared::Lead,
+        key: &shared::IdempotencyKey,
+    ) -> Result<worker::destinations::Upserted, worker::destinations::DestinationError> {
+        self.crm.upsert(lead, key).await
+    }
+
+    async fn upsert_batch(
+        &self,
+        writes: &[worker::destinations::Write<'_>],
+        concurrency: usize,
+        deadline: worker::destinations::CallDeadline,
+    ) -> Vec<worker::destinations::Answer> {
+        let bytes = writes.iter().map(|write| write.lead.message.len()).sum();
+        self.batches.lock().unwrap().push(bytes);
+        self.crm.upsert_batch(writes, concurrency, deadline).await
+    }
+}
+
+/// A pass holds at most about PAGE_PAYLOAD_BYTES of form data at once: a
+/// page of large receipts is cut, and the rest is the next page's.
+#[tokio::test]
+async fn a_page_of_large_receipts_is_cut_by_its_bytes() {
+    use worker::reconcile::PAGE_PAYLOAD_BYTES;
+    let crm = CrmStub::start().await.unwrap();
+    let message = "m".repeat(200 * 1024);
+    let hour_ago = SystemTime::now() - Duration::from_secs(3600);
+    let receipts: Vec<Receipt> = (0..40)
+        .map(|n| {
+            let body = serde_json::json!({
+                "event": "form.submitted",
+                "data": {"submissionId": format!("sub_large_{n:02}"), "formData": {"email": "a@example.com", "message": message}}
+            });
+            let submission = FormSubmission::parse(body.to_string().as_bytes()).unwrap();
+            let mut receipt = Receipt::new(&submission, hour_ago);
+            receipt.next_attempt_at = Some(shared::receipt::format_timestamp(hour_ago));
+            receipt
+        })
+        .collect();
+    let destination = BatchBytes {
+        crm: HttpCrm::new(crm.leads_url(), None).unwrap(),
+        batches: std::sync::Mutex::new(Vec::new()),
+    };
+    let worker = Worker::new(destination, MemoryLedger::holding(&receipts), 8)
+        .with_retry_policy(fast_retries());
+
+    let pass = worker.reconcile(in_seconds(60)).await;
+
+    assert_eq!((pass.due, pass.delivered), (40, 40), "{pass:?}");
+    let batches = worker.destination().batches.lock().unwrap().clone();
+    assert!(batches.len() >= 2, "{batches:?}");
+    for bytes in batches {
+        assert!(
+            bytes <= PAGE_PAYLOAD_BYTES + 8 * message.len(),
+            "at most one claim round past the limit: {bytes}"
+        );
+    }
 }

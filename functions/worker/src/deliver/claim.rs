@@ -9,17 +9,20 @@ use shared::IdempotencyKey;
 use super::{Claimed, Worker};
 use crate::decide::{decode_receipt, Decoded, SkipReason};
 use crate::destinations::Destination;
-use crate::ledger::{Claim, ReceiptLedger, UnreadableItem};
+use crate::ledger::{Claim, LedgerError, ReceiptLedger, UnreadableItem};
 
 /// Added to the invocation's remaining time for a claim: a receipt whose
 /// delivery died with its container is due again this long after the
 /// invocation's end.
 const CLAIM_MARGIN: Duration = Duration::from_secs(60);
 
-/// Claims in a row whose delivery recorded no outcome (it died, or its
-/// write failed) before the receipt is FAILED instead of delivered again:
-/// a lead that crashes the worker, or whose receipt cannot take an
-/// outcome, must not be written to the CRM at every pass forever.
+/// Claims in a row to deliver a receipt alone whose delivery recorded no
+/// outcome (it died, or its write failed) before the receipt is FAILED
+/// instead of delivered again: a lead that crashes the worker, or whose
+/// receipt cannot take an outcome, must not be written to the CRM at every
+/// pass forever. Only claims alone count: a delivery of a whole page that
+/// dies is charged to no one (its receipts become suspects, each then
+/// delivered alone, so the next death has exactly one cause).
 pub const MAX_UNRECORDED_CLAIMS: u32 = 5;
 
 /// The reason such a receipt is FAILED with.
@@ -42,24 +45,46 @@ impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
         seen: Option<&Timestamp>,
         until: &Timestamp,
     ) -> Claimed {
-        match self.ledger.claim(key, seen, until).await {
-            Ok(Claim::Taken(taken)) => match *taken {
-                // Deliveries of it keep dying, or keep failing to record
-                // their outcome: no more CRM writes; a person looks at it.
-                Ok(receipt) if receipt.unrecorded_claims > MAX_UNRECORDED_CLAIMS => {
-                    Claimed::Act(Decoded::Unreadable {
-                        key: Some(receipt.pk),
-                        reason: OUTCOME_NOT_RECORDED,
-                    })
-                }
-                Ok(receipt) => Claimed::Act(decode_receipt(receipt)),
-                Err(UnreadableItem { key }) => Claimed::Act(Decoded::Unreadable {
-                    key,
-                    reason: "receipt unreadable",
-                }),
-            },
-            Ok(Claim::Lost) => Claimed::Act(Decoded::Skip(SkipReason::SettledOrTaken)),
-            Err(error) => Claimed::Unavailable(error),
+        claimed(self.ledger.claim(key, seen, until).await)
+    }
+
+    /// Claims a suspect this delivery holds (`held`: its claim's end) to
+    /// deliver it alone, counting the claim against it: past
+    /// [`MAX_UNRECORDED_CLAIMS`] it is FAILED, with no more CRM writes.
+    pub(crate) async fn claim_alone(&self, key: &IdempotencyKey, held: &Timestamp) -> Claimed {
+        match claimed(self.ledger.claim_alone(key, held).await) {
+            // Deliveries of it alone keep dying, or keep failing to record
+            // their outcome: no more CRM writes; a person looks at it.
+            Claimed::Act(Decoded::Deliver(delivery))
+                if delivery.receipt.solo_claims > MAX_UNRECORDED_CLAIMS =>
+            {
+                Claimed::Act(Decoded::Unreadable {
+                    key: Some(delivery.receipt.pk),
+                    reason: OUTCOME_NOT_RECORDED,
+                })
+            }
+            other => other,
         }
     }
+}
+
+/// What a claim's answer gives the delivery core to act on.
+fn claimed(answer: Result<Claim, LedgerError>) -> Claimed {
+    match answer {
+        Ok(Claim::Taken(taken)) => match *taken {
+            Ok(receipt) => Claimed::Act(decode_receipt(receipt)),
+            Err(UnreadableItem { key }) => Claimed::Act(Decoded::Unreadable {
+                key,
+                reason: "receipt unreadable",
+            }),
+        },
+        Ok(Claim::Lost) => Claimed::Act(Decoded::Skip(SkipReason::SettledOrTaken)),
+        Err(error) => Claimed::Unavailable(error),
+    }
+}
+
+/// A receipt an earlier claim of which recorded no outcome (its delivery
+/// died, or could not write): it is delivered alone, after its page.
+pub(crate) fn is_suspect(delivery: &crate::decide::Delivery) -> bool {
+    delivery.receipt.unrecorded_claims > 1
 }

@@ -13,6 +13,7 @@ use std::time::{Duration, Instant, SystemTime};
 use futures_util::stream::{self, StreamExt};
 use shared::delivery::RetryPolicy;
 use shared::metrics::{catalog, Values, DESTINATION, FUNCTION, OUTCOME};
+use shared::receipt::Timestamp;
 use shared::IdempotencyKey;
 
 use crate::decide::{settle, AttemptError, Decoded, Delivery, DeliveryRules, Settlement};
@@ -39,6 +40,18 @@ pub(crate) enum Claimed {
     Act(Decoded),
     /// The ledger could not be asked: nothing was done, try again later.
     Unavailable(LedgerError),
+}
+
+impl Claimed {
+    /// The form data it holds, in bytes.
+    pub(crate) fn payload_bytes(&self) -> usize {
+        match self {
+            Claimed::Act(Decoded::Deliver(delivery)) => {
+                delivery.receipt.payload.as_ref().map_or(0, String::len)
+            }
+            _ => 0,
+        }
+    }
 }
 
 /// The worker: a destination, the ledger of receipts, and the rules for
@@ -138,8 +151,12 @@ impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
         let mut deliveries = Vec::new();
         let mut delivery_slots = Vec::new();
         let mut undeliverable = Vec::new();
+        let mut suspects = Vec::new();
         for (slot, claimed) in claimed.into_iter().enumerate() {
             match claimed {
+                Claimed::Act(Decoded::Deliver(delivery)) if claim::is_suspect(&delivery) => {
+                    suspects.push((slot, delivery));
+                }
                 Claimed::Act(Decoded::Deliver(delivery)) => {
                     delivery_slots.push(slot);
                     deliveries.push(*delivery);
@@ -177,6 +194,9 @@ impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
         for (slot, outcome) in delivery_slots.into_iter().zip(delivered) {
             outcomes[slot] = outcome;
         }
+        for (slot, suspect) in suspects {
+            outcomes[slot] = self.deliver_alone(*suspect, via, deadline).await;
+        }
         for outcome in &outcomes {
             shared::metrics::emit(
                 &self.metrics_namespace,
@@ -186,6 +206,60 @@ impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
             );
         }
         outcomes
+    }
+
+    /// A suspect (an earlier claim of it recorded nothing: its delivery
+    /// died or could not write) on its own: its own claim, call and record,
+    /// one at a time after its page, so that a death now has one cause and
+    /// is charged to it alone.
+    async fn deliver_alone(&self, suspect: Delivery, via: Via, deadline: Instant) -> RecordOutcome {
+        let submission_id = suspect.receipt.submission_id.clone();
+        let held = suspect
+            .receipt
+            .next_attempt_at
+            .clone()
+            .map(Timestamp::from_stored);
+        let enough = deadline.saturating_duration_since(Instant::now()) > self.safety_margin() * 2;
+        let (Some(held), true) = (held, enough) else {
+            // It stays claimed until the claim's end, then the next pass
+            // takes it; nothing was sent and nothing is charged.
+            let mut line = OutcomeLine::new(
+                Some(&submission_id),
+                self.destination.name(),
+                via,
+                0,
+                Instant::now(),
+            );
+            line.reason = Some("no time left in this invocation");
+            line.detail = Some("suspect");
+            line.log(Level::WARN, "deferred", "receipt delivery handled");
+            return RecordOutcome::Deferred;
+        };
+        match self.claim_alone(&suspect.receipt.key(), &held).await {
+            Claimed::Act(Decoded::Deliver(delivery)) => self
+                .deliver_all(vec![*delivery], via, deadline)
+                .await
+                .pop()
+                .unwrap_or(RecordOutcome::Skipped),
+            Claimed::Act(other) => self.act_on_undeliverable(other, via).await,
+            Claimed::Unavailable(error) => {
+                let mut line = OutcomeLine::new(
+                    Some(&submission_id),
+                    self.destination.name(),
+                    via,
+                    0,
+                    Instant::now(),
+                );
+                line.reason = Some(&error.0);
+                line.detail = Some("claim alone");
+                line.log(
+                    Level::WARN,
+                    RecordOutcome::FailedRetryable.code(),
+                    "receipt could not be claimed; nothing was sent",
+                );
+                RecordOutcome::FailedRetryable
+            }
+        }
     }
 
     /// A record or receipt with nothing to deliver: skipped, or unreadable.

@@ -73,6 +73,7 @@ impl MemoryLedger {
                 receipt.attempts += attempt.attempts;
                 receipt.last_attempt_at = Some(attempt.at.as_str().to_owned());
                 receipt.unrecorded_claims = 0;
+                receipt.solo_claims = 0;
                 change(receipt);
                 Marked::Updated
             }
@@ -113,6 +114,23 @@ impl ReceiptLedger for MemoryLedger {
             {
                 receipt.next_attempt_at = Some(until.as_str().to_owned());
                 receipt.unrecorded_claims += 1;
+                Ok(Claim::Taken(Box::new(Ok(receipt.clone()))))
+            }
+            _ => Ok(Claim::Lost),
+        }
+    }
+
+    async fn claim_alone(
+        &self,
+        key: &IdempotencyKey,
+        held: &Timestamp,
+    ) -> Result<Claim, LedgerError> {
+        match self.lock().get_mut(key.as_str()) {
+            Some(receipt)
+                if receipt.status == ReceiptStatus::Received
+                    && receipt.next_attempt_at.as_deref() == Some(held.as_str()) =>
+            {
+                receipt.solo_claims += 1;
                 Ok(Claim::Taken(Box::new(Ok(receipt.clone()))))
             }
             _ => Ok(Claim::Lost),
@@ -299,6 +317,14 @@ impl<L: ReceiptLedger> ReceiptLedger for WatchedLedger<L> {
         until: &Timestamp,
     ) -> Result<Claim, LedgerError> {
         self.inner.claim(key, seen, until).await
+    }
+
+    async fn claim_alone(
+        &self,
+        key: &IdempotencyKey,
+        held: &Timestamp,
+    ) -> Result<Claim, LedgerError> {
+        self.inner.claim_alone(key, held).await
     }
 
     async fn mark_completed(

@@ -79,6 +79,16 @@ pub trait ReceiptLedger: Send + Sync {
         until: &Timestamp,
     ) -> impl Future<Output = Result<Claim, LedgerError>> + Send;
 
+    /// Takes a receipt this delivery already holds (its next attempt is
+    /// still `held`) to deliver it alone, counting the claim against it
+    /// (`solo_claims`): a suspect, whose earlier claims went unrecorded.
+    /// `Lost` when it was settled or taken meanwhile.
+    fn claim_alone(
+        &self,
+        key: &IdempotencyKey,
+        held: &Timestamp,
+    ) -> impl Future<Output = Result<Claim, LedgerError>> + Send;
+
     /// RECEIVED → COMPLETED; leaves the queue; loses its personal data
     /// unless `completion` keeps it; TTL may delete it from
     /// `completion.expires_at` on, and not before: the only write that sets

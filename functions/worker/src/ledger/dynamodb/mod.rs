@@ -12,7 +12,7 @@ use aws_sdk_dynamodb::config::retry::RetryConfig;
 use aws_sdk_dynamodb::config::timeout::TimeoutConfig;
 use aws_sdk_dynamodb::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_dynamodb::operation::query::QueryError;
-use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
+use aws_sdk_dynamodb::operation::update_item::{UpdateItemError, UpdateItemOutput};
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnValue};
 use aws_sdk_dynamodb::Client;
 use shared::receipt::Timestamp;
@@ -84,11 +84,11 @@ impl DynamoLedger {
         names: &[(&str, &str)],
         values: Vec<(&str, AttributeValue)>,
     ) -> Result<Marked, LedgerError> {
-        // Every recorded outcome clears the count of unrecorded claims.
+        // Every recorded outcome clears the counts of unrecorded claims.
         let remove = if remove.is_empty() {
-            " REMOVE #unrecorded".to_owned()
+            " REMOVE #unrecorded, #solo".to_owned()
         } else {
-            format!("{remove}, #unrecorded")
+            format!("{remove}, #unrecorded, #solo")
         };
         let expression = format!(
             "SET #attempts = if_not_exists(#attempts, :zero) + :attempts, #lastAttemptAt = :at, {set}{remove}"
@@ -104,6 +104,7 @@ impl DynamoLedger {
             .expression_attribute_names("#attempts", attr::ATTEMPTS)
             .expression_attribute_names("#lastAttemptAt", attr::LAST_ATTEMPT_AT)
             .expression_attribute_names("#unrecorded", attr::UNRECORDED_CLAIMS)
+            .expression_attribute_names("#solo", attr::SOLO_CLAIMS)
             .expression_attribute_values(":received", s(ReceiptStatus::Received.as_str()))
             .expression_attribute_values(":zero", n(0))
             .expression_attribute_values(":attempts", n(attempt.attempts))
@@ -231,19 +232,30 @@ impl ReceiptLedger for DynamoLedger {
                 request.condition_expression("#status = :received AND attribute_not_exists(#next)")
             }
         };
-        match request.send().await {
-            Ok(output) => {
-                let item = output.attributes.unwrap_or_default();
-                let key = match item.get(attr::PK) {
-                    Some(AttributeValue::S(key)) => Some(key.clone()),
-                    _ => Some(key.as_str().to_owned()),
-                };
-                Ok(Claim::Taken(Box::new(
-                    serde_dynamo::from_item(item).map_err(|_| UnreadableItem { key }),
-                )))
-            }
-            Err(error) => conditional_failure(error).map(|()| Claim::Lost),
-        }
+        claimed(request.send().await, key)
+    }
+
+    async fn claim_alone(
+        &self,
+        key: &IdempotencyKey,
+        held: &Timestamp,
+    ) -> Result<Claim, LedgerError> {
+        let request = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .key(attr::PK, s(key.as_str()))
+            .update_expression("SET #solo = if_not_exists(#solo, :zero) + :one")
+            .condition_expression("#status = :received AND #next = :held")
+            .expression_attribute_names("#status", attr::STATUS)
+            .expression_attribute_names("#next", attr::NEXT_ATTEMPT_AT)
+            .expression_attribute_names("#solo", attr::SOLO_CLAIMS)
+            .expression_attribute_values(":received", s(ReceiptStatus::Received.as_str()))
+            .expression_attribute_values(":held", s(held.as_str()))
+            .expression_attribute_values(":zero", n(0))
+            .expression_attribute_values(":one", n(1))
+            .return_values(ReturnValue::AllNew);
+        claimed(request.send().await, key)
     }
 
     async fn mark_completed(
@@ -354,5 +366,26 @@ impl ReceiptLedger for DynamoLedger {
             ],
         )
         .await
+    }
+}
+
+/// A claim's answer: the receipt as stored now, or `Lost` when its
+/// condition failed.
+fn claimed(
+    result: Result<UpdateItemOutput, SdkError<UpdateItemError, HttpResponse>>,
+    key: &IdempotencyKey,
+) -> Result<Claim, LedgerError> {
+    match result {
+        Ok(output) => {
+            let item = output.attributes.unwrap_or_default();
+            let key = match item.get(attr::PK) {
+                Some(AttributeValue::S(key)) => Some(key.clone()),
+                _ => Some(key.as_str().to_owned()),
+            };
+            Ok(Claim::Taken(Box::new(
+                serde_dynamo::from_item(item).map_err(|_| UnreadableItem { key }),
+            )))
+        }
+        Err(error) => conditional_failure(error).map(|()| Claim::Lost),
     }
 }
