@@ -1,9 +1,10 @@
 //! `make chaos`: the promise, demonstrated. Submissions go through the real
 //! `ingest` and `worker` binaries on a local Lambda Runtime API, against a
-//! local DynamoDB-protocol server, while both processes are killed with
+//! local DynamoDB-protocol server, while the processes are killed with
 //! SIGKILL at random moments (some while a lead is written to the CRM and
-//! its receipt is not yet updated) and the CRM fails and answers late at
-//! random. Senders retry until they get a 2xx, the stream retries failed
+//! its receipt is not yet updated): ingest, the worker taking the stream,
+//! and the worker running scheduled reconciliation passes, half of which
+//! are killed mid-pass. The CRM fails and answers late at random. Senders retry until they get a 2xx, the stream retries failed
 //! batches, and reconciliation passes run until nothing waits. Then it
 //! counts: every accepted submission must be exactly one lead, and every
 //! receipt `COMPLETED`. A seed makes a run repeatable.
@@ -40,6 +41,10 @@ const CRM_FAIL_PERCENT: u8 = 15;
 const CRM_MAX_DELAY: Duration = Duration::from_millis(400);
 /// Time between two kills, at random within these bounds (milliseconds).
 const KILL_EVERY: (u64, u64) = (100, 700);
+/// Time between two scheduled passes while kills go on (milliseconds), and
+/// when in a pass a kill lands (after its start).
+const PASS_EVERY: (u64, u64) = (200, 800);
+const PASS_KILL_AFTER: (u64, u64) = (2, 200);
 /// Kills go on after the last submission is accepted, while the stream and
 /// the passes deliver, until this share of the leads exists, or this long.
 const KILL_UNTIL_LEADS_PERCENT: usize = 90;
@@ -81,6 +86,8 @@ fn options() -> Result<Options, String> {
 /// A function process that can be killed and started again.
 struct Function {
     name: &'static str,
+    /// What it is in the summary: `ingest`, `stream`, `pass`.
+    label: &'static str,
     runtime: Arc<LambdaEmulator>,
     child: tokio::sync::Mutex<Child>,
     bin_dir: PathBuf,
@@ -92,6 +99,7 @@ struct Function {
 impl Function {
     async fn start(
         name: &'static str,
+        label: &'static str,
         bin_dir: &std::path::Path,
         common_env: &[(&'static str, String)],
         env: Vec<(&'static str, String)>,
@@ -104,6 +112,7 @@ impl Function {
         let child = local::spawn_function(bin_dir, name, &runtime, common_env, &env, true)?;
         Ok(Function {
             name,
+            label,
             runtime,
             child: tokio::sync::Mutex::new(child),
             bin_dir: bin_dir.to_owned(),
@@ -177,6 +186,7 @@ async fn run() -> Result<(), String> {
     let ingest = Arc::new(
         Function::start(
             "ingest",
+            "ingest",
             &bin_dir,
             &common_env,
             vec![
@@ -186,21 +196,27 @@ async fn run() -> Result<(), String> {
         )
         .await?,
     );
+    let worker_env = vec![
+        ("DESTINATION", "http".to_owned()),
+        ("CRM_URL", crm.leads_url()),
+        ("RECONCILE_AFTER_SECONDS", "1".to_owned()),
+        ("REDELIVERY_BASE_SECONDS", "1".to_owned()),
+        ("REDELIVERY_MAX_SECONDS", "2".to_owned()),
+    ];
+    // As on Lambda, the stream's invocations and the schedule's passes run
+    // in containers of their own: each can be killed alone.
     let worker = Arc::new(
         Function::start(
             "worker",
+            "stream",
             &bin_dir,
             &common_env,
-            vec![
-                ("DESTINATION", "http".to_owned()),
-                ("CRM_URL", crm.leads_url()),
-                ("RECONCILE_AFTER_SECONDS", "1".to_owned()),
-                ("REDELIVERY_BASE_SECONDS", "1".to_owned()),
-                ("REDELIVERY_MAX_SECONDS", "2".to_owned()),
-            ],
+            worker_env.clone(),
         )
         .await?,
     );
+    let passes_worker =
+        Arc::new(Function::start("worker", "pass", &bin_dir, &common_env, worker_env).await?);
 
     // The stream, retrying failed batches, until told to stop.
     let stop_pump = Arc::new(AtomicBool::new(false));
@@ -232,9 +248,47 @@ async fn run() -> Result<(), String> {
         })
     };
 
-    // Kills at random moments, until told to stop.
+    // Scheduled passes, every second or so, half of them killed mid-pass
+    // at a random moment, until told to stop.
     let stop_kills = Arc::new(AtomicBool::new(false));
     let kills_during_crm_calls = Arc::new(AtomicUsize::new(0));
+    let passes_run = Arc::new(AtomicUsize::new(0));
+    let pass_task = {
+        let passes = Arc::clone(&passes_worker);
+        let stop = Arc::clone(&stop_kills);
+        let during = Arc::clone(&kills_during_crm_calls);
+        let run = Arc::clone(&passes_run);
+        let crm_view = crm.clone_handle();
+        let mut rng = fastrand::Rng::with_seed(options.seed ^ 0x7061_7373);
+        tokio::spawn(async move {
+            while !stop.load(Ordering::SeqCst) {
+                tokio::time::sleep(Duration::from_millis(rng.u64(PASS_EVERY.0..PASS_EVERY.1)))
+                    .await;
+                run.fetch_add(1, Ordering::SeqCst);
+                let runtime = Arc::clone(&passes.runtime);
+                let mut pass =
+                    tokio::spawn(
+                        async move { runtime.invoke(scheduled_event(), WORKER_TIMEOUT).await },
+                    );
+                let kill_after = rng
+                    .bool()
+                    .then(|| Duration::from_millis(rng.u64(PASS_KILL_AFTER.0..PASS_KILL_AFTER.1)));
+                if let Some(kill_after) = kill_after {
+                    if tokio::time::timeout(kill_after, &mut pass).await.is_ok() {
+                        continue;
+                    }
+                    if crm_view.in_flight() > 0 {
+                        during.fetch_add(1, Ordering::SeqCst);
+                    }
+                    passes.kill_and_restart().await?;
+                }
+                let _ = pass.await;
+            }
+            Ok::<(), String>(())
+        })
+    };
+
+    // Kills at random moments, until told to stop.
     let kill_task = {
         let (ingest, worker) = (Arc::clone(&ingest), Arc::clone(&worker));
         let stop = Arc::clone(&stop_kills);
@@ -305,6 +359,7 @@ async fn run() -> Result<(), String> {
     }
     stop_kills.store(true, Ordering::SeqCst);
     kill_task.await.map_err(|e| e.to_string())??;
+    pass_task.await.map_err(|e| e.to_string())??;
 
     // Passes until nothing waits: a claim left by a killed worker lapses a
     // minute after its invocation's end.
@@ -317,12 +372,9 @@ async fn run() -> Result<(), String> {
         }
         tokio::time::sleep(Duration::from_secs(2)).await;
         passes += 1;
-        let report = worker
+        let report = passes_worker
             .runtime
-            .invoke(
-                json!({"detail-type": "Scheduled Event", "source": "aws.events", "detail": {}}),
-                WORKER_TIMEOUT,
-            )
+            .invoke(scheduled_event(), WORKER_TIMEOUT)
             .await;
         let waiting = report.as_ref().ok().and_then(|report| {
             Some(report["pending"].as_u64()? + report["failedReceipts"].as_u64()?)
@@ -335,6 +387,7 @@ async fn run() -> Result<(), String> {
     let given_up = pump_task.await.map_err(|e| e.to_string())?;
     ingest.stop().await;
     worker.stop().await;
+    passes_worker.stop().await;
 
     // The count.
     let mut statuses: BTreeMap<String, usize> = BTreeMap::new();
@@ -362,12 +415,17 @@ async fn run() -> Result<(), String> {
     let leads = crm.lead_count();
     let missing: Vec<&String> = ids.iter().filter(|id| crm.lead(id).is_none()).collect();
     println!(
-        "chaos: {} submissions accepted in {:.1} s ({} sends); kills: ingest {}, worker {} ({} during a CRM call)",
+        "chaos: {} submissions accepted in {:.1} s ({} sends); kills: {} {}, {} {}, {} {} of {} passes ({} worker kills during a CRM call)",
         ids.len(),
         accepted_after.as_secs_f64(),
         attempts.load(Ordering::SeqCst),
+        ingest.label,
         ingest.kills.load(Ordering::SeqCst),
+        worker.label,
         worker.kills.load(Ordering::SeqCst),
+        passes_worker.label,
+        passes_worker.kills.load(Ordering::SeqCst),
+        passes_run.load(Ordering::SeqCst),
         kills_during_crm_calls.load(Ordering::SeqCst)
     );
     println!(
@@ -404,6 +462,11 @@ async fn run() -> Result<(), String> {
     } else {
         Err(format!("the promise did not hold: {}", broken.join("; ")))
     }
+}
+
+/// What EventBridge's schedule sends the worker for a pass.
+fn scheduled_event() -> serde_json::Value {
+    json!({"detail-type": "Scheduled Event", "source": "aws.events", "detail": {}})
 }
 
 /// One Static Forms delivery of `id`, as API Gateway hands it to ingest.
