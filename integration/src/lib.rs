@@ -344,6 +344,12 @@ pub async fn create_stack(
 /// CloudFormation, Secrets Manager), the way an operator would with the
 /// standard AWS environment: exit success, stdout, stderr.
 pub fn receipts_cli(env: &[(&str, &str)], args: &[&str]) -> (bool, String, String) {
+    let (code, out, err) = receipts_cli_code(env, args);
+    (code == Some(0), out, err)
+}
+
+/// The same, with the exit code.
+pub fn receipts_cli_code(env: &[(&str, &str)], args: &[&str]) -> (Option<i32>, String, String) {
     let bin_dir = std::env::var("FUNCTION_BIN_DIR").unwrap_or_else(|_| {
         panic!("FUNCTION_BIN_DIR is not set: run the suite with `make test`, which builds the receipts CLI first")
     });
@@ -361,7 +367,7 @@ pub fn receipts_cli(env: &[(&str, &str)], args: &[&str]) -> (bool, String, Strin
         .output()
         .expect("the receipts binary runs");
     (
-        output.status.success(),
+        output.status.code(),
         String::from_utf8_lossy(&output.stdout).into_owned(),
         String::from_utf8_lossy(&output.stderr).into_owned(),
     )

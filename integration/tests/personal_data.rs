@@ -13,6 +13,7 @@ use devtools::crm_stub::{Answer, CrmStub};
 use integration::*;
 use shared::clock::Adjustable as TestClock;
 use shared::delivery::RetryPolicy;
+use shared::receipt::Timestamp;
 use shared::{FormSubmission, Receipt, ReceiptStatus};
 use worker::destinations::http::HttpCrm;
 use worker::ledger::dynamodb::DynamoLedger;
@@ -332,4 +333,60 @@ fn forget_refuses_what_is_not_an_address_and_changes_nothing() {
         !err.contains("not an address"),
         "the input is not echoed: {err}"
     );
+}
+
+/// forget decides from the receipt as its erase found it (the update's old
+/// image), not from its earlier scan nor the operator's clock: a receipt a
+/// delivery claimed is named with when to run again, and forget exits 3.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn forget_names_a_receipt_a_delivery_holds_and_exits_3() {
+    let moto = endpoint(DYNAMODB_ENDPOINT);
+    let ReceiptsWithIngest {
+        client,
+        table,
+        ingest,
+    } = receipts_with_ingest(&moto).await;
+    assert_eq!(
+        ingest
+            .handle(ada("sub_held", "ada@example.com"))
+            .await
+            .status(),
+        202
+    );
+    let items = scan(&client, &table).await;
+    let seen = Timestamp::from_stored(text(&items[0], "nextAttemptAt"));
+    // A delivery holds it; its claim's end by its own clock, which may be
+    // behind the operator's.
+    let until = Timestamp::from_stored("2000-01-01T00:00:00.000Z");
+    let ledger = DynamoLedger::new(worker_client(&moto).await, &table);
+    let key = shared::IdempotencyKey::from_stored("staticforms:form.submitted:sub_held".to_owned());
+    assert!(matches!(
+        ledger.claim(&key, Some(&seen), &until).await,
+        Ok(worker::ledger::Claim::Taken(_))
+    ));
+
+    let forget = || {
+        receipts_cli_code(
+            &[],
+            &["--table", &table, "forget", "--email", "ada@example.com"],
+        )
+    };
+    let (code, out, err) = forget();
+    assert_eq!(code, Some(3), "{out}\n{err}");
+    assert!(
+        out.contains("a delivery held sub_held when it was erased, until 2000-01-01T00:00:00.000Z"),
+        "{out}"
+    );
+    assert!(
+        err.contains("run forget again after 2000-01-01T00:00:00.000Z"),
+        "{err}"
+    );
+    let items = scan(&client, &table).await;
+    assert_eq!(text(&items[0], "status"), "ERASED");
+    assert!(!items[0].contains_key("payload"));
+
+    // Run again: nothing is left, nothing is held.
+    let (code, out, err) = forget();
+    assert_eq!(code, Some(0), "{out}\n{err}");
+    assert!(out.contains("nothing to erase"), "{out}");
 }

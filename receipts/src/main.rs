@@ -22,6 +22,10 @@ async fn main() -> ExitCode {
             eprintln!("receipts: {message}");
             ExitCode::FAILURE
         }
+        Err(Failed::RunAgainLater(message)) => {
+            eprintln!("receipts: {message}");
+            ExitCode::from(3)
+        }
     }
 }
 

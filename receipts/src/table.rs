@@ -160,12 +160,32 @@ pub enum Redriven {
     Missing,
 }
 
+/// The claim's end of a receipt (as an item) that a delivery holds: RECEIVED
+/// with a claim whose outcome is not recorded. Such a delivery may write the
+/// lead to the CRM until its claim ends (or it died, and will not).
+fn held_until(item: &HashMap<String, AttributeValue>) -> Option<String> {
+    let text = |name: &str| match item.get(name) {
+        Some(AttributeValue::S(text)) => Some(text.as_str()),
+        _ => None,
+    };
+    let claimed =
+        matches!(item.get(attr::UNRECORDED_CLAIMS), Some(AttributeValue::N(n)) if n != "0");
+    (text(attr::STATUS) == Some(ReceiptStatus::Received.as_str()) && claimed).then(|| {
+        text(attr::NEXT_ATTEMPT_AT)
+            .unwrap_or("the claim's end")
+            .to_owned()
+    })
+}
+
 /// What `erase` did to one receipt.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Erased {
     /// RECEIVED or FAILED: now ERASED without its payload, out of every
-    /// queue, never delivered.
-    Settled,
+    /// queue, never delivered by a later claim. `held_until`: the receipt
+    /// as it was at the moment of the erase (the update's old image) was
+    /// RECEIVED and claimed by a delivery that had recorded no outcome: its
+    /// lead may still reach the CRM, until that claim's end.
+    Settled { held_until: Option<String> },
     /// COMPLETED (its payload kept by KEEP_PAYLOAD_AFTER_DELIVERY or by an
     /// earlier version): the payload removed.
     PayloadRemoved,
@@ -410,10 +430,22 @@ impl ReceiptsTable {
             .expression_attribute_values(":failed", s(ReceiptStatus::Failed.as_str()))
             .expression_attribute_values(":now", s(now))
             .expression_attribute_values(":expires", AttributeValue::N(expires_at.to_string()))
+            // Decided from the receipt as the erase found it, not from the
+            // copy read before: a pass may have claimed it since.
+            .return_values(ReturnValue::AllOld)
             .send()
             .await;
-        if !failed_condition(settle)? {
-            return Ok(Erased::Settled);
+        let old = match settle {
+            Ok(output) => Some(output.attributes.unwrap_or_default()),
+            Err(error) => {
+                failed_condition(Err::<(), _>(error))?;
+                None
+            }
+        };
+        if let Some(old) = old {
+            return Ok(Erased::Settled {
+                held_until: held_until(&old),
+            });
         }
         // Delivered (perhaps since it was read): only the payload goes.
         let strip = personal(self.client.update_item())

@@ -64,14 +64,6 @@ fn becomes(receipt: &Receipt) -> &'static str {
     }
 }
 
-/// A receipt a delivery holds right now (claimed, its claim not lapsed):
-/// its lead may reach the CRM although the receipt is erased.
-fn held_until(receipt: &Receipt, now: &str) -> Option<String> {
-    let next = receipt.next_attempt_at.as_deref()?;
-    (receipt.status == ReceiptStatus::Received && receipt.unrecorded_claims > 0 && next > now)
-        .then(|| next.to_owned())
-}
-
 /// Refuses to start a scan the bound would stop.
 fn check_size(table: &str, size: TableSize, max_mb: usize) -> Result<(), Failed> {
     eprintln!(
@@ -226,15 +218,18 @@ pub(super) async fn forget(
             .erase(&receipt.pk, &now, expires_at)
             .await
             .map_err(run_error)?;
-        let said = match erased {
-            Erased::Settled => "ERASED, never delivered",
+        let said = match &erased {
+            Erased::Settled { held_until: None } => "ERASED, never delivered",
+            Erased::Settled {
+                held_until: Some(until),
+            } => {
+                held.push((receipt.submission_id.clone(), until.clone()));
+                "ERASED; a delivery held it at that moment and may still send its lead"
+            }
             Erased::PayloadRemoved => "form data removed",
             Erased::NothingLeft => "nothing left to erase (delivered or erased meanwhile)",
         };
         let _ = writeln!(out, "erased {}: {said}", receipt.pk);
-        if let Some(until) = held_until(receipt, &now) {
-            held.push((receipt.submission_id.clone(), until));
-        }
     }
     if has_gate {
         let deleted = table.delete_gate(&gate).await.map_err(run_error)?;
@@ -268,12 +263,20 @@ pub(super) async fn forget(
     for (submission_id, until) in &held {
         let _ = writeln!(
             out,
-            "warning: a delivery held {submission_id} until {until}: its lead may still reach \
-             the CRM; erase it there after that time"
+            "warning: a delivery held {submission_id} when it was erased, until {until}: its \
+             lead may still reach the CRM (and a leads-table row or gate that delivery writes \
+             is refused, or erased by a second run)"
         );
     }
     crm_note(out);
-    Ok(())
+    match held.iter().map(|(_, until)| until.as_str()).max() {
+        None => Ok(()),
+        Some(latest) => Err(Failed::RunAgainLater(format!(
+            "{} receipt(s) were held by a delivery when erased: run forget again after {latest}, \
+             then erase the person in the CRM",
+            held.len()
+        ))),
+    }
 }
 
 /// Asks on the terminal; anything but y or yes is no.

@@ -18,11 +18,15 @@ use crate::stack::{output, parameter, Stack};
 use crate::table::{Reading, ReceiptsTable, ScanProgress, Selection};
 use crate::view;
 
-/// Why a command stopped: the operator's mistake (exit 2) or a failure (1).
+/// Why a command stopped: the operator's mistake (exit 2), a failure (1),
+/// or work that must be run again later (3).
 #[derive(Debug)]
 pub enum Failed {
     Usage(String),
     Run(String),
+    /// Done, but not all of it could be: run the command again after what
+    /// the message says (`forget` when a delivery held a receipt). Exit 3.
+    RunAgainLater(String),
 }
 
 fn run_error(error: impl std::fmt::Display) -> Failed {
