@@ -60,8 +60,8 @@ pub mod attr {
 /// The attributes of a receipt that hold personal data. Removed when the
 /// lead is delivered (unless `KEEP_PAYLOAD_AFTER_DELIVERY`) and when a
 /// person is forgotten; read by the operator's CLI only with `--payload`.
-/// Failure reasons are codes (a CRM message is kept only with anything
-/// shaped like an address masked), so they are not in this list.
+/// Failure reasons are codes (a CRM's own code or category, a field name,
+/// an HTTP status), never a CRM's free text, so they are not in this list.
 pub const PERSONAL_ATTRIBUTES: &[&str] = &[attr::PAYLOAD];
 
 /// Every attribute of a receipt but the personal ones: what an operator

@@ -284,11 +284,7 @@ async fn a_validation_rule_of_the_account_fails_only_the_leads_that_break_it() {
         let (status, reason) = status_of(&current, receipt);
         if n == 2 || n == 6 {
             assert_eq!(status, ReceiptStatus::Failed, "sub_{n}");
-            assert_eq!(
-                reason.as_deref(),
-                Some("VALIDATION_ERROR: Property \"company\" is required by a validation rule of this account"),
-                "sub_{n}"
-            );
+            assert_eq!(reason.as_deref(), Some("VALIDATION_ERROR"), "sub_{n}");
         } else {
             assert_eq!(status, ReceiptStatus::Completed, "sub_{n}");
         }

@@ -145,31 +145,29 @@ pub(super) fn reason_of(error: &Value) -> Option<String> {
         .map(str::to_owned)
 }
 
-/// The reason a whole-request refusal gives: its code, or, when HubSpot
-/// sends none (every field of its error body is optional, and an account's
-/// validation rule answers with a category and a message only), the
-/// category with the message, bounded, on one line, with anything that
-/// looks like an email address left out: the reason is stored and logged.
+/// The reason a whole-request refusal gives: its code, else its category,
+/// with HubSpot's `correlationId` when it sends one (HubSpot's support and
+/// its logs find the request by it). Never HubSpot's message: it is free
+/// text that may quote the lead (a name, a phone number), and the reason is
+/// stored and logged. Only tokens of letters, digits, `_` and `-` pass.
 pub(super) fn whole_request_reason(body: &Value) -> Option<String> {
-    if let Some(code) = body["errors"][0]["code"].as_str().filter(|c| !c.is_empty()) {
-        return Some(code.to_owned());
-    }
-    let category = body["category"].as_str().filter(|c| !c.is_empty());
-    let message = body["message"].as_str().map(|message| {
-        let masked = message
-            .split_whitespace()
-            .map(|word| if word.contains('@') { "[email]" } else { word })
-            .collect::<Vec<_>>()
-            .join(" ");
-        shared::delivery::bounded_reason(&masked)
-    });
-    match (category, message) {
-        (Some(category), Some(message)) if !message.is_empty() => {
-            Some(format!("{category}: {message}"))
-        }
-        (Some(category), _) => Some(category.to_owned()),
-        (None, message) => message.filter(|m| !m.is_empty()),
-    }
+    let token = |value: &Value| {
+        value
+            .as_str()
+            .filter(|text| {
+                !text.is_empty()
+                    && text.len() <= 64
+                    && text
+                        .bytes()
+                        .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+            })
+            .map(str::to_owned)
+    };
+    let reason = token(&body["errors"][0]["code"]).or_else(|| token(&body["category"]))?;
+    Some(match token(&body["correlationId"]) {
+        Some(id) => format!("{reason} (correlationId {id})"),
+        None => reason,
+    })
 }
 
 /// 400s about the request or the configuration, never about one lead: the
