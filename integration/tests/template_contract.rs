@@ -371,17 +371,28 @@ fn statements(
 fn each_function_may_do_only_what_it_needs() {
     let template = load();
     let ingest = statements(&template, "IngestFunction", &[]);
-    assert_eq!(ingest.len(), 2);
+    assert_eq!(ingest.len(), 3);
     assert_eq!(
         ingest[0]["Action"],
-        serde_json::json!([
-            "dynamodb:PutItem",
-            "dynamodb:GetItem",
-            "dynamodb:DescribeTable"
-        ]),
-        "a conditional put, its fallback read, and the warm-up's DescribeTable"
+        serde_json::json!(["dynamodb:PutItem", "dynamodb:DescribeTable"]),
+        "a conditional put and the warm-up's DescribeTable"
     );
     assert_eq!(ingest[0]["Resource"], "ReceiptsTable.Arn");
+    // The put's fallback read: the fingerprint only, never form data.
+    assert_eq!(ingest[1]["Action"], "dynamodb:GetItem");
+    assert_eq!(ingest[1]["Resource"], "ReceiptsTable.Arn");
+    assert_eq!(
+        ingest[1]["Condition"]["ForAllValues:StringEquals"]["dynamodb:Attributes"],
+        serde_json::json!([
+            shared::receipt::attr::PK,
+            shared::receipt::attr::PAYLOAD_FINGERPRINT
+        ])
+    );
+    assert_eq!(
+        ingest[1]["Condition"]["StringEqualsIfExists"]["dynamodb:Select"],
+        "SPECIFIC_ATTRIBUTES"
+    );
+    let ingest = [ingest[0].clone(), ingest[2].clone()];
     assert_eq!(ingest[1]["Action"], "secretsmanager:GetSecretValue");
     assert_eq!(
         ingest[1]["Resource"], "arn:aws:secretsmanager:us-east-1:123456789012:secret:WebhookSecret",
@@ -394,7 +405,7 @@ fn each_function_may_do_only_what_it_needs() {
         &[("WebhookSecretArn", existing)],
     );
     assert_eq!(
-        with_existing[1]["Resource"], existing,
+        with_existing[2]["Resource"], existing,
         "exactly the given secret"
     );
 

@@ -66,7 +66,10 @@ fn each_deployed_role_has_exactly_the_access_it_needs() {
     assert_eq!(
         statements,
         [
-            json!({"Action": ["dynamodb:PutItem", "dynamodb:GetItem", "dynamodb:DescribeTable"], "Effect": "Allow", "Resource": receipts_arn()}),
+            json!({"Action": ["dynamodb:PutItem", "dynamodb:DescribeTable"], "Effect": "Allow", "Resource": receipts_arn()}),
+            json!({"Action": "dynamodb:GetItem", "Effect": "Allow", "Resource": receipts_arn(),
+                   "Condition": {"ForAllValues:StringEquals": {"dynamodb:Attributes": ["pk", "payloadFingerprint"]},
+                                 "StringEqualsIfExists": {"dynamodb:Select": "SPECIFIC_ATTRIBUTES"}}}),
             json!({"Action": "secretsmanager:GetSecretValue", "Effect": "Allow",
                    "Resource": {"Fn::If": ["CreateWebhookSecret", {"Ref": "WebhookSecret"}, {"Ref": "WebhookSecretArn"}]}}),
         ]
