@@ -201,8 +201,7 @@ pub struct FormSubmission {
 impl FormSubmission {
     /// Parses a raw body. The body is read once; nothing else keeps it.
     pub fn parse(body: &[u8]) -> Result<Self, EnvelopeError> {
-        let value: Value =
-            serde_json::from_slice(body).map_err(|_| EnvelopeError::MalformedJson)?;
+        let value = crate::exact_json::parse(body).map_err(|_| EnvelopeError::MalformedJson)?;
         let Value::Object(mut envelope) = value else {
             return Err(EnvelopeError::NotAnObject);
         };

@@ -9,6 +9,7 @@ pub mod clock;
 pub mod config;
 pub mod delivery;
 pub mod envelope;
+pub mod exact_json;
 pub mod field_map;
 pub mod fingerprint;
 pub mod idempotency;

@@ -247,7 +247,7 @@ fn id_at(
 
 /// `body` as a JSON object.
 fn object(body: &[u8]) -> Result<Value, EnvelopeError> {
-    let value: Value = serde_json::from_slice(body).map_err(|_| EnvelopeError::MalformedJson)?;
+    let value = crate::exact_json::parse(body).map_err(|_| EnvelopeError::MalformedJson)?;
     if !value.is_object() {
         return Err(EnvelopeError::NotAnObject);
     }
