@@ -450,6 +450,13 @@ fn each_function_may_do_only_what_it_needs() {
     assert!(with_leads.contains(&("sqs:SendMessage".into(), "DeadLetterQueue.Arn".into())));
     assert!(with_leads.contains(&("dynamodb:PutItem".into(), "LeadsTable.Arn".into())));
     assert!(
+        with_leads.contains(&(
+            "dynamodb:ConditionCheckItem".into(),
+            "ReceiptsTable.Arn".into()
+        )),
+        "a lead row is written only while its receipt is RECEIVED"
+    );
+    assert!(
         !with_leads
             .iter()
             .any(|(a, r)| a == "dynamodb:PutItem" && r == "ReceiptsTable.Arn"),
@@ -464,6 +471,9 @@ fn each_function_may_do_only_what_it_needs() {
         !with_crm.iter().any(|(_, r)| r == "LeadsTable.Arn"),
         "no leads table access for the http destination"
     );
+    assert!(!with_crm
+        .iter()
+        .any(|(a, _)| a == "dynamodb:ConditionCheckItem"));
     let hubspot_secret = "arn:aws:secretsmanager:us-east-1:123456789012:secret:hubspot";
     let with_hubspot = actions(&statements(
         &template,

@@ -56,7 +56,7 @@ async fn lead_key_email_keeps_the_newest_submission_when_processed_newest_first(
     put_receipt(&client, &receipts, &older).await;
     put_receipt(&client, &receipts, &newer).await;
     let worker = Worker::new(
-        LeadsTable::new(client.clone(), &leads, LeadKey::Email),
+        LeadsTable::new(client.clone(), &leads, LeadKey::Email, &receipts),
         DynamoLedger::new(client.clone(), &receipts),
         8,
     );
@@ -119,7 +119,7 @@ async fn lead_key_email_a_delayed_retry_of_an_older_submission_does_not_overwrit
     put_receipt(&client, &receipts, &older).await;
     put_receipt(&client, &receipts, &newer).await;
     let worker = Worker::new(
-        LeadsTable::new(client.clone(), &leads, LeadKey::Email),
+        LeadsTable::new(client.clone(), &leads, LeadKey::Email, &receipts),
         DynamoLedger::new(client.clone(), &receipts),
         8,
     );
@@ -143,10 +143,13 @@ async fn lead_key_email_a_delayed_retry_of_an_older_submission_does_not_overwrit
 #[tokio::test]
 async fn lead_key_email_lets_a_newer_submission_replace_an_older_one() {
     let client = worker_client(&endpoint(DYNAMODB_ENDPOINT)).await;
+    let receipts = create_table(&client, "ReceiptsTable").await;
     let leads = create_table(&client, "LeadsTable").await;
-    let table = LeadsTable::new(client.clone(), &leads, LeadKey::Email);
+    let table = LeadsTable::new(client.clone(), &leads, LeadKey::Email, &receipts);
     let older = receipt_at("sub_a", "ada@example.com", "first", 1_000);
     let newer = receipt_at("sub_b", "ada@example.com", "second", 2_000);
+    put_receipt(&client, &receipts, &older).await;
+    put_receipt(&client, &receipts, &newer).await;
     let key = |r: &Receipt| IdempotencyKey::from_stored(r.pk.clone());
 
     assert_eq!(
@@ -175,9 +178,11 @@ async fn lead_key_email_lets_a_newer_submission_replace_an_older_one() {
 #[tokio::test]
 async fn lead_key_submission_replays_update_the_same_lead() {
     let client = worker_client(&endpoint(DYNAMODB_ENDPOINT)).await;
+    let receipts = create_table(&client, "ReceiptsTable").await;
     let leads = create_table(&client, "LeadsTable").await;
-    let table = LeadsTable::new(client.clone(), &leads, LeadKey::Submission);
+    let table = LeadsTable::new(client.clone(), &leads, LeadKey::Submission, &receipts);
     let receipt = receipt_at("sub_1", "ada@example.com", "hello", 1_000);
+    put_receipt(&client, &receipts, &receipt).await;
     let lead = Lead::from_receipt(&receipt).unwrap();
     let key = IdempotencyKey::from_stored(receipt.pk.clone());
 
@@ -197,7 +202,7 @@ async fn lead_key_submission_replays_update_the_same_lead() {
     );
 
     // With it, each write sets the expiry from the submission's receipt.
-    let expiring = LeadsTable::new(client.clone(), &leads, LeadKey::Submission)
+    let expiring = LeadsTable::new(client.clone(), &leads, LeadKey::Submission, &receipts)
         .expiring_after(shared::Retention::days(2));
     assert_eq!(expiring.upsert(&lead, &key).await, Ok(Upserted::Written));
     let items = scan(&client, &leads).await;
@@ -207,6 +212,28 @@ async fn lead_key_submission_replays_update_the_same_lead() {
         items[0].get("expiresAt"),
         Some(&AttributeValue::N(expected.to_string()))
     );
+}
+
+/// A lead is written only while its receipt is RECEIVED: a delivery that
+/// held a receipt `receipts forget` erased (or that another delivery
+/// settled) never writes the person back into the leads table.
+#[tokio::test]
+async fn no_lead_row_is_written_for_a_receipt_no_longer_received() {
+    let client = worker_client(&endpoint(DYNAMODB_ENDPOINT)).await;
+    let receipts = create_table(&client, "ReceiptsTable").await;
+    let leads = create_table(&client, "LeadsTable").await;
+    let table = LeadsTable::new(client.clone(), &leads, LeadKey::Email, &receipts);
+    let mut erased = receipt_at("sub_erased", "ada@example.com", "hello", 1_000);
+    let lead = Lead::from_receipt(&erased).unwrap();
+    erased.status = shared::ReceiptStatus::Erased;
+    erased.payload = None;
+    put_receipt(&client, &receipts, &erased).await;
+    let key = IdempotencyKey::from_stored(erased.pk.clone());
+
+    assert_eq!(table.upsert(&lead, &key).await, Ok(Upserted::Stale));
+    let missing = IdempotencyKey::from_stored("staticforms:form.submitted:sub_gone".to_owned());
+    assert_eq!(table.upsert(&lead, &missing).await, Ok(Upserted::Stale));
+    assert!(scan(&client, &leads).await.is_empty(), "no row written");
 }
 
 fn attempt(attempts: u32, at: &str) -> AttemptRecord {

@@ -18,7 +18,12 @@ async fn main() -> Result<(), Error> {
 
     let sdk_config = sdk_loader().load().await;
     let client = dynamodb::client(&sdk_config, config.dynamodb_endpoint.as_deref());
-    let destination = startup::destination_for(config.destination, &sdk_config, &client)
+    let destination = startup::destination_for(
+        config.destination,
+        &config.receipts_table,
+        &sdk_config,
+        &client,
+    )
         .await
         .inspect_err(|error| {
             tracing::error!(error = %error, "the destination is unavailable; the function cannot start");

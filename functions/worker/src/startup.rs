@@ -82,6 +82,7 @@ impl Destination for ConfiguredDestination {
 /// client of the leads table (and the receipts table).
 pub async fn destination_for(
     destination: DestinationConfig,
+    receipts_table: &str,
     sdk_config: &aws_config::SdkConfig,
     dynamodb: &Client,
 ) -> Result<ConfiguredDestination, ConfigError> {
@@ -106,8 +107,13 @@ pub async fn destination_for(
             .await?,
         ),
         DestinationConfig::Dynamodb(settings) => ConfiguredDestination::LeadsTable(
-            LeadsTable::new(dynamodb.clone(), settings.table, settings.lead_key)
-                .expiring_after(settings.retention),
+            LeadsTable::new(
+                dynamodb.clone(),
+                settings.table,
+                settings.lead_key,
+                receipts_table,
+            )
+            .expiring_after(settings.retention),
         ),
     })
 }

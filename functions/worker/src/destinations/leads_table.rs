@@ -7,13 +7,22 @@
 //!   submission never overwrites a newer one. "Older" is by the sender's own
 //!   time (`Lead::newest_by`: the envelope's `timestamp`, else the receive
 //!   time), compared inside the condition, not read first.
+//!
+//! The write is one transaction with a check that its receipt is still
+//! RECEIVED: a delivery that held a receipt while `receipts forget` erased
+//! it (or another delivery settled it) writes no row. The check makes each
+//! lead write a transaction (about four write units instead of one, for a
+//! lead under 1 KB): the price of never re-creating an erased person.
+
+use std::collections::HashMap;
 
 use aws_sdk_dynamodb::error::{ProvideErrorMetadata, SdkError};
-use aws_sdk_dynamodb::operation::put_item::PutItemError;
-use aws_sdk_dynamodb::types::AttributeValue;
+use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
+use aws_sdk_dynamodb::types::{AttributeValue, ConditionCheck, Put, TransactWriteItem};
 use aws_sdk_dynamodb::Client;
+use shared::receipt::attr as receipt_attr;
 use shared::store_errors::is_transient;
-use shared::{IdempotencyKey, Lead};
+use shared::{IdempotencyKey, Lead, ReceiptStatus};
 
 use std::time::SystemTime;
 
@@ -45,17 +54,26 @@ pub struct LeadsTable {
     table: String,
     lead_key: LeadKey,
     retention: Option<Retention>,
+    /// Where each lead's receipt is, which must still be RECEIVED.
+    receipts_table: String,
 }
 
 impl LeadsTable {
     /// Leads kept until someone deletes them (the table is the user's own
-    /// lead store); see [`LeadsTable::expiring_after`].
-    pub fn new(client: Client, table: impl Into<String>, lead_key: LeadKey) -> Self {
+    /// lead store); see [`LeadsTable::expiring_after`]. Each lead is
+    /// written only while its receipt in `receipts_table` is RECEIVED.
+    pub fn new(
+        client: Client,
+        table: impl Into<String>,
+        lead_key: LeadKey,
+        receipts_table: impl Into<String>,
+    ) -> Self {
         LeadsTable {
             client,
             table: table.into(),
             lead_key,
             retention: None,
+            receipts_table: receipts_table.into(),
         }
     }
 
@@ -96,35 +114,68 @@ impl Destination for LeadsTable {
     ) -> Result<Upserted, DestinationError> {
         let s = |text: &str| AttributeValue::S(text.to_owned());
         let fields = serde_json::Value::Object(lead.fields.clone()).to_string();
-        let mut request = self
-            .client
-            .put_item()
-            .table_name(&self.table)
-            .item(attr::PK, s(&lead_pk(lead, self.lead_key)))
-            .item("externalId", s(&lead.external_id))
-            .item("name", s(&lead.name))
-            .item(attr::EMAIL, s(&lead.email))
-            .item("message", s(&lead.message))
-            .item("fields", s(&fields))
-            .item(attr::RECEIVED_AT, s(&lead.received_at))
-            .item(attr::NEWEST_BY, s(lead.newest_by()))
-            .item("idempotencyKey", s(key.as_str()))
-            .condition_expression(NEWEST_WINS)
-            .expression_attribute_values(":newestBy", s(lead.newest_by()));
+        let mut item = HashMap::from([
+            (attr::PK.to_owned(), s(&lead_pk(lead, self.lead_key))),
+            ("externalId".to_owned(), s(&lead.external_id)),
+            ("name".to_owned(), s(&lead.name)),
+            (attr::EMAIL.to_owned(), s(&lead.email)),
+            ("message".to_owned(), s(&lead.message)),
+            ("fields".to_owned(), s(&fields)),
+            (attr::RECEIVED_AT.to_owned(), s(&lead.received_at)),
+            (attr::NEWEST_BY.to_owned(), s(lead.newest_by())),
+            ("idempotencyKey".to_owned(), s(key.as_str())),
+        ]);
         if let Some(submitted_at) = &lead.submitted_at {
-            request = request.item(attr::SUBMITTED_AT, s(submitted_at));
+            item.insert(attr::SUBMITTED_AT.to_owned(), s(submitted_at));
         }
         if let Some(retention) = self.retention {
-            request = request.item(
-                attr::EXPIRES_AT,
+            item.insert(
+                attr::EXPIRES_AT.to_owned(),
                 AttributeValue::N(lead_expiry(lead, retention).to_string()),
             );
         }
-        let result = request.send().await;
+        let unavailable = || DestinationError::retryable("request not built");
+        let receipt_received = ConditionCheck::builder()
+            .table_name(&self.receipts_table)
+            .key(receipt_attr::PK, s(key.as_str()))
+            .condition_expression("#status = :received")
+            .expression_attribute_names("#status", receipt_attr::STATUS)
+            .expression_attribute_values(":received", s(ReceiptStatus::Received.as_str()))
+            .build()
+            .map_err(|_| unavailable())?;
+        let put = Put::builder()
+            .table_name(&self.table)
+            .set_item(Some(item))
+            .condition_expression(NEWEST_WINS)
+            .expression_attribute_values(":newestBy", s(lead.newest_by()))
+            .build()
+            .map_err(|_| unavailable())?;
+        let result = self
+            .client
+            .transact_write_items()
+            .transact_items(
+                TransactWriteItem::builder()
+                    .condition_check(receipt_received)
+                    .build(),
+            )
+            .transact_items(TransactWriteItem::builder().put(put).build())
+            .send()
+            .await;
         match result {
             Ok(_) => Ok(Upserted::Written),
             Err(SdkError::ServiceError(failure)) => match failure.err() {
-                PutItemError::ConditionalCheckFailedException(_) => Ok(Upserted::Stale),
+                // Either the receipt is no longer RECEIVED (erased, or
+                // settled by another delivery: its outcome write will find
+                // it so), or a newer submission holds the lead. Nothing was
+                // written either way.
+                TransactWriteItemsError::TransactionCanceledException(cancelled)
+                    if cancelled
+                        .cancellation_reasons()
+                        .iter()
+                        .any(|reason| reason.code() == Some("ConditionalCheckFailed")) =>
+                {
+                    Ok(Upserted::Stale)
+                }
                 error => {
                     let code = error.code().unwrap_or("UnknownServiceError").to_owned();
                     // A missing table or denied access is fixed by an
