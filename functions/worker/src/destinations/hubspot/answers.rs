@@ -145,11 +145,11 @@ pub(super) fn reason_of(error: &Value) -> Option<String> {
         .map(str::to_owned)
 }
 
-/// The reason a whole-request refusal gives: its code, else its category,
-/// with HubSpot's `correlationId` when it sends one (HubSpot's support and
-/// its logs find the request by it). Never HubSpot's message: it is free
-/// text that may quote the lead (a name, a phone number), and the reason is
-/// stored and logged. Only tokens of letters, digits, `_` and `-` pass.
+/// The reason a whole-request refusal gives: its code, else its category
+/// (the reason is also the code the refusal is classified by). Never
+/// HubSpot's message: it is free text that may quote the lead (a name, a
+/// phone number), and the reason is stored and logged. Only tokens of
+/// letters, digits, `_` and `-` pass.
 pub(super) fn whole_request_reason(body: &Value) -> Option<String> {
     let token = |value: &Value| {
         value
@@ -163,11 +163,7 @@ pub(super) fn whole_request_reason(body: &Value) -> Option<String> {
             })
             .map(str::to_owned)
     };
-    let reason = token(&body["errors"][0]["code"]).or_else(|| token(&body["category"]))?;
-    Some(match token(&body["correlationId"]) {
-        Some(id) => format!("{reason} (correlationId {id})"),
-        None => reason,
-    })
+    token(&body["errors"][0]["code"]).or_else(|| token(&body["category"]))
 }
 
 /// 400s about the request or the configuration, never about one lead: the
