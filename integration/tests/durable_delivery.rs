@@ -481,13 +481,20 @@ async fn a_failed_receipt_redriven_with_the_cli_is_delivered_once_at_the_next_pa
     }
     drain_stream(&moto, &client, &table, &worker).await;
     // A newest-wins gate shares the table: never listed, never "unreadable".
-    worker
-        .ledger()
-        .admit_newest(
-            &shared::newest::gate_key("ada@example.com"),
-            &worker::ledger::GatePass::own("2026-12-01T00:00:00.000Z"),
-            1_800_000_000,
+    // A newest-wins gate, as the worker writes it.
+    client
+        .put_item()
+        .table_name(&table)
+        .item(
+            "pk",
+            AttributeValue::S(shared::newest::gate_key("ada@example.com")),
         )
+        .item(
+            "newestAt",
+            AttributeValue::S("2026-12-01T00:00:00.000Z".into()),
+        )
+        .item("expiresAt", AttributeValue::N("1800000000".into()))
+        .send()
         .await
         .unwrap();
 

@@ -142,13 +142,20 @@ async fn a_person_is_kept_only_until_delivered_and_forget_erases_what_is_left() 
         .send()
         .await
         .unwrap();
-    worker
-        .ledger()
-        .admit_newest(
-            &shared::newest::gate_key("ada@example.com"),
-            &worker::ledger::GatePass::own("2026-12-01T00:00:00.000Z"),
-            1_900_000_000,
+    // A newest-wins gate, as the worker writes it.
+    client
+        .put_item()
+        .table_name(&table)
+        .item(
+            "pk",
+            AttributeValue::S(shared::newest::gate_key("ada@example.com")),
         )
+        .item(
+            "newestAt",
+            AttributeValue::S("2026-12-01T00:00:00.000Z".into()),
+        )
+        .item("expiresAt", AttributeValue::N("1900000000".into()))
+        .send()
         .await
         .unwrap();
     for (pk, email) in [

@@ -518,6 +518,9 @@ async fn the_newest_wins_gate_lets_only_newer_submissions_through_and_holds_no_e
     let receipts = create_table(&client, "ReceiptsTable").await;
     let ledger = DynamoLedger::new(client.clone(), &receipts);
     let gate = shared::newest::gate_key("ada@example.com");
+    let lead = receipt_at("sub_gate", "ada@example.com", "m", 1_000);
+    put_receipt(&client, &receipts, &lead).await;
+    let key = lead.key();
     let rows = [
         ("2026-12-01T10:00:00.000Z", true, "the first one"),
         ("2026-12-01T09:00:00.000Z", false, "an older one"),
@@ -528,13 +531,20 @@ async fn the_newest_wins_gate_lets_only_newer_submissions_through_and_holds_no_e
     for (stamp, admitted, what) in rows {
         assert_eq!(
             ledger
-                .admit_newest(&gate, &GatePass::own(stamp), 1_800_000_000)
+                .admit_newest(&gate, &GatePass::own(&key, stamp), 1_800_000_000)
                 .await,
             Ok(admitted),
             "{what}"
         );
     }
-    let items = scan(&client, &receipts).await;
+    let gates = || async {
+        scan(&client, &receipts)
+            .await
+            .into_iter()
+            .filter(|item| text(item, "pk") == gate)
+            .collect::<Vec<_>>()
+    };
+    let items = gates().await;
     assert_eq!(items.len(), 1, "one gate per person");
     assert_eq!(text(&items[0], "newestAt"), "2026-12-01T11:00:00.000Z");
     assert_eq!(
@@ -551,6 +561,7 @@ async fn the_newest_wins_gate_lets_only_newer_submissions_through_and_holds_no_e
     // A lead held back by a newer one of its batch that was refused for
     // good passes over that one's stamp, and only over it.
     let held_back = |over| GatePass {
+        receipt: &key,
         stamp: "2026-12-01T10:45:00.000Z",
         over,
     };
@@ -568,6 +579,40 @@ async fn the_newest_wins_gate_lets_only_newer_submissions_through_and_holds_no_e
         Ok(true),
         "the gate holds the refused sibling's own stamp"
     );
-    let items = scan(&client, &receipts).await;
-    assert_eq!(text(&items[0], "newestAt"), "2026-12-01T10:45:00.000Z");
+    assert_eq!(
+        text(&gates().await[0], "newestAt"),
+        "2026-12-01T10:45:00.000Z"
+    );
+
+    // `receipts forget` erased the person (the receipt, then the gate)
+    // while a delivery held the receipt: that delivery never re-creates
+    // the gate, whatever its stamp.
+    client
+        .update_item()
+        .table_name(&receipts)
+        .key("pk", AttributeValue::S(lead.pk.clone()))
+        .update_expression("SET #status = :erased")
+        .expression_attribute_names("#status", "status")
+        .expression_attribute_values(":erased", AttributeValue::S("ERASED".into()))
+        .send()
+        .await
+        .unwrap();
+    client
+        .delete_item()
+        .table_name(&receipts)
+        .key("pk", AttributeValue::S(gate.clone()))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        ledger
+            .admit_newest(
+                &gate,
+                &GatePass::own(&key, "2026-12-02T00:00:00.000Z"),
+                1_800_000_000
+            )
+            .await,
+        Ok(false)
+    );
+    assert!(gates().await.is_empty(), "the gate stays deleted");
 }

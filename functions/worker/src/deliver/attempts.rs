@@ -96,7 +96,9 @@ impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
                 break;
             };
             tokio::time::sleep(wait).await;
-            open = self.still_newest(deliveries, again, &mut attempts).await;
+            open = self
+                .still_newest(deliveries, keys, again, &mut attempts)
+                .await;
         }
         attempts
     }
@@ -111,6 +113,7 @@ impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
     async fn still_newest(
         &self,
         deliveries: &[Delivery],
+        keys: &[IdempotencyKey],
         again: Vec<usize>,
         attempts: &mut [Attempts],
     ) -> Vec<usize> {
@@ -133,6 +136,7 @@ impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
                     .map(|(other, _)| other.lead.newest_by())
                     .max();
                 GatePass {
+                    receipt: &keys[i],
                     stamp: lead.newest_by(),
                     over: refused_sibling
                         .filter(|&sibling| sibling > lead.newest_by())

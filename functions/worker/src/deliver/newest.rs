@@ -17,9 +17,11 @@ impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
         &self,
         deliveries: &[&Delivery],
     ) -> Vec<Result<bool, LedgerError>> {
+        let keys: Vec<_> = deliveries.iter().map(|d| d.receipt.key()).collect();
         let passes: Vec<_> = deliveries
             .iter()
-            .map(|delivery| GatePass::own(delivery.lead.newest_by()))
+            .zip(&keys)
+            .map(|(delivery, key)| GatePass::own(key, delivery.lead.newest_by()))
             .collect();
         self.pass_gates(deliveries, &passes).await
     }

@@ -89,12 +89,16 @@ impl ReceiptLedger for MemoryLedger {
         pass: &GatePass<'_>,
         _expires_at: u64,
     ) -> Result<bool, LedgerError> {
+        let received = self
+            .lock()
+            .get(pass.receipt.as_str())
+            .is_some_and(|receipt| receipt.status == ReceiptStatus::Received);
         let mut gates = self
             .gates
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
-        let admitted =
-            shared::newest::may_overwrite(pass.over, gates.get(gate).map(String::as_str));
+        let admitted = received
+            && shared::newest::may_overwrite(pass.over, gates.get(gate).map(String::as_str));
         if admitted {
             gates.insert(gate.to_owned(), pass.stamp.to_owned());
         }

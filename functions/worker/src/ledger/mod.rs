@@ -111,8 +111,11 @@ pub trait ReceiptLedger: Send + Sync {
 
     /// The newest-wins gate of one person (`shared::newest::gate_key`):
     /// records `pass.stamp` and answers `true` if the gate holds no stamp
-    /// newer than `pass.over`; `false` when a newer submission already
-    /// wrote that person. The gate expires at `expires_at` (epoch seconds).
+    /// newer than `pass.over` and `pass.receipt` is still RECEIVED; `false`
+    /// when a newer submission already wrote that person, or the receipt
+    /// was settled or erased meanwhile (then no gate is written: `receipts
+    /// forget` deleted it, and it stays deleted). The gate expires at
+    /// `expires_at` (epoch seconds).
     fn admit_newest(
         &self,
         gate: &str,
@@ -133,6 +136,8 @@ pub trait ReceiptLedger: Send + Sync {
 /// A lead's passage through its person's newest-wins gate.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct GatePass<'a> {
+    /// The lead's receipt, which must still be RECEIVED.
+    pub receipt: &'a IdempotencyKey,
     /// The lead's stamp (`Lead::newest_by`): what the gate holds after.
     pub stamp: &'a str,
     /// The newest stamp the gate may hold for the lead to pass: its own,
@@ -143,8 +148,12 @@ pub struct GatePass<'a> {
 
 impl<'a> GatePass<'a> {
     /// Passes when nothing newer than `stamp` was let through.
-    pub fn own(stamp: &'a str) -> Self {
-        GatePass { stamp, over: stamp }
+    pub fn own(receipt: &'a IdempotencyKey, stamp: &'a str) -> Self {
+        GatePass {
+            receipt,
+            stamp,
+            over: stamp,
+        }
     }
 }
 

@@ -12,8 +12,11 @@ use aws_sdk_dynamodb::config::retry::RetryConfig;
 use aws_sdk_dynamodb::config::timeout::TimeoutConfig;
 use aws_sdk_dynamodb::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_dynamodb::operation::query::QueryError;
+use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
 use aws_sdk_dynamodb::operation::update_item::{UpdateItemError, UpdateItemOutput};
-use aws_sdk_dynamodb::types::{AttributeValue, ReturnValue};
+use aws_sdk_dynamodb::types::{
+    AttributeValue, ConditionCheck, ReturnValue, TransactWriteItem, Update,
+};
 use aws_sdk_dynamodb::Client;
 use shared::receipt::Timestamp;
 use shared::receipt::{attr, FAILED, PENDING, PERSONAL_ATTRIBUTES};
@@ -179,9 +182,19 @@ impl ReceiptLedger for DynamoLedger {
         pass: &GatePass<'_>,
         expires_at: u64,
     ) -> Result<bool, LedgerError> {
-        let result = self
-            .client
-            .update_item()
+        // One transaction: the gate moves only while the receipt is
+        // RECEIVED, so a delivery that held a receipt `receipts forget`
+        // erased never re-creates the gate it deleted.
+        let unbuilt = |_| LedgerError("request not built".to_owned());
+        let receipt_received = ConditionCheck::builder()
+            .table_name(&self.table)
+            .key(attr::PK, s(pass.receipt.as_str()))
+            .condition_expression("#status = :received")
+            .expression_attribute_names("#status", attr::STATUS)
+            .expression_attribute_values(":received", s(ReceiptStatus::Received.as_str()))
+            .build()
+            .map_err(unbuilt)?;
+        let gate_update = Update::builder()
             .table_name(&self.table)
             .key(attr::PK, s(gate))
             .update_expression("SET #newest = :mine, #expires = :expires")
@@ -192,11 +205,35 @@ impl ReceiptLedger for DynamoLedger {
             .expression_attribute_values(":mine", s(pass.stamp))
             .expression_attribute_values(":over", s(pass.over))
             .expression_attribute_values(":expires", n(expires_at))
+            .build()
+            .map_err(unbuilt)?;
+        let result = self
+            .client
+            .transact_write_items()
+            .transact_items(
+                TransactWriteItem::builder()
+                    .condition_check(receipt_received)
+                    .build(),
+            )
+            .transact_items(TransactWriteItem::builder().update(gate_update).build())
             .send()
             .await;
         match result {
             Ok(_) => Ok(true),
-            Err(error) => conditional_failure(error).map(|()| false),
+            Err(SdkError::ServiceError(failure)) => match failure.err() {
+                TransactWriteItemsError::TransactionCanceledException(cancelled)
+                    if cancelled
+                        .cancellation_reasons()
+                        .iter()
+                        .any(|reason| reason.code() == Some("ConditionalCheckFailed")) =>
+                {
+                    Ok(false)
+                }
+                error => Err(LedgerError(
+                    error.code().unwrap_or("UnknownServiceError").to_owned(),
+                )),
+            },
+            Err(_) => Err(LedgerError("store unreachable".to_owned())),
         }
     }
 
