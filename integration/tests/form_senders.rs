@@ -218,6 +218,21 @@ async fn each_sender_is_verified_stored_once_and_delivered_as_its_lead() {
             let (status, _) = status_and_body(&ingest, post(sender, &respelled, &other)).await;
             assert_eq!(status, 401, "a non-canonical spelling of a valid signature");
         }
+        // Tally and Typeform sign their body but no time: a captured body
+        // verifies for ever. One whose signed submission time is older than
+        // the receipts are kept is a replay of an expired receipt: answered
+        // 200 (the sender stops), nothing stored.
+        if matches!(sender, Sender::Tally | Sender::Typeform) {
+            let replay = vendor_body(sender, &format!("{name}_sub_old"), "eve@example.com", "Eve")
+                .replace("2026-12-01T", "2025-06-01T")
+                .replace("2026-12-01T", "2025-06-01T");
+            let (status, answer) = status_and_body(&ingest, signed(sender, &replay)).await;
+            assert_eq!(
+                (status, &answer["duplicate"]),
+                (200, &serde_json::json!(true)),
+                "{name}: {answer}"
+            );
+        }
         assert_eq!(
             scan(&client, &table).await.len(),
             1,

@@ -633,12 +633,12 @@ fn a_schedule_starts_the_reconciliation_pass() {
         config.delivery.retention.as_duration().as_secs(),
         2 * 86_400
     );
-    assert!(
-        !Evaluator::new(&template, &[])
-            .environment("IngestFunction")
-            .contains_key("RECEIPT_RETENTION_DAYS"),
-        "ingest writes no expiry"
-    );
+    // Ingest writes no expiry, but reads the same retention: a signed body
+    // older than it is a replay of an expired receipt.
+    let ingest_env =
+        Evaluator::new(&template, &[("ReceiptRetentionDays", "2")]).environment("IngestFunction");
+    let ingest_config = ingest::Config::from_lookup(|name| ingest_env.get(name).cloned()).unwrap();
+    assert_eq!(ingest_config.retention, config.delivery.retention);
     // A delivered receipt loses its payload unless the stack keeps it.
     assert!(!config.delivery.keep_payload);
     let keep = Evaluator::new(&template, &[("KeepPayloadAfterDelivery", "true")])

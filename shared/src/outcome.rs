@@ -8,6 +8,10 @@ pub enum Outcome {
     Accepted,
     /// The receipt already exists with the same content: safely acknowledged.
     Duplicate,
+    /// A signed body older than the receipts are kept (`Sender::
+    /// is_replay_past_retention`): its receipt, if it ever had one, has
+    /// expired. Acknowledged so the sender stops; nothing is stored.
+    ExpiredReplay,
     Unauthorized,
     /// Authenticated, but `data.apiKey` is not in `WEBHOOK_API_KEYS`.
     UnknownForm,
@@ -36,9 +40,10 @@ pub enum Outcome {
 
 impl Outcome {
     /// Every outcome, for the metrics contract and the dashboard.
-    pub const ALL: [Outcome; 14] = [
+    pub const ALL: [Outcome; 15] = [
         Outcome::Accepted,
         Outcome::Duplicate,
+        Outcome::ExpiredReplay,
         Outcome::Unauthorized,
         Outcome::UnknownForm,
         Outcome::PayloadTooLarge,
@@ -56,7 +61,7 @@ impl Outcome {
     pub fn status(self) -> u16 {
         match self {
             Outcome::Accepted => 202,
-            Outcome::Duplicate => 200,
+            Outcome::Duplicate | Outcome::ExpiredReplay => 200,
             Outcome::Unauthorized => 401,
             Outcome::UnknownForm => 403,
             Outcome::PayloadTooLarge => 413,
@@ -74,6 +79,7 @@ impl Outcome {
         match self {
             Outcome::Accepted => "accepted",
             Outcome::Duplicate => "duplicate",
+            Outcome::ExpiredReplay => "expired_replay",
             Outcome::Unauthorized => "unauthorized",
             Outcome::UnknownForm => "unknown_form",
             Outcome::PayloadTooLarge => "payload_too_large",
@@ -89,9 +95,13 @@ impl Outcome {
         }
     }
 
-    /// Whether the sender may stop retrying: a receipt is durable.
+    /// Whether the sender may stop retrying: a receipt is durable (or, for
+    /// an expired replay, was, and has been delivered and forgotten).
     pub fn is_accepted(self) -> bool {
-        matches!(self, Outcome::Accepted | Outcome::Duplicate)
+        matches!(
+            self,
+            Outcome::Accepted | Outcome::Duplicate | Outcome::ExpiredReplay
+        )
     }
 }
 
@@ -131,6 +141,7 @@ mod tests {
             (Outcome::InvalidIdempotencyKey, 400, false),
             (Outcome::Accepted, 202, true),
             (Outcome::Duplicate, 200, true),
+            (Outcome::ExpiredReplay, 200, true),
             (Outcome::KeyReusedForDifferentPayload, 422, false),
             (Outcome::StoreUnavailable, 503, false),
             (Outcome::StoreFailed, 503, false),

@@ -56,6 +56,9 @@ pub struct Config {
     pub dynamodb_endpoint: Option<String>,
     /// `METRICS_NAMESPACE`: where the EMF metrics go.
     pub metrics_namespace: String,
+    /// `RECEIPT_RETENTION_DAYS`: a signed body older than this is a replay
+    /// of a receipt that has expired (`Sender::is_replay_past_retention`).
+    pub retention: shared::Retention,
 }
 
 impl Config {
@@ -118,6 +121,7 @@ impl Config {
         };
         let dynamodb_endpoint = dynamodb_endpoint(&get)?;
         let metrics_namespace = shared::config::metrics_namespace(&get)?;
+        let retention = shared::config::retention_days(&get)?;
 
         Ok(Config {
             receipts_table,
@@ -128,6 +132,7 @@ impl Config {
             max_body_bytes,
             dynamodb_endpoint,
             metrics_namespace,
+            retention,
         })
     }
 }

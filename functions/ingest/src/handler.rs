@@ -75,6 +75,7 @@ pub struct Ingest<S> {
     form_keys: Option<SecretSet>,
     key_header: KeyHeader,
     max_body_bytes: usize,
+    retention: shared::Retention,
     clock: Clock,
     metrics_namespace: String,
 }
@@ -89,6 +90,7 @@ impl<S: ReceiptStore> Ingest<S> {
             form_keys: config.form_keys.clone(),
             key_header: config.key_header,
             max_body_bytes: config.max_body_bytes,
+            retention: config.retention,
             clock: shared::clock::system(),
             metrics_namespace: config.metrics_namespace.clone(),
         }
@@ -167,7 +169,14 @@ impl<S: ReceiptStore> Ingest<S> {
             .collect();
         key.verify_header(&sent_keys, self.key_header)?;
 
-        let receipt = Receipt::new(&submission, (self.clock)());
+        let now = (self.clock)();
+        if self
+            .sender
+            .is_replay_past_retention(&submission.payload, now, self.retention)
+        {
+            return Ok(Outcome::ExpiredReplay);
+        }
+        let receipt = Receipt::new(&submission, now);
         match self.store.put_if_absent(&receipt).await? {
             PutOutcome::Stored => Ok(Outcome::Accepted),
             PutOutcome::AlreadyExists {
@@ -191,7 +200,7 @@ fn respond(result: &Result<Outcome, IngestError>, sender: shared::Sender) -> Res
     let (outcome, body) = match result {
         Ok(outcome) => (
             *outcome,
-            json!({"accepted": true, "duplicate": *outcome == Outcome::Duplicate}),
+            json!({"accepted": true, "duplicate": *outcome != Outcome::Accepted}),
         ),
         Err(error) => {
             let outcome = error.outcome();

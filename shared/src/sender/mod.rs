@@ -93,6 +93,29 @@ impl Sender {
         }
     }
 
+    /// Whether a delivery older than the receipts are kept is a replay: the
+    /// sender signs its body but no time (Tally, Typeform), so a captured
+    /// body verifies for ever, and once its receipt expired it would be
+    /// stored and delivered again. A genuine first delivery is never that
+    /// late (Tally retries for a day, Typeform for ten hours). Judged by the
+    /// submission time the sender signed inside the body; Webflow signs its
+    /// time (5 minutes), and Static Forms signs nothing.
+    pub fn is_replay_past_retention(
+        self,
+        payload: &Value,
+        now: std::time::SystemTime,
+        retention: crate::Retention,
+    ) -> bool {
+        if !matches!(self, Sender::Tally | Sender::Typeform) {
+            return false;
+        }
+        self.submitted_at(payload)
+            .as_deref()
+            .and_then(crate::receipt::parse_timestamp)
+            .zip(now.checked_sub(retention.as_duration()))
+            .is_some_and(|(submitted, oldest)| submitted < oldest)
+    }
+
     /// A stored payload's answers as lead fields: the lead's own fields
     /// under their canonical names (`email`, `name`, `firstName`,
     /// `lastName`, `phone`, `company`, `message`), every other answer under
@@ -348,5 +371,37 @@ mod tests {
         assert!(answers
             .aliases
             .contains(&("Email".to_owned(), "email".to_owned())));
+    }
+
+    #[test]
+    fn only_a_body_signed_without_its_time_and_older_than_the_retention_is_a_replay() {
+        use serde_json::json;
+        use std::time::{Duration, UNIX_EPOCH};
+        let now = UNIX_EPOCH + Duration::from_secs(1_796_140_800); // 2026-12-01
+        let retention = crate::Retention::default(); // 30 days
+        let tally = |at: &str| json!({"data": {"createdAt": at}});
+        let typeform = |at: &str| json!({"form_response": {"submitted_at": at}});
+        let webflow = |at: &str| json!({"payload": {"submittedAt": at}});
+        let rows = [
+            (Sender::Tally, tally("2026-11-30T08:00:00.000Z"), false),
+            (Sender::Tally, tally("2026-10-01T08:00:00.000Z"), true),
+            (Sender::Tally, json!({"data": {}}), false),
+            (Sender::Typeform, typeform("2026-10-01T08:00:00Z"), true),
+            (Sender::Typeform, typeform("2026-11-20T08:00:00Z"), false),
+            // Webflow signs its time (5 minutes); Static Forms signs nothing.
+            (Sender::Webflow, webflow("2026-10-01T08:00:00.000Z"), false),
+            (
+                Sender::StaticForms,
+                json!({"timestamp": 1_700_000_000}),
+                false,
+            ),
+        ];
+        for (sender, payload, replay) in rows {
+            assert_eq!(
+                sender.is_replay_past_retention(&payload, now, retention),
+                replay,
+                "{sender:?} {payload}"
+            );
+        }
     }
 }
