@@ -194,6 +194,19 @@ pub fn delivery(submission_id: &str, email: &str) -> Request {
     )
 }
 
+/// A newest-wins gate for `email`, as the worker writes it, put directly.
+pub async fn put_gate(client: &Client, table: &str, email: &str, newest_at: &str, expires_at: u64) {
+    client
+        .put_item()
+        .table_name(table)
+        .item("pk", AttributeValue::S(shared::newest::gate_key(email)))
+        .item("newestAt", AttributeValue::S(newest_at.to_owned()))
+        .item("expiresAt", AttributeValue::N(expires_at.to_string()))
+        .send()
+        .await
+        .expect("the gate is written");
+}
+
 /// Every item of `table`. A test's own check, so it does not take the
 /// functions' tight time limits (a 2 s attempt): a 1 MB page of moto's scan
 /// on a loaded 2-core machine can take longer, and a check that times out

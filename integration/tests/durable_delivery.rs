@@ -481,22 +481,14 @@ async fn a_failed_receipt_redriven_with_the_cli_is_delivered_once_at_the_next_pa
     }
     drain_stream(&moto, &client, &table, &worker).await;
     // A newest-wins gate shares the table: never listed, never "unreadable".
-    // A newest-wins gate, as the worker writes it.
-    client
-        .put_item()
-        .table_name(&table)
-        .item(
-            "pk",
-            AttributeValue::S(shared::newest::gate_key("ada@example.com")),
-        )
-        .item(
-            "newestAt",
-            AttributeValue::S("2026-12-01T00:00:00.000Z".into()),
-        )
-        .item("expiresAt", AttributeValue::N("1800000000".into()))
-        .send()
-        .await
-        .unwrap();
+    put_gate(
+        &client,
+        &table,
+        "ada@example.com",
+        "2026-12-01T00:00:00.000Z",
+        1800000000,
+    )
+    .await;
 
     let (ok, out, err) = receipts_on(&table, &["list", "--json"]);
     assert!(ok, "{err}");

@@ -142,22 +142,14 @@ async fn a_person_is_kept_only_until_delivered_and_forget_erases_what_is_left() 
         .send()
         .await
         .unwrap();
-    // A newest-wins gate, as the worker writes it.
-    client
-        .put_item()
-        .table_name(&table)
-        .item(
-            "pk",
-            AttributeValue::S(shared::newest::gate_key("ada@example.com")),
-        )
-        .item(
-            "newestAt",
-            AttributeValue::S("2026-12-01T00:00:00.000Z".into()),
-        )
-        .item("expiresAt", AttributeValue::N("1900000000".into()))
-        .send()
-        .await
-        .unwrap();
+    put_gate(
+        &client,
+        &table,
+        "ada@example.com",
+        "2026-12-01T00:00:00.000Z",
+        1900000000,
+    )
+    .await;
     for (pk, email) in [
         ("submission#sub_done", "Ada@Example.com "),
         ("email#ada@example.com", "ada@example.com"),

@@ -18,11 +18,10 @@ use std::collections::HashMap;
 
 use aws_sdk_dynamodb::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
-use aws_sdk_dynamodb::types::{AttributeValue, ConditionCheck, Put, TransactWriteItem};
+use aws_sdk_dynamodb::types::{AttributeValue, Put, TransactWriteItem};
 use aws_sdk_dynamodb::Client;
-use shared::receipt::attr as receipt_attr;
 use shared::store_errors::is_transient;
-use shared::{IdempotencyKey, Lead, ReceiptStatus};
+use shared::{IdempotencyKey, Lead};
 
 use std::time::SystemTime;
 
@@ -31,6 +30,7 @@ use shared::receipt::parse_timestamp;
 use shared::Retention;
 
 use crate::destinations::{Destination, DestinationError, Upserted};
+use crate::ledger::dynamodb::still_received;
 
 /// How the leads table identifies a lead.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -135,14 +135,8 @@ impl Destination for LeadsTable {
             );
         }
         let unavailable = || DestinationError::retryable("request not built");
-        let receipt_received = ConditionCheck::builder()
-            .table_name(&self.receipts_table)
-            .key(receipt_attr::PK, s(key.as_str()))
-            .condition_expression("#status = :received")
-            .expression_attribute_names("#status", receipt_attr::STATUS)
-            .expression_attribute_values(":received", s(ReceiptStatus::Received.as_str()))
-            .build()
-            .map_err(|_| unavailable())?;
+        let receipt_received =
+            still_received(&self.receipts_table, key).map_err(|_| unavailable())?;
         let put = Put::builder()
             .table_name(&self.table)
             .set_item(Some(item))

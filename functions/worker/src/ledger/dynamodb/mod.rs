@@ -186,14 +186,7 @@ impl ReceiptLedger for DynamoLedger {
         // RECEIVED, so a delivery that held a receipt `receipts forget`
         // erased never re-creates the gate it deleted.
         let unbuilt = |_| LedgerError("request not built".to_owned());
-        let receipt_received = ConditionCheck::builder()
-            .table_name(&self.table)
-            .key(attr::PK, s(pass.receipt.as_str()))
-            .condition_expression("#status = :received")
-            .expression_attribute_names("#status", attr::STATUS)
-            .expression_attribute_values(":received", s(ReceiptStatus::Received.as_str()))
-            .build()
-            .map_err(unbuilt)?;
+        let receipt_received = still_received(&self.table, pass.receipt).map_err(unbuilt)?;
         let gate_update = Update::builder()
             .table_name(&self.table)
             .key(attr::PK, s(gate))
@@ -425,4 +418,21 @@ fn claimed(
         }
         Err(error) => conditional_failure(error).map(|()| Claim::Lost),
     }
+}
+
+/// A transaction's check that a receipt is still RECEIVED: what a write for
+/// a receipt's person (its newest-wins gate, its leads-table row) is made
+/// conditional on, so that it never happens for a person `receipts forget`
+/// erased, or for a receipt another delivery settled.
+pub fn still_received(
+    receipts_table: &str,
+    receipt: &IdempotencyKey,
+) -> Result<ConditionCheck, aws_sdk_dynamodb::error::BuildError> {
+    ConditionCheck::builder()
+        .table_name(receipts_table)
+        .key(attr::PK, s(receipt.as_str()))
+        .condition_expression("#status = :received")
+        .expression_attribute_names("#status", attr::STATUS)
+        .expression_attribute_values(":received", s(ReceiptStatus::Received.as_str()))
+        .build()
 }
