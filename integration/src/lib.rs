@@ -194,12 +194,20 @@ pub fn delivery(submission_id: &str, email: &str) -> Request {
     )
 }
 
-/// A newest-wins gate for `email`, as the worker writes it, put directly.
-pub async fn put_gate(client: &Client, table: &str, email: &str, newest_at: &str, expires_at: u64) {
+/// The key of `email`'s newest-wins gate under the local gate key
+/// (`devtools::local::DEMO_GATE_KEY`).
+pub fn gate_of(email: &str) -> String {
+    shared::newest::GateSecret::new(devtools::local::DEMO_GATE_KEY)
+        .expect("the demo gate key is long enough")
+        .gate_key(email)
+}
+
+/// A newest-wins gate item `gate` (e.g. [`gate_of`]), put directly.
+pub async fn put_gate(client: &Client, table: &str, gate: &str, newest_at: &str, expires_at: u64) {
     client
         .put_item()
         .table_name(table)
-        .item("pk", AttributeValue::S(shared::newest::gate_key(email)))
+        .item("pk", AttributeValue::S(gate.to_owned()))
         .item("newestAt", AttributeValue::S(newest_at.to_owned()))
         .item("expiresAt", AttributeValue::N(expires_at.to_string()))
         .send()
@@ -370,6 +378,8 @@ pub fn receipts_cli_code(env: &[(&str, &str)], args: &[&str]) -> (Option<i32>, S
         .args(args)
         .env_remove("RECEIPTS_TABLE")
         .env_remove("LEADS_TABLE")
+        .env_remove(shared::newest::GATE_KEY)
+        .env_remove(shared::newest::GATE_KEY_SECRET_ARN)
         .env_remove("AWS_PROFILE")
         .envs(env.iter().copied())
         .env("AWS_ENDPOINT_URL", endpoint(DYNAMODB_ENDPOINT))

@@ -453,6 +453,50 @@ fn json(text: &str) -> serde_json::Value {
     serde_json::from_str(text).unwrap_or_else(|e| panic!("{e}: {text}"))
 }
 
+/// A receipt received longer ago than newest-wins gates are kept may
+/// overwrite a newer lead of its person whose gate expired: redrive names it
+/// with a warning (also with --dry-run), and names no younger one.
+#[tokio::test]
+async fn redrive_warns_before_redriving_a_receipt_older_than_the_gates() {
+    let client = worker_client(&endpoint(DYNAMODB_ENDPOINT)).await;
+    let table = create_table(&client, "ReceiptsTable").await;
+    for (id, age_days) in [("sub_old", 40), ("sub_young", 2)] {
+        let body = format!(
+            r#"{{"event":"form.submitted","data":{{"submissionId":"{id}","formData":{{"email":"ada@example.com"}}}}}}"#
+        );
+        let mut receipt = Receipt::new(
+            &FormSubmission::parse(body.as_bytes()).unwrap(),
+            SystemTime::now() - Duration::from_secs(age_days * 86_400),
+        );
+        receipt.status = ReceiptStatus::Failed;
+        receipt.pending = None;
+        receipt.next_attempt_at = None;
+        client
+            .put_item()
+            .table_name(&table)
+            .set_item(Some(serde_dynamo::to_item(&receipt).unwrap()))
+            .send()
+            .await
+            .unwrap();
+    }
+    for args in [
+        vec!["redrive", "--status", "failed", "--dry-run"],
+        vec!["redrive", "sub_old", "sub_young"],
+    ] {
+        let (ok, out, err) = receipts_on(&table, &args);
+        assert!(ok, "{args:?}: {err}");
+        assert!(
+            out.contains(
+                "warning: staticforms:form.submitted:sub_old was received more than 30 days ago, \
+                 longer than newest-wins gates are kept"
+            ),
+            "{args:?}: {out}"
+        );
+        assert!(!out.contains("sub_young was received"), "{args:?}: {out}");
+        assert!(out.contains(" 2, skipped 0, of 2"), "{args:?}: {out}");
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failed_receipt_redriven_with_the_cli_is_delivered_once_at_the_next_pass() {
     let moto = endpoint(DYNAMODB_ENDPOINT);
@@ -484,7 +528,7 @@ async fn a_failed_receipt_redriven_with_the_cli_is_delivered_once_at_the_next_pa
     put_gate(
         &client,
         &table,
-        "ada@example.com",
+        &gate_of("ada@example.com"),
         "2026-12-01T00:00:00.000Z",
         1800000000,
     )

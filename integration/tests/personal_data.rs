@@ -125,7 +125,8 @@ async fn a_person_is_kept_only_until_delivered_and_forget_erases_what_is_left() 
     assert!(!find(&items, "sub_done").contains_key("payload"));
 
     // A receipt an earlier version completed with its payload, Ada's
-    // newest-wins gate, and her rows in the leads table (one keyed by
+    // newest-wins gates (the stack's keyed one, and the unkeyed one an
+    // earlier version wrote), Grace's, and Ada's rows in the leads table (one keyed by
     // submission, one by her address), beside Grace's.
     let old_body = ada_body("sub_old", "Ada@Example.com");
     let mut old = Receipt::new(
@@ -142,14 +143,20 @@ async fn a_person_is_kept_only_until_delivered_and_forget_erases_what_is_left() 
         .send()
         .await
         .unwrap();
-    put_gate(
-        &client,
-        &table,
-        "ada@example.com",
-        "2026-12-01T00:00:00.000Z",
-        1900000000,
-    )
-    .await;
+    for gate in [
+        gate_of("ada@example.com"),
+        shared::newest::unkeyed_gate_key("ada@example.com"),
+        gate_of("grace@example.com"),
+    ] {
+        put_gate(
+            &client,
+            &table,
+            &gate,
+            "2026-12-01T00:00:00.000Z",
+            1900000000,
+        )
+        .await;
+    }
     for (pk, email) in [
         ("submission#sub_done", "Ada@Example.com "),
         ("email#ada@example.com", "ada@example.com"),
@@ -169,7 +176,10 @@ async fn a_person_is_kept_only_until_delivered_and_forget_erases_what_is_left() 
     let cli = |args: &[&str]| {
         let mut all = vec!["--table", &table];
         all.extend_from_slice(args);
-        receipts_cli(&[], &all)
+        receipts_cli(
+            &[(shared::newest::GATE_KEY, devtools::local::DEMO_GATE_KEY)],
+            &all,
+        )
     };
 
     let forget_ada = || {
@@ -233,13 +243,48 @@ async fn a_person_is_kept_only_until_delivered_and_forget_erases_what_is_left() 
         "{out}"
     );
     assert!(
-        out.contains("newest-wins gate: 1 (would be deleted)"),
+        out.contains("newest-wins gate: 2 (would be deleted)"),
         "{out}"
     );
     assert!(out.contains("2 row(s) (would be deleted)"), "{out}");
     assert!(out.contains("dry run: nothing was changed"), "{out}");
     assert_eq!(scan(&client, &table).await, receipts_before);
     assert_eq!(scan(&client, &leads).await, leads_before);
+    // Without the stack's gate key, the keyed gate cannot be found: said.
+    let (ok, out, err) = receipts_cli(
+        &[],
+        &[
+            "--table",
+            &table,
+            "forget",
+            "--email",
+            "ada@example.com",
+            "--dry-run",
+        ],
+    );
+    assert!(ok, "{err}");
+    assert!(
+        out.contains("newest-wins gate: 1 (would be deleted)"),
+        "the unkeyed one: {out}"
+    );
+    let (ok, out, err) = receipts_cli(
+        &[],
+        &[
+            "--table",
+            &table,
+            "forget",
+            "--email",
+            "nobody@example.com",
+            "--dry-run",
+        ],
+    );
+    assert!(ok, "{err}");
+    assert!(
+        out.contains(
+            "the stack's keyed gate was not looked for (give --stack, or set GATE_KEY_SECRET_ARN"
+        ),
+        "{out}"
+    );
 
     // Forget: no terminal here, so no question.
     let (ok, out, err) = forget_ada();
@@ -271,9 +316,16 @@ async fn a_person_is_kept_only_until_delivered_and_forget_erases_what_is_left() 
         assert!(erased.contains_key("expiresAt"), "TTL removes it: {id}");
         assert_eq!(text(erased, "payloadFingerprint").len(), 64, "{id}");
     }
-    assert!(items
+    let gates: Vec<String> = items
         .iter()
-        .all(|item| !text(item, "pk").starts_with("gate#")));
+        .map(|item| text(item, "pk"))
+        .filter(|pk| pk.starts_with("gate#"))
+        .collect();
+    assert_eq!(
+        gates,
+        [gate_of("grace@example.com")],
+        "only Grace's gate is left"
+    );
     assert_eq!(text(find(&items, "sub_grace"), "status"), "COMPLETED");
     let left: Vec<String> = scan(&client, &leads)
         .await

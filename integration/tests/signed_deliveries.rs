@@ -354,12 +354,15 @@ async fn the_crm_destinations_read_their_credentials_from_secrets_manager() {
         .await
         .unwrap();
     let arn = create_secret(&client, "hubspot-token", "pat-from-secrets-manager").await;
+    let gate_key_text = "a-generated-gate-key-0123456789abcdefghijklmnopqrstuvwxyz";
+    let gate_arn = create_secret(&client, "gate-key", gate_key_text).await;
     let hubspot = worker::secrets::hubspot(
         worker::destinations::hubspot::HubSpotSettings {
             base_url: hubspot_fake.base_url(),
             api_version: worker::destinations::hubspot::ApiVersion::V3,
             id_property: worker::destinations::hubspot::IdProperty::Email,
             field_map: FieldMap::hubspot_default(None),
+            gate_key: Some(worker::destinations::hubspot::GateKeySetting::SecretsManager(gate_arn)),
         },
         TokenSetting::SecretsManager(arn),
         || client.clone(),
@@ -368,6 +371,11 @@ async fn the_crm_destinations_read_their_credentials_from_secrets_manager() {
     .await
     .unwrap();
     assert_eq!(hubspot.upsert(&lead, &key).await, Ok(Upserted::Written));
+    assert_eq!(
+        hubspot.newest_gates(),
+        shared::newest::GateSecret::new(gate_key_text).as_ref(),
+        "the gates' key is the secret's"
+    );
     assert_eq!(hubspot_fake.contacts().len(), 1);
 
     let salesforce_fake = SalesforceFake::start("3MVG9secrets", "secret-from-secrets-manager")

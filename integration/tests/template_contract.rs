@@ -129,6 +129,16 @@ fn the_template_gives_each_function_the_configuration_its_code_requires() {
                     }
                 );
                 assert_eq!(settings.base_url, "https://api.hubapi.com");
+                assert_eq!(
+                    settings.gate_key,
+                    (!custom).then(|| {
+                        worker::destinations::hubspot::GateKeySetting::SecretsManager(
+                            "arn:aws:secretsmanager:us-east-1:123456789012:secret:GateKeySecret"
+                                .to_owned(),
+                        )
+                    }),
+                    "contacts by email read the stack's generated gate key, and only they"
+                );
                 let message = extra
                     .iter()
                     .find(|(name, _)| *name == "HubSpotMessageProperty")
@@ -305,7 +315,7 @@ fn the_worker_filter_passes_inserts_and_rejects_everything_else() {
     );
     // A newest-wins gate item's INSERT: the same record with a gate key.
     let mut gate = insert.clone();
-    let gate_key = shared::newest::gate_key("ada@example.com");
+    let gate_key = integration::gate_of("ada@example.com");
     gate["dynamodb"]["Keys"]["pk"]["S"] = serde_json::Value::String(gate_key.clone());
     gate["dynamodb"]["NewImage"] = serde_json::json!({"pk": {"S": gate_key}});
     assert!(
@@ -485,7 +495,26 @@ fn each_function_may_do_only_what_it_needs() {
         "secretsmanager:GetSecretValue".into(),
         hubspot_secret.into()
     )));
+    assert!(with_hubspot.contains(&(
+        "secretsmanager:GetSecretValue".into(),
+        "arn:aws:secretsmanager:us-east-1:123456789012:secret:GateKeySecret".into()
+    )));
     assert!(!with_hubspot.iter().any(|(_, r)| r == "LeadsTable.Arn"));
+    let by_submission = actions(&statements(
+        &template,
+        "WorkerFunction",
+        &[
+            ("Destination", "hubspot"),
+            ("HubSpotTokenSecretArn", hubspot_secret),
+            ("HubSpotIdProperty", "staticforms_submission_id"),
+        ],
+    ));
+    assert!(
+        !by_submission
+            .iter()
+            .any(|(_, r)| r.contains("GateKeySecret")),
+        "no gate key where no gates are kept"
+    );
     let salesforce_secret = "arn:aws:secretsmanager:us-east-1:123456789012:secret:salesforce";
     let with_salesforce = actions(&statements(
         &template,

@@ -517,7 +517,7 @@ async fn the_newest_wins_gate_lets_only_newer_submissions_through_and_holds_no_e
     let client = worker_client(&endpoint(DYNAMODB_ENDPOINT)).await;
     let receipts = create_table(&client, "ReceiptsTable").await;
     let ledger = DynamoLedger::new(client.clone(), &receipts);
-    let gate = shared::newest::gate_key("ada@example.com");
+    let gate = integration::gate_of("ada@example.com");
     let lead = receipt_at("sub_gate", "ada@example.com", "m", 1_000);
     put_receipt(&client, &receipts, &lead).await;
     let key = lead.key();

@@ -99,6 +99,8 @@ pub enum Command {
         json: bool,
     },
     /// Back into the reconciler's queue, by submission id or by status.
+    /// Warns first about each receipt older than the stack's newest-wins
+    /// gates (HubSpot by email), which could overwrite newer data.
     Redrive {
         /// Submission ids (or whole keys).
         #[arg(

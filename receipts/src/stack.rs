@@ -15,6 +15,8 @@ pub mod output {
     pub const LEADS_TABLE: &str = "LeadsTableName";
     pub const WEBHOOK_URL: &str = "WebhookUrl";
     pub const WEBHOOK_SECRET_ARN: &str = "WebhookSecretArn";
+    /// Only where newest-wins gates are kept (HubSpot contacts by email).
+    pub const GATE_KEY_SECRET_ARN: &str = "GateKeySecretArn";
 }
 
 /// The parameters the commands read.

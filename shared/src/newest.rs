@@ -2,11 +2,16 @@
 //! contacts by email): before a lead is written to contact K, a gate item
 //! per normalised e-mail lets through only a submission at least as new as
 //! the last one written. The gate items live in the receipts table, under a
-//! key no receipt can have, and hold no address: the e-mail's SHA-256, never
-//! the e-mail (still pseudonymous data: `receipts forget` deletes the gate).
+//! key no receipt can have, and hold no address: an HMAC of the e-mail with
+//! the stack's own gate key ([`GateSecret`]), so whoever may read the
+//! table's keys but not that secret cannot test whether a known address
+//! submitted. Still pseudonymous data: `receipts forget` deletes the gate,
+//! with the same secret.
 
+use std::fmt;
 use std::time::Duration;
 
+use hmac::{Hmac, Mac};
 use sha2::{Digest, Sha256};
 
 use crate::receipt::{format_timestamp, parse_timestamp};
@@ -15,9 +20,49 @@ use crate::receipt::{format_timestamp, parse_timestamp};
 /// sender's name and a colon (`staticforms:`), which never holds `#`.
 pub const GATE_KEY_PREFIX: &str = "gate#";
 
-/// The gate item of one person: `gate#email:` and the SHA-256 of the
-/// normalised e-mail, in lowercase hex.
-pub fn gate_key(normalised_email: &str) -> String {
+/// The gate key itself (local use).
+pub const GATE_KEY: &str = "GATE_KEY";
+/// The Secrets Manager secret holding the gate key (a deployed stack: the
+/// template generates it, and outputs its ARN as `GateKeySecretArn`).
+pub const GATE_KEY_SECRET_ARN: &str = "GATE_KEY_SECRET_ARN";
+
+/// The stack's key for gate items (`GATE_KEY` or `GATE_KEY_SECRET_ARN`):
+/// text of at least [`GateSecret::MIN_LEN`] characters. Never printed.
+#[derive(Clone, PartialEq, Eq)]
+pub struct GateSecret(Vec<u8>);
+
+impl GateSecret {
+    /// The shortest key taken: 32 characters (the template generates 64).
+    pub const MIN_LEN: usize = 32;
+
+    /// `text`, trimmed, when it is long enough.
+    pub fn new(text: &str) -> Option<GateSecret> {
+        let text = text.trim();
+        (text.len() >= Self::MIN_LEN).then(|| GateSecret(text.as_bytes().to_vec()))
+    }
+
+    /// The gate item of one person: `gate#hmac:` and the HMAC-SHA256 of the
+    /// normalised e-mail under this key, in lowercase hex.
+    pub fn gate_key(&self, normalised_email: &str) -> String {
+        let mut mac = Hmac::<Sha256>::new_from_slice(&self.0).expect("HMAC takes any key length");
+        mac.update(normalised_email.as_bytes());
+        format!(
+            "{GATE_KEY_PREFIX}hmac:{}",
+            hex::encode(mac.finalize().into_bytes())
+        )
+    }
+}
+
+impl fmt::Debug for GateSecret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("GateSecret(<redacted>)")
+    }
+}
+
+/// The gate item an earlier version wrote for a person: `gate#email:` and
+/// the unkeyed SHA-256 of the normalised e-mail. No delivery writes one any
+/// more; `receipts forget` still deletes it until its retention ends.
+pub fn unkeyed_gate_key(normalised_email: &str) -> String {
     format!(
         "{GATE_KEY_PREFIX}email:{}",
         hex::encode(Sha256::digest(normalised_email.as_bytes()))
@@ -118,15 +163,44 @@ mod tests {
 
     #[test]
     fn gate_keys_hold_no_email_and_never_look_like_receipts() {
-        let key = gate_key("ada@example.com");
-        assert!(key.starts_with("gate#email:"));
-        assert_eq!(key.len(), "gate#email:".len() + 64);
+        let secret = GateSecret::new(&"k".repeat(32)).unwrap();
+        let key = secret.gate_key("ada@example.com");
+        assert!(key.starts_with("gate#hmac:"));
+        assert_eq!(key.len(), "gate#hmac:".len() + 64);
         assert!(!key.contains("ada"), "{key}");
-        assert_eq!(key, gate_key("ada@example.com"), "one gate per person");
-        assert_ne!(key, gate_key("grace@example.com"));
+        assert_eq!(
+            key,
+            secret.gate_key("ada@example.com"),
+            "one gate per person"
+        );
+        assert_ne!(key, secret.gate_key("grace@example.com"));
         assert!(!is_receipt_key(&key));
+        let unkeyed = unkeyed_gate_key("ada@example.com");
+        assert!(unkeyed.starts_with("gate#email:") && !is_receipt_key(&unkeyed));
         assert!(is_receipt_key("staticforms:form.submitted:sub_1"));
         assert!(is_receipt_key("staticforms:form.submitted:gate#1"));
+    }
+
+    #[test]
+    fn a_gate_key_needs_the_stack_secret_to_be_computed() {
+        let ada = "ada@example.com";
+        let ours = GateSecret::new(&"a".repeat(64)).unwrap();
+        let theirs = GateSecret::new(&"b".repeat(64)).unwrap();
+        assert_ne!(ours.gate_key(ada), theirs.gate_key(ada));
+        assert_ne!(ours.gate_key(ada), unkeyed_gate_key(ada));
+        // HMAC-SHA256 as Python's hmac module computes it.
+        assert_eq!(
+            ours.gate_key(ada),
+            "gate#hmac:0e252c62066fc1964bbd57db552593375d1e85033407cbdff2fdf533a8ce3b07"
+        );
+    }
+
+    #[test]
+    fn a_gate_secret_is_long_enough_and_never_printed() {
+        assert!(GateSecret::new("short").is_none());
+        assert!(GateSecret::new(&" ".repeat(40)).is_none());
+        let secret = GateSecret::new(&"s3cret".repeat(6)).unwrap();
+        assert!(!format!("{secret:?}").contains("s3cret"));
     }
 
     #[test]

@@ -284,6 +284,7 @@ impl LocalCrm {
                 ("DESTINATION", "hubspot".to_owned()),
                 ("HUBSPOT_TOKEN", DEMO_HUBSPOT_TOKEN.to_owned()),
                 ("HUBSPOT_BASE_URL", fake.base_url()),
+                ("GATE_KEY", local::DEMO_GATE_KEY.to_owned()),
             ],
             LocalCrm::Salesforce(fake) => vec![
                 ("DESTINATION", "salesforce".to_owned()),

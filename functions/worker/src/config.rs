@@ -223,8 +223,9 @@ fn seconds(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::destinations::hubspot::{ApiVersion, IdProperty};
+    use crate::destinations::hubspot::{ApiVersion, GateKeySetting, IdProperty};
     use shared::field_map::FieldMap;
+    use shared::newest::{GateSecret, GATE_KEY};
     use std::collections::HashMap;
 
     /// A case name, the environment, and the error it must give.
@@ -341,7 +342,8 @@ mod tests {
             load(&[
                 TABLE,
                 (DESTINATION, "hubspot"),
-                (HUBSPOT_TOKEN_SECRET_ARN, hubspot_arn)
+                (HUBSPOT_TOKEN_SECRET_ARN, hubspot_arn),
+                (GATE_KEY, "a-local-gate-key-of-at-least-32-characters"),
             ])
             .unwrap()
             .destination,
@@ -351,6 +353,9 @@ mod tests {
                     api_version: ApiVersion::Dated("2026-09".into()),
                     id_property: IdProperty::Email,
                     field_map: FieldMap::hubspot_default(None),
+                    gate_key: Some(GateKeySetting::Inline(
+                        GateSecret::new("a-local-gate-key-of-at-least-32-characters").unwrap()
+                    )),
                 },
                 token: TokenSetting::SecretsManager(hubspot_arn.into()),
             }
@@ -384,6 +389,7 @@ mod tests {
             (HUBSPOT_TOKEN, "pat-local"),
             (HUBSPOT_BASE_URL, "http://hubspot.internal"),
             (CRM_ALLOW_HTTP, "true"),
+            (GATE_KEY, "a-local-gate-key-of-at-least-32-characters"),
         ])
         .is_ok());
 
@@ -413,6 +419,7 @@ mod tests {
             ("hubspot with a leads table", hubspot(&[(LEADS_TABLE, "leads")]), invalid(LEADS_TABLE, "does not apply to DESTINATION=hubspot; unset it")),
             ("hubspot's own error", hubspot(&[(HUBSPOT_API_VERSION, "v4")]), invalid(HUBSPOT_API_VERSION, "expected v3 or a date version YYYY-MM")),
             ("salesforce with a hubspot variable", salesforce(&[(HUBSPOT_TOKEN, "x")]), invalid(HUBSPOT_TOKEN, "does not apply to DESTINATION=salesforce; unset it")),
+            ("salesforce with a gate key", salesforce(&[(GATE_KEY, "x")]), invalid(GATE_KEY, "does not apply to DESTINATION=salesforce; unset it")),
             ("salesforce's own error", salesforce(&[(SALESFORCE_OBJECT, "Web Lead")]), invalid(SALESFORCE_OBJECT, "expected an API name (letters, digits, _)")),
             ("keep payload not a flag", load(&[TABLE, (DESTINATION, "dynamodb"), (LEADS_TABLE, "leads"), (KEEP_PAYLOAD_AFTER_DELIVERY, "yes")]).unwrap_err(), invalid(KEEP_PAYLOAD_AFTER_DELIVERY, "expected true or false")),
             ("dynamodb with a field map", load(&[TABLE, (DESTINATION, "dynamodb"), (LEADS_TABLE, "leads"), (FIELD_MAP, "{}")]).unwrap_err(), invalid(FIELD_MAP, "does not apply to DESTINATION=dynamodb; unset it")),

@@ -1,7 +1,8 @@
 //! CRM credentials kept in AWS Secrets Manager: a token
 //! (`CRM_TOKEN_SECRET_ARN`, `HUBSPOT_TOKEN_SECRET_ARN`), read at init and
 //! again when the CRM refuses it (see `destinations::token`), or Salesforce's client
-//! credentials (`SALESFORCE_CREDENTIALS_SECRET_ARN`), read at init. A missing
+//! credentials (`SALESFORCE_CREDENTIALS_SECRET_ARN`) and the newest-wins
+//! gates' key (`GATE_KEY_SECRET_ARN`), read at init. A missing
 //! or unreadable secret stops start-up with a message naming the variable,
 //! never the value.
 
@@ -12,13 +13,14 @@ use std::time::Duration;
 
 use aws_sdk_secretsmanager::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_secretsmanager::Client;
+use shared::newest::{GateSecret, GATE_KEY_SECRET_ARN};
 
 use crate::config::{
     ConfigError, CredentialsSetting, TokenSetting, CRM_TOKEN_SECRET_ARN, CRM_URL, HUBSPOT_BASE_URL,
     HUBSPOT_TOKEN_SECRET_ARN, SALESFORCE_CREDENTIALS_SECRET_ARN, SALESFORCE_LOGIN_URL,
 };
 use crate::destinations::http::HttpCrm;
-use crate::destinations::hubspot::{HubSpot, HubSpotSettings};
+use crate::destinations::hubspot::{GateKeySetting, HubSpot, HubSpotSettings};
 use crate::destinations::salesforce::{ClientCredentials, Salesforce, SalesforceSettings};
 use crate::destinations::token::{CrmToken, Source, TokenError};
 
@@ -128,15 +130,35 @@ pub async fn http_crm(
     })
 }
 
-/// The `hubspot` destination as `main` builds it, the token as for `http`.
+/// The `hubspot` destination as `main` builds it, the token as for `http`;
+/// for contacts by email, the gates' key read now.
 pub async fn hubspot(
     settings: HubSpotSettings,
     setting: TokenSetting,
-    client: impl FnOnce() -> Client,
+    client: impl Fn() -> Client,
     refresh_interval: Duration,
 ) -> Result<HubSpot, ConfigError> {
+    let gate_secret = match &settings.gate_key {
+        None => None,
+        Some(GateKeySetting::Inline(secret)) => Some(secret.clone()),
+        Some(GateKeySetting::SecretsManager(arn)) => {
+            let text = secret_text(&client(), arn)
+                .await
+                .map_err(|error| ConfigError::Invalid {
+                    name: GATE_KEY_SECRET_ARN,
+                    reason: format!("the secret could not be read ({})", error.reason),
+                })?;
+            Some(GateSecret::new(&text).ok_or_else(|| ConfigError::Invalid {
+                name: GATE_KEY_SECRET_ARN,
+                reason: format!(
+                    "the secret holds fewer than {} characters",
+                    GateSecret::MIN_LEN
+                ),
+            })?)
+        }
+    };
     let (token, source) = token_and_source(setting, HUBSPOT_TOKEN_SECRET_ARN, client).await?;
-    let hubspot = HubSpot::new(settings, token).map_err(|_| ConfigError::Invalid {
+    let hubspot = HubSpot::new(settings, token, gate_secret).map_err(|_| ConfigError::Invalid {
         name: HUBSPOT_BASE_URL,
         reason: "the HTTP client could not be built".to_owned(),
     })?;

@@ -4,6 +4,7 @@
 //! that dispatches to them lives here, outside the `destinations` wing.
 
 use aws_sdk_dynamodb::Client;
+use shared::newest::GateSecret;
 use shared::{IdempotencyKey, Lead};
 
 use crate::config::{ConfigError, DestinationConfig};
@@ -24,12 +25,12 @@ pub enum ConfiguredDestination {
 }
 
 impl Destination for ConfiguredDestination {
-    fn newest_wins_by_email(&self) -> bool {
+    fn newest_gates(&self) -> Option<&GateSecret> {
         match self {
-            ConfiguredDestination::Http(crm) => crm.newest_wins_by_email(),
-            ConfiguredDestination::LeadsTable(table) => table.newest_wins_by_email(),
-            ConfiguredDestination::HubSpot(hubspot) => hubspot.newest_wins_by_email(),
-            ConfiguredDestination::Salesforce(salesforce) => salesforce.newest_wins_by_email(),
+            ConfiguredDestination::Http(crm) => crm.newest_gates(),
+            ConfiguredDestination::LeadsTable(table) => table.newest_gates(),
+            ConfiguredDestination::HubSpot(hubspot) => hubspot.newest_gates(),
+            ConfiguredDestination::Salesforce(salesforce) => salesforce.newest_gates(),
         }
     }
 

@@ -12,6 +12,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use devtools::hubspot_fake::{Fault, HubSpotFake};
 use shared::field_map::FieldMap;
+use shared::newest::GateSecret;
 use shared::{FormSubmission, Receipt, ReceiptStatus};
 use worker::destinations::hubspot::{ApiVersion, HubSpot, HubSpotSettings, IdProperty};
 use worker::destinations::token::{CrmToken, Source, TokenError};
@@ -75,11 +76,17 @@ fn settings(fake: &HubSpotFake, id_property: IdProperty) -> HubSpotSettings {
         api_version: ApiVersion::parse("2026-03").unwrap(),
         id_property,
         field_map: FieldMap::hubspot_default(None),
+        gate_key: None,
     }
 }
 
+/// The newest-wins gates' key (used for contacts by email only).
+fn gate_secret() -> Option<GateSecret> {
+    GateSecret::new("a-test-gate-key-of-at-least-32-characters")
+}
+
 fn worker(settings: HubSpotSettings, ledger: MemoryLedger) -> Worker<HubSpot, MemoryLedger> {
-    let hubspot = HubSpot::new(settings, CrmToken::new(TOKEN)).unwrap();
+    let hubspot = HubSpot::new(settings, CrmToken::new(TOKEN), gate_secret()).unwrap();
     Worker::new(hubspot, ledger, 8).with_retry_policy(fast_retries())
 }
 
@@ -456,9 +463,13 @@ async fn a_401_rereads_the_token_once_and_delivers() {
     let fake = HubSpotFake::start(TOKEN).await.unwrap();
     fake.rotate_token("pat-na1-rotated-token");
     let source = Arc::new(RotatedToken(AtomicUsize::new(0)));
-    let hubspot = HubSpot::new(settings(&fake, IdProperty::Email), CrmToken::new(TOKEN))
-        .unwrap()
-        .refreshing_from(source.clone(), Duration::ZERO);
+    let hubspot = HubSpot::new(
+        settings(&fake, IdProperty::Email),
+        CrmToken::new(TOKEN),
+        gate_secret(),
+    )
+    .unwrap()
+    .refreshing_from(source.clone(), Duration::ZERO);
     let a = receipt("sub_a", "ada@example.com", "Ada", 1_795_941_500);
     let b = receipt("sub_b", "grace@example.com", "Grace", 1_795_941_500);
     let worker = Worker::new(hubspot, ledger_of(&[&a, &b]), 8).with_retry_policy(fast_retries());
@@ -656,7 +667,7 @@ async fn narrowing_a_batch_with_many_bad_leads_is_bounded() {
     }
     let refs: Vec<&Receipt> = receipts.iter().collect();
     let current = current_settings(&fake);
-    let hubspot = HubSpot::new(current, CrmToken::new(TOKEN)).unwrap();
+    let hubspot = HubSpot::new(current, CrmToken::new(TOKEN), gate_secret()).unwrap();
     // One attempt: this test counts the calls of one.
     let worker = Worker::new(hubspot, ledger_of(&refs), 8).with_retry_policy(
         shared::delivery::RetryPolicy {

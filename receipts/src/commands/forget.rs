@@ -2,7 +2,8 @@
 //!
 //! It finds first and changes after: the receipts that still hold the
 //! person's form data (a scan: only receipts with a payload can name anyone,
-//! and a delivered receipt has none), their newest-wins gate (by key), and
+//! and a delivered receipt has none), their newest-wins gates (by key: the
+//! stack's keyed one, and the unkeyed one an earlier version wrote), and
 //! their rows in the leads table (a scan of keys and addresses). Both scans
 //! are bounded (`--max-scan-mb`), checked against the tables' sizes before
 //! they start, and report progress. A scan, not an index: an erasure is
@@ -16,6 +17,7 @@
 use std::io::Write;
 use std::time::SystemTime;
 
+use shared::newest::{unkeyed_gate_key, GateSecret};
 use shared::receipt::format_timestamp;
 use shared::{Receipt, ReceiptStatus, Retention};
 
@@ -33,6 +35,29 @@ pub(super) struct Request {
     pub max_scan_mb: usize,
     /// How long an ERASED receipt stays (for duplicates) before TTL.
     pub retention: Retention,
+    pub gates: Gates,
+}
+
+/// What forget knows of the stack's newest-wins gates.
+pub(super) enum Gates {
+    /// The stack keeps them, under this key.
+    Keyed(GateSecret),
+    /// The stack keeps none (no `GateKeySecretArn` output).
+    NotKept,
+    /// A table without its stack, and no key given.
+    KeyUnknown,
+}
+
+impl Gates {
+    /// The keys a gate of `email` may have: the unkeyed one of an earlier
+    /// version always, the stack's keyed one when the key is known.
+    fn keys_of(&self, email: &str) -> Vec<String> {
+        let mut keys = vec![unkeyed_gate_key(email)];
+        if let Gates::Keyed(secret) = self {
+            keys.push(secret.gate_key(email));
+        }
+        keys
+    }
 }
 
 const MB: i64 = 1024 * 1024;
@@ -128,8 +153,12 @@ pub(super) async fn forget(
     if !found.complete {
         return Err(stopped(table.name(), request.max_scan_mb));
     }
-    let gate = shared::newest::gate_key(&request.email);
-    let has_gate = table.exists(&gate).await.map_err(run_error)?;
+    let mut gates = Vec::new();
+    for gate in request.gates.keys_of(&request.email) {
+        if table.exists(&gate).await.map_err(run_error)? {
+            gates.push(gate);
+        }
+    }
     let rows: Vec<LeadRow> = match leads {
         Some(leads) => {
             check_size(
@@ -173,10 +202,13 @@ pub(super) async fn forget(
     let _ = writeln!(
         out,
         "newest-wins gate: {}",
-        if has_gate {
-            format!("1 ({would}deleted)")
-        } else {
-            "none".to_owned()
+        match (gates.len(), &request.gates) {
+            (0, Gates::KeyUnknown) => "none without a key; the stack's keyed gate was not \
+                                       looked for (give --stack, or set GATE_KEY_SECRET_ARN to \
+                                       the stack's GateKeySecretArn output)"
+                .to_owned(),
+            (0, _) => "none".to_owned(),
+            (found, _) => format!("{found} ({would}deleted)"),
         }
     );
     match leads {
@@ -195,7 +227,7 @@ pub(super) async fn forget(
             );
         }
     }
-    let nothing = found.receipts.is_empty() && !has_gate && rows.is_empty();
+    let nothing = found.receipts.is_empty() && gates.is_empty() && rows.is_empty();
     if request.dry_run {
         let _ = writeln!(out, "dry run: nothing was changed");
         crm_note(out);
@@ -231,8 +263,8 @@ pub(super) async fn forget(
         };
         let _ = writeln!(out, "erased {}: {said}", receipt.pk);
     }
-    if has_gate {
-        let deleted = table.delete_gate(&gate).await.map_err(run_error)?;
+    for gate in &gates {
+        let deleted = table.delete_gate(gate).await.map_err(run_error)?;
         let _ = writeln!(
             out,
             "newest-wins gate: {}",

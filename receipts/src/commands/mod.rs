@@ -33,6 +33,50 @@ fn run_error(error: impl std::fmt::Display) -> Failed {
     Failed::Run(error.to_string())
 }
 
+/// The text of the Secrets Manager secret `arn` (`what` names it in an
+/// error, which never holds the value).
+async fn secret_text(config: &SdkConfig, arn: &str, what: &str) -> Result<String, Failed> {
+    let read = aws_sdk_secretsmanager::Client::new(config)
+        .get_secret_value()
+        .secret_id(arn)
+        .send()
+        .await
+        .map_err(|error| {
+            Failed::Run(format!(
+                "reading {what}: {}",
+                aws_sdk_secretsmanager::error::DisplayErrorContext(error)
+            ))
+        })?;
+    Ok(read.secret_string.unwrap_or_default())
+}
+
+/// Where `forget` finds the key of the stack's newest-wins gates: the
+/// stack's `GateKeySecretArn` output (a stack without one keeps no gates),
+/// else `$GATE_KEY_SECRET_ARN` or `$GATE_KEY`.
+async fn gate_lookup(config: &SdkConfig, stack: Option<&Stack>) -> Result<forget::Gates, Failed> {
+    use shared::newest::{GateSecret, GATE_KEY, GATE_KEY_SECRET_ARN};
+    let env = |name| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
+    let text = match stack {
+        Some(stack) => match stack.output(output::GATE_KEY_SECRET_ARN) {
+            Ok(arn) => secret_text(config, arn, "the gate key secret").await?,
+            Err(_) => return Ok(forget::Gates::NotKept),
+        },
+        None => match (env(GATE_KEY_SECRET_ARN), env(GATE_KEY)) {
+            (Some(arn), _) => secret_text(config, &arn, "the gate key secret").await?,
+            (None, Some(key)) => key,
+            (None, None) => return Ok(forget::Gates::KeyUnknown),
+        },
+    };
+    GateSecret::new(&text)
+        .map(forget::Gates::Keyed)
+        .ok_or_else(|| {
+            Failed::Usage(format!(
+                "the gate key is shorter than {} characters: is it the stack's own?",
+                GateSecret::MIN_LEN
+            ))
+        })
+}
+
 pub async fn run(config: &SdkConfig, target: &Target, command: Command) -> Result<(), Failed> {
     let stack = match &target.stack {
         Some(name) => {
@@ -172,7 +216,13 @@ pub async fn run(config: &SdkConfig, target: &Target, command: Command) -> Resul
                     .map(|receipt| receipt.pk)
                     .collect(),
             };
-            redrive::redrive(&table, &keys, dry_run, &mut out).await?;
+            let gates = match &stack {
+                Some(stack) if stack.output(output::GATE_KEY_SECRET_ARN).is_err() => {
+                    redrive::GateRetention::NotKept
+                }
+                _ => redrive::GateRetention::MayBeKept(retention_of(stack.as_ref())),
+            };
+            redrive::redrive(&table, &keys, dry_run, &gates, &mut out).await?;
         }
         Command::Forget {
             email,
@@ -189,21 +239,14 @@ pub async fn run(config: &SdkConfig, target: &Target, command: Command) -> Resul
                     .filter(|name| !name.trim().is_empty()),
             };
             let leads = leads_table.map(|name| LeadsTable::new(dynamodb.clone(), name));
-            let retention = match &stack {
-                Some(stack) => stack
-                    .parameter(parameter::RECEIPT_RETENTION_DAYS)
-                    .parse()
-                    .ok()
-                    .and_then(Retention::days)
-                    .unwrap_or_default(),
-                None => Retention::default(),
-            };
+            let retention = retention_of(stack.as_ref());
             let request = forget::Request {
                 email: forget::address(&email)?,
                 dry_run,
                 ask: !yes && std::io::stdin().is_terminal(),
                 max_scan_mb,
                 retention,
+                gates: gate_lookup(config, stack.as_ref()).await?,
             };
             forget::forget(&table, leads.as_ref(), &request, &mut out).await?;
         }
@@ -218,6 +261,20 @@ pub async fn run(config: &SdkConfig, target: &Target, command: Command) -> Resul
         }
     }
     Ok(())
+}
+
+/// How long the stack keeps a delivered receipt (and a gate):
+/// `ReceiptRetentionDays`, or the default for a table alone.
+fn retention_of(stack: Option<&Stack>) -> Retention {
+    stack
+        .and_then(|stack| {
+            stack
+                .parameter(parameter::RECEIPT_RETENTION_DAYS)
+                .parse()
+                .ok()
+        })
+        .and_then(Retention::days)
+        .unwrap_or_default()
 }
 
 /// Progress on stderr for long reads: a line every 10,000 items read.

@@ -6,10 +6,9 @@ use std::io::Write;
 use std::time::{Instant, SystemTime};
 
 use aws_config::SdkConfig;
-use aws_sdk_secretsmanager::error::DisplayErrorContext;
 use shared::Sender;
 
-use super::{run_error, Failed};
+use super::{run_error, secret_text, Failed};
 use crate::smoke::{self, Progress, SenderAuth};
 use crate::stack::{output, parameter, Stack};
 use crate::table::{Reading, ReceiptsTable};
@@ -46,19 +45,7 @@ pub(super) async fn smoke_test(
             let arn = stack
                 .output(output::WEBHOOK_SECRET_ARN)
                 .map_err(run_error)?;
-            aws_sdk_secretsmanager::Client::new(config)
-                .get_secret_value()
-                .secret_id(arn)
-                .send()
-                .await
-                .map_err(|error| {
-                    Failed::Run(format!(
-                        "reading the webhook secret: {}",
-                        DisplayErrorContext(error)
-                    ))
-                })?
-                .secret_string
-                .unwrap_or_default()
+            secret_text(config, arn, "the webhook secret").await?
         }
     };
     let request = smoke::request(

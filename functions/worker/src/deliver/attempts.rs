@@ -117,7 +117,7 @@ impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
         again: Vec<usize>,
         attempts: &mut [Attempts],
     ) -> Vec<usize> {
-        if !self.destination.newest_wins_by_email() {
+        if self.destination.newest_gates().is_none() {
             return again;
         }
         let retrying: Vec<&Delivery> = again.iter().map(|&i| &deliveries[i]).collect();

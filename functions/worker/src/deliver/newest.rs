@@ -32,9 +32,9 @@ impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
         deliveries: &[&Delivery],
         passes: &[GatePass<'_>],
     ) -> Vec<Result<bool, LedgerError>> {
-        if !self.destination.newest_wins_by_email() {
+        let Some(gate_secret) = self.destination.newest_gates() else {
             return vec![Ok(true); deliveries.len()];
-        }
+        };
         let expires_at = self.rules.retention.expiry_after((self.clock)());
         let gates: Vec<_> = deliveries
             .iter()
@@ -43,7 +43,7 @@ impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
                 match delivery.lead.normalised_email() {
                     Some(email) => {
                         self.ledger
-                            .admit_newest(&shared::newest::gate_key(&email), pass, expires_at)
+                            .admit_newest(&gate_secret.gate_key(&email), pass, expires_at)
                             .await
                     }
                     None => Ok(true),

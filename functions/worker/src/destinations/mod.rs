@@ -23,6 +23,7 @@ use std::future::Future;
 use std::time::{Duration, Instant};
 
 use futures_util::stream::{self, StreamExt};
+use shared::newest::GateSecret;
 use shared::{IdempotencyKey, Lead};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -144,13 +145,14 @@ pub trait Destination: Send + Sync {
     /// A short name for logs: `http`, `dynamodb`, `hubspot`.
     fn name(&self) -> &'static str;
 
-    /// Whether several submissions of one person write one record, keyed by
-    /// the e-mail (HubSpot contacts by email): then only a submission at
-    /// least as new as the last one written may write it, across calls too
-    /// (`shared::newest`). Destinations keyed by submission never need it;
-    /// the leads table keeps newest-wins in its own conditional write.
-    fn newest_wins_by_email(&self) -> bool {
-        false
+    /// When several submissions of one person write one record, keyed by
+    /// the e-mail (HubSpot contacts by email), the key of that person's
+    /// newest-wins gate: only a submission at least as new as the last one
+    /// written may write it, across calls too (`shared::newest`).
+    /// Destinations keyed by submission never need one; the leads table
+    /// keeps newest-wins in its own conditional write.
+    fn newest_gates(&self) -> Option<&GateSecret> {
+        None
     }
 
     /// Creates or updates the lead of `lead.external_id`. `key` is the

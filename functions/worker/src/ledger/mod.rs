@@ -109,7 +109,7 @@ pub trait ReceiptLedger: Send + Sync {
         attempt: &AttemptRecord,
     ) -> impl Future<Output = Result<Marked, LedgerError>> + Send;
 
-    /// The newest-wins gate of one person (`shared::newest::gate_key`):
+    /// The newest-wins gate of one person (`shared::newest::GateSecret::gate_key`):
     /// records `pass.stamp` and answers `true` if the gate holds no stamp
     /// newer than `pass.over` and `pass.receipt` is still RECEIVED; `false`
     /// when a newer submission already wrote that person, or the receipt

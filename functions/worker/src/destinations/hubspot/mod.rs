@@ -28,6 +28,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Map, Value};
 use shared::field_map::FieldMap;
+use shared::newest::GateSecret;
 use shared::{IdempotencyKey, Lead};
 
 use crate::destinations::client;
@@ -62,6 +63,8 @@ pub struct HubSpot {
     id_property: IdProperty,
     field_map: FieldMap,
     token: BearerToken,
+    /// Contacts by email: the key of the newest-wins gates.
+    gate_secret: Option<GateSecret>,
 }
 
 /// One input of a request: its slot in the batch and what HubSpot gets.
@@ -155,8 +158,17 @@ type Sending<'a> = Pin<Box<dyn Future<Output = Vec<(usize, Answer)>> + Send + 'a
 impl HubSpot {
     /// Builds the HTTP client once: rustls, timeouts, and no redirects (a
     /// redirect could carry the token elsewhere).
-    pub fn new(settings: HubSpotSettings, token: Option<CrmToken>) -> Result<Self, reqwest::Error> {
+    ///
+    /// `gate_secret` is the key of the newest-wins gates (the setting
+    /// resolved, see `secrets::hubspot`); it is used only for contacts by
+    /// email, which without one would keep no gates.
+    pub fn new(
+        settings: HubSpotSettings,
+        token: Option<CrmToken>,
+        gate_secret: Option<GateSecret>,
+    ) -> Result<Self, reqwest::Error> {
         let client = client::client(REQUEST_TIMEOUT)?;
+        let by_email = settings.id_property == IdProperty::Email;
         let url = format!(
             "{}{}",
             settings.base_url.trim_end_matches('/'),
@@ -168,6 +180,7 @@ impl HubSpot {
             id_property: settings.id_property,
             field_map: settings.field_map,
             token: BearerToken::new(token),
+            gate_secret: gate_secret.filter(|_| by_email),
         })
     }
 
@@ -325,8 +338,8 @@ impl HubSpot {
 }
 
 impl Destination for HubSpot {
-    fn newest_wins_by_email(&self) -> bool {
-        self.id_property == IdProperty::Email
+    fn newest_gates(&self) -> Option<&GateSecret> {
+        self.gate_secret.as_ref()
     }
 
     fn name(&self) -> &'static str {

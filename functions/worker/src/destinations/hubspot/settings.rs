@@ -1,9 +1,11 @@
 //! `DESTINATION=hubspot`'s settings, read from the environment once at
 //! init: the base URL, the API version, what keys a contact, the field map,
-//! and where the token comes from.
+//! where the token comes from, and, for contacts by email, where the key of
+//! the newest-wins gates comes from.
 
-use shared::config::{invalid, ConfigError};
+use shared::config::{invalid, secret_arn, ConfigError};
 use shared::field_map::{FieldMap, FIELD_MAP};
+use shared::newest::{GateSecret, GATE_KEY, GATE_KEY_SECRET_ARN};
 
 use crate::destinations::client::{check_base_url, is_property_name};
 use crate::destinations::token::{token_setting, TokenSetting};
@@ -23,6 +25,8 @@ pub const HUBSPOT_ONLY: &[&str] = &[
     HUBSPOT_API_VERSION,
     HUBSPOT_ID_PROPERTY,
     HUBSPOT_MESSAGE_PROPERTY,
+    GATE_KEY,
+    GATE_KEY_SECRET_ARN,
 ];
 
 pub const DEFAULT_BASE_URL: &str = "https://api.hubapi.com";
@@ -81,6 +85,15 @@ impl IdProperty {
     }
 }
 
+/// Where the key of the newest-wins gates comes from (contacts by email).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum GateKeySetting {
+    /// `GATE_KEY`, for local use.
+    Inline(GateSecret),
+    /// `GATE_KEY_SECRET_ARN`: read from Secrets Manager once, at init.
+    SecretsManager(String),
+}
+
 /// Everything but the token.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HubSpotSettings {
@@ -88,6 +101,51 @@ pub struct HubSpotSettings {
     pub api_version: ApiVersion,
     pub id_property: IdProperty,
     pub field_map: FieldMap,
+    /// With [`IdProperty::Email`] (and only then): the gates' key.
+    pub gate_key: Option<GateKeySetting>,
+}
+
+/// `GATE_KEY` or `GATE_KEY_SECRET_ARN`: required for contacts by email,
+/// refused otherwise (no gates are kept then).
+fn gate_key_setting(
+    get: &impl Fn(&str) -> Option<String>,
+    id_property: &IdProperty,
+) -> Result<Option<GateKeySetting>, ConfigError> {
+    let setting = match (get(GATE_KEY), get(GATE_KEY_SECRET_ARN)) {
+        (None, None) => None,
+        (Some(text), None) => Some(GateKeySetting::Inline(GateSecret::new(&text).ok_or_else(
+            || {
+                invalid(
+                    GATE_KEY,
+                    format!("must be at least {} characters", GateSecret::MIN_LEN),
+                )
+            },
+        )?)),
+        (None, Some(arn)) => Some(GateKeySetting::SecretsManager(secret_arn(
+            GATE_KEY_SECRET_ARN,
+            &arn,
+        )?)),
+        (Some(_), Some(_)) => {
+            return Err(invalid(
+                GATE_KEY_SECRET_ARN,
+                format!("set either {GATE_KEY} or {GATE_KEY_SECRET_ARN}, not both"),
+            ))
+        }
+    };
+    match (id_property, setting) {
+        (IdProperty::Email, None) => Err(ConfigError::Missing(
+            "GATE_KEY or GATE_KEY_SECRET_ARN (HUBSPOT_ID_PROPERTY=email keeps newest-wins gates)",
+        )),
+        (IdProperty::Custom(_), Some(GateKeySetting::Inline(_))) => Err(invalid(
+            GATE_KEY,
+            "applies only with HUBSPOT_ID_PROPERTY=email; unset it",
+        )),
+        (IdProperty::Custom(_), Some(GateKeySetting::SecretsManager(_))) => Err(invalid(
+            GATE_KEY_SECRET_ARN,
+            "applies only with HUBSPOT_ID_PROPERTY=email; unset it",
+        )),
+        (_, setting) => Ok(setting),
+    }
 }
 
 impl HubSpotSettings {
@@ -140,12 +198,14 @@ impl HubSpotSettings {
                 format!("names {bad:?}, which is not a HubSpot property's internal name (letters, digits, _)"),
             ));
         }
+        let gate_key = gate_key_setting(get, &id_property)?;
         Ok((
             HubSpotSettings {
                 base_url,
                 api_version,
                 id_property,
                 field_map,
+                gate_key,
             },
             token,
         ))
@@ -169,17 +229,24 @@ mod tests {
     }
 
     const ARN: &str = "arn:aws:secretsmanager:us-east-1:123456789012:secret:hubspot-AbCdEf";
+    const GATE_ARN: &str = "arn:aws:secretsmanager:us-east-1:123456789012:secret:gate-AbCdEf";
+    const A_GATE_KEY: &str = "a-local-gate-key-of-at-least-32-characters";
 
     #[test]
     fn defaults_and_every_setting() {
         assert_eq!(
-            load(&[(HUBSPOT_TOKEN_SECRET_ARN, ARN)]).unwrap(),
+            load(&[
+                (HUBSPOT_TOKEN_SECRET_ARN, ARN),
+                (GATE_KEY_SECRET_ARN, GATE_ARN)
+            ])
+            .unwrap(),
             (
                 HubSpotSettings {
                     base_url: "https://api.hubapi.com".into(),
                     api_version: ApiVersion::Dated("2026-09".into()),
                     id_property: IdProperty::Email,
                     field_map: FieldMap::hubspot_default(None),
+                    gate_key: Some(GateKeySetting::SecretsManager(GATE_ARN.into())),
                 },
                 TokenSetting::SecretsManager(ARN.into()),
             )
@@ -202,12 +269,18 @@ mod tests {
             settings.field_map.properties().collect::<Vec<_>>(),
             ["email", "hs_lead_status"]
         );
+        assert_eq!(settings.gate_key, None, "no gates by submission");
         assert!(matches!(token, TokenSetting::Inline(ref t) if t.expose() == "pat-local"));
         let (with_message, _) = load(&[
             (HUBSPOT_TOKEN, "pat-local"),
             (HUBSPOT_MESSAGE_PROPERTY, "message"),
+            (GATE_KEY, A_GATE_KEY),
         ])
         .unwrap();
+        assert_eq!(
+            with_message.gate_key,
+            Some(GateKeySetting::Inline(GateSecret::new(A_GATE_KEY).unwrap()))
+        );
         assert_eq!(
             with_message.field_map,
             FieldMap::hubspot_default(Some("message"))
@@ -231,6 +304,12 @@ mod tests {
             ("id property label", with_token(&[(HUBSPOT_ID_PROPERTY, "Submission ID")]), invalid(HUBSPOT_ID_PROPERTY, "expected email or a property's internal name (letters, digits, _)")),
             ("field map text", with_token(&[(FIELD_MAP, "email=email")]), invalid(FIELD_MAP, "is not a JSON object of property names to form field names")),
             ("field map label", with_token(&[(FIELD_MAP, r#"{"First Name":"firstName"}"#)]), invalid(FIELD_MAP, "names \"First Name\", which is not a HubSpot property's internal name (letters, digits, _)")),
+            ("email without a gate key", with_token(&[]), ConfigError::Missing("GATE_KEY or GATE_KEY_SECRET_ARN (HUBSPOT_ID_PROPERTY=email keeps newest-wins gates)")),
+            ("short gate key", with_token(&[(GATE_KEY, "pat-local-gate")]), invalid(GATE_KEY, "must be at least 32 characters")),
+            ("gate key not an arn", with_token(&[(GATE_KEY_SECRET_ARN, "gate")]), invalid(GATE_KEY_SECRET_ARN, "must be a Secrets Manager secret ARN (arn:...)")),
+            ("both gate keys", with_token(&[(GATE_KEY, A_GATE_KEY), (GATE_KEY_SECRET_ARN, GATE_ARN)]), invalid(GATE_KEY_SECRET_ARN, "set either GATE_KEY or GATE_KEY_SECRET_ARN, not both")),
+            ("gate key by submission", with_token(&[(HUBSPOT_ID_PROPERTY, "sid"), (GATE_KEY, A_GATE_KEY)]), invalid(GATE_KEY, "applies only with HUBSPOT_ID_PROPERTY=email; unset it")),
+            ("gate secret by submission", with_token(&[(HUBSPOT_ID_PROPERTY, "sid"), (GATE_KEY_SECRET_ARN, GATE_ARN)]), invalid(GATE_KEY_SECRET_ARN, "applies only with HUBSPOT_ID_PROPERTY=email; unset it")),
             ("message with a map", with_token(&[(FIELD_MAP, r#"{"email":"email"}"#), (HUBSPOT_MESSAGE_PROPERTY, "message")]), invalid(HUBSPOT_MESSAGE_PROPERTY, "applies only without FIELD_MAP (map the message there); unset it")),
         ];
         for (name, error, expected) in rows {
