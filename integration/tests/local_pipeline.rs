@@ -85,15 +85,11 @@ async fn the_local_pipeline_takes_a_delivery_to_one_lead_and_stops_cleanly() {
     .unwrap();
     let http = reqwest::Client::new();
     let send = || {
+        // As Static Forms sends it: the secret in the URL, no header of ours.
         http.post(format!(
-            "http://127.0.0.1:{webhook_port}/webhooks/staticforms"
+            "http://127.0.0.1:{webhook_port}/webhooks/staticforms?token=local-demo-token-change-me"
         ))
-        .header("authorization", "Bearer local-demo-token-change-me")
         .header("content-type", "application/json")
-        .header(
-            "idempotency-key",
-            "staticforms:form.submitted:sub_01JDEMO00000000000000000001",
-        )
         .body(event["body"].as_str().unwrap().to_owned())
         .send()
     };
@@ -131,10 +127,10 @@ async fn the_local_pipeline_takes_a_delivery_to_one_lead_and_stops_cleanly() {
     for n in 1..=3 {
         let id = format!("sub_outage_{n}");
         let accepted = http
-            .post(format!("http://127.0.0.1:{webhook_port}/webhooks/staticforms"))
-            .header("authorization", "Bearer local-demo-token-change-me")
+            .post(format!(
+                "http://127.0.0.1:{webhook_port}/webhooks/staticforms?token=local-demo-token-change-me"
+            ))
             .header("content-type", "application/json")
-            .header("idempotency-key", format!("staticforms:form.submitted:{id}"))
             .body(format!(r#"{{"event":"form.submitted","data":{{"submissionId":"{id}","formData":{{"email":"ada@example.com"}}}}}}"#))
             .send()
             .await
@@ -317,11 +313,9 @@ async fn deliver_twice_and_list(
     let body = r#"{"event":"form.submitted","timestamp":1795941528,"data":{"submissionId":"sub_crm_1","formData":{"name":"Ada Lovelace","email":"Ada@Example.com","company":"AE"}}}"#;
     let send = || {
         http.post(format!(
-            "http://127.0.0.1:{webhook_port}/webhooks/staticforms"
+            "http://127.0.0.1:{webhook_port}/webhooks/staticforms?token=local-demo-token-change-me"
         ))
-        .header("authorization", "Bearer local-demo-token-change-me")
         .header("content-type", "application/json")
-        .header("idempotency-key", "staticforms:form.submitted:sub_crm_1")
         .body(body)
         .send()
     };
@@ -448,7 +442,7 @@ async fn smoke_follows_a_test_submission_to_completed() {
             create_stack(
                 &endpoint,
                 &stack,
-                &[("WebhookAuth", "bearer"), ("AcceptedForms", "")],
+                &[("WebhookAuth", ""), ("AcceptedForms", "")],
                 &[
                     ("WebhookUrl", &webhook_url),
                     ("ReceiptsTableName", &receipts_table),
@@ -509,6 +503,71 @@ async fn smoke_follows_a_test_submission_to_completed() {
     assert!(out.contains("webhook answered 401"), "{out}");
     assert!(err.contains("refused the test submission (401)"), "{err}");
     assert!(!out.contains("not-the-pipelines-secret-01"), "{out}");
+    stop(pipeline).await;
+}
+
+/// Smoke sends what Static Forms sends and nothing more: a stack that
+/// would refuse Static Forms (one that requires an `Idempotency-Key`, which
+/// Static Forms never sends) fails the smoke test. A webhook URL that does
+/// not answer is said without the URL, which holds the secret. The secret
+/// is never printed.
+#[tokio::test(flavor = "multi_thread")]
+async fn smoke_fails_where_the_real_sender_would_and_never_prints_the_secret() {
+    let receipts_table = unique_name("smoke-strict-receipts");
+    let (pipeline, webhook_port, _, _) =
+        start_pipeline_with("http", &receipts_table, &[("IDEMPOTENCY_KEY", "required")]).await;
+    let endpoint = endpoint(DYNAMODB_ENDPOINT);
+    let secrets = secrets_client(&endpoint).await;
+    let secret = "local-demo-token-change-me";
+    let secret_arn = create_secret(&secrets, "smoke-strict-secret", secret).await;
+    let closed = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.local_addr().unwrap().port()
+    };
+    for (port, said) in [
+        (webhook_port, "webhook answered 400"),
+        (closed, "the webhook URL did not answer"),
+    ] {
+        let stack = unique_name("smoke-strict-stack");
+        create_stack(
+            &endpoint,
+            &stack,
+            &[("WebhookAuth", ""), ("AcceptedForms", "")],
+            &[
+                (
+                    "WebhookUrl",
+                    &format!("http://127.0.0.1:{port}/webhooks/staticforms"),
+                ),
+                ("ReceiptsTableName", &receipts_table),
+                ("WebhookSecretArn", &secret_arn),
+            ],
+        )
+        .await;
+        let (ok, out, err) = receipts_cli(&[], &["--stack", &stack, "smoke", "--timeout", "20s"]);
+        assert!(!ok, "{out}{err}");
+        assert!(format!("{out}{err}").contains(said), "{out}{err}");
+        assert!(
+            !out.contains(secret) && !err.contains(secret),
+            "the secret was printed: {out}{err}"
+        );
+        // What to paste: the URL with the token's place, never the token
+        // where no terminal reads it.
+        let (ok, out, err) = receipts_cli(&[], &["--stack", &stack, "webhook-url"]);
+        assert!(ok, "{err}");
+        assert!(
+            out.contains(&format!(
+                "http://127.0.0.1:{port}/webhooks/staticforms?token=<secret>"
+            )),
+            "{out}"
+        );
+        let (ok, out, err) =
+            receipts_cli(&[], &["--stack", &stack, "webhook-url", "--show-secret"]);
+        assert!(!ok, "{out}");
+        assert!(err.contains("only to a terminal"), "{err}");
+        assert!(!out.contains(secret) && !err.contains(secret), "{out}{err}");
+    }
+    let (_, out, _) = receipts_cli(&[("RECEIPTS_TABLE", &receipts_table)], &["list"]);
+    assert!(!out.contains("smoke_"), "nothing stored: {out}");
     stop(pipeline).await;
 }
 

@@ -15,6 +15,68 @@ fn resource<'a>(template: &'a Value, name: &str) -> &'a Value {
     &template["Resources"][name]
 }
 
+/// A stack deployed with every default takes a Static Forms delivery
+/// exactly as Static Forms sends it: a POST of its documented JSON to the
+/// URL it was given, the secret in that URL (`?token=`, Static Forms'
+/// documented way to secure a webhook), no `Idempotency-Key` and no other
+/// header of ours (https://www.staticforms.dev/docs/webhooks: "Enter your
+/// webhook URL", and the payload's fields).
+#[tokio::test]
+async fn a_stack_with_every_default_accepts_static_forms_as_it_sends() {
+    const GENERATED: &str = "GeneratedSecret0123456789abcdefGHIJKLMNOPqrstuvwx";
+    let template = load();
+    let evaluator = Evaluator::new(&template, &[]);
+    let env = evaluator.environment("IngestFunction");
+    assert_eq!(
+        env.get("WEBHOOK_SECRETS_ARN").map(String::as_str),
+        Some("arn:aws:secretsmanager:us-east-1:123456789012:secret:WebhookSecret"),
+        "the stack generates the secret"
+    );
+    // The generated secret's value, as Secrets Manager would hand it over.
+    let config = ingest::Config::from_lookup(|name| match name {
+        "WEBHOOK_SECRETS_ARN" => None,
+        "WEBHOOK_SECRETS" => Some(GENERATED.to_owned()),
+        other => env.get(other).cloned(),
+    })
+    .expect("the default configuration loads");
+    let ingest =
+        integration::ingest_over(ingest::store::MemoryReceiptStore::default(), &config).await;
+    let body = serde_json::json!({
+        "event": "form.submitted",
+        "timestamp": 1764583200,
+        "data": {
+            "submissionId": "sf_sub_8c1f",
+            "formData": {"name": "Ada Lovelace", "email": "ada@example.com", "message": "Hello"},
+            "apiKey": "sf_public_form_key",
+            "recipientEmail": "owner@example.com",
+            "replyTo": "ada@example.com",
+            "attachments": []
+        }
+    })
+    .to_string();
+    let as_sent = |uri: String| {
+        http::Request::builder()
+            .method("POST")
+            .uri(uri)
+            .header("content-type", "application/json")
+            .body(lambda_http::Body::from(body.clone()))
+            .unwrap()
+    };
+    let accepted = ingest
+        .handle(as_sent(format!("/webhooks/staticforms?token={GENERATED}")))
+        .await;
+    assert_eq!(accepted.status(), 202, "{:?}", accepted.body());
+    let retried = ingest
+        .handle(as_sent(format!("/webhooks/staticforms?token={GENERATED}")))
+        .await;
+    assert_eq!(retried.status(), 200, "a retry is a duplicate");
+    let unauthenticated = ingest
+        .handle(as_sent("/webhooks/staticforms".to_owned()))
+        .await;
+    assert_eq!(unauthenticated.status(), 401, "the URL without its secret");
+    assert_eq!(ingest.store().receipts().len(), 1);
+}
+
 #[test]
 fn the_template_gives_each_function_the_configuration_its_code_requires() {
     let template = load();
@@ -83,9 +145,9 @@ fn the_template_gives_each_function_the_configuration_its_code_requires() {
                 extra
                     .iter()
                     .find(|(name, _)| *name == "WebhookAuth")
-                    .map_or("bearer", |(_, mode)| *mode)
+                    .map_or("query:token", |(_, mode)| *mode)
             ),
-            "Static Forms signs nothing: bearer unless chosen"
+            "Static Forms signs nothing and sends no header: a URL token unless chosen"
         );
         let ingest = ingest::Config::from_lookup(|name| ingest_env.get(name).cloned())
             .unwrap_or_else(|e| panic!("ingest with {overrides:?}: {e}"));

@@ -150,6 +150,14 @@ pub enum Command {
         #[arg(long, value_name = "AGE", default_value = "3m", value_parser = age)]
         timeout: Duration,
     },
+    /// What to paste into the sender's webhook settings: the stack's
+    /// webhook URL, with its secret where the stack's mode wants it (in the
+    /// URL for Static Forms' default). Needs --stack.
+    WebhookUrl {
+        /// Print the secret itself (only to a terminal); else `<secret>`.
+        #[arg(long)]
+        show_secret: bool,
+    },
 }
 
 /// `--since` and `--until`, as given.

@@ -1,6 +1,8 @@
 //! `receipts smoke`: one clearly marked test submission, sent the way the
-//! stack's sender would send it (its `WebhookAuth` mode, its own secret),
-//! then its receipt followed until it is COMPLETED. The request and the
+//! stack's sender sends it (its body, its `WebhookAuth` mode, its own
+//! secret, and no header the sender does not send: a stack that would
+//! refuse the real sender refuses the smoke test too), then its receipt
+//! followed until it is COMPLETED. The request and the
 //! reading of a receipt are pure and table-tested here; main does the I/O.
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -89,10 +91,13 @@ pub fn first_secret(text: &str) -> Option<&str> {
 fn smoke_body(sender: Sender, id: &str, since_epoch: Duration, accepted_forms: &str) -> String {
     let at = shared::receipt::format_timestamp(UNIX_EPOCH + since_epoch);
     match sender {
+        // https://www.staticforms.dev/docs/webhooks: the payload's fields.
         Sender::StaticForms => {
             let mut data = json!({
                 "submissionId": id,
                 "formData": {"name": SMOKE_NAME, "email": SMOKE_EMAIL, "message": SMOKE_MESSAGE},
+                "recipientEmail": SMOKE_EMAIL,
+                "attachments": [],
             });
             if let Some(api_key) = first_secret(accepted_forms) {
                 data["apiKey"] = json!(api_key);
@@ -170,8 +175,9 @@ fn vendor_signature(
 
 /// Builds the delivery, as `sender` sends one: its envelope with a `smoke_`
 /// id, the form's API key when a Static Forms stack accepts only listed
-/// forms, Static Forms' `Idempotency-Key` header, and the credential where
-/// `auth` puts it.
+/// forms, and the credential where `auth` puts it. No `Idempotency-Key`:
+/// no sender sends one, so a stack that requires it fails the smoke test
+/// as it would fail every real delivery.
 pub fn request(
     url: &str,
     sender: Sender,
@@ -189,9 +195,6 @@ pub fn request(
     );
     let body = smoke_body(sender, &submission_id, since_epoch, accepted_forms);
     let mut headers = vec![("content-type".to_owned(), "application/json".to_owned())];
-    if sender == Sender::StaticForms {
-        headers.push(("idempotency-key".to_owned(), key.clone()));
-    }
     let mut url = url.to_owned();
     let secret = match auth {
         SenderAuth::None => "",
@@ -237,6 +240,57 @@ pub fn request(
     })
 }
 
+/// What to paste into the sender's webhook settings, for the stack's mode:
+/// the URL, with the secret where the mode puts it, or `<secret>` where it
+/// is not to be shown.
+pub fn paste_instructions(
+    url: &str,
+    sender: Sender,
+    auth: &SenderAuth,
+    secret: Option<&str>,
+) -> String {
+    let shown = |secret: Option<&str>| secret.map_or("<secret>".to_owned(), str::to_owned);
+    let hint = if secret.is_none() {
+        "\n(<secret>: run again with --show-secret, at a terminal, to print it)"
+    } else {
+        ""
+    };
+    let vendor = match sender {
+        Sender::StaticForms => "Static Forms (Settings, Webhooks, Add Webhook)",
+        Sender::Tally => "Tally (Integrations, Webhooks)",
+        Sender::Typeform => "Typeform (Connect, Webhooks)",
+        Sender::Webflow => "Webflow (Site settings, Apps & Integrations, Webhooks)",
+    };
+    match auth {
+        SenderAuth::Query(param) => {
+            let separator = if url.contains('?') { '&' } else { '?' };
+            let value = secret.map_or("<secret>".to_owned(), query_escape);
+            format!("paste into {vendor}:\n  {url}{separator}{param}={value}{hint}\n")
+        }
+        SenderAuth::Bearer => format!(
+            "paste into {vendor}:\n  {url}\nwith the header\n  Authorization: Bearer {}{hint}\n",
+            shown(secret)
+        ),
+        SenderAuth::Basic => format!(
+            "paste into {vendor}:\n  {url}\nwith basic authentication, user:password {}{hint}\n",
+            shown(secret)
+        ),
+        SenderAuth::Header(name) => format!(
+            "paste into {vendor}:\n  {url}\nwith the header\n  {name}: {}{hint}\n",
+            shown(secret)
+        ),
+        SenderAuth::StandardWebhooks => format!(
+            "paste into {vendor}:\n  {url}\nand sign with the Standard Webhooks secret {}{hint}\n",
+            shown(secret)
+        ),
+        SenderAuth::VendorSignature => format!(
+            "paste into {vendor}:\n  {url}\nIt signs each delivery with its own signing secret, which the \
+             stack's webhook secret (WebhookSecretArn) must hold.\n"
+        ),
+        SenderAuth::None => format!("paste into {vendor}:\n  {url}\n"),
+    }
+}
+
 /// Percent-encodes everything but unreserved characters.
 fn query_escape(text: &str) -> String {
     text.bytes()
@@ -256,6 +310,9 @@ pub enum Progress {
     Failed(String),
     /// Still RECEIVED: what it waits for, in words.
     Waiting(String),
+    /// Still RECEIVED, because the CRM refused our credentials: no wait
+    /// mends that, so smoke says so at once.
+    CredentialsRefused,
     /// Not written (yet): a read right after the 202 can miss nothing,
     /// since it is consistent, so this means the table is not the stack's.
     Missing,
@@ -278,6 +335,9 @@ pub fn progress(receipt: Option<&Receipt>) -> Progress {
         }
         ReceiptStatus::Erased => {
             Progress::Failed("ERASED by receipts forget before it was delivered".to_owned())
+        }
+        ReceiptStatus::Received if receipt.last_error.as_deref() == Some("destination-auth") => {
+            Progress::CredentialsRefused
         }
         ReceiptStatus::Received if receipt.attempts == 0 => {
             Progress::Waiting("RECEIVED, not attempted yet (the stream delivers it)".to_owned())
@@ -347,8 +407,13 @@ mod tests {
         assert_eq!(bearer.url, url);
         assert_eq!(header(&bearer, "authorization"), Some("Bearer new-secret"));
         assert_eq!(
+            bearer.key, "staticforms:form.submitted:smoke_1800000000123",
+            "followed under the key derived from the body"
+        );
+        assert_eq!(
             header(&bearer, "idempotency-key"),
-            Some("staticforms:form.submitted:smoke_1800000000123")
+            None,
+            "Static Forms sends none"
         );
         let submission = FormSubmission::parse(bearer.body.as_bytes()).expect("a valid envelope");
         assert_eq!(submission.submission_id.as_str(), "smoke_1800000000123");
@@ -531,14 +596,40 @@ mod tests {
     }
 
     #[test]
+    fn paste_instructions_put_the_secret_where_the_mode_wants_it_or_a_placeholder() {
+        let url = "https://abc.execute-api.eu-west-1.amazonaws.com/webhooks/staticforms";
+        let query = SenderAuth::Query("token".into());
+        let shown = paste_instructions(url, Sender::StaticForms, &query, Some("s3cret"));
+        assert!(shown.contains(&format!("{url}?token=s3cret\n")), "{shown}");
+        assert!(!shown.contains("--show-secret"), "{shown}");
+        let hidden = paste_instructions(url, Sender::StaticForms, &query, None);
+        assert!(
+            hidden.contains(&format!("{url}?token=<secret>\n")),
+            "{hidden}"
+        );
+        assert!(hidden.contains("--show-secret"), "{hidden}");
+        let bearer = paste_instructions(url, Sender::StaticForms, &SenderAuth::Bearer, None);
+        assert!(
+            bearer.contains("Authorization: Bearer <secret>"),
+            "{bearer}"
+        );
+        assert!(bearer.contains(&format!("  {url}\n")), "{bearer}");
+        let tally = paste_instructions(url, Sender::Tally, &SenderAuth::VendorSignature, None);
+        assert!(
+            tally.contains("Tally") && !tally.contains("<secret>"),
+            "{tally}"
+        );
+    }
+
+    #[test]
     fn progress_says_where_the_receipt_waits() {
         let body = r#"{"event":"form.submitted","data":{"submissionId":"smoke_1","formData":{}}}"#;
         let submission = FormSubmission::parse(body.as_bytes()).unwrap();
         let fresh = Receipt::new(&submission, at());
         let mut deferred = fresh.clone();
         deferred.attempts = 2;
-        deferred.last_error = Some("destination-auth".into());
-        deferred.last_http_status = Some(401);
+        deferred.last_error = Some("rate-limited".into());
+        deferred.last_http_status = Some(429);
         deferred.next_attempt_at = Some("2027-01-15T08:05:00.000Z".into());
         let mut failed = fresh.clone();
         failed.status = ReceiptStatus::Failed;
@@ -553,7 +644,15 @@ mod tests {
         );
         assert_eq!(
             progress(Some(&deferred)),
-            Progress::Waiting("RECEIVED after 2 attempt(s); last error destination-auth (HTTP 401); next attempt 2027-01-15T08:05:00.000Z".into())
+            Progress::Waiting("RECEIVED after 2 attempt(s); last error rate-limited (HTTP 429); next attempt 2027-01-15T08:05:00.000Z".into())
+        );
+        let mut refused = deferred.clone();
+        refused.last_error = Some("destination-auth".into());
+        refused.last_http_status = Some(401);
+        assert_eq!(
+            progress(Some(&refused)),
+            Progress::CredentialsRefused,
+            "no wait mends a refused credential"
         );
     }
 }

@@ -18,10 +18,11 @@ pub struct IdempotencyKey(String);
 /// body, and a header that is sent must equal it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum KeyHeader {
-    /// The reference contract: a delivery without the header is refused.
-    #[default]
+    /// A delivery without the header is refused.
     Required,
-    /// For senders that send no header: the key is derived from the body.
+    /// The default: no sender sends the header (Static Forms included), so
+    /// the key is derived from the body; a header that is sent is checked.
+    #[default]
     Derive,
 }
 
@@ -110,7 +111,7 @@ mod tests {
         for (raw, expected) in rows {
             assert_eq!(KeyHeader::parse(raw), expected, "{raw:?}");
         }
-        assert_eq!(KeyHeader::default(), KeyHeader::Required);
+        assert_eq!(KeyHeader::default(), KeyHeader::Derive);
     }
 
     #[test]

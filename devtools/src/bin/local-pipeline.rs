@@ -79,16 +79,26 @@ async fn run() -> Result<(), String> {
     let sender = shared::Sender::parse(&setting("SENDER", "staticforms"))
         .ok_or_else(|| "SENDER must be staticforms, tally, typeform or webflow".to_owned())?;
     let webhook_path = format!("/webhooks/{}", sender.name());
-    // Static Forms signs nothing: a bearer token. The others: their own
-    // signature, with the demo signing secret.
-    let (ingest_auth, how) = match sender {
-        shared::Sender::StaticForms => (
-            vec![
-                ("WEBHOOK_AUTH", "bearer".to_owned()),
-                ("WEBHOOK_SECRETS", DEMO_TOKEN.to_owned()),
-            ],
-            format!("Authorization: Bearer {DEMO_TOKEN}"),
-        ),
+    // Static Forms signs nothing and sends no header: the secret in the
+    // URL, as a deployed stack's default (WEBHOOK_AUTH chooses another
+    // mode; IDEMPOTENCY_KEY=required makes the function refuse deliveries
+    // without the header, as a stack deployed so would). The others: their
+    // own signature, with the demo signing secret.
+    let (mut ingest_auth, how) = match sender {
+        shared::Sender::StaticForms => {
+            let mode = setting("WEBHOOK_AUTH", "query:token");
+            let how = match mode.strip_prefix("query:") {
+                Some(param) => format!("the secret in the URL: ?{param}={DEMO_TOKEN}"),
+                None => format!("WEBHOOK_AUTH={mode}, secret {DEMO_TOKEN}"),
+            };
+            (
+                vec![
+                    ("WEBHOOK_AUTH", mode),
+                    ("WEBHOOK_SECRETS", DEMO_TOKEN.to_owned()),
+                ],
+                how,
+            )
+        }
         other => (
             vec![
                 ("SENDER", other.name().to_owned()),
@@ -101,6 +111,10 @@ async fn run() -> Result<(), String> {
             ),
         ),
     };
+
+    if let Ok(rule) = std::env::var("IDEMPOTENCY_KEY") {
+        ingest_auth.push(("IDEMPOTENCY_KEY", rule));
+    }
 
     let receipts_table = setting("RECEIPTS_TABLE", RECEIPTS_TABLE);
     let leads_table = setting("LEADS_TABLE", LEADS_TABLE);

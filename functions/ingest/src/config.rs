@@ -107,15 +107,14 @@ impl Config {
             }
             raw => raw.map(|raw| form_keys(&raw)).transpose()?,
         };
-        // Only Static Forms' reference contract sends an Idempotency-Key;
-        // the others' keys always come from the body (a header that is
-        // sent must still match it).
+        // A key always comes from the body (a header that is sent must
+        // still match it); Static Forms may require the header, for a
+        // proxy that adds it.
         let key_header = match get(IDEMPOTENCY_KEY) {
             Some(_) if sender != Sender::StaticForms => {
                 return Err(only_static_forms(IDEMPOTENCY_KEY))
             }
-            None if sender != Sender::StaticForms => KeyHeader::Derive,
-            None => KeyHeader::default(),
+            None => KeyHeader::Derive,
             Some(raw) => KeyHeader::parse(&raw)
                 .ok_or_else(|| invalid(IDEMPOTENCY_KEY, "expected required or derive"))?,
         };
@@ -388,7 +387,11 @@ mod tests {
         assert_eq!(config.receipts_table, "receipts");
         assert_eq!(config.max_body_bytes, 262_144);
         assert_eq!(config.form_keys, None, "every form, unless listed");
-        assert_eq!(config.key_header, KeyHeader::Required);
+        assert_eq!(
+            config.key_header,
+            KeyHeader::Derive,
+            "Static Forms sends no Idempotency-Key"
+        );
         assert!(matches!(config.auth, AuthConfig::Fixed(Verifier::Bearer(ref s)) if s.len() == 1));
     }
 

@@ -175,13 +175,6 @@ async fn every_refusal_answers_its_status_and_writes_nothing() {
             "invalid_envelope",
         ),
         (
-            "missing key",
-            vec![("authorization", &bearer)],
-            good_body.clone(),
-            400,
-            "invalid_idempotency_key",
-        ),
-        (
             "key of another submission",
             vec![
                 ("authorization", &bearer),
@@ -476,7 +469,7 @@ async fn with_derive_a_missing_key_header_is_derived_and_a_sent_one_must_match()
         let config = if derived {
             derive.clone()
         } else {
-            bearer_config()
+            config_with(&[("IDEMPOTENCY_KEY", "required")])
         };
         let ingest = ingest_with(MemoryReceiptStore::default(), &config).await;
         let mut headers = vec![("authorization", bearer.as_str())];

@@ -250,6 +250,16 @@ pub async fn run(config: &SdkConfig, target: &Target, command: Command) -> Resul
             };
             forget::forget(&table, leads.as_ref(), &request, &mut out).await?;
         }
+        Command::WebhookUrl { show_secret } => {
+            let Some(stack) = stack else {
+                return Err(Failed::Usage(
+                    "webhook-url needs --stack NAME: it reads the URL and secret from the stack"
+                        .to_owned(),
+                ));
+            };
+            let to_terminal = std::io::stdout().is_terminal();
+            smoke::webhook_url(config, &stack, show_secret, to_terminal, &mut out).await?;
+        }
         Command::Smoke { timeout } => {
             let Some(stack) = stack else {
                 return Err(Failed::Usage(

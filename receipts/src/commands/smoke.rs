@@ -13,6 +13,74 @@ use crate::smoke::{self, Progress, SenderAuth};
 use crate::stack::{output, parameter, Stack};
 use crate::table::{Reading, ReceiptsTable};
 
+/// The stack's sender and how it proves itself, from its parameters.
+fn sender_and_auth(stack: &Stack) -> Result<(Sender, SenderAuth), Failed> {
+    let sender = match stack.parameter(parameter::SENDER) {
+        "" => Sender::StaticForms,
+        name => Sender::parse(name).ok_or_else(|| {
+            Failed::Run(format!(
+                "the stack's Sender {name:?} is not one smoke knows"
+            ))
+        })?,
+    };
+    // Empty: the template's default, the sender's own signature (a token
+    // in the URL for Static Forms, which signs nothing and sends no header).
+    let auth = match (stack.parameter(parameter::WEBHOOK_AUTH), sender) {
+        ("", Sender::StaticForms) => SenderAuth::Query("token".to_owned()),
+        ("", _) => SenderAuth::VendorSignature,
+        (mode, _) => SenderAuth::parse(mode).map_err(run_error)?,
+    };
+    Ok((sender, auth))
+}
+
+/// The stack's webhook secret (empty where the mode has none).
+async fn webhook_secret(
+    config: &SdkConfig,
+    stack: &Stack,
+    auth: &SenderAuth,
+) -> Result<String, Failed> {
+    match auth {
+        SenderAuth::None => Ok(String::new()),
+        _ => {
+            let arn = stack
+                .output(output::WEBHOOK_SECRET_ARN)
+                .map_err(run_error)?;
+            secret_text(config, arn, "the webhook secret").await
+        }
+    }
+}
+
+/// `receipts webhook-url`: what to paste into the sender. The secret is
+/// read and printed only with `--show-secret` and to a terminal.
+pub(super) async fn webhook_url(
+    config: &SdkConfig,
+    stack: &Stack,
+    show_secret: bool,
+    to_terminal: bool,
+    out: &mut impl Write,
+) -> Result<(), Failed> {
+    let url = stack.output(output::WEBHOOK_URL).map_err(run_error)?;
+    let (sender, auth) = sender_and_auth(stack)?;
+    let secret = if show_secret && to_terminal {
+        Some(webhook_secret(config, stack, &auth).await?)
+    } else {
+        None
+    };
+    let secret = secret.as_deref().and_then(smoke::first_secret);
+    let _ = write!(
+        out,
+        "{}",
+        smoke::paste_instructions(url, sender, &auth, secret)
+    );
+    if show_secret && !to_terminal {
+        return Err(Failed::Usage(
+            "--show-secret prints the secret only to a terminal (not to a pipe or a file)"
+                .to_owned(),
+        ));
+    }
+    Ok(())
+}
+
 /// One marked submission through the stack's own front door, then its
 /// receipt followed until it settles or `timeout` passes. Never prints the
 /// secret.
@@ -24,30 +92,8 @@ pub(super) async fn smoke_test(
     out: &mut impl Write,
 ) -> Result<(), Failed> {
     let url = stack.output(output::WEBHOOK_URL).map_err(run_error)?;
-    let sender = match stack.parameter(parameter::SENDER) {
-        "" => Sender::StaticForms,
-        name => Sender::parse(name).ok_or_else(|| {
-            Failed::Run(format!(
-                "the stack's Sender {name:?} is not one smoke knows"
-            ))
-        })?,
-    };
-    // Empty: the template's default, the sender's own signature (bearer
-    // for Static Forms, which signs nothing).
-    let auth = match (stack.parameter(parameter::WEBHOOK_AUTH), sender) {
-        ("", Sender::StaticForms) => SenderAuth::Bearer,
-        ("", _) => SenderAuth::VendorSignature,
-        (mode, _) => SenderAuth::parse(mode).map_err(run_error)?,
-    };
-    let secret = match auth {
-        SenderAuth::None => String::new(),
-        _ => {
-            let arn = stack
-                .output(output::WEBHOOK_SECRET_ARN)
-                .map_err(run_error)?;
-            secret_text(config, arn, "the webhook secret").await?
-        }
-    };
+    let (sender, auth) = sender_and_auth(stack)?;
+    let secret = webhook_secret(config, stack, &auth).await?;
     let request = smoke::request(
         url,
         sender,
@@ -74,7 +120,13 @@ pub(super) async fn smoke_test(
     let response = post
         .send()
         .await
-        .map_err(|error| Failed::Run(format!("the webhook URL did not answer: {error}")))?;
+        // Without its URL: in query mode the URL holds the secret.
+        .map_err(|error| {
+            Failed::Run(format!(
+                "the webhook URL did not answer: {}",
+                error.without_url()
+            ))
+        })?;
     let status = response.status().as_u16();
     let answer = response.text().await.unwrap_or_default();
     let _ = writeln!(out, "webhook answered {status} {answer}");
@@ -110,6 +162,14 @@ pub(super) async fn smoke_test(
             Progress::Missing => {
                 return Err(Failed::Run(format!(
                     "no receipt {key} in the stack's table although the webhook accepted it"
+                )))
+            }
+            Progress::CredentialsRefused => {
+                return Err(Failed::Run(format!(
+                    "the destination refused the stack's CRM credentials (destination-auth): put \
+                     the right value into the destination's secret; the worker reads it again \
+                     within a minute (receipts show {})",
+                    request.submission_id
                 )))
             }
             Progress::Waiting(where_) => {
