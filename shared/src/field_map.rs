@@ -5,8 +5,13 @@
 //!
 //! Only mapped properties are sent: a CRM such as HubSpot refuses a whole
 //! batch for one property it does not know, so a form field nobody mapped
-//! must never reach it. A form field the submission lacks is left out too,
-//! so an update never blanks a property the CRM already holds.
+//! never becomes a property of its own. It is not dropped either: the value
+//! `*` ([`Source::MessageAndRest`]) is the message followed by a
+//! `name: value` line for every form field no other entry reads, and both
+//! CRMs' default maps send it (HubSpot's `message`, Salesforce's
+//! `Description`), so the person reading the lead sees everything the form
+//! sent. A form field the submission lacks is left out too, so an update
+//! never blanks a property the CRM already holds.
 
 use serde_json::{Map, Value};
 
@@ -28,7 +33,14 @@ pub enum Source {
     FirstName,
     /// `lastName`, else `name` after its last space, else nothing.
     LastName,
+    /// `*`: the message, then a `name: value` line for every form field no
+    /// other entry of the map reads; at most [`MAX_TEXT_CHARS`].
+    MessageAndRest,
 }
+
+/// The longest text `*` gives: Salesforce's `Description` holds 32,000
+/// characters (HubSpot's multi-line text, 65,536); a longer one is cut.
+pub const MAX_TEXT_CHARS: usize = 32_000;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FieldMap {
@@ -74,6 +86,7 @@ impl FieldMap {
             };
             let source = match field.strip_prefix('=') {
                 Some(literal) => Source::Literal(literal.to_owned()),
+                None if field.trim() == "*" => Source::MessageAndRest,
                 None => Source::Field(field.trim().to_owned()),
             };
             let property = property.trim().to_owned();
@@ -90,26 +103,28 @@ impl FieldMap {
 
     /// HubSpot's default: its standard contact properties `email`,
     /// `firstname`, `lastname` (from `firstName`/`lastName`, or `name` split
-    /// at its last space), `phone` and `company`, and the message into
-    /// `message_property` when the user names one (HubSpot has no standard
-    /// property every account can write a free text into).
+    /// at its last space), `phone` and `company`, and the message with
+    /// every other field (`*`) into `message` (a contact property of every
+    /// account), or into `message_property` when the user names one.
     pub fn hubspot_default(message_property: Option<&str>) -> Self {
-        let mut entries = vec![
+        let message_property = message_property
+            .map(str::trim)
+            .filter(|p| !p.is_empty())
+            .unwrap_or("message");
+        FieldMap::new(vec![
             ("email".to_owned(), Source::Field("email".to_owned())),
             ("firstname".to_owned(), Source::FirstName),
             ("lastname".to_owned(), Source::LastName),
             ("phone".to_owned(), Source::Field("phone".to_owned())),
             ("company".to_owned(), Source::Field("company".to_owned())),
-        ];
-        if let Some(property) = message_property.map(str::trim).filter(|p| !p.is_empty()) {
-            entries.push((property.to_owned(), Source::Field("message".to_owned())));
-        }
-        FieldMap::new(entries)
+            (message_property.to_owned(), Source::MessageAndRest),
+        ])
     }
 
     /// Salesforce's default for a Lead: `FirstName`/`LastName` as for
-    /// HubSpot, `Email`, `Phone`, `Company`, and the message as
-    /// `Description`; see `with_lead_requirements` for the required two.
+    /// HubSpot, `Email`, `Phone`, `Company`, and the message with every
+    /// other field (`*`) as `Description`; see `with_lead_requirements` for
+    /// the required two.
     pub fn salesforce_default() -> Self {
         FieldMap::new(vec![
             ("FirstName".to_owned(), Source::FirstName),
@@ -117,10 +132,7 @@ impl FieldMap {
             ("Email".to_owned(), Source::Field("email".to_owned())),
             ("Phone".to_owned(), Source::Field("phone".to_owned())),
             ("Company".to_owned(), Source::Field("company".to_owned())),
-            (
-                "Description".to_owned(),
-                Source::Field("message".to_owned()),
-            ),
+            ("Description".to_owned(), Source::MessageAndRest),
         ])
     }
 
@@ -154,6 +166,7 @@ impl FieldMap {
                 Source::Field(name) => field(lead, name),
                 Source::FirstName => field(lead, "firstName").or_else(|| split_name(lead).0),
                 Source::LastName => field(lead, "lastName").or_else(|| split_name(lead).1),
+                Source::MessageAndRest => Some(self.message_and_rest(lead)),
             };
             if let Some(value) = value.filter(|v| !v.trim().is_empty()) {
                 properties.insert(property.clone(), Value::String(value));
@@ -165,6 +178,58 @@ impl FieldMap {
             }
         }
         properties
+    }
+}
+
+impl FieldMap {
+    /// Whether an entry other than `*` reads the form field `name` of
+    /// `lead` (by its name, or by another of its names).
+    fn reads(&self, lead: &Lead, name: &str) -> bool {
+        self.entries.iter().any(|(_, source)| match source {
+            Source::Field(read) => {
+                read == name
+                    || lead
+                        .aliases
+                        .iter()
+                        .any(|(alias, known)| alias == read && known == name)
+            }
+            Source::FirstName => matches!(name, "firstName" | "name"),
+            Source::LastName => matches!(name, "lastName" | "name"),
+            Source::Literal(_) | Source::MessageAndRest => false,
+        })
+    }
+
+    /// The message, a blank line, then `name: value` for each form field
+    /// nothing else reads (the name and address first, then the rest in
+    /// name order); cut at [`MAX_TEXT_CHARS`].
+    fn message_and_rest(&self, lead: &Lead) -> String {
+        let mut lines = Vec::new();
+        for (name, value) in [("name", &lead.name), ("email", &lead.email)] {
+            if !self.reads(lead, name) && !value.trim().is_empty() {
+                lines.push(format!("{name}: {}", value.trim()));
+            }
+        }
+        for name in lead.fields.keys() {
+            if !self.reads(lead, name) {
+                if let Some(value) = field(lead, name) {
+                    lines.push(format!("{name}: {value}"));
+                }
+            }
+        }
+        let message = lead.message.trim();
+        let text = match (message.is_empty(), lines.is_empty()) {
+            (_, true) => message.to_owned(),
+            (true, false) => lines.join("\n"),
+            (false, false) => format!("{message}\n\n{}", lines.join("\n")),
+        };
+        if text.chars().count() <= MAX_TEXT_CHARS {
+            return text;
+        }
+        let cut = text
+            .char_indices()
+            .nth(MAX_TEXT_CHARS - 1)
+            .map_or(text.len(), |(at, _)| at);
+        format!("{}…", &text[..cut])
     }
 }
 
@@ -349,15 +414,15 @@ mod tests {
         let rows = [
             (
                 None,
-                json!({"email": "ada@example.com", "firstname": "Ada King", "lastname": "Lovelace", "phone": "555", "company": "Analytical Engines"}),
+                json!({"email": "ada@example.com", "firstname": "Ada King", "lastname": "Lovelace", "phone": "555", "company": "Analytical Engines", "message": "Please call\n\nutm: x"}),
             ),
             (
-                Some("message"),
-                json!({"email": "ada@example.com", "firstname": "Ada King", "lastname": "Lovelace", "phone": "555", "company": "Analytical Engines", "message": "Please call"}),
+                Some("notes"),
+                json!({"email": "ada@example.com", "firstname": "Ada King", "lastname": "Lovelace", "phone": "555", "company": "Analytical Engines", "notes": "Please call\n\nutm: x"}),
             ),
             (
                 Some("  "),
-                json!({"email": "ada@example.com", "firstname": "Ada King", "lastname": "Lovelace", "phone": "555", "company": "Analytical Engines"}),
+                json!({"email": "ada@example.com", "firstname": "Ada King", "lastname": "Lovelace", "phone": "555", "company": "Analytical Engines", "message": "Please call\n\nutm: x"}),
             ),
         ];
         for (message_property, expected) in rows {
@@ -431,6 +496,49 @@ mod tests {
         for (lead, expected) in rows {
             assert_eq!(Value::Object(map.apply(&lead)), expected, "{}", lead.name);
         }
+    }
+
+    /// `*`: the message, then every form field nothing else reads, so no
+    /// field the form sent is lost; a mapped field is not repeated.
+    #[test]
+    fn the_rest_goes_with_the_message() {
+        assert_eq!(
+            FieldMap::parse(r#"{"Description":" * ","Email":"email"}"#)
+                .unwrap()
+                .entries()[0]
+                .1,
+            Source::MessageAndRest
+        );
+        let map = FieldMap::parse(r#"{"email":"email","plan":"question_3","notes":"*"}"#).unwrap();
+        let mut ada = lead(
+            "Ada Lovelace",
+            "ada@example.com",
+            json!({"Plan": "Business", "budget": 5000, "blank": " ", "none": null}),
+        );
+        ada.aliases = vec![("question_3".into(), "Plan".into())];
+        assert_eq!(
+            map.apply(&ada)["notes"],
+            "Please call\n\nname: Ada Lovelace\nbudget: 5000",
+            "the name, unread, and budget; Plan is read by its alias"
+        );
+        ada.message = String::new();
+        assert_eq!(
+            map.apply(&ada)["notes"],
+            "name: Ada Lovelace\nbudget: 5000"
+        );
+        let only_message = lead("", "", json!({}));
+        assert_eq!(map.apply(&only_message)["notes"], "Please call");
+        let mut long = lead("", "", json!({}));
+        long.message = "é".repeat(MAX_TEXT_CHARS + 10);
+        let cut = map.apply(&long)["notes"].as_str().unwrap().to_owned();
+        assert_eq!(cut.chars().count(), MAX_TEXT_CHARS);
+        assert!(cut.ends_with('…'));
+        long.message = "é".repeat(MAX_TEXT_CHARS);
+        assert_eq!(
+            map.apply(&long)["notes"].as_str().unwrap().chars().count(),
+            MAX_TEXT_CHARS,
+            "exactly the limit is kept whole"
+        );
     }
 
     #[test]

@@ -117,7 +117,11 @@ async fn a_new_contact_then_an_update_of_the_same_person() {
     assert_eq!(contact.properties["company"], "AE");
     assert!(
         !contact.properties.contains_key("utm"),
-        "unmapped fields are not sent"
+        "an unmapped field is no property of its own"
+    );
+    assert_eq!(
+        contact.properties["message"], "utm: x",
+        "it goes with the message, in HubSpot's message property"
     );
     let calls = fake.calls();
     assert_eq!(calls.len(), 2);

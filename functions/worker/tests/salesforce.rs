@@ -79,10 +79,13 @@ async fn a_new_lead_then_an_update() {
     assert_eq!(record.fields["FirstName"], "Ada");
     assert_eq!(record.fields["Email"], "ada@example.com");
     assert_eq!(record.fields["Company"], "AE");
-    assert_eq!(record.fields["Description"], "Call me");
+    assert_eq!(
+        record.fields["Description"], "Call me\n\nutm: x",
+        "the message, then every field the map does not name"
+    );
     assert!(
         !record.fields.contains_key("utm"),
-        "unmapped fields are not sent"
+        "an unmapped field is no field of its own"
     );
     assert_eq!(status_of(&worker, &lead).0, ReceiptStatus::Completed);
     assert_eq!(fake.tokens_issued(), 1, "the token is cached");
