@@ -36,6 +36,9 @@ reconciliation pass delivers them; to start one at once:
 pub struct Cli {
     #[command(flatten)]
     pub target: Target,
+    /// Errors with the AWS SDK's whole explanation, not one line.
+    #[arg(long, global = true)]
+    pub debug: bool,
     #[command(subcommand)]
     pub command: Command,
 }

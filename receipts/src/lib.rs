@@ -4,6 +4,7 @@
 //! its tables through the stack (`--stack`) and never needs the CRM's
 //! secret.
 
+pub mod aws_error;
 pub mod cli;
 pub mod commands;
 pub mod leads;

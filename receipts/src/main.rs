@@ -11,7 +11,14 @@ use receipts::commands::{self, Failed};
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> ExitCode {
     let cli = Cli::parse();
+    receipts::aws_error::show_whole_errors(cli.debug);
     let config = aws_config_for(&cli.target).await;
+    if let Err(message) =
+        receipts::aws_error::check_setup(&config, cli.target.profile.as_deref()).await
+    {
+        eprintln!("receipts: {message}");
+        return ExitCode::from(2);
+    }
     match commands::run(&config, &cli.target, cli.command).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(Failed::Usage(message)) => {

@@ -29,7 +29,7 @@ pub mod parameter {
 
 #[derive(Debug, thiserror::Error)]
 pub enum StackError {
-    #[error("CloudFormation: {0}")]
+    #[error("{0}")]
     Describe(String),
     #[error("no stack {0:?} in this region and account (--region, --profile)")]
     NotFound(String),
@@ -59,7 +59,12 @@ impl Stack {
             {
                 return Err(StackError::NotFound(name.to_owned()))
             }
-            Err(error) => return Err(StackError::Describe(DisplayErrorContext(error).to_string())),
+            Err(error) => {
+                return Err(StackError::Describe(crate::aws_error::one_line(
+                    "CloudFormation",
+                    &error,
+                )))
+            }
         };
         let Some(stack) = described.stacks.unwrap_or_default().into_iter().next() else {
             return Err(StackError::NotFound(name.to_owned()));

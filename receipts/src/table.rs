@@ -5,7 +5,7 @@
 
 use std::collections::HashMap;
 
-use aws_sdk_dynamodb::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
+use aws_sdk_dynamodb::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnValue, Select};
 use aws_sdk_dynamodb::Client;
 use shared::receipt::{attr, OPERATOR_ATTRIBUTES, PENDING, PERSONAL_ATTRIBUTES};
@@ -17,7 +17,8 @@ type Item = HashMap<String, AttributeValue>;
 
 #[derive(Debug, thiserror::Error)]
 pub enum TableError {
-    #[error("DynamoDB: {0}")]
+    /// A failed call, in one line (`aws_error::one_line`).
+    #[error("{0}")]
     Store(String),
     #[error("{0:?} is not a submission id")]
     BadId(String),
@@ -49,11 +50,11 @@ where
 }
 
 impl TableError {
-    /// A DynamoDB call that failed, with the SDK's whole explanation.
-    pub fn store<E: std::error::Error + 'static, R: std::fmt::Debug>(
+    /// A DynamoDB call that failed, in one line.
+    pub fn store<E: ProvideErrorMetadata + std::error::Error + 'static, R: std::fmt::Debug>(
         error: SdkError<E, R>,
     ) -> TableError {
-        TableError::Store(DisplayErrorContext(error).to_string())
+        TableError::Store(crate::aws_error::one_line("DynamoDB", &error))
     }
 }
 

@@ -522,10 +522,7 @@ mod tests {
             "the name, unread, and budget; Plan is read by its alias"
         );
         ada.message = String::new();
-        assert_eq!(
-            map.apply(&ada)["notes"],
-            "name: Ada Lovelace\nbudget: 5000"
-        );
+        assert_eq!(map.apply(&ada)["notes"], "name: Ada Lovelace\nbudget: 5000");
         let only_message = lead("", "", json!({}));
         assert_eq!(map.apply(&only_message)["notes"], "Please call");
         let mut long = lead("", "", json!({}));

@@ -44,7 +44,7 @@ async fn secret_text(config: &SdkConfig, arn: &str, what: &str) -> Result<String
         .map_err(|error| {
             Failed::Run(format!(
                 "reading {what}: {}",
-                aws_sdk_secretsmanager::error::DisplayErrorContext(error)
+                crate::aws_error::one_line("Secrets Manager", &error)
             ))
         })?;
     Ok(read.secret_string.unwrap_or_default())
