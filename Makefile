@@ -1,5 +1,5 @@
 # The two commands (see README): `make run` and `make test`.
-.PHONY: run test check proptest watch invoke invoke-stop deploy smoke chaos
+.PHONY: run test check proptest watch invoke invoke-stop deploy sam smoke chaos
 
 run:
 	@scripts/run.sh
@@ -34,6 +34,11 @@ invoke-stop:
 # smoke test. Non-interactive: make deploy ARGS="--stack-name ... --help".
 deploy:
 	@ARGS="$(ARGS)" scripts/deploy.sh
+
+# The pinned SAM CLI that make deploy installed, for later deploys, logs
+# and deletes: make sam ARGS="deploy --config-env <stack name>"
+sam:
+	@ARGS="$(ARGS)" scripts/sam.sh
 
 # One marked test submission through a deployed stack, followed to
 # COMPLETED: make smoke STACK=<name> [REGION=<region>]

@@ -1,14 +1,17 @@
 """`make deploy`: a first deployment that asks only what it cannot default.
 
-Asks for (or takes as flags) the stack name and region, how Static Forms
-will authenticate, the destination and its credentials, and an e-mail
+Asks for (or takes as flags) the sender, the stack name and region, how the
+sender authenticates, the destination and its credentials, and an e-mail
 address for alarms. Creates the Secrets Manager secrets from values typed
 at a hidden prompt (or read from the environment), builds and deploys with
-SAM, saves the answers in samconfig.toml (ARNs, never a secret value),
-prints the webhook URL and where to paste it, and runs the smoke test.
+SAM, saves the answers in samconfig.toml under a config environment named
+after the stack (ARNs, never a secret value; comments and other stacks'
+answers kept), prints what to paste into the sender, and runs the smoke
+test.
 
-Run with the SAM virtualenv's Python (boto3 comes with aws-sam-cli):
-scripts/deploy.sh does. `python3 scripts/deploy.py --help` lists the flags.
+Run with the SAM virtualenv's Python (boto3 and tomlkit come with
+aws-sam-cli): scripts/deploy.sh does. Only the standard library is imported
+before the flags are read, so `--help` works with any Python 3.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ import re
 import shutil
 import subprocess
 import sys
-import tomllib
+import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -49,6 +52,15 @@ SENDER_SETUP = {
     "typeform": "In Typeform: the form > Connect > Webhooks: add {url}, then Edit > Secret: the secret",
     "webflow": "In Webflow: create a form_submission webhook to {url} (the key you stored signs it)",
 }
+# Webflow's three kinds of webhook (docs/senders/webflow.md): made in the
+# dashboard (unsigned: a token in the URL), through the API with a site token
+# (signed with a key Webflow returns only once the webhook, and so the URL,
+# exists: stored after the deploy), or by an OAuth app (signed with the app's
+# client secret, known before).
+WEBFLOW_WEBHOOKS = ["dashboard", "api", "app"]
+# Destinations whose FieldMap the template reads.
+MAPPED_DESTINATIONS = ["hubspot", "salesforce"]
+REGION = re.compile(r"^[a-z]{2}(-[a-z]+)+-[0-9]$")
 DESTINATIONS = ["dynamodb", "hubspot", "salesforce", "http"]
 STACK_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9-]{0,127}$")
 EMAIL = re.compile(r"^[^\s@]+@[^\s@]+$")
@@ -100,6 +112,8 @@ class Answers:
     region: str = ""
     sender: str = "staticforms"
     auth: str = ""
+    webflow_webhook: str = ""
+    field_map: str = ""
     destination: str = ""
     alarm_email: str = ""
     crm_url: str = ""
@@ -119,6 +133,10 @@ def check_stack(name):
     return None if STACK_NAME.match(name) else "a letter, then letters, digits or -, at most 128"
 
 
+def check_region(name):
+    return None if REGION.match(name) else "a region name such as eu-west-1"
+
+
 def check_email(address):
     return None if not address or EMAIL.match(address) else "an e-mail address, or nothing"
 
@@ -136,12 +154,28 @@ def check_crm_url(url):
 def gather(args, asker: Asker) -> Answers:
     """The answers: each flag given is taken, each one missing is asked."""
     a = Answers(architecture=args.architecture)
+    a.sender = args.sender or asker.ask(
+        "Who sends the form submissions: staticforms, tally, typeform or webflow.",
+        "Sender", "staticforms", one_of(SENDERS))
     a.stack_name = args.stack_name or asker.ask(
         "The CloudFormation stack's name (several stacks can live in one account).",
         "Stack name", "staticforms-crm", check_stack)
     a.region = args.region or asker.ask(
-        "The AWS region to deploy into.", "Region", default_region())
-    a.sender = args.sender
+        "The AWS region to deploy into.", "Region", default_region(), check_region)
+    for problem in (one_of(SENDERS)(a.sender), check_region(a.region)):
+        if problem:
+            raise Refused(problem)
+    if a.sender == "webflow":
+        a.webflow_webhook = args.webflow_webhook or asker.ask(
+            "How you create the Webflow webhook: dashboard (Site settings > Apps & Integrations > "
+            "Webhooks; unsigned, so a token in the URL), api (with a site token; Webflow gives its "
+            "signing key after the URL exists, asked after the deploy) or app (your OAuth app's "
+            "client secret signs it).",
+            "Webflow webhook (dashboard/api/app)", "dashboard", one_of(WEBFLOW_WEBHOOKS))
+        if one_of(WEBFLOW_WEBHOOKS)(a.webflow_webhook):
+            raise Refused(f"--webflow-webhook: {one_of(WEBFLOW_WEBHOOKS)(a.webflow_webhook)}")
+    elif args.webflow_webhook:
+        raise Refused(f"--webflow-webhook is Webflow's choice, not {a.sender}'s")
     if a.sender == "staticforms":
         a.auth = args.auth or asker.ask(
             "How Static Forms proves itself: url (a secret token in the webhook URL, as Static "
@@ -156,8 +190,12 @@ def gather(args, asker: Asker) -> Answers:
     for problem in (check_stack(a.stack_name), auth_problem, one_of(DESTINATIONS)(a.destination)):
         if problem:
             raise Refused(problem)
-    if a.sender == "webflow":
-        # Webflow chooses the signing key, so the stack cannot generate it.
+    if args.field_map:
+        if a.destination not in MAPPED_DESTINATIONS:
+            raise Refused(f"--field-map applies to hubspot and salesforce, not {a.destination}")
+        a.field_map = read_field_map(args.field_map)
+    if a.sender == "webflow" and a.webflow_webhook == "app":
+        # The app's client secret signs, so the stack cannot generate it.
         secret(a, asker, "WebhookSecretArn", args.webhook_secret_arn, [
             ("WEBFLOW_WEBHOOK_SECRET", "Webflow's signing key: the webhook's secretKey (site token) or your "
              "OAuth app's client secret; stored in Secrets Manager.", "Webflow signing key"),
@@ -211,6 +249,28 @@ def secret(a: Answers, asker: Asker, parameter: str, existing_arn, parts, option
         ) if parameter == "SalesforceCredentialsSecretArn" else next(iter(values.values()))
 
 
+def read_field_map(path) -> str:
+    """`--field-map FILE`: a JSON object from CRM property to form field
+    (a text each), as one compact line for the FieldMap parameter."""
+    try:
+        value = json.loads(Path(path).read_text())
+    except OSError as error:
+        raise Refused(f"--field-map: cannot read {path}: {error.strerror}") from None
+    except ValueError as error:
+        raise Refused(f"--field-map: {path} is not JSON ({error.msg}, line {error.lineno})") from None
+    if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
+        raise Refused(f"--field-map: {path} must be a JSON object of property names to form field names")
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+def sam_quoted(value: str) -> str:
+    """A parameter value as SAM's --parameter-overrides reads it back whole:
+    unquoted, it cuts {"a":"b"} at the first quote."""
+    if "'" not in value:
+        return f"'{value}'"
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
 def default_region() -> str:
     try:
         import boto3
@@ -240,10 +300,47 @@ def check_prerequisites(architecture: str) -> None:
         raise Refused("; ".join(problems))
 
 
+WEBFLOW_KEY_SECRET = "webflow-signing-key"
+
+
+def webflow_key_placeholder(a: Answers, secrets_client) -> None:
+    """For a Webflow webhook made with a site token: its key exists only
+    once the webhook does, after the deploy. The stack needs the secret
+    now; until the key is put into it, it holds a random value that no
+    delivery matches. A second run keeps what the secret holds."""
+    name = f"{a.stack_name}/{WEBFLOW_KEY_SECRET}"
+    try:
+        a.secret_arns["WebhookSecretArn"] = secrets_client.describe_secret(SecretId=name)["ARN"]
+    except secrets_client.exceptions.ResourceNotFoundException:
+        created = secrets_client.create_secret(
+            Name=name, SecretString="placeholder-" + os.urandom(24).hex(),
+            Description=f"Webflow's signing key for the {a.stack_name} stack (staticforms-to-crm)")
+        a.secret_arns["WebhookSecretArn"] = created["ARN"]
+        say(f"created secret {name} (Webflow's key goes into it after the deploy)")
+
+
+def store_webflow_key(a: Answers, secrets_client, asker: Asker, url: str) -> None:
+    """After the deploy: Webflow's key for the webhook made with the URL."""
+    name = f"{a.stack_name}/{WEBFLOW_KEY_SECRET}"
+    say(f"  Create the webhook with your site token: POST /v2/sites/<site_id>/webhooks, "
+        f"triggerType form_submission, url {url}")
+    key = os.environ.get("WEBFLOW_WEBHOOK_SECRET", "")
+    if not key and asker.interactive:
+        key = asker.ask("Webflow's answer holds secretKey, the key that signs its deliveries; stored in "
+                        "Secrets Manager (empty: store it later).", "Webflow secretKey", "", hidden=True)
+    if not key:
+        say(f"  Then put its secretKey into the secret {name}: make deploy ARGS=\"... --webflow-webhook api\" "
+            f"with WEBFLOW_WEBHOOK_SECRET set, or the Secrets Manager console.")
+        return
+    secrets_client.put_secret_value(SecretId=name, SecretString=key)
+    say(f"  stored Webflow's key in {name}: deliveries signed with it are accepted within five minutes "
+        "(the function re-reads its secrets)")
+
+
 def create_secrets(a: Answers, secrets_client) -> None:
     """One secret per credential, named after the stack; a second run puts
     the new value into the same secret."""
-    names = {"WebhookSecretArn": "webflow-signing-key",
+    names = {"WebhookSecretArn": WEBFLOW_KEY_SECRET,
              "HubSpotTokenSecretArn": "hubspot-token",
              "SalesforceCredentialsSecretArn": "salesforce-credentials",
              "CrmTokenSecretArn": "crm-token"}
@@ -268,7 +365,11 @@ def parameter_overrides(a: Answers) -> dict[str, str]:
         overrides["IdempotencyKeyHeader"] = "derive"
     else:
         overrides["Sender"] = a.sender
+    if a.webflow_webhook == "dashboard":
+        overrides["WebhookAuth"] = "query:token"
     overrides["Destination"] = a.destination
+    if a.field_map:
+        overrides["FieldMap"] = a.field_map
     if a.alarm_email:
         overrides["AlarmEmail"] = a.alarm_email
     if a.crm_url:
@@ -280,64 +381,69 @@ def parameter_overrides(a: Answers) -> dict[str, str]:
 
 
 def overrides_text(overrides: dict[str, str]) -> str:
-    """SAM's parameter_overrides form: Key="value" pairs, space-separated."""
-    return " ".join(f'{key}="{value}"' for key, value in overrides.items())
+    """SAM's parameter_overrides form: Key='value' pairs, space-separated."""
+    return " ".join(f"{key}={sam_quoted(value)}" for key, value in overrides.items())
 
 
 def save_samconfig(path: Path, a: Answers, overrides: dict[str, str]) -> None:
-    """The answers as samconfig.toml's deploy defaults, other sections kept,
-    so the next `sam deploy` repeats them. Only ARNs: never a secret value."""
-    config = tomllib.loads(path.read_text()) if path.exists() else {"version": 0.1}
-    default = config.setdefault("default", {})
-    default.setdefault("global", {}).setdefault("parameters", {})["stack_name"] = a.stack_name
-    deploy = default.setdefault("deploy", {}).setdefault("parameters", {})
-    deploy.update({
-        "stack_name": a.stack_name,
-        "region": a.region,
-        "capabilities": "CAPABILITY_IAM",
-        "resolve_s3": True,
-        "confirm_changeset": True,
-        "fail_on_empty_changeset": False,
-        "parameter_overrides": overrides_text(overrides),
-    })
-    default.setdefault("build", {}).setdefault("parameters", {})["parameter_overrides"] = \
-        f'Architecture="{a.architecture}"'
-    path.write_text(HEADER + to_toml(config))
+    """The answers as a samconfig config environment named after the stack
+    (`sam deploy --config-env <stack>` repeats them), the file's comments,
+    other environments and other stacks' answers kept. Only ARNs: never a
+    secret value."""
+    import tomlkit
+    config = tomlkit.parse(path.read_text()) if path.exists() else tomlkit.document()
+    if "version" not in config:
+        config["version"] = 0.1
+    if a.stack_name not in config:
+        config.add(tomlkit.comment(f"make deploy's answers for the stack {a.stack_name}: "
+                                   f"sam deploy --config-env {a.stack_name}"))
+        config[a.stack_name] = tomlkit.table(is_super_table=True)
+    env = config[a.stack_name]
+    sections = {
+        "global": {"stack_name": a.stack_name, "region": a.region},
+        # Rust through cargo-lambda is a beta build method in SAM.
+        "build": {"cached": True, "parallel": True, "beta_features": True,
+                  "parameter_overrides": f"Architecture={sam_quoted(a.architecture)}"},
+        "deploy": {
+            "capabilities": "CAPABILITY_IAM",
+            "resolve_s3": True,
+            "confirm_changeset": True,
+            "fail_on_empty_changeset": False,
+            "parameter_overrides": overrides_text(overrides),
+        },
+    }
+    for command, values in sections.items():
+        if command not in env:
+            env[command] = tomlkit.table(is_super_table=True)
+        if "parameters" not in env[command]:
+            env[command]["parameters"] = tomlkit.table()
+        for key, value in values.items():
+            env[command]["parameters"][key] = value
+    path.write_text(tomlkit.dumps(config))
 
 
-HEADER = """\
-# sam build / sam validate / sam deploy defaults. `make deploy` writes the
-# deploy section from its answers (secret ARNs, never secret values), so a
-# later `sam build && sam deploy` repeats the same deployment.
-"""
-
-
-def to_toml(config: dict) -> str:
-    """Enough TOML for samconfig: a version, then [a.b.c] tables of strings,
-    numbers and booleans."""
-    def value(v):
-        if isinstance(v, bool):
-            return "true" if v else "false"
-        if isinstance(v, (int, float)):
-            return str(v)
-        if isinstance(v, list):
-            return "[" + ", ".join(value(x) for x in v) + "]"
-        return json.dumps(v)
-
-    lines = [f"{k} = {value(v)}" for k, v in config.items() if not isinstance(v, dict)]
-
-    def tables(prefix, node):
-        scalars = {k: v for k, v in node.items() if not isinstance(v, dict)}
-        if scalars and prefix:
-            lines.append("")
-            lines.append(f"[{prefix}]")
-            lines.extend(f"{k} = {value(v)}" for k, v in scalars.items())
-        for k, v in node.items():
-            if isinstance(v, dict):
-                tables(f"{prefix}.{k}" if prefix else k, v)
-
-    tables("", {k: v for k, v in config.items() if isinstance(v, dict)})
-    return "\n".join(lines) + "\n"
+def one_line(error: Exception) -> str:
+    """An AWS failure as one line saying what to do (--debug: the traceback)."""
+    from botocore import exceptions as aws
+    if isinstance(error, aws.NoRegionError):
+        return "no AWS region: give --region or set AWS_REGION"
+    if isinstance(error, aws.NoCredentialsError):
+        return "no AWS credentials: run `aws configure` (or set AWS_PROFILE / AWS_ACCESS_KEY_ID)"
+    if isinstance(error, aws.ProfileNotFound):
+        return f"{error} (aws configure --profile <name>)"
+    if isinstance(error, (aws.EndpointConnectionError, aws.ConnectTimeoutError, aws.ReadTimeoutError)):
+        return f"AWS could not be reached ({error}): check the network, the region, or AWS_ENDPOINT_URL"
+    if isinstance(error, aws.ClientError):
+        info = error.response.get("Error", {})
+        code, message = info.get("Code", "an error"), info.get("Message", "")
+        operation = getattr(error, "operation_name", "a call")
+        hint = ""
+        if "AccessDenied" in code or "UnrecognizedClient" in code or "InvalidClientTokenId" in code:
+            hint = ": the credentials lack a permission (docs/deploy.md lists what deploying needs)"
+        return f"AWS refused {operation} ({code}: {message}){hint}"
+    if isinstance(error, aws.BotoCoreError):
+        return f"AWS: {error}"
+    return f"unexpected {type(error).__name__}: {error} (run again with --debug for the traceback)"
 
 
 def run(command: list[str], cwd: Path) -> None:
@@ -347,15 +453,21 @@ def run(command: list[str], cwd: Path) -> None:
 
 
 def main(argv=None, stdin=sys.stdin) -> int:
-    parser = argparse.ArgumentParser(prog="make deploy", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="make deploy", description=__doc__.split("\n\n")[0],
+        epilog="Secrets come from the environment, never from flags: HUBSPOT_TOKEN, SALESFORCE_CLIENT_ID, "
+               "SALESFORCE_CLIENT_SECRET, CRM_TOKEN, WEBFLOW_WEBHOOK_SECRET (else a hidden prompt). "
+               "An empty flag value is given as --alarm-email= .")
+    parser.add_argument("--sender", choices=SENDERS, help="who sends the submissions (docs/senders/); asked first")
     parser.add_argument("--stack-name")
     parser.add_argument("--region")
-    parser.add_argument("--sender", choices=SENDERS, default="staticforms",
-                        help="who sends the submissions (docs/senders/); default staticforms")
     parser.add_argument("--auth", choices=sorted(AUTH_MODES), help="Static Forms only. url: a token in the webhook URL; header: Authorization: Bearer")
-    parser.add_argument("--webhook-secret-arn", help="webflow: an existing secret holding Webflow's key, instead of WEBFLOW_WEBHOOK_SECRET")
+    parser.add_argument("--webflow-webhook", choices=WEBFLOW_WEBHOOKS,
+                        help="webflow: dashboard (unsigned; a token in the URL), api (site token; its key is asked after the deploy) or app (OAuth app's client secret)")
+    parser.add_argument("--webhook-secret-arn", help="webflow app or api: an existing secret holding Webflow's key, instead of WEBFLOW_WEBHOOK_SECRET")
     parser.add_argument("--destination", choices=DESTINATIONS)
-    parser.add_argument("--alarm-email", help="empty for none")
+    parser.add_argument("--field-map", metavar="FILE", help="hubspot or salesforce: a JSON file of CRM property to form field")
+    parser.add_argument("--alarm-email", help="empty for none: --alarm-email=")
     parser.add_argument("--crm-url")
     parser.add_argument("--salesforce-login-url")
     parser.add_argument("--hubspot-token-secret-arn", help="an existing secret instead of HUBSPOT_TOKEN")
@@ -364,25 +476,35 @@ def main(argv=None, stdin=sys.stdin) -> int:
     parser.add_argument("--architecture", choices=["arm64", "x86_64"], default="arm64")
     parser.add_argument("--config-file", type=Path, default=ROOT / "samconfig.toml")
     parser.add_argument("--no-smoke", action="store_true", help="skip the smoke test after the deploy")
+    parser.add_argument("--debug", action="store_true", help="a traceback with every error")
     args = parser.parse_args(argv)
     try:
         check_prerequisites(args.architecture)
         say("A first deployment of staticforms-to-crm. Enter takes the [default].")
-        answers = gather(args, Asker(stdin))
+        asker = Asker(stdin)
+        answers = gather(args, asker)
         import boto3
         session = boto3.session.Session(region_name=answers.region)
-        create_secrets(answers, session.client("secretsmanager"))
+        secrets_client = session.client("secretsmanager")
+        if answers.webflow_webhook == "api" and not args.webhook_secret_arn:
+            webflow_key_placeholder(answers, secrets_client)
+        elif answers.webflow_webhook == "api":
+            answers.secret_arns["WebhookSecretArn"] = args.webhook_secret_arn
+        create_secrets(answers, secrets_client)
         overrides = parameter_overrides(answers)
         save_samconfig(args.config_file, answers, overrides)
-        say(f"saved the answers in {args.config_file.name} (no secret values)")
-        config = ["--config-file", str(args.config_file.resolve())]
+        say(f"saved the answers in {args.config_file.name} as config environment {answers.stack_name} "
+            "(no secret values)")
+        config = ["--config-file", str(args.config_file.resolve()), "--config-env", answers.stack_name]
         run(["sam", "build", *config, "--parameter-overrides", f"Architecture={answers.architecture}"], ROOT)
         run(["sam", "deploy", *config, "--stack-name", answers.stack_name, "--region", answers.region,
-             "--no-confirm-changeset", "--parameter-overrides", *[f"{k}={v}" for k, v in overrides.items()]], ROOT)
+             "--no-confirm-changeset", "--parameter-overrides",
+             *[f"{k}={sam_quoted(v)}" for k, v in overrides.items()]], ROOT)
         outputs = {o["OutputKey"]: o["OutputValue"] for o in session.client("cloudformation").describe_stacks(
             StackName=answers.stack_name)["Stacks"][0].get("Outputs", [])}
         url = outputs.get("WebhookUrl", "<WebhookUrl>")
-        secret_arn = outputs.get("WebhookSecretArn", "<WebhookSecretArn>")
+        print_url = (f"receipts --stack {answers.stack_name} --region {answers.region} "
+                     "webhook-url --show-secret")
         say("")
         if answers.sender == "staticforms":
             say("Deployed. In Static Forms: Settings > Webhooks > Add Webhook, format: the current one.")
@@ -391,15 +513,24 @@ def main(argv=None, stdin=sys.stdin) -> int:
             else:
                 say(f"  URL: {url}")
                 say("  Header: Authorization: Bearer <the secret>")
+            say(f"  Print it whole, secret included, at a terminal: {print_url}")
+        elif answers.webflow_webhook == "dashboard":
+            say("Deployed. In Webflow: Site settings > Apps & Integrations > Webhooks > Add webhook, "
+                "trigger Form submission,")
+            say(f"  URL: {url}?token=<the secret>")
+            say(f"  Print it whole, secret included, at a terminal: {print_url}")
+        elif answers.webflow_webhook == "api":
+            say("Deployed.")
+            store_webflow_key(answers, secrets_client, asker, url)
         else:
             say(f"Deployed. {SENDER_SETUP[answers.sender].format(url=url)}")
-            say(f"  Step by step: docs/senders/{answers.sender}.md")
-        if answers.sender != "webflow":
-            say("  The secret (read it yourself; it is never printed here):")
-            say(f"    aws secretsmanager get-secret-value --region {answers.region} --secret-id {secret_arn} "
-                "--query SecretString --output text")
+            if answers.sender != "webflow":
+                say(f"  The secret, to paste there (at a terminal): {print_url}")
+        say(f"  Step by step: docs/senders/{answers.sender}.md")
         if answers.alarm_email:
             say(f"  Confirm the subscription mail AWS sent to {answers.alarm_email}, or alarms will not reach you.")
+        say(f"  Later deploys: make sam ARGS=\"build --config-env {answers.stack_name}\" then "
+            f"make sam ARGS=\"deploy --config-env {answers.stack_name}\"")
         if not args.no_smoke:
             say("")
             say("Smoke test: one marked submission through the deployed pipeline.")
@@ -409,6 +540,14 @@ def main(argv=None, stdin=sys.stdin) -> int:
         return 0
     except Refused as problem:
         print(f"make deploy: {problem}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("make deploy: stopped", file=sys.stderr)
+        return 130
+    except Exception as error:  # one line, whatever failed; --debug shows where
+        if args.debug:
+            traceback.print_exc()
+        print(f"make deploy: {one_line(error)}", file=sys.stderr)
         return 1
 
 

@@ -5,6 +5,11 @@
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 cd "$ROOT"
+# Help before anything is installed: the wizard reads its flags with the
+# standard library alone.
+for arg in ${ARGS:-} "$@"; do
+  case "$arg" in -h | --help) exec python3 scripts/deploy.py --help ;; esac
+done
 check_everyday_prerequisites
 ensure_deploy_tools
 export PATH="$SAM_VENV/bin:$PATH" SAM_CLI_TELEMETRY=0

@@ -56,11 +56,13 @@ check_everyday_prerequisites() {
     *) die "these commands run on Linux and macOS; on $(platform) use WSL or a Linux VM" ;;
   esac
   need cargo "install the Rust toolchain (rustup)"
-  need python3 "install Python 3.11 with pip"
+  need python3 "install Python 3 (3.10 or later) with pip"
   local tool
   for tool in $(platform_tools); do
     need "$tool" "install it (Linux: GNU coreutils and util-linux; macOS: it ships with the system)"
   done
+  python3 -c 'import sys; sys.exit(sys.version_info < (3, 10))' ||
+    die "$(python3 -V 2>&1) is too old: install Python 3.10 or later"
   python3 -c 'import venv, ensurepip' 2>/dev/null ||
     die "python3 cannot create virtualenvs: install python3-venv (Debian/Ubuntu: apt-get install python3-venv)"
 }
@@ -108,7 +110,7 @@ debug_bin_dir() {
 # again only when the file changes.
 ensure_venv() {
   local venv=$1 requirements=$2 what=$3
-  need python3 "install Python 3.11 with pip"
+  need python3 "install Python 3 (3.10 or later) with pip"
   local stamp="$venv/.installed" wanted
   wanted=$(sha256_of "$requirements")
   if [[ -f "$stamp" && "$(cat "$stamp")" == "$wanted" ]]; then return; fi

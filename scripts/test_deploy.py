@@ -14,12 +14,14 @@ import subprocess
 import sys
 import tempfile
 import textwrap
-import tomllib
+import threading
 import unittest
 import uuid
+from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 
 import boto3
+import tomlkit
 
 ROOT = Path(__file__).resolve().parent.parent
 MOTO_URL = os.environ.get("MOTO_URL") or sys.exit(
@@ -107,14 +109,20 @@ class Wizard(unittest.TestCase):
         value = client.get_secret_value(SecretId=name)
         return value["ARN"], value["SecretString"]
 
+    def saved(self, stack=None):
+        """The config environment make deploy wrote for `stack`."""
+        return tomlkit.parse(self.samconfig.read_text()).unwrap()[stack or self.stack]
+
     def test_answers_at_the_prompts_deploy_hubspot_with_a_secret_and_no_secret_anywhere(self):
         token = "pat-eu1-" + uuid.uuid4().hex
-        answers = "\n".join([self.stack, "eu-west-1", "url", "hubspot", token, "ops@example.com"]) + "\n"
+        answers = "\n".join(["staticforms", self.stack, "eu-west-1", "url", "hubspot", token,
+                             "ops@example.com"]) + "\n"
         result = self.wizard(answers=answers)
         output = result.stdout + result.stderr
         self.assertEqual(result.returncode, 0, output)
         prompts = [line for line in result.stdout.splitlines() if line.endswith(": ")]
-        self.assertEqual(len(prompts), 6, prompts)
+        self.assertEqual(len(prompts), 7, prompts)
+        self.assertTrue(prompts[0].startswith("Sender"), "the sender is the first question")
         self.assertLessEqual(len(prompts), 8)
 
         arn, value = self.secret(f"{self.stack}/hubspot-token")
@@ -122,33 +130,50 @@ class Wizard(unittest.TestCase):
         build, deploy = self.sam_calls()
         self.assertEqual(build[0], "build")
         self.assertIn("Architecture=x86_64", build)
+        self.assertEqual(build[build.index("--config-env") + 1], self.stack)
         self.assertEqual(deploy[0], "deploy")
         self.assertEqual(deploy[deploy.index("--stack-name") + 1], self.stack)
+        self.assertEqual(deploy[deploy.index("--config-env") + 1], self.stack)
         self.assertEqual(self.overrides(deploy), {
-            "Architecture": "x86_64",
-            "WebhookAuth": "query:token",
-            "IdempotencyKeyHeader": "derive",
-            "Destination": "hubspot",
-            "AlarmEmail": "ops@example.com",
-            "HubSpotTokenSecretArn": arn,
+            "Architecture": "'x86_64'",
+            "WebhookAuth": "'query:token'",
+            "IdempotencyKeyHeader": "'derive'",
+            "Destination": "'hubspot'",
+            "AlarmEmail": "'ops@example.com'",
+            "HubSpotTokenSecretArn": f"'{arn}'",
         })
-        # The answers are kept for the next `sam deploy`; the secret is not.
+        # The answers are kept for the next `sam deploy --config-env`, in
+        # their own environment; the file's comments and defaults stay; the
+        # secret is nowhere.
         saved = self.samconfig.read_text()
-        config = tomllib.loads(saved)["default"]
-        self.assertEqual(config["deploy"]["parameters"]["stack_name"], self.stack)
-        self.assertEqual(config["deploy"]["parameters"]["region"], "eu-west-1")
-        self.assertIn(f'HubSpotTokenSecretArn="{arn}"', config["deploy"]["parameters"]["parameter_overrides"])
-        self.assertTrue(config["build"]["parameters"]["beta_features"], "other settings kept")
+        config = self.saved()
+        self.assertEqual(config["global"]["parameters"]["stack_name"], self.stack)
+        self.assertEqual(config["global"]["parameters"]["region"], "eu-west-1")
+        self.assertIn(f"HubSpotTokenSecretArn='{arn}'", config["deploy"]["parameters"]["parameter_overrides"])
+        self.assertTrue(config["build"]["parameters"]["beta_features"])
+        original = (ROOT / "samconfig.toml").read_text()
+        for line in original.splitlines():
+            self.assertIn(line, saved, "every line of the file is kept, comments included")
+        self.assertEqual(tomlkit.parse(saved).unwrap()["default"], tomlkit.parse(original).unwrap()["default"])
         self.assertNotIn(token, saved)
         self.assertNotIn(token, output)
         # Where to paste the URL, and the smoke test of the stack.
         self.assertIn("https://abc123.execute-api.eu-west-1.amazonaws.com/webhooks/staticforms?token=<the secret>",
                       result.stdout)
+        self.assertIn(f"receipts --stack {self.stack} --region eu-west-1 webhook-url --show-secret", result.stdout)
         self.assertIn(f"receipts --stack {self.stack} --region eu-west-1 smoke", self.others())
+
+        # A second stack gets its own environment; the first one's answers stay.
+        second = "crm-" + uuid.uuid4().hex[:8]
+        again = self.wizard("--sender", "staticforms", "--stack-name", second, "--region", "eu-west-1",
+                            "--auth", "url", "--destination", "dynamodb", "--alarm-email=")
+        self.assertEqual(again.returncode, 0, again.stdout + again.stderr)
+        self.assertEqual(self.saved(), config, "the first stack's answers are untouched")
+        self.assertIn("Destination='dynamodb'", self.saved(second)["deploy"]["parameters"]["parameter_overrides"])
 
     def test_flags_and_environment_deploy_salesforce_without_a_prompt_and_again(self):
         client_secret = "sf-secret-" + uuid.uuid4().hex
-        flags = ["--stack-name", self.stack, "--region", "eu-west-1", "--auth", "header",
+        flags = ["--sender", "staticforms", "--stack-name", self.stack, "--region", "eu-west-1", "--auth", "header",
                  "--destination", "salesforce", "--salesforce-login-url", "https://acme.my.salesforce.com",
                  "--alarm-email", ""]
         env = {"SALESFORCE_CLIENT_ID": "3MVG9-client", "SALESFORCE_CLIENT_SECRET": client_secret}
@@ -158,10 +183,10 @@ class Wizard(unittest.TestCase):
         arn, value = self.secret(f"{self.stack}/salesforce-credentials")
         self.assertEqual(json.loads(value), {"client_id": "3MVG9-client", "client_secret": client_secret})
         overrides = self.overrides(self.sam_calls()[1])
-        self.assertEqual(overrides["WebhookAuth"], "bearer")
-        self.assertEqual(overrides["IdempotencyKeyHeader"], "derive")
-        self.assertEqual(overrides["SalesforceLoginUrl"], "https://acme.my.salesforce.com")
-        self.assertEqual(overrides["SalesforceCredentialsSecretArn"], arn)
+        self.assertEqual(overrides["WebhookAuth"], "'bearer'")
+        self.assertEqual(overrides["IdempotencyKeyHeader"], "'derive'")
+        self.assertEqual(overrides["SalesforceLoginUrl"], "'https://acme.my.salesforce.com'")
+        self.assertEqual(overrides["SalesforceCredentialsSecretArn"], f"'{arn}'")
         self.assertNotIn("AlarmEmail", overrides, "no empty value passed to SAM")
         self.assertIn("Header: Authorization: Bearer <the secret>", first.stdout)
 
@@ -179,18 +204,18 @@ class Wizard(unittest.TestCase):
             self.assertNotIn(client_secret, text)
             self.assertNotIn(rotated, text)
 
-    def test_a_webflow_stack_asks_no_auth_and_stores_webflows_key(self):
+    def test_a_webflow_app_stack_asks_no_auth_and_stores_webflows_key(self):
         key = "wf-key-" + uuid.uuid4().hex
         flags = ["--stack-name", self.stack, "--region", "eu-west-1", "--sender", "webflow",
-                 "--destination", "dynamodb", "--alarm-email", ""]
+                 "--webflow-webhook", "app", "--destination", "dynamodb", "--alarm-email", ""]
         result = self.wizard(*flags, env={"WEBFLOW_WEBHOOK_SECRET": key})
         self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
         self.assertNotIn(": \n", result.stdout + "\n", "no question asked")
         arn, value = self.secret(f"{self.stack}/webflow-signing-key")
         self.assertEqual(value, key)
         overrides = self.overrides(self.sam_calls()[1])
-        self.assertEqual(overrides["Sender"], "webflow")
-        self.assertEqual(overrides["WebhookSecretArn"], arn)
+        self.assertEqual(overrides["Sender"], "'webflow'")
+        self.assertEqual(overrides["WebhookSecretArn"], f"'{arn}'")
         for static_forms_only in ["WebhookAuth", "IdempotencyKeyHeader"]:
             self.assertNotIn(static_forms_only, overrides)
         self.assertIn("form_submission webhook", result.stdout)
@@ -202,9 +227,120 @@ class Wizard(unittest.TestCase):
         self.assertNotEqual(refused.returncode, 0)
         self.assertIn("--auth is Static Forms' choice", refused.stderr)
 
+    def test_webflow_dashboard_webhooks_take_a_url_token(self):
+        result = self.wizard("--sender", "webflow", "--webflow-webhook", "dashboard", "--stack-name", self.stack,
+                             "--region", "eu-west-1", "--destination", "dynamodb", "--alarm-email=")
+        self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
+        overrides = self.overrides(self.sam_calls()[1])
+        self.assertEqual(overrides["Sender"], "'webflow'")
+        self.assertEqual(overrides["WebhookAuth"], "'query:token'", "unsigned: a token in the URL")
+        self.assertNotIn("WebhookSecretArn", overrides, "the stack generates the secret")
+        self.assertIn("?token=<the secret>", result.stdout)
+        self.assertIn("Apps & Integrations > Webhooks", result.stdout)
+
+    def test_webflow_site_token_webhooks_deploy_first_then_store_the_key(self):
+        flags = ["--sender", "webflow", "--webflow-webhook", "api", "--stack-name", self.stack,
+                 "--region", "eu-west-1", "--destination", "dynamodb", "--alarm-email="]
+        first = self.wizard(*flags)
+        self.assertEqual(first.returncode, 0, first.stdout + first.stderr)
+        arn, placeholder = self.secret(f"{self.stack}/webflow-signing-key")
+        overrides = self.overrides(self.sam_calls()[1])
+        self.assertEqual(overrides["WebhookSecretArn"], f"'{arn}'", "the stack reads the secret from the start")
+        self.assertNotIn("WebhookAuth", overrides, "Webflow's own signature")
+        self.assertIn("POST /v2/sites/<site_id>/webhooks", first.stdout)
+        self.assertIn("Then put its secretKey into the secret", first.stdout, "no key yet: said how")
+        # The key Webflow returned, once the webhook exists: stored in the
+        # same secret, the stack unchanged.
+        key = "wf-site-key-" + uuid.uuid4().hex
+        self.record.unlink()
+        boto3.client("cloudformation", region_name="eu-west-1", endpoint_url=MOTO_URL,
+                     aws_access_key_id="test", aws_secret_access_key="test").delete_stack(StackName=self.stack)
+        second = self.wizard(*flags, env={"WEBFLOW_WEBHOOK_SECRET": key})
+        self.assertEqual(second.returncode, 0, second.stdout + second.stderr)
+        same_arn, value = self.secret(f"{self.stack}/webflow-signing-key")
+        self.assertEqual((same_arn, value), (arn, key))
+        self.assertNotEqual(placeholder, key)
+        self.assertIn("stored Webflow's key", second.stdout)
+        for text in [first.stdout, second.stdout, second.stderr, self.samconfig.read_text()]:
+            self.assertNotIn(key, text)
+            self.assertNotIn(placeholder, text)
+
+    def test_a_field_map_file_reaches_the_stack_quoted_so_sam_reads_it_whole(self):
+        from samcli.cli.types import CfnParameterOverridesType
+        from samcli.yamlhelper import yaml_parse
+        import re
+        field_map = {"email": "email", "firstname": "firstName", "hs_lead_status": "=NEW", "message": "*"}
+        path = self.dir / "field-map.json"
+        path.write_text(json.dumps(field_map, indent=2))
+        result = self.wizard("--sender", "staticforms", "--stack-name", self.stack, "--region", "eu-west-1",
+                             "--auth", "url", "--destination", "hubspot", "--field-map", str(path),
+                             "--alarm-email=", env={"HUBSPOT_TOKEN": "pat-" + uuid.uuid4().hex})
+        self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
+        deploy = self.sam_calls()[1]
+        start = deploy.index("--parameter-overrides") + 1
+        as_sam_reads = CfnParameterOverridesType().convert(tuple(deploy[start:]), None, None)
+        self.assertEqual(json.loads(as_sam_reads["FieldMap"]), field_map, "the command line")
+        saved = self.saved()["deploy"]["parameters"]["parameter_overrides"]
+        self.assertEqual(json.loads(CfnParameterOverridesType().convert((saved,), None, None)["FieldMap"]),
+                         field_map, "samconfig.toml")
+        # The template refuses what SAM's parser leaves of an unquoted map.
+        template = yaml_parse((ROOT / "template.yaml").read_text())
+        pattern = template["Parameters"]["FieldMap"]["AllowedPattern"]
+        self.assertTrue(re.fullmatch(pattern, as_sam_reads["FieldMap"]))
+        self.assertTrue(re.fullmatch(pattern, ""))
+        self.assertIsNone(re.fullmatch(pattern, "{"))
+        bad = self.dir / "bad.json"
+        bad.write_text('{"email": ')
+        refused = self.wizard("--sender", "staticforms", "--stack-name", self.stack, "--region", "eu-west-1",
+                              "--auth", "url", "--destination", "hubspot", "--field-map", str(bad))
+        self.assertEqual(refused.returncode, 1)
+        self.assertIn("is not JSON", refused.stderr)
+        self.assertEqual(len(refused.stderr.strip().splitlines()), 1, refused.stderr)
+
+    def test_a_python_without_tomllib_deploys(self):
+        blocker = self.dir / "blocker"
+        blocker.mkdir()
+        (blocker / "tomllib.py").write_text("raise ImportError('no tomllib before Python 3.11')\n")
+        result = self.wizard("--sender", "staticforms", "--stack-name", self.stack, "--region", "eu-west-1",
+                             "--auth", "url", "--destination", "dynamodb", "--alarm-email=",
+                             env={"PYTHONPATH": str(blocker)})
+        self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
+        self.assertIn("Destination", self.saved()["deploy"]["parameters"]["parameter_overrides"])
+        helped = subprocess.run([sys.executable, "-S", str(ROOT / "scripts/deploy.py"), "--help"],
+                                capture_output=True, text=True, env={"PYTHONPATH": str(blocker)}, timeout=60)
+        self.assertEqual(helped.returncode, 0, helped.stderr)
+        self.assertIn("WEBFLOW_WEBHOOK_SECRET", helped.stdout, "help names the secret variables")
+
+    def test_failures_of_aws_are_one_line_each(self):
+        flags = ["--sender", "staticforms", "--stack-name", self.stack, "--auth", "url",
+                 "--destination", "hubspot", "--alarm-email="]
+        token = {"HUBSPOT_TOKEN": "pat-" + uuid.uuid4().hex}
+        closed = HTTPServer(("127.0.0.1", 0), BaseHTTPRequestHandler)
+        closed_url = f"http://127.0.0.1:{closed.server_address[1]}"
+        closed.server_close()
+        denied = HTTPServer(("127.0.0.1", 0), Denying)
+        threading.Thread(target=denied.serve_forever, daemon=True).start()
+        self.addCleanup(denied.server_close)
+        self.addCleanup(denied.shutdown)
+        rows = [
+            ("a malformed region", ["--region", "eu west 1"], {}, "a region name such as eu-west-1"),
+            ("an unreachable endpoint", ["--region", "eu-west-1"], {"AWS_ENDPOINT_URL": closed_url},
+             "AWS could not be reached"),
+            ("a denied call", ["--region", "eu-west-1"],
+             {"AWS_ENDPOINT_URL": f"http://127.0.0.1:{denied.server_address[1]}"},
+             "AWS refused CreateSecret (AccessDeniedException"),
+        ]
+        for what, more, env, said in rows:
+            result = self.wizard(*flags, *more, env={**token, **env})
+            self.assertEqual(result.returncode, 1, what)
+            self.assertIn(said, result.stderr, what)
+            self.assertEqual(len(result.stderr.strip().splitlines()), 1, f"{what}: {result.stderr}")
+            self.assertNotIn("Traceback", result.stderr, what)
+            self.assertEqual(self.sam_calls(), [], what)
+
     def test_a_missing_answer_without_a_terminal_is_named_and_nothing_is_deployed(self):
-        result = self.wizard("--stack-name", self.stack, "--region", "eu-west-1", "--auth", "url",
-                             "--destination", "hubspot")
+        result = self.wizard("--sender", "staticforms", "--stack-name", self.stack, "--region", "eu-west-1",
+                             "--auth", "url", "--destination", "hubspot")
         self.assertEqual(result.returncode, 1)
         self.assertIn("HubSpot token", result.stderr)
         self.assertEqual(len(result.stderr.strip().splitlines()), 1, result.stderr)
@@ -220,6 +356,24 @@ class Wizard(unittest.TestCase):
         self.assertEqual(result.returncode, 1)
         self.assertIn("no AWS credentials: run `aws configure`", result.stderr)
         self.assertEqual(self.sam_calls(), [])
+
+
+class Denying(BaseHTTPRequestHandler):
+    """An AWS endpoint that refuses every call, as IAM does (JSON protocol)."""
+
+    def do_POST(self):
+        self.rfile.read(int(self.headers.get("content-length", 0)))
+        body = json.dumps({"__type": "AccessDeniedException",
+                           "Message": "User is not authorized to perform this action"}).encode()
+        self.send_response(400)
+        self.send_header("content-type", "application/x-amz-json-1.1")
+        self.send_header("x-amzn-errortype", "AccessDeniedException")
+        self.send_header("content-length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
 
 
 if __name__ == "__main__":

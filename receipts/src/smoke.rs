@@ -283,9 +283,15 @@ pub fn paste_instructions(
             "paste into {vendor}:\n  {url}\nand sign with the Standard Webhooks secret {}{hint}\n",
             shown(secret)
         ),
-        SenderAuth::VendorSignature => format!(
-            "paste into {vendor}:\n  {url}\nIt signs each delivery with its own signing secret, which the \
+        // Webflow chooses its key (the stack's secret holds it); Tally and
+        // Typeform take the secret the stack generated.
+        SenderAuth::VendorSignature if sender == Sender::Webflow => format!(
+            "paste into {vendor}:\n  {url}\nIt signs each delivery with its own key, which the \
              stack's webhook secret (WebhookSecretArn) must hold.\n"
+        ),
+        SenderAuth::VendorSignature => format!(
+            "paste into {vendor}:\n  {url}\nwith the signing secret\n  {}{hint}\n",
+            shown(secret)
         ),
         SenderAuth::None => format!("paste into {vendor}:\n  {url}\n"),
     }
@@ -614,10 +620,15 @@ mod tests {
             "{bearer}"
         );
         assert!(bearer.contains(&format!("  {url}\n")), "{bearer}");
-        let tally = paste_instructions(url, Sender::Tally, &SenderAuth::VendorSignature, None);
+        let tally = paste_instructions(url, Sender::Tally, &SenderAuth::VendorSignature, Some("k"));
         assert!(
-            tally.contains("Tally") && !tally.contains("<secret>"),
+            tally.contains("Tally") && tally.contains("signing secret\n  k\n"),
             "{tally}"
+        );
+        let webflow = paste_instructions(url, Sender::Webflow, &SenderAuth::VendorSignature, None);
+        assert!(
+            webflow.contains("its own key") && !webflow.contains("<secret>"),
+            "{webflow}"
         );
     }
 

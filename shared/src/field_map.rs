@@ -53,7 +53,9 @@ pub struct FieldMap {
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum FieldMapError {
-    #[error("is not a JSON object of property names to form field names")]
+    /// SAM's `--parameter-overrides` cuts an unquoted `FieldMap={...}` at
+    /// its first quote, leaving `{`: the message says how to quote it.
+    #[error("is not a JSON object of property names to form field names (with sam deploy, quote the FieldMap parameter whole: FieldMap='{{\"email\":\"email\"}}')")]
     NotAnObject,
     #[error("maps property {0:?} to something other than a text")]
     NotText(String),

@@ -302,7 +302,7 @@ mod tests {
             ("base url with a query", with_token(&[(HUBSPOT_BASE_URL, "https://api.example.com?x=1")]), invalid(HUBSPOT_BASE_URL, "must have no query or fragment")),
             ("version", with_token(&[(HUBSPOT_API_VERSION, "v4")]), invalid(HUBSPOT_API_VERSION, "expected v3 or a date version YYYY-MM")),
             ("id property label", with_token(&[(HUBSPOT_ID_PROPERTY, "Submission ID")]), invalid(HUBSPOT_ID_PROPERTY, "expected email or a property's internal name (letters, digits, _)")),
-            ("field map text", with_token(&[(FIELD_MAP, "email=email")]), invalid(FIELD_MAP, "is not a JSON object of property names to form field names")),
+            ("field map text", with_token(&[(FIELD_MAP, "email=email")]), invalid(FIELD_MAP, r#"is not a JSON object of property names to form field names (with sam deploy, quote the FieldMap parameter whole: FieldMap='{"email":"email"}')"#)),
             ("field map label", with_token(&[(FIELD_MAP, r#"{"First Name":"firstName"}"#)]), invalid(FIELD_MAP, "names \"First Name\", which is not a HubSpot property's internal name (letters, digits, _)")),
             ("email without a gate key", with_token(&[]), ConfigError::Missing("GATE_KEY or GATE_KEY_SECRET_ARN (HUBSPOT_ID_PROPERTY=email keeps newest-wins gates)")),
             ("short gate key", with_token(&[(GATE_KEY, "pat-local-gate")]), invalid(GATE_KEY, "must be at least 32 characters")),
