@@ -442,7 +442,11 @@ async fn smoke_follows_a_test_submission_to_completed() {
             create_stack(
                 &endpoint,
                 &stack,
-                &[("WebhookAuth", ""), ("AcceptedForms", "")],
+                &[
+                    ("WebhookAuth", ""),
+                    ("AcceptedForms", ""),
+                    ("Destination", "http"),
+                ],
                 &[
                     ("WebhookUrl", &webhook_url),
                     ("ReceiptsTableName", &receipts_table),
@@ -459,6 +463,10 @@ async fn smoke_follows_a_test_submission_to_completed() {
     assert!(ok, "{out}{err}");
     assert!(out.contains("webhook answered 202"), "{out}");
     assert!(out.contains("COMPLETED after"), "{out}");
+    assert!(
+        out.contains("then delete the smoke lead in your CRM: externalId smoke_"),
+        "what to delete in a CRM this tool holds no secret for: {out}"
+    );
     assert!(
         !out.contains(secret) && !err.contains(secret),
         "the secret was printed: {out}{err}"
@@ -532,7 +540,11 @@ async fn smoke_fails_where_the_real_sender_would_and_never_prints_the_secret() {
         create_stack(
             &endpoint,
             &stack,
-            &[("WebhookAuth", ""), ("AcceptedForms", "")],
+            &[
+                ("WebhookAuth", ""),
+                ("AcceptedForms", ""),
+                ("Destination", "http"),
+            ],
             &[
                 (
                     "WebhookUrl",
@@ -592,7 +604,11 @@ async fn smoke_signs_as_the_stacks_sender_does() {
     create_stack(
         &endpoint,
         &stack,
-        &[("Sender", "webflow"), ("WebhookAuth", "")],
+        &[
+            ("Sender", "webflow"),
+            ("WebhookAuth", ""),
+            ("Destination", "http"),
+        ],
         &[
             (
                 "WebhookUrl",

@@ -152,6 +152,10 @@ pub enum Command {
         /// How long to follow the receipt before giving up (e.g. 2m).
         #[arg(long, value_name = "AGE", default_value = "3m", value_parser = age)]
         timeout: Duration,
+        /// Keep the smoke lead in the stack's leads table (by default it is
+        /// deleted once COMPLETED; a CRM's is named for you to delete).
+        #[arg(long)]
+        keep: bool,
     },
     /// What to paste into the sender's webhook settings: the stack's
     /// webhook URL, with its secret where the stack's mode wants it (in the
@@ -361,6 +365,14 @@ mod tests {
                 "smoke --timeout 90s",
                 Command::Smoke {
                     timeout: Duration::from_secs(90),
+                    keep: false,
+                },
+            ),
+            (
+                "smoke --keep",
+                Command::Smoke {
+                    timeout: Duration::from_secs(180),
+                    keep: true,
                 },
             ),
         ];

@@ -25,6 +25,8 @@ pub mod parameter {
     pub const SENDER: &str = "Sender";
     pub const RECEIPT_RETENTION_DAYS: &str = "ReceiptRetentionDays";
     pub const ACCEPTED_FORMS: &str = "AcceptedForms";
+    pub const DESTINATION: &str = "Destination";
+    pub const LEAD_KEY: &str = "LeadKey";
 }
 
 #[derive(Debug, thiserror::Error)]

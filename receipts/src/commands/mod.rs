@@ -260,14 +260,14 @@ pub async fn run(config: &SdkConfig, target: &Target, command: Command) -> Resul
             let to_terminal = std::io::stdout().is_terminal();
             smoke::webhook_url(config, &stack, show_secret, to_terminal, &mut out).await?;
         }
-        Command::Smoke { timeout } => {
+        Command::Smoke { timeout, keep } => {
             let Some(stack) = stack else {
                 return Err(Failed::Usage(
                     "smoke needs --stack NAME: it reads the webhook URL and secret from the stack"
                         .to_owned(),
                 ));
             };
-            smoke::smoke_test(config, &stack, &table, timeout, &mut out).await?;
+            smoke::smoke_test(config, &stack, &table, timeout, keep, &mut out).await?;
         }
     }
     Ok(())

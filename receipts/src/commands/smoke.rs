@@ -9,9 +9,50 @@ use aws_config::SdkConfig;
 use shared::Sender;
 
 use super::{run_error, secret_text, Failed};
+use crate::leads::{LeadRow, LeadsTable};
 use crate::smoke::{self, Progress, SenderAuth};
 use crate::stack::{output, parameter, Stack};
 use crate::table::{Reading, ReceiptsTable};
+
+/// The smoke lead out of the destination: deleted from the stack's own
+/// leads table, or named for a CRM (this tool never holds its secret).
+async fn clean_up(
+    config: &SdkConfig,
+    stack: &Stack,
+    submission_id: &str,
+    keep: bool,
+    out: &mut impl Write,
+) -> Result<(), Failed> {
+    let plan = smoke::cleanup(
+        stack.parameter(parameter::DESTINATION),
+        stack.parameter(parameter::LEAD_KEY),
+        submission_id,
+    );
+    match plan {
+        smoke::Cleanup::DeleteRow { pk } if !keep => {
+            let table = stack.output(output::LEADS_TABLE).map_err(run_error)?;
+            let leads = LeadsTable::new(aws_sdk_dynamodb::Client::new(config), table);
+            let row = LeadRow {
+                pk,
+                email: smoke::SMOKE_EMAIL.to_owned(),
+            };
+            let deleted = leads.delete(&row).await.map_err(run_error)?;
+            let _ = writeln!(
+                out,
+                "{} the smoke lead in {table} ({})",
+                if deleted { "deleted" } else { "found no" },
+                row.pk
+            );
+        }
+        smoke::Cleanup::DeleteRow { pk } => {
+            let _ = writeln!(out, "kept the smoke lead ({pk}), as --keep asks");
+        }
+        smoke::Cleanup::Tell(what) => {
+            let _ = writeln!(out, "then {what}");
+        }
+    }
+    Ok(())
+}
 
 /// The stack's sender and how it proves itself, from its parameters.
 fn sender_and_auth(stack: &Stack) -> Result<(Sender, SenderAuth), Failed> {
@@ -89,6 +130,7 @@ pub(super) async fn smoke_test(
     stack: &Stack,
     table: &ReceiptsTable,
     timeout: std::time::Duration,
+    keep: bool,
     out: &mut impl Write,
 ) -> Result<(), Failed> {
     let url = stack.output(output::WEBHOOK_URL).map_err(run_error)?;
@@ -151,7 +193,7 @@ pub(super) async fn smoke_test(
                     "COMPLETED after {:.1} s: the lead is in the destination",
                     started.elapsed().as_secs_f64()
                 );
-                return Ok(());
+                return clean_up(config, stack, &request.submission_id, keep, out).await;
             }
             Progress::Failed(reason) => {
                 return Err(Failed::Run(format!(
