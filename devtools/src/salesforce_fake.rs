@@ -122,6 +122,8 @@ struct Org {
     racing: Mutex<HashSet<String>>,
     faults: Mutex<VecDeque<Fault>>,
     calls: Mutex<Vec<Call>>,
+    /// Each upsert's `Sforce-Auto-Assign` header, as sent (absent: None).
+    auto_assign: Mutex<Vec<Option<String>>>,
     base_url: Mutex<String>,
     /// Every token expires once this many more API calls are answered.
     expire_after_calls: Mutex<Option<u32>>,
@@ -176,6 +178,7 @@ impl SalesforceFake {
             racing: Mutex::new(HashSet::new()),
             faults: Mutex::new(VecDeque::new()),
             calls: Mutex::new(Vec::new()),
+            auto_assign: Mutex::new(Vec::new()),
             base_url: Mutex::new(format!("http://{address}")),
             expire_after_calls: Mutex::new(None),
         });
@@ -274,6 +277,13 @@ impl SalesforceFake {
 
     pub fn calls(&self) -> Vec<Call> {
         lock(&self.org.calls).clone()
+    }
+
+    /// The `Sforce-Auto-Assign` header of each upsert request, in order:
+    /// absent, Salesforce runs the org's assignment rules, on updates too
+    /// (https://developer.salesforce.com/docs/platform/api-rest/guide/headers-autoassign.md).
+    pub fn auto_assign_headers(&self) -> Vec<Option<String>> {
+        lock(&self.org.auto_assign).clone()
     }
 }
 
@@ -471,6 +481,14 @@ fn unknown_field(fields: &Map<String, Value>) -> Option<&String> {
         .find(|f| *f != "attributes" && !KNOWN_FIELDS.contains(&f.as_str()))
 }
 
+fn record_auto_assign(org: &Org, headers: &HeaderMap) {
+    let sent = headers
+        .get("sforce-auto-assign")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    lock(&org.auto_assign).push(sent);
+}
+
 async fn upsert_collection(
     State(org): State<Arc<Org>>,
     Path((_version, object, field)): Path<(String, String, String)>,
@@ -478,6 +496,7 @@ async fn upsert_collection(
     Json(body): Json<Value>,
 ) -> Response {
     let path = format!("/composite/sobjects/{object}/{field}");
+    record_auto_assign(&org, &headers);
     let records = body["records"].as_array().cloned().unwrap_or_default();
     if let Some(refusal) = refused(&org, &headers, &object, &field) {
         return answer(&org, &path, records.len(), refusal);
@@ -546,6 +565,7 @@ async fn upsert_one(
     Json(body): Json<Value>,
 ) -> Response {
     let path = format!("/sobjects/{object}/{field}/{value}");
+    record_auto_assign(&org, &headers);
     if let Some(refusal) = refused(&org, &headers, &object, &field) {
         return answer(&org, &path, 1, refusal);
     }

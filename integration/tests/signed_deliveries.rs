@@ -387,6 +387,7 @@ async fn the_crm_destinations_read_their_credentials_from_secrets_manager() {
         object: "Lead".into(),
         external_id_field: EXTERNAL_ID_FIELD.into(),
         field_map: FieldMap::salesforce_default().with_lead_requirements(),
+        auto_assign: false,
     };
     let arn = create_secret(
         &client,

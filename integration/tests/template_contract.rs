@@ -130,6 +130,7 @@ fn the_template_gives_each_function_the_configuration_its_code_requires() {
                 ("SalesforceObject", "Prospect__c"),
                 ("SalesforceExternalIdField", "Submission__c"),
                 ("SalesforceApiVersion", "v62.0"),
+                ("SalesforceAutoAssign", "true"),
                 ("FieldMap", r#"{"Email__c":"email"}"#),
             ],
         ),
@@ -230,6 +231,10 @@ fn the_template_gives_each_function_the_configuration_its_code_requires() {
                 let custom = extra.contains(&("SalesforceObject", "Prospect__c"));
                 assert_eq!(settings.object, if custom { "Prospect__c" } else { "Lead" });
                 assert_eq!(settings.api_version, if custom { "v62.0" } else { "v67.0" });
+                assert_eq!(
+                    settings.auto_assign, custom,
+                    "assignment rules only when asked for"
+                );
             }
             (wanted, got) => panic!("Destination={wanted} configured {got:?}"),
         }

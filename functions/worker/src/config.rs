@@ -378,6 +378,7 @@ mod tests {
                     object: "Lead".into(),
                     external_id_field: "StaticForms_Submission_Id__c".into(),
                     field_map: FieldMap::salesforce_default().with_lead_requirements(),
+                    auto_assign: false,
                 },
                 credentials: CredentialsSetting::SecretsManager(salesforce_arn.into()),
             }

@@ -45,6 +45,7 @@ fn salesforce(fake: &SalesforceFake, secret: &str) -> Salesforce {
         object: "Lead".into(),
         external_id_field: EXTERNAL_ID_FIELD.into(),
         field_map: FieldMap::salesforce_default().with_lead_requirements(),
+        auto_assign: false,
     };
     Salesforce::new(settings, ClientCredentials::new(CLIENT_ID, secret).unwrap()).unwrap()
 }
@@ -88,6 +89,11 @@ async fn a_new_lead_then_an_update() {
         "an unmapped field is no field of its own"
     );
     assert_eq!(status_of(&worker, &lead).0, ReceiptStatus::Completed);
+    assert_eq!(
+        fake.auto_assign_headers(),
+        [Some("FALSE".to_owned()), Some("FALSE".to_owned())],
+        "no assignment rule reassigns a lead on its redelivery"
+    );
     assert_eq!(fake.tokens_issued(), 1, "the token is cached");
     assert!(fake
         .calls()
@@ -392,6 +398,7 @@ async fn a_whole_request_400_refuses_only_the_leads_that_cause_it() {
         object: "Lead".into(),
         external_id_field: EXTERNAL_ID_FIELD.into(),
         field_map: map,
+        auto_assign: false,
     };
     let leads: Vec<Receipt> = (0..10)
         .map(|n| {

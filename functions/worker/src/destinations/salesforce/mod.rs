@@ -428,6 +428,17 @@ impl Salesforce {
             .client
             .patch(url)
             .bearer_auth(session.token.expose())
+            // Salesforce runs the org's assignment rules on updates too
+            // unless told not to: https://developer.salesforce.com/docs/
+            // platform/api-rest/guide/headers-autoassign.md
+            .header(
+                "Sforce-Auto-Assign",
+                if self.settings.auto_assign {
+                    "TRUE"
+                } else {
+                    "FALSE"
+                },
+            )
             .json(body)
             .send()
             .await
@@ -508,6 +519,7 @@ mod tests {
                 object: "Lead".into(),
                 external_id_field: "Id__c".into(),
                 field_map: shared::field_map::FieldMap::salesforce_default(),
+                auto_assign: false,
             };
             Salesforce::new(settings, ClientCredentials::new("id", "secret").unwrap()).unwrap()
         };

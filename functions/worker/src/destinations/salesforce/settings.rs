@@ -58,9 +58,14 @@ pub struct SalesforceSettings {
     pub object: String,
     pub external_id_field: String,
     pub field_map: FieldMap,
+    /// `SALESFORCE_AUTO_ASSIGN`: whether the org's active assignment rules
+    /// run on our writes (`Sforce-Auto-Assign`). Off by default: they run on
+    /// updates too, so a redelivered lead would undo an owner a person set.
+    pub auto_assign: bool,
 }
 
 pub const SALESFORCE_LOGIN_URL: &str = "SALESFORCE_LOGIN_URL";
+pub const SALESFORCE_AUTO_ASSIGN: &str = "SALESFORCE_AUTO_ASSIGN";
 pub const SALESFORCE_CLIENT_ID: &str = "SALESFORCE_CLIENT_ID";
 pub const SALESFORCE_CLIENT_SECRET: &str = "SALESFORCE_CLIENT_SECRET";
 pub const SALESFORCE_CREDENTIALS_SECRET_ARN: &str = "SALESFORCE_CREDENTIALS_SECRET_ARN";
@@ -77,6 +82,7 @@ pub const SALESFORCE_ONLY: &[&str] = &[
     SALESFORCE_OBJECT,
     SALESFORCE_EXTERNAL_ID_FIELD,
     SALESFORCE_API_VERSION,
+    SALESFORCE_AUTO_ASSIGN,
 ];
 
 /// Where Salesforce's client credentials come from.
@@ -181,6 +187,7 @@ impl SalesforceSettings {
                 object,
                 external_id_field,
                 field_map,
+                auto_assign: shared::config::flag(get, SALESFORCE_AUTO_ASSIGN)?,
             },
             credentials,
         ))
@@ -226,6 +233,7 @@ mod tests {
                     object: "Lead".into(),
                     external_id_field: "StaticForms_Submission_Id__c".into(),
                     field_map: FieldMap::salesforce_default().with_lead_requirements(),
+                    auto_assign: false,
                 },
                 CredentialsSetting::SecretsManager(ARN.into()),
             )
@@ -237,10 +245,12 @@ mod tests {
             (SALESFORCE_OBJECT, "Prospect__c"),
             (SALESFORCE_EXTERNAL_ID_FIELD, "Submission__c"),
             (SALESFORCE_API_VERSION, "62.0"),
+            (SALESFORCE_AUTO_ASSIGN, "true"),
             (FIELD_MAP, r#"{"Email__c":"email"}"#),
         ])
         .unwrap();
         assert_eq!(settings.api_version, "v62.0");
+        assert!(settings.auto_assign);
         assert_eq!(settings.object, "Prospect__c");
         assert_eq!(settings.external_id_field, "Submission__c");
         assert_eq!(
@@ -265,6 +275,10 @@ mod tests {
         };
         let id = (SALESFORCE_CLIENT_ID, "3MVG9");
         let secret = (SALESFORCE_CLIENT_SECRET, "never-shown-secret");
+        assert_eq!(
+            with_login(&[id, secret, (SALESFORCE_AUTO_ASSIGN, "yes")]),
+            invalid(SALESFORCE_AUTO_ASSIGN, "expected true or false")
+        );
         #[rustfmt::skip]
         let rows: Vec<(&str, ConfigError, ConfigError)> = vec![
             ("no login url", load(&[id, secret]).unwrap_err(), ConfigError::Missing(SALESFORCE_LOGIN_URL)),
