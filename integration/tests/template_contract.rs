@@ -716,6 +716,21 @@ fn a_schedule_starts_the_reconciliation_pass() {
         worker::invocation::Invocation::try_from(sample),
         Ok(worker::invocation::Invocation::Reconcile)
     ));
+    // So is the payload the WorkerFunctionName output tells an operator
+    // to send for a pass now.
+    let hint = template["Outputs"]["WorkerFunctionName"]["Description"]
+        .as_str()
+        .unwrap();
+    let payload = hint
+        .split('\'')
+        .nth(1)
+        .expect("the output's description quotes a payload");
+    assert!(matches!(
+        worker::invocation::Invocation::try_from(
+            serde_json::from_str::<serde_json::Value>(payload).unwrap()
+        ),
+        Ok(worker::invocation::Invocation::Reconcile)
+    ));
     let env = Evaluator::new(&template, &[]).environment("WorkerFunction");
     let config = worker::Config::from_lookup(|name| env.get(name).cloned()).unwrap();
     assert_eq!(config.delivery.max_age.as_secs(), 259_200);
