@@ -30,6 +30,9 @@ fn receipts(env: &[(&str, &str)], args: &[&str]) -> (Option<i32>, String) {
     )
 }
 
+/// A case: what it is, the variables, the arguments, what stderr says.
+type Row<'a> = (&'a str, Vec<(&'a str, &'a str)>, Vec<&'a str>, &'a str);
+
 #[test]
 fn every_setup_and_lookup_failure_is_one_line_saying_what_to_do() {
     let moto = endpoint(DYNAMODB_ENDPOINT);
@@ -43,7 +46,7 @@ fn every_setup_and_lookup_failure_is_one_line_saying_what_to_do() {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         format!("http://{}", listener.local_addr().unwrap())
     };
-    let rows: Vec<(&str, Vec<(&str, &str)>, Vec<&str>, &str)> = vec![
+    let rows: Vec<Row> = vec![
         (
             "a missing stack",
             reachable.to_vec(),

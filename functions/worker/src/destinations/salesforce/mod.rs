@@ -428,17 +428,7 @@ impl Salesforce {
             .client
             .patch(url)
             .bearer_auth(session.token.expose())
-            // Salesforce runs the org's assignment rules on updates too
-            // unless told not to: https://developer.salesforce.com/docs/
-            // platform/api-rest/guide/headers-autoassign.md
-            .header(
-                "Sforce-Auto-Assign",
-                if self.settings.auto_assign {
-                    "TRUE"
-                } else {
-                    "FALSE"
-                },
-            )
+            .header(AUTO_ASSIGN_HEADER, self.settings.auto_assign_header())
             .json(body)
             .send()
             .await

@@ -194,6 +194,22 @@ impl SalesforceSettings {
     }
 }
 
+/// Whether Salesforce runs the org's assignment rules on a write: without
+/// it, they run on updates too
+/// (https://developer.salesforce.com/docs/platform/api-rest/guide/headers-autoassign.md).
+pub const AUTO_ASSIGN_HEADER: &str = "Sforce-Auto-Assign";
+
+impl SalesforceSettings {
+    /// The value of [`AUTO_ASSIGN_HEADER`] on every upsert.
+    pub fn auto_assign_header(&self) -> &'static str {
+        if self.auto_assign {
+            "TRUE"
+        } else {
+            "FALSE"
+        }
+    }
+}
+
 /// `v67.0` or `67.0`, from 46.0 on, as `v67.0`.
 fn salesforce_version(raw: &str) -> Option<String> {
     let number = raw.trim().trim_start_matches('v');
