@@ -217,9 +217,15 @@ def gather(args, asker: Asker) -> Answers:
             "Your CRM's upsert URL, with {externalId} where the submission id goes.", "CRM URL", "", check_crm_url)
         if check_crm_url(a.crm_url):
             raise Refused(f"--crm-url: {check_crm_url(a.crm_url)}")
-        secret(a, asker, "CrmTokenSecretArn", args.crm_token_secret_arn, [
-            ("CRM_TOKEN", "The CRM's bearer token, stored in Secrets Manager (empty: none).", "CRM token"),
-        ], optional=True)
+        if args.no_crm_token:
+            if args.crm_token_secret_arn or os.environ.get("CRM_TOKEN"):
+                raise Refused("--no-crm-token, and yet a CRM token is given: choose one")
+        else:
+            secret(a, asker, "CrmTokenSecretArn", args.crm_token_secret_arn, [
+                ("CRM_TOKEN", "The CRM's bearer token, stored in Secrets Manager (empty: none).", "CRM token"),
+            ], optional=True)
+    elif args.no_crm_token:
+        raise Refused(f"--no-crm-token applies to the http destination, not {a.destination}")
     if args.alarm_email is not None:
         a.alarm_email = args.alarm_email
     else:
@@ -473,6 +479,7 @@ def main(argv=None, stdin=sys.stdin) -> int:
     parser.add_argument("--hubspot-token-secret-arn", help="an existing secret instead of HUBSPOT_TOKEN")
     parser.add_argument("--salesforce-credentials-secret-arn", help="an existing secret instead of SALESFORCE_CLIENT_ID/SECRET")
     parser.add_argument("--crm-token-secret-arn", help="an existing secret instead of CRM_TOKEN")
+    parser.add_argument("--no-crm-token", action="store_true", help="http: the CRM takes no bearer token")
     parser.add_argument("--architecture", choices=["arm64", "x86_64"], default="arm64")
     parser.add_argument("--config-file", type=Path, default=ROOT / "samconfig.toml")
     parser.add_argument("--no-smoke", action="store_true", help="skip the smoke test after the deploy")

@@ -338,6 +338,20 @@ class Wizard(unittest.TestCase):
             self.assertNotIn("Traceback", result.stderr, what)
             self.assertEqual(self.sam_calls(), [], what)
 
+    def test_an_http_crm_without_a_token_deploys_from_flags_alone(self):
+        flags = ["--sender", "staticforms", "--stack-name", self.stack, "--region", "eu-west-1", "--auth", "url",
+                 "--destination", "http", "--crm-url", "https://crm.example.com/leads/{externalId}",
+                 "--no-crm-token", "--alarm-email="]
+        result = self.wizard(*flags)
+        self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
+        self.assertNotIn(": \n", result.stdout + "\n", "no question asked")
+        overrides = self.overrides(self.sam_calls()[1])
+        self.assertNotIn("CrmTokenSecretArn", overrides)
+        self.assertEqual(overrides["CrmUrl"], "'https://crm.example.com/leads/{externalId}'")
+        both = self.wizard(*flags, env={"CRM_TOKEN": "t"})
+        self.assertEqual(both.returncode, 1)
+        self.assertIn("--no-crm-token, and yet a CRM token is given", both.stderr)
+
     def test_a_missing_answer_without_a_terminal_is_named_and_nothing_is_deployed(self):
         result = self.wizard("--sender", "staticforms", "--stack-name", self.stack, "--region", "eu-west-1",
                              "--auth", "url", "--destination", "hubspot")
