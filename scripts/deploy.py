@@ -255,6 +255,69 @@ def secret(a: Answers, asker: Asker, parameter: str, existing_arn, parts, option
         ) if parameter == "SalesforceCredentialsSecretArn" else next(iter(values.values()))
 
 
+# Where the credential checks call: the CRMs' own hosts, or (tests only) a
+# local stand-in for both.
+CHECK_URL = "DEPLOY_CREDENTIAL_CHECK_URL"
+
+
+def _call(request) -> tuple[int, dict]:
+    import urllib.error
+    import urllib.request
+    try:
+        with urllib.request.urlopen(request, timeout=15) as response:
+            return response.status, {}
+    except urllib.error.HTTPError as error:
+        try:
+            return error.code, json.loads(error.read() or b"{}")
+        except ValueError:
+            return error.code, {}
+
+
+def check_credentials(a: Answers) -> None:
+    """One call with each CRM credential typed or given, before it is
+    stored: a wrong one is said now, in one line, not after the deploy.
+    HubSpot: one read of a contact property (any token with contacts
+    access may); Salesforce: the client credentials token request."""
+    import urllib.parse
+    import urllib.request
+    override = os.environ.get(CHECK_URL, "").rstrip("/")
+    token = a.secret_values.get("HubSpotTokenSecretArn")
+    if token:
+        base = override or "https://api.hubapi.com"
+        request = urllib.request.Request(f"{base}/crm/v3/properties/contacts/email",
+                                         headers={"Authorization": f"Bearer {token}"})
+        verdict(*_checked(request), "HubSpot", "the token",
+                "a service key or private app token with crm.objects.contacts.write")
+    credentials = a.secret_values.get("SalesforceCredentialsSecretArn")
+    if credentials:
+        values = json.loads(credentials)
+        base = override or a.salesforce_login_url.rstrip("/")
+        body = urllib.parse.urlencode({"grant_type": "client_credentials", **values}).encode()
+        request = urllib.request.Request(f"{base}/services/oauth2/token", data=body, method="POST")
+        verdict(*_checked(request), "Salesforce", "the client credentials",
+                "the External Client App's consumer key and secret, with the client credentials flow "
+                "enabled and a run-as user")
+
+
+def _checked(request) -> tuple[int | None, str]:
+    try:
+        status, body = _call(request)
+        return status, str(body.get("error") or body.get("category") or "")
+    except OSError as error:
+        return None, str(getattr(error, "reason", error))
+
+
+def verdict(status, code, crm: str, what: str, expected: str) -> None:
+    if status is not None and 200 <= status < 300:
+        say(f"  {crm} accepted {what}.")
+    elif status in (400, 401, 403):
+        detail = f", {code}" if code else ""
+        raise Refused(f"{crm} refused {what} (HTTP {status}{detail}): give {expected}; nothing was stored")
+    else:
+        said = f"HTTP {status}" if status is not None else code
+        say(f"  {crm} could not check {what} ({said}); deploying anyway: the smoke test will tell.")
+
+
 def read_field_map(path) -> str:
     """`--field-map FILE`: a JSON object from CRM property to form field
     (a text each), as one compact line for the FieldMap parameter."""
@@ -497,6 +560,7 @@ def main(argv=None, stdin=sys.stdin) -> int:
             webflow_key_placeholder(answers, secrets_client)
         elif answers.webflow_webhook == "api":
             answers.secret_arns["WebhookSecretArn"] = args.webhook_secret_arn
+        check_credentials(answers)
         create_secrets(answers, secrets_client)
         overrides = parameter_overrides(answers)
         save_samconfig(args.config_file, answers, overrides)

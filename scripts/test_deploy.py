@@ -82,6 +82,12 @@ class Wizard(unittest.TestCase):
             "RECEIPTS_BIN": str(bin_dir / "receipts"),
         })
         self.stack = "crm-" + uuid.uuid4().hex[:8]
+        # HubSpot's and Salesforce's credential checks, on a local stand-in.
+        crm = HTTPServer(("127.0.0.1", 0), CrmCheck)
+        threading.Thread(target=crm.serve_forever, daemon=True).start()
+        self.addCleanup(crm.server_close)
+        self.addCleanup(crm.shutdown)
+        self.env["DEPLOY_CREDENTIAL_CHECK_URL"] = f"http://127.0.0.1:{crm.server_address[1]}"
 
     def wizard(self, *flags, answers="", env=None):
         result = subprocess.run(
@@ -125,6 +131,7 @@ class Wizard(unittest.TestCase):
         self.assertTrue(prompts[0].startswith("Sender"), "the sender is the first question")
         self.assertLessEqual(len(prompts), 8)
 
+        self.assertIn("HubSpot accepted the token.", result.stdout, "checked before it was stored")
         arn, value = self.secret(f"{self.stack}/hubspot-token")
         self.assertEqual(value, token)
         build, deploy = self.sam_calls()
@@ -352,6 +359,26 @@ class Wizard(unittest.TestCase):
         self.assertEqual(both.returncode, 1)
         self.assertIn("--no-crm-token, and yet a CRM token is given", both.stderr)
 
+    def test_a_wrong_crm_credential_is_refused_before_anything_is_stored(self):
+        rows = [
+            (["--destination", "hubspot"], {"HUBSPOT_TOKEN": "bad-pat-" + uuid.uuid4().hex},
+             "hubspot-token", "HubSpot refused the token (HTTP 401, INVALID_AUTHENTICATION)"),
+            (["--destination", "salesforce", "--salesforce-login-url", "https://acme.my.salesforce.com"],
+             {"SALESFORCE_CLIENT_ID": "3MVG9", "SALESFORCE_CLIENT_SECRET": "bad-" + uuid.uuid4().hex},
+             "salesforce-credentials", "Salesforce refused the client credentials (HTTP 400, invalid_client)"),
+        ]
+        for flags, env, secret_name, said in rows:
+            result = self.wizard("--sender", "staticforms", "--stack-name", self.stack, "--region", "eu-west-1",
+                                 "--auth", "url", "--alarm-email=", *flags, env=env)
+            self.assertEqual(result.returncode, 1, result.stdout + result.stderr)
+            self.assertIn(said, result.stderr)
+            self.assertEqual(len(result.stderr.strip().splitlines()), 1, result.stderr)
+            for value in env.values():
+                self.assertNotIn(value, result.stdout + result.stderr)
+            with self.assertRaises(Exception, msg="nothing stored"):
+                self.secret(f"{self.stack}/{secret_name}")
+            self.assertEqual(self.sam_calls(), [])
+
     def test_a_missing_answer_without_a_terminal_is_named_and_nothing_is_deployed(self):
         result = self.wizard("--sender", "staticforms", "--stack-name", self.stack, "--region", "eu-west-1",
                              "--auth", "url", "--destination", "hubspot")
@@ -370,6 +397,39 @@ class Wizard(unittest.TestCase):
         self.assertEqual(result.returncode, 1)
         self.assertIn("no AWS credentials: run `aws configure`", result.stderr)
         self.assertEqual(self.sam_calls(), [])
+
+
+class CrmCheck(BaseHTTPRequestHandler):
+    """HubSpot's property read and Salesforce's token request, as their
+    documentation answers them: a credential starting with "bad" is refused
+    (HubSpot 401 INVALID_AUTHENTICATION; Salesforce 400 invalid_client)."""
+
+    def answer(self, status, body):
+        data = json.dumps(body).encode()
+        self.send_response(status)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_GET(self):
+        token = self.headers.get("authorization", "").removeprefix("Bearer ")
+        if self.path == "/crm/v3/properties/contacts/email" and token and not token.startswith("bad"):
+            self.answer(200, {"name": "email"})
+        else:
+            self.answer(401, {"status": "error", "category": "INVALID_AUTHENTICATION"})
+
+    def do_POST(self):
+        from urllib.parse import parse_qs
+        form = parse_qs(self.rfile.read(int(self.headers.get("content-length", 0))).decode())
+        secret = form.get("client_secret", [""])[0]
+        if self.path == "/services/oauth2/token" and secret and not secret.startswith("bad"):
+            self.answer(200, {"access_token": "00D-token", "instance_url": "https://acme.my.salesforce.com"})
+        else:
+            self.answer(400, {"error": "invalid_client", "error_description": "invalid client credentials"})
+
+    def log_message(self, *args):
+        pass
 
 
 class Denying(BaseHTTPRequestHandler):
