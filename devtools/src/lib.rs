@@ -7,6 +7,7 @@ pub mod crm_stub;
 pub mod fault_proxy;
 pub mod http_api;
 pub mod hubspot_fake;
+pub mod human_log;
 pub mod lambda_emulator;
 pub mod local;
 pub mod log_capture;

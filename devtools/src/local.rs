@@ -70,18 +70,28 @@ pub fn function_env(dynamodb_endpoint: &str, receipts_table: &str) -> Vec<(&'sta
     ]
 }
 
+/// Where a started function's log lines go.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FunctionOutput {
+    /// To this process's output, as written (JSON, as Lambda gets them).
+    AsWritten,
+    /// One human line per event (`human_log`), metric lines left out.
+    Human,
+    /// Nowhere (the chaos run starts hundreds).
+    Discarded,
+}
+
 /// Starts one function binary (`name`, from `bin_dir`) against a local
 /// Runtime API, with only its own configuration: the shell's variables
 /// (DESTINATION, LEADS_TABLE, a stray CRM_URL) never reach it, as in Lambda.
-/// Its log lines go to this process's output, or nowhere when `quiet` (the
-/// chaos run starts hundreds).
+/// Its log lines go where `output` says.
 pub fn spawn_function(
     bin_dir: &std::path::Path,
     name: &str,
     runtime: &crate::lambda_emulator::LambdaEmulator,
     common_env: &[(&str, String)],
     env: &[(&str, String)],
-    quiet: bool,
+    output: FunctionOutput,
 ) -> Result<tokio::process::Child, String> {
     let binary = bin_dir.join(name);
     let mut command = tokio::process::Command::new(&binary);
@@ -98,24 +108,45 @@ pub fn spawn_function(
         .env("AWS_LAMBDA_RUNTIME_API", runtime.runtime_api())
         .env("AWS_LAMBDA_FUNCTION_NAME", name)
         .stdin(std::process::Stdio::null())
-        .stdout(if quiet {
-            std::process::Stdio::null()
-        } else {
-            std::process::Stdio::inherit()
-        })
-        .stderr(if quiet {
-            std::process::Stdio::null()
-        } else {
-            std::process::Stdio::inherit()
-        })
+        .stdout(stdio(output))
+        .stderr(stdio(output))
         .kill_on_drop(true);
     for (key, value) in common_env.iter().chain(env) {
         command.env(key, value);
     }
-    command.spawn().map_err(|e| {
+    let mut child = command.spawn().map_err(|e| {
         format!(
             "cannot start {}: {e} (build it with `cargo build -p {name}`)",
             binary.display()
         )
-    })
+    })?;
+    if output == FunctionOutput::Human {
+        let name = name.to_owned();
+        if let Some(stdout) = child.stdout.take() {
+            tokio::spawn(print_human(stdout, name.clone()));
+        }
+        if let Some(stderr) = child.stderr.take() {
+            tokio::spawn(print_human(stderr, name));
+        }
+    }
+    Ok(child)
+}
+
+fn stdio(output: FunctionOutput) -> std::process::Stdio {
+    match output {
+        FunctionOutput::AsWritten => std::process::Stdio::inherit(),
+        FunctionOutput::Human => std::process::Stdio::piped(),
+        FunctionOutput::Discarded => std::process::Stdio::null(),
+    }
+}
+
+/// Each line of a function's output as `human_log` puts it.
+async fn print_human(from: impl tokio::io::AsyncRead + Unpin, name: String) {
+    use tokio::io::AsyncBufReadExt;
+    let mut lines = tokio::io::BufReader::new(from).lines();
+    while let Ok(Some(line)) = lines.next_line().await {
+        if let Some(said) = crate::human_log::human(&line) {
+            println!("{name:<7}{said}");
+        }
+    }
 }

@@ -173,6 +173,24 @@ async fn the_local_pipeline_takes_a_delivery_to_one_lead_and_stops_cleanly() {
         "no {summary:?} in:\n{}",
         lines.join("\n")
     );
+    // The functions' logs as one human line per event: no JSON, no metric
+    // line (LOGS=json shows those).
+    for said in [
+        "ingest received   sub_01JDEMO00000000000000000001: accepted (202)",
+        "ingest received   sub_01JDEMO00000000000000000001: duplicate (200)",
+        "worker delivered  sub_01JDEMO00000000000000000001 to http",
+    ] {
+        assert!(
+            lines.iter().any(|line| line == said),
+            "no {said:?} in:\n{}",
+            lines.join("\n")
+        );
+    }
+    assert!(
+        !lines.iter().any(|line| line.contains('{')),
+        "no JSON line: {}",
+        lines.join("\n")
+    );
 
     let pid = pipeline.id().expect("running");
     let functions = children_of(pid);

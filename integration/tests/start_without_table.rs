@@ -32,7 +32,7 @@ async fn answer_without_a_table(dynamodb_endpoint: &str, table: &str) -> serde_j
             ("WEBHOOK_AUTH", "bearer".to_owned()),
             ("WEBHOOK_SECRETS", DEMO_TOKEN.to_owned()),
         ],
-        true,
+        local::FunctionOutput::Discarded,
     )
     .unwrap();
     let event = event_for(

@@ -109,7 +109,14 @@ impl Function {
                 .await
                 .map_err(|e| e.to_string())?,
         );
-        let child = local::spawn_function(bin_dir, name, &runtime, common_env, &env, true)?;
+        let child = local::spawn_function(
+            bin_dir,
+            name,
+            &runtime,
+            common_env,
+            &env,
+            local::FunctionOutput::Discarded,
+        )?;
         Ok(Function {
             name,
             label,
@@ -136,7 +143,7 @@ impl Function {
             &self.runtime,
             &self.common_env,
             &self.env,
-            true,
+            local::FunctionOutput::Discarded,
         )?;
         Ok(())
     }

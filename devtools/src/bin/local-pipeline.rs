@@ -153,6 +153,12 @@ async fn run() -> Result<(), String> {
     };
 
     let common_env = local::function_env(&dynamodb_endpoint, &receipts_table);
+    // One human line per event, or the JSON lines as Lambda gets them.
+    let output = if setting("LOGS", "human") == "json" {
+        local::FunctionOutput::AsWritten
+    } else {
+        local::FunctionOutput::Human
+    };
     let ingest_runtime = LambdaEmulator::start("ingest")
         .await
         .map_err(|e| e.to_string())?;
@@ -162,7 +168,7 @@ async fn run() -> Result<(), String> {
         &ingest_runtime,
         &common_env,
         &ingest_auth,
-        false,
+        output,
     )?;
     let worker_runtime = LambdaEmulator::start("worker")
         .await
@@ -179,7 +185,7 @@ async fn run() -> Result<(), String> {
         &worker_runtime,
         &common_env,
         &worker_env,
-        false,
+        output,
     )?;
 
     let ingest_runtime = Arc::new(ingest_runtime);
