@@ -432,6 +432,36 @@ async fn the_local_pipeline_with_salesforce_makes_one_lead() {
     stop(pipeline).await;
 }
 
+/// A stack on moto's CloudFormation whose outputs point at a local
+/// pipeline (`Destination=http`, the sender's default authentication): its
+/// name.
+async fn stack_of_local_pipeline(
+    endpoint: &str,
+    sender: &str,
+    webhook_url: &str,
+    receipts_table: &str,
+    secret_arn: &str,
+) -> String {
+    let stack = unique_name("smoke-stack");
+    create_stack(
+        endpoint,
+        &stack,
+        &[
+            ("Sender", sender),
+            ("WebhookAuth", ""),
+            ("AcceptedForms", ""),
+            ("Destination", "http"),
+        ],
+        &[
+            ("WebhookUrl", webhook_url),
+            ("ReceiptsTableName", receipts_table),
+            ("WebhookSecretArn", secret_arn),
+        ],
+    )
+    .await;
+    stack
+}
+
 /// `receipts smoke --stack NAME` against the local pipeline, found through
 /// a stack on moto's CloudFormation whose outputs point at it: the test
 /// submission is accepted with the stack's own secret (read from moto's
@@ -456,23 +486,14 @@ async fn smoke_follows_a_test_submission_to_completed() {
         let (webhook_url, receipts_table) = (webhook_url.clone(), receipts_table.clone());
         let endpoint = endpoint.clone();
         async move {
-            let stack = unique_name("smoke-stack");
-            create_stack(
+            stack_of_local_pipeline(
                 &endpoint,
-                &stack,
-                &[
-                    ("WebhookAuth", ""),
-                    ("AcceptedForms", ""),
-                    ("Destination", "http"),
-                ],
-                &[
-                    ("WebhookUrl", &webhook_url),
-                    ("ReceiptsTableName", &receipts_table),
-                    ("WebhookSecretArn", &secret_arn),
-                ],
+                "staticforms",
+                &webhook_url,
+                &receipts_table,
+                &secret_arn,
             )
-            .await;
-            stack
+            .await
         }
     };
 
@@ -554,23 +575,12 @@ async fn smoke_fails_where_the_real_sender_would_and_never_prints_the_secret() {
         (webhook_port, "webhook answered 400"),
         (closed, "the webhook URL did not answer"),
     ] {
-        let stack = unique_name("smoke-strict-stack");
-        create_stack(
+        let stack = stack_of_local_pipeline(
             &endpoint,
-            &stack,
-            &[
-                ("WebhookAuth", ""),
-                ("AcceptedForms", ""),
-                ("Destination", "http"),
-            ],
-            &[
-                (
-                    "WebhookUrl",
-                    &format!("http://127.0.0.1:{port}/webhooks/staticforms"),
-                ),
-                ("ReceiptsTableName", &receipts_table),
-                ("WebhookSecretArn", &secret_arn),
-            ],
+            "staticforms",
+            &format!("http://127.0.0.1:{port}/webhooks/staticforms"),
+            &receipts_table,
+            &secret_arn,
         )
         .await;
         let (ok, out, err) = receipts_cli(&[], &["--stack", &stack, "smoke", "--timeout", "20s"]);
@@ -618,23 +628,12 @@ async fn smoke_signs_as_the_stacks_sender_does() {
         devtools::local::DEMO_SIGNING_SECRET,
     )
     .await;
-    let stack = unique_name("smoke-webflow-stack");
-    create_stack(
+    let stack = stack_of_local_pipeline(
         &endpoint,
-        &stack,
-        &[
-            ("Sender", "webflow"),
-            ("WebhookAuth", ""),
-            ("Destination", "http"),
-        ],
-        &[
-            (
-                "WebhookUrl",
-                &format!("http://127.0.0.1:{webhook_port}/webhooks/webflow"),
-            ),
-            ("ReceiptsTableName", &receipts_table),
-            ("WebhookSecretArn", &key),
-        ],
+        "webflow",
+        &format!("http://127.0.0.1:{webhook_port}/webhooks/webflow"),
+        &receipts_table,
+        &key,
     )
     .await;
     let (ok, out, err) = receipts_cli(&[], &["--stack", &stack, "smoke", "--timeout", "60s"]);

@@ -251,33 +251,19 @@ async fn a_person_is_kept_only_until_delivered_and_forget_erases_what_is_left() 
     assert_eq!(scan(&client, &table).await, receipts_before);
     assert_eq!(scan(&client, &leads).await, leads_before);
     // Without the stack's gate key, the keyed gate cannot be found: said.
-    let (ok, out, err) = receipts_cli(
-        &[],
-        &[
-            "--table",
-            &table,
-            "forget",
-            "--email",
-            "ada@example.com",
-            "--dry-run",
-        ],
-    );
+    let dry_run_without_key = |email: &str| {
+        receipts_cli(
+            &[],
+            &["--table", &table, "forget", "--email", email, "--dry-run"],
+        )
+    };
+    let (ok, out, err) = dry_run_without_key("ada@example.com");
     assert!(ok, "{err}");
     assert!(
         out.contains("newest-wins gate: 1 (would be deleted)"),
         "the unkeyed one: {out}"
     );
-    let (ok, out, err) = receipts_cli(
-        &[],
-        &[
-            "--table",
-            &table,
-            "forget",
-            "--email",
-            "nobody@example.com",
-            "--dry-run",
-        ],
-    );
+    let (ok, out, err) = dry_run_without_key("nobody@example.com");
     assert!(ok, "{err}");
     assert!(
         out.contains(
