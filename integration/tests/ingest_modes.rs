@@ -140,8 +140,8 @@ async fn derive_stores_a_delivery_without_the_header_under_the_key_from_its_body
     assert_eq!(items.len(), 1);
     assert_eq!(text(&items[0], "pk"), key_for("sub_d1"));
 
-    // The default still requires it.
-    let (required, _, _) = ingest_on_moto(&[]).await;
+    // IDEMPOTENCY_KEY=required refuses it (derive is the default).
+    let (required, _, _) = ingest_on_moto(&[("IDEMPOTENCY_KEY", "required")]).await;
     assert_eq!(required.handle(without("sub_d4")).await.status(), 400);
 }
 
