@@ -16,6 +16,7 @@ pub use shared::field_map::FIELD_MAP;
 
 use crate::decide::{DeliveryRules, DEFAULT_MAX_AGE_SECONDS};
 use crate::deliver::DEFAULT_RECONCILE_AFTER;
+pub use crate::destinations::catalog::DestinationKind;
 pub use crate::destinations::client::CRM_ALLOW_HTTP;
 use crate::destinations::http;
 pub use crate::destinations::http::{
@@ -46,13 +47,6 @@ pub const REDELIVERY_MAX_SECONDS: &str = "REDELIVERY_MAX_SECONDS";
 /// `true` keeps a delivered receipt's payload (personal data) until TTL;
 /// by default the completion removes it.
 pub const KEEP_PAYLOAD_AFTER_DELIVERY: &str = "KEEP_PAYLOAD_AFTER_DELIVERY";
-
-/// Variables of the `http` destination only.
-const HTTP_ONLY: &[&str] = &[CRM_URL, CRM_TOKEN, CRM_TOKEN_SECRET_ARN];
-/// Variables of the `dynamodb` destination only.
-const DYNAMODB_ONLY: &[&str] = &[LEADS_TABLE, LEAD_KEY, LEAD_RETENTION_DAYS];
-/// Variables of the CRM destinations with a field map.
-const MAPPED_ONLY: &[&str] = &[FIELD_MAP];
 
 pub const DEFAULT_CONCURRENCY: usize = 8;
 pub const MAX_CONCURRENCY: usize = 100;
@@ -96,61 +90,38 @@ impl Config {
     /// Reads the configuration through `lookup`; empty values count as unset.
     pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
         let get = non_empty(lookup);
-        let forbid = |names: &[&'static str], destination: &str| {
-            for name in names {
-                if get(name).is_some() {
-                    return Err(invalid(
-                        name,
-                        format!("does not apply to DESTINATION={destination}; unset it"),
-                    ));
-                }
-            }
-            Ok(())
-        };
         let allow_http = flag(&get, CRM_ALLOW_HTTP)?;
 
         let receipts_table = receipts_table(&get)?;
 
-        let destination = match get(DESTINATION).as_deref().map(str::trim) {
+        let kind = match get(DESTINATION) {
             None => return Err(ConfigError::Missing(DESTINATION)),
-            Some("http") => {
-                forbid(DYNAMODB_ONLY, "http")?;
-                forbid(HUBSPOT_ONLY, "http")?;
-                forbid(SALESFORCE_ONLY, "http")?;
-                forbid(MAPPED_ONLY, "http")?;
+            Some(raw) => DestinationKind::parse(&raw).ok_or_else(|| {
+                invalid(
+                    DESTINATION,
+                    format!("expected {}", DestinationKind::names()),
+                )
+            })?,
+        };
+        kind.refuse_others(&get)?;
+        let destination = match kind {
+            DestinationKind::Http => {
                 let (url, token) = http::settings_from_lookup(&get, allow_http)?;
                 DestinationConfig::Http { url, token }
             }
-            Some("dynamodb") => {
-                forbid(HTTP_ONLY, "dynamodb")?;
-                forbid(HUBSPOT_ONLY, "dynamodb")?;
-                forbid(SALESFORCE_ONLY, "dynamodb")?;
-                forbid(MAPPED_ONLY, "dynamodb")?;
-                forbid(&[CRM_ALLOW_HTTP], "dynamodb")?;
+            DestinationKind::LeadsTable => {
                 DestinationConfig::Dynamodb(LeadsTableSettings::from_lookup(&get)?)
             }
-            Some("hubspot") => {
-                forbid(HTTP_ONLY, "hubspot")?;
-                forbid(DYNAMODB_ONLY, "hubspot")?;
-                forbid(SALESFORCE_ONLY, "hubspot")?;
+            DestinationKind::HubSpot => {
                 let (settings, token) = HubSpotSettings::from_lookup(&get, allow_http)?;
                 DestinationConfig::Hubspot { settings, token }
             }
-            Some("salesforce") => {
-                forbid(HTTP_ONLY, "salesforce")?;
-                forbid(DYNAMODB_ONLY, "salesforce")?;
-                forbid(HUBSPOT_ONLY, "salesforce")?;
+            DestinationKind::Salesforce => {
                 let (settings, credentials) = SalesforceSettings::from_lookup(&get, allow_http)?;
                 DestinationConfig::Salesforce {
                     settings,
                     credentials,
                 }
-            }
-            Some(_) => {
-                return Err(invalid(
-                    DESTINATION,
-                    "expected http, dynamodb, hubspot or salesforce",
-                ))
             }
         };
 

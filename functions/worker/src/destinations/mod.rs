@@ -12,6 +12,7 @@
 //! at a time. Every call is bounded by the time left (`CallDeadline`), so
 //! an answer that came is never thrown away with one that did not.
 
+pub mod catalog;
 pub mod client;
 pub mod http;
 pub mod hubspot;
