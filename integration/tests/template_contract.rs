@@ -391,14 +391,9 @@ fn the_worker_filter_passes_inserts_and_rejects_everything_else() {
     );
     // Every receipt key the code makes, of every sender, starts with a
     // prefix the filter passes.
-    for event in [
-        shared::EventType::FormSubmitted,
-        shared::EventType::TallyFormResponse,
-        shared::EventType::TypeformFormResponse,
-        shared::EventType::WebflowFormSubmission,
-    ] {
+    for sender in shared::Sender::ALL {
         let key = shared::IdempotencyKey::for_submission(
-            event,
+            sender.event(),
             &shared::SubmissionId::parse("sub_1").unwrap(),
         );
         let mut receipt = insert.clone();

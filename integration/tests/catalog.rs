@@ -1,0 +1,200 @@
+//! The catalogs, `shared::Sender::ALL` and
+//! `worker::destinations::catalog::DestinationKind::ALL`, against every list
+//! that must name each kind and cannot be derived from them: the
+//! template's `Sender` and `Destination` values, the stream filter's key
+//! prefixes, `make deploy`'s lists, the `events/` samples, the docs. A kind
+//! added to a catalog and missed anywhere here fails `make check` with a
+//! message naming the file and the missing entry. Needs no server.
+
+use std::path::{Path, PathBuf};
+
+use devtools::template::{self, filter_matches};
+use shared::{IdempotencyKey, Sender, SubmissionId};
+use worker::destinations::catalog::DestinationKind;
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn read(path: &str) -> String {
+    std::fs::read_to_string(root().join(path)).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+fn senders() -> Vec<&'static str> {
+    Sender::ALL.iter().map(|sender| sender.name()).collect()
+}
+
+fn destinations() -> Vec<&'static str> {
+    DestinationKind::ALL
+        .iter()
+        .map(|kind| kind.name())
+        .collect()
+}
+
+/// What `found` (the entries a file holds, as `what` names them) lacks of
+/// `catalog`, and what it names that no catalog entry is: one message each.
+fn differences(file: &str, what: &str, catalog: &[&str], found: &[String]) -> Vec<String> {
+    let lacking = catalog
+        .iter()
+        .filter(|entry| !found.iter().any(|f| f == *entry))
+        .map(|entry| format!("{file}: {what} lacks {entry:?}"));
+    let unknown = found
+        .iter()
+        .filter(|f| !catalog.contains(&f.as_str()))
+        .map(|f| format!("{file}: {what} names {f:?}, which no catalog entry is"));
+    lacking.chain(unknown).collect()
+}
+
+/// The strings of a Python list assigned to `name` on one line
+/// (`SENDERS = ["staticforms", ...]`).
+fn python_list(text: &str, name: &str) -> Vec<String> {
+    let line = text
+        .lines()
+        .find(|line| line.starts_with(&format!("{name} = [")))
+        .unwrap_or_else(|| panic!("scripts/deploy.py has no {name} = [...] line"));
+    let inside = &line[line.find('[').unwrap() + 1..line.rfind(']').unwrap()];
+    inside
+        .split(',')
+        .map(|item| item.trim().trim_matches('"').to_owned())
+        .filter(|item| !item.is_empty())
+        .collect()
+}
+
+fn allowed_values(template: &serde_norway::Value, parameter: &str) -> Vec<String> {
+    template["Parameters"][parameter]["AllowedValues"]
+        .as_sequence()
+        .unwrap_or_else(|| panic!("the template's {parameter} has no AllowedValues"))
+        .iter()
+        .map(|value| value.as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// The senders whose receipts the worker's stream filter passes: those of
+/// `Sender::ALL` whose key (`<name>:<event>:<id>`) matches it.
+fn senders_the_filter_passes(template: &serde_norway::Value) -> Vec<String> {
+    let pattern: serde_json::Value = serde_json::from_str(
+        template["Resources"]["ReceiptStreamMapping"]["Properties"]["FilterCriteria"]["Filters"][0]
+            ["Pattern"]
+            .as_str()
+            .expect("the stream filter's pattern"),
+    )
+    .unwrap();
+    let insert = |key: &str| serde_json::json!({"eventName": "INSERT", "dynamodb": {"Keys": {"pk": {"S": key}}}});
+    Sender::ALL
+        .iter()
+        .filter(|sender| {
+            let key =
+                IdempotencyKey::for_submission(sender.event(), &SubmissionId::parse("s1").unwrap());
+            filter_matches(&pattern, &insert(key.as_str()))
+        })
+        .map(|sender| sender.name().to_owned())
+        .collect()
+}
+
+#[test]
+fn every_list_of_senders_and_destinations_names_each_catalog_entry() {
+    let template = template::load(&template::workspace_template()).unwrap();
+    let deploy = read("scripts/deploy.py");
+    let readme = read("README.md");
+    let exists = |path: String| root().join(&path).exists().then_some(path);
+    let mut problems = Vec::new();
+    problems.extend(differences(
+        "template.yaml",
+        "Parameters.Sender.AllowedValues",
+        &senders(),
+        &allowed_values(&template, "Sender"),
+    ));
+    problems.extend(differences(
+        "template.yaml",
+        "Parameters.Destination.AllowedValues",
+        &destinations(),
+        &allowed_values(&template, "Destination"),
+    ));
+    problems.extend(differences(
+        "template.yaml",
+        "ReceiptStreamMapping's filter (a key prefix per sender)",
+        &senders(),
+        &senders_the_filter_passes(&template),
+    ));
+    problems.extend(differences(
+        "scripts/deploy.py",
+        "SENDERS",
+        &senders(),
+        &python_list(&deploy, "SENDERS"),
+    ));
+    problems.extend(differences(
+        "scripts/deploy.py",
+        "DESTINATIONS",
+        &destinations(),
+        &python_list(&deploy, "DESTINATIONS"),
+    ));
+    // A sample delivery per sender (Static Forms': the first one written).
+    let samples: Vec<String> = senders()
+        .into_iter()
+        .filter(|name| {
+            let file = match *name {
+                "staticforms" => "events/ingest-valid.json".to_owned(),
+                other => format!("events/ingest-{other}.json"),
+            };
+            exists(file).is_some()
+        })
+        .map(str::to_owned)
+        .collect();
+    problems.extend(differences(
+        "events/",
+        "a sample delivery ingest-<sender>.json",
+        &senders(),
+        &samples,
+    ));
+    let pages: Vec<String> = destinations()
+        .into_iter()
+        .filter(|name| exists(format!("docs/destinations/{name}.md")).is_some())
+        .map(str::to_owned)
+        .collect();
+    problems.extend(differences(
+        "docs/destinations/",
+        "a page <destination>.md",
+        &destinations(),
+        &pages,
+    ));
+    let rows: Vec<String> = destinations()
+        .into_iter()
+        .filter(|name| readme.contains(&format!("| `{name}`")))
+        .map(str::to_owned)
+        .collect();
+    problems.extend(differences(
+        "README.md",
+        "the destinations table",
+        &destinations(),
+        &rows,
+    ));
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+/// The comparison itself, on doctored lists: a missing entry and an
+/// unknown one are each named with the file.
+#[test]
+fn a_missing_or_unknown_entry_is_named_with_its_file() {
+    let found = vec!["staticforms".to_owned(), "formspree".to_owned()];
+    assert_eq!(
+        differences("template.yaml", "Sender", &["staticforms", "tally"], &found),
+        [
+            "template.yaml: Sender lacks \"tally\"",
+            "template.yaml: Sender names \"formspree\", which no catalog entry is",
+        ]
+    );
+    assert_eq!(
+        python_list("X = 1\nSENDERS = [\"a\", \"b\"]\n", "SENDERS"),
+        ["a", "b"]
+    );
+    // A sender the filter does not pass is missing from its list.
+    let template = template::load(&template::workspace_template()).unwrap();
+    let mut text = serde_norway::to_string(&template).unwrap();
+    text = text.replace("{\"prefix\": \"tally:\"}, ", "");
+    let doctored: serde_norway::Value = serde_norway::from_str(&text).unwrap();
+    assert_eq!(
+        senders_the_filter_passes(&doctored),
+        ["staticforms", "typeform", "webflow"],
+        "the doctored filter lost tally, and only tally"
+    );
+}
