@@ -159,9 +159,18 @@ async fn each_sender_is_verified_stored_once_and_delivered_as_its_lead() {
         let id = format!("{name}_sub_1");
         let body = vendor_body(sender, &id, "grace@example.com", "Grace");
 
-        // New: the sender's success status, one receipt under its key.
+        // New: the sender's success status, one receipt under its key; the
+        // log line records the status the sender got.
+        let captured = devtools::log_capture::CapturedLogs::default();
+        let guard = captured.install();
         let (status, answer) = status_and_body(&ingest, signed(sender, &body)).await;
+        drop(guard);
         assert_eq!(status, sender.accepted_status(), "{name}: {answer}");
+        let logged = captured.text();
+        assert!(
+            logged.contains(&format!("\"status\":{status}")),
+            "{name}: {logged}"
+        );
         assert_eq!(answer["duplicate"], false, "{name}");
         // Again (Webflow re-signs each retry with a new timestamp): a duplicate.
         let (status, answer) = status_and_body(&ingest, signed(sender, &body)).await;

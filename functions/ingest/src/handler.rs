@@ -112,7 +112,13 @@ impl<S: ReceiptStore> Ingest<S> {
         let started = Instant::now();
         let mut submission_id = None;
         let result = self.accept(&request, &mut submission_id).await;
-        log_delivery(&request, submission_id.as_ref(), &result, started);
+        log_delivery(
+            &request,
+            submission_id.as_ref(),
+            &result,
+            self.sender,
+            started,
+        );
         self.measure_delivery(&result, started);
         respond(&result, self.sender)
     }
@@ -220,12 +226,8 @@ fn respond(result: &Result<Outcome, IngestError>, sender: shared::Sender) -> Res
             )
         }
     };
-    let status = match outcome {
-        Outcome::Accepted => sender.accepted_status(),
-        other => other.status(),
-    };
     let mut response = Response::builder()
-        .status(status)
+        .status(answered_status(outcome, sender))
         .header(CONTENT_TYPE, "application/json");
     match result {
         Err(IngestError::Unauthenticated(Unauthenticated {
@@ -245,6 +247,16 @@ fn respond(result: &Result<Outcome, IngestError>, sender: shared::Sender) -> Res
             *fallback.status_mut() = http::StatusCode::INTERNAL_SERVER_ERROR;
             fallback
         })
+}
+
+/// The status a sender is answered for `outcome`: a new receipt gets the
+/// one its sender counts as success (Webflow's 200), every other outcome
+/// its own. The response and the log line both say this one.
+fn answered_status(outcome: Outcome, sender: shared::Sender) -> u16 {
+    match outcome {
+        Outcome::Accepted => sender.accepted_status(),
+        other => other.status(),
+    }
 }
 
 impl<S> Ingest<S> {
@@ -280,6 +292,7 @@ fn log_delivery(
     request: &Request,
     submission_id: Option<&SubmissionId>,
     result: &Result<Outcome, IngestError>,
+    sender: shared::Sender,
     started: Instant,
 ) {
     let request_id = request
@@ -292,7 +305,7 @@ fn log_delivery(
             request_id,
             submission_id,
             outcome = outcome.code(),
-            status = outcome.status(),
+            status = answered_status(*outcome, sender),
             duration_ms,
             "webhook delivery handled"
         ),
