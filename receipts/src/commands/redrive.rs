@@ -64,21 +64,23 @@ pub(super) async fn redrive(
     let now = format_timestamp(clock);
     let (mut queued, mut refused) = (0, 0);
     for (n, key) in keys.iter().enumerate() {
-        if matches!(gates, GateRetention::MayBeKept(_)) {
-            let read = table
-                .get(key, Reading::WithoutPersonalData)
-                .await
-                .map_err(run_error)?;
-            if read.is_some_and(|receipt| outlived_its_gate(&receipt, gates, clock)) {
-                warn_past_gate(key, gates, out);
-            }
-        }
-        if dry_run {
-            match table
+        // One read serves the warning and the dry run's verdict.
+        let read = if dry_run || matches!(gates, GateRetention::MayBeKept(_)) {
+            table
                 .get(key, Reading::WithoutPersonalData)
                 .await
                 .map_err(run_error)?
-            {
+        } else {
+            None
+        };
+        if read
+            .as_ref()
+            .is_some_and(|receipt| outlived_its_gate(receipt, gates, clock))
+        {
+            warn_past_gate(key, gates, out);
+        }
+        if dry_run {
+            match read {
                 Some(receipt)
                     if matches!(
                         receipt.status,
