@@ -10,8 +10,8 @@ pub const RECEIPTS_TABLE: &str = "staticforms-receipts";
 pub const LEADS_TABLE: &str = "staticforms-leads";
 /// The bearer secret in events/ and the README's curl examples. Local only.
 pub const DEMO_TOKEN: &str = "local-demo-token-change-me";
-/// The signing secret of `make run SENDER=tally|typeform|webflow`: the
-/// samples in events/ingest-{tally,typeform,webflow}.json are signed with it.
+/// The signing secret of `make run SENDER=<a sender that signs>`: the
+/// samples in events/ingest-<sender>.json are signed with it.
 pub const DEMO_SIGNING_SECRET: &str = "local-demo-signing-secret";
 /// The token the local HubSpot fake accepts (`DESTINATION=hubspot make run`).
 pub const DEMO_HUBSPOT_TOKEN: &str = "pat-local-demo-hubspot-token";

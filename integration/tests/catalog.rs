@@ -83,8 +83,7 @@ fn senders_the_filter_passes(template: &serde_norway::Value) -> Vec<String> {
     Sender::ALL
         .iter()
         .filter(|sender| {
-            let key =
-                IdempotencyKey::for_submission(sender.event(), &SubmissionId::parse("s1").unwrap());
+            let key = IdempotencyKey::for_submission(**sender, &SubmissionId::parse("s1").unwrap());
             filter_matches(&pattern, &insert(key.as_str()))
         })
         .map(|sender| sender.name().to_owned())

@@ -181,10 +181,9 @@ async fn each_sender_is_verified_stored_once_and_delivered_as_its_lead() {
         );
         let items = scan(&client, &table).await;
         assert_eq!(items.len(), 1, "{name}");
-        let event = sender.event();
         assert_eq!(
             text(&items[0], "pk"),
-            format!("{name}:{}:{id}", event.as_str()),
+            format!("{name}:{}:{id}", sender.event_name()),
         );
 
         // Other content under the same id: 422, the original kept.
@@ -270,7 +269,7 @@ async fn each_sender_is_verified_stored_once_and_delivered_as_its_lead() {
         assert_eq!(first, Some("Grace"), "{name}: {}", lead.body);
         assert_eq!(
             lead.idempotency_key.as_deref(),
-            Some(format!("{name}:{}:{id}", event.as_str()).as_str())
+            Some(format!("{name}:{}:{id}", sender.event_name()).as_str())
         );
     }
 }

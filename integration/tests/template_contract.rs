@@ -393,7 +393,7 @@ fn the_worker_filter_passes_inserts_and_rejects_everything_else() {
     // prefix the filter passes.
     for sender in shared::Sender::ALL {
         let key = shared::IdempotencyKey::for_submission(
-            sender.event(),
+            sender,
             &shared::SubmissionId::parse("sub_1").unwrap(),
         );
         let mut receipt = insert.clone();

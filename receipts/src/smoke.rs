@@ -10,8 +10,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use base64::engine::general_purpose::STANDARD as BASE64;
 use base64::Engine;
 use hmac::{Hmac, Mac};
-use serde_json::json;
 use sha2::Sha256;
+use shared::sender::Sample;
 use shared::{Receipt, ReceiptStatus, Sender};
 
 /// What every smoke submission carries, so nobody takes it for a lead.
@@ -29,15 +29,17 @@ pub enum SenderAuth {
     Query(String),
     Header(String),
     StandardWebhooks,
-    /// The sender's own signature (Tally, Typeform, Webflow).
-    VendorSignature,
+    /// The sender's own signature (`Sender::signature`).
+    OwnSignature,
     None,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum SmokeError {
-    #[error("the stack's WebhookAuth {0:?} is not one smoke knows (bearer, basic, query:<param>, header:<name>, standard-webhooks, tally-signature, typeform-signature, webflow-signature, none)")]
+    #[error("the stack's WebhookAuth {0:?} is not one smoke knows (bearer, basic, query:<param>, header:<name>, standard-webhooks, {modes}, none)", modes = Sender::signature_modes().join(", "))]
     UnknownAuth(String),
+    #[error("the stack's WebhookAuth {0} is another sender's signature than its own")]
+    OtherSendersSignature(&'static str),
     #[error("the webhook secret is empty")]
     EmptySecret,
     #[error("the webhook secret is not whsec_<base64>, as standard-webhooks needs")]
@@ -57,10 +59,8 @@ impl SenderAuth {
             "bearer" => Ok(SenderAuth::Bearer),
             "basic" => Ok(SenderAuth::Basic),
             "standard-webhooks" => Ok(SenderAuth::StandardWebhooks),
-            "tally-signature" | "typeform-signature" | "webflow-signature" => {
-                Ok(SenderAuth::VendorSignature)
-            }
             "none" => Ok(SenderAuth::None),
+            own if Sender::of_signature_mode(own).is_some() => Ok(SenderAuth::OwnSignature),
             _ => named("query:")
                 .map(SenderAuth::Query)
                 .or_else(|| named("header:").map(SenderAuth::Header))
@@ -86,93 +86,6 @@ pub fn first_secret(text: &str) -> Option<&str> {
     text.split(',').map(str::trim).find(|s| !s.is_empty())
 }
 
-/// The smoke submission as `sender` writes a delivery, with the `smoke_`
-/// id where that sender puts its stable id.
-fn smoke_body(sender: Sender, id: &str, since_epoch: Duration, accepted_forms: &str) -> String {
-    let at = shared::receipt::format_timestamp(UNIX_EPOCH + since_epoch);
-    match sender {
-        // https://www.staticforms.dev/docs/webhooks: the payload's fields.
-        Sender::StaticForms => {
-            let mut data = json!({
-                "submissionId": id,
-                "formData": {"name": SMOKE_NAME, "email": SMOKE_EMAIL, "message": SMOKE_MESSAGE},
-                "recipientEmail": SMOKE_EMAIL,
-                "attachments": [],
-            });
-            if let Some(api_key) = first_secret(accepted_forms) {
-                data["apiKey"] = json!(api_key);
-            }
-            json!({"event": "form.submitted", "timestamp": since_epoch.as_secs(), "data": data})
-        }
-        Sender::Tally => json!({
-            "eventId": format!("ev_{id}"), "eventType": "FORM_RESPONSE", "createdAt": at,
-            "data": {"responseId": id, "submissionId": id, "formName": "receipts smoke", "createdAt": at, "fields": [
-                {"key": "name", "label": "Name", "type": "INPUT_TEXT", "value": SMOKE_NAME},
-                {"key": "email", "label": "Email", "type": "INPUT_EMAIL", "value": SMOKE_EMAIL},
-                {"key": "message", "label": "Message", "type": "TEXTAREA", "value": SMOKE_MESSAGE}]}
-        }),
-        Sender::Typeform => json!({
-            "event_id": format!("ev_{id}"), "event_type": "form_response",
-            "form_response": {"token": id, "submitted_at": at,
-                "definition": {"title": "receipts smoke", "fields": [
-                    {"id": "name", "title": "Name", "type": "short_text", "ref": "name"},
-                    {"id": "email", "title": "Email", "type": "email", "ref": "email"},
-                    {"id": "message", "title": "Message", "type": "long_text", "ref": "message"}]},
-                "answers": [
-                    {"type": "text", "text": SMOKE_NAME, "field": {"id": "name", "type": "short_text", "ref": "name"}},
-                    {"type": "email", "email": SMOKE_EMAIL, "field": {"id": "email", "type": "email", "ref": "email"}},
-                    {"type": "text", "text": SMOKE_MESSAGE, "field": {"id": "message", "type": "long_text", "ref": "message"}}]}
-        }),
-        Sender::Webflow => json!({
-            "triggerType": "form_submission",
-            "payload": {"name": "receipts smoke", "id": id, "submittedAt": at,
-                "data": {"Name": SMOKE_NAME, "email": SMOKE_EMAIL, "Message": SMOKE_MESSAGE}}
-        }),
-    }
-    .to_string()
-}
-
-/// The sender's own signature headers over `body` (the schemes of
-/// docs/authentication.md), keyed by `secret`.
-fn vendor_signature(
-    sender: Sender,
-    secret: &str,
-    since_epoch: Duration,
-    body: &str,
-) -> Result<Vec<(String, String)>, SmokeError> {
-    let mut mac = Hmac::<Sha256>::new_from_slice(secret.as_bytes())
-        .map_err(|_| SmokeError::BadSigningSecret)?;
-    Ok(match sender {
-        Sender::Tally => {
-            mac.update(body.as_bytes());
-            vec![(
-                "tally-signature".into(),
-                BASE64.encode(mac.finalize().into_bytes()),
-            )]
-        }
-        Sender::Typeform => {
-            mac.update(body.as_bytes());
-            let signature = BASE64.encode(mac.finalize().into_bytes());
-            vec![("typeform-signature".into(), format!("sha256={signature}"))]
-        }
-        Sender::Webflow => {
-            let millis = since_epoch.as_millis().to_string();
-            mac.update(format!("{millis}:{body}").as_bytes());
-            let signature: String = mac
-                .finalize()
-                .into_bytes()
-                .iter()
-                .map(|b| format!("{b:02x}"))
-                .collect();
-            vec![
-                ("x-webflow-timestamp".into(), millis),
-                ("x-webflow-signature".into(), signature),
-            ]
-        }
-        Sender::StaticForms => return Err(SmokeError::UnknownAuth("a vendor signature".into())),
-    })
-}
-
 /// Builds the delivery, as `sender` sends one: its envelope with a `smoke_`
 /// id, the form's API key when a Static Forms stack accepts only listed
 /// forms, and the credential where `auth` puts it. No `Idempotency-Key`:
@@ -188,12 +101,17 @@ pub fn request(
 ) -> Result<SmokeRequest, SmokeError> {
     let since_epoch = now.duration_since(UNIX_EPOCH).unwrap_or_default();
     let submission_id = format!("smoke_{}", since_epoch.as_millis());
-    let key = format!(
-        "{}:{}:{submission_id}",
-        sender.name(),
-        sender.event().as_str()
-    );
-    let body = smoke_body(sender, &submission_id, since_epoch, accepted_forms);
+    let key = format!("{}:{}:{submission_id}", sender.name(), sender.event_name());
+    let body = sender
+        .sample(&Sample {
+            id: &submission_id,
+            at: now,
+            name: SMOKE_NAME,
+            email: SMOKE_EMAIL,
+            message: SMOKE_MESSAGE,
+            form_key: first_secret(accepted_forms),
+        })
+        .to_string();
     let mut headers = vec![("content-type".to_owned(), "application/json".to_owned())];
     let mut url = url.to_owned();
     let secret = match auth {
@@ -226,8 +144,15 @@ pub fn request(
             headers.push(("webhook-timestamp".into(), timestamp));
             headers.push(("webhook-signature".into(), format!("v1,{signature}")));
         }
-        SenderAuth::VendorSignature => {
-            headers.extend(vendor_signature(sender, secret, since_epoch, &body)?)
+        SenderAuth::OwnSignature => {
+            let own = sender
+                .signature()
+                .ok_or(SmokeError::OtherSendersSignature("a signature"))?;
+            headers.extend(
+                own.sign(secret.as_bytes(), body.as_bytes(), now)
+                    .into_iter()
+                    .map(|(name, value)| (name.to_owned(), value)),
+            );
         }
         SenderAuth::None => {}
     }
@@ -255,12 +180,7 @@ pub fn paste_instructions(
     } else {
         ""
     };
-    let vendor = match sender {
-        Sender::StaticForms => "Static Forms (Settings, Webhooks, Add Webhook)",
-        Sender::Tally => "Tally (Integrations, Webhooks)",
-        Sender::Typeform => "Typeform (Connect, Webhooks)",
-        Sender::Webflow => "Webflow (Site settings, Apps & Integrations, Webhooks)",
-    };
+    let vendor = sender.profile().webhook_settings;
     match auth {
         SenderAuth::Query(param) => {
             let separator = if url.contains('?') { '&' } else { '?' };
@@ -283,13 +203,19 @@ pub fn paste_instructions(
             "paste into {vendor}:\n  {url}\nand sign with the Standard Webhooks secret {}{hint}\n",
             shown(secret)
         ),
-        // Webflow chooses its key (the stack's secret holds it); Tally and
-        // Typeform take the secret the stack generated.
-        SenderAuth::VendorSignature if sender == Sender::Webflow => format!(
+        // A sender that chooses its key (the stack's secret holds it), or
+        // one that takes the secret the stack generated.
+        SenderAuth::OwnSignature
+            if sender
+                .signature()
+                .is_some_and(|own| own.key_chosen_by_sender) =>
+        {
+            format!(
             "paste into {vendor}:\n  {url}\nIt signs each delivery with its own key, which the \
              stack's webhook secret (WebhookSecretArn) must hold.\n"
-        ),
-        SenderAuth::VendorSignature => format!(
+            )
+        }
+        SenderAuth::OwnSignature => format!(
             "paste into {vendor}:\n  {url}\nwith the signing secret\n  {}{hint}\n",
             shown(secret)
         ),
@@ -560,17 +486,22 @@ mod tests {
         );
     }
 
-    /// A vendor stack's smoke submission is that vendor's delivery: it
-    /// parses as one, under the key smoke follows, and carries the vendor's
-    /// signature (recomputed here from its definition; form_senders checks
-    /// the ingest side with an independent signer).
+    /// A signing sender's smoke submission is that sender's delivery: it
+    /// parses as one, under the key smoke follows, and carries the
+    /// sender's signature (verified here with the scheme ingest uses, which
+    /// `shared::sender` tests against the vendors' documented examples;
+    /// form_senders checks the ingest side with an independent signer).
     #[test]
-    fn a_vendor_stack_gets_a_vendor_delivery_signed_its_way() {
-        for sender in [Sender::Tally, Sender::Typeform, Sender::Webflow] {
+    fn a_signing_sender_gets_its_own_delivery_signed_its_way() {
+        for sender in Sender::ALL {
+            let Some(own) = sender.signature() else {
+                continue;
+            };
+            assert_eq!(SenderAuth::parse(own.mode), Ok(SenderAuth::OwnSignature));
             let signed = request(
                 "https://x",
                 sender,
-                &SenderAuth::VendorSignature,
+                &SenderAuth::OwnSignature,
                 "s3cret-s3cret-s3cret",
                 "",
                 at(),
@@ -589,46 +520,27 @@ mod tests {
                 "{sender:?}"
             );
             assert_eq!(header(&signed, "idempotency-key"), None);
-            let mut mac = Hmac::<Sha256>::new_from_slice(b"s3cret-s3cret-s3cret").unwrap();
-            let expected = match sender {
-                Sender::Webflow => {
-                    assert_eq!(
-                        header(&signed, "x-webflow-timestamp"),
-                        Some("1800000000123")
-                    );
-                    mac.update(format!("1800000000123:{}", signed.body).as_bytes());
-                    let hex: String = mac
-                        .finalize()
-                        .into_bytes()
-                        .iter()
-                        .map(|b| format!("{b:02x}"))
-                        .collect();
-                    ("x-webflow-signature", hex)
-                }
-                Sender::Typeform => {
-                    mac.update(signed.body.as_bytes());
-                    (
-                        "typeform-signature",
-                        format!("sha256={}", BASE64.encode(mac.finalize().into_bytes())),
-                    )
-                }
-                _ => {
-                    mac.update(signed.body.as_bytes());
-                    (
-                        "tally-signature",
-                        BASE64.encode(mac.finalize().into_bytes()),
-                    )
-                }
+            let lookup = |name: &'static str| {
+                header(&signed, name).ok_or(shared::sender::SignatureError::MissingHeader(name))
             };
+            let tolerance = own.time.map_or(Duration::ZERO, |time| time.tolerance);
+            let keys = [b"s3cret-s3cret-s3cret".to_vec()];
             assert_eq!(
-                header(&signed, expected.0),
-                Some(expected.1.as_str()),
+                own.verify(lookup, signed.body.as_bytes(), &keys, tolerance, at()),
+                Ok(()),
                 "{sender:?}"
             );
         }
         assert_eq!(
-            SenderAuth::parse("webflow-signature"),
-            Ok(SenderAuth::VendorSignature)
+            request(
+                "https://x",
+                Sender::StaticForms,
+                &SenderAuth::OwnSignature,
+                "s3cret-s3cret-s3cret",
+                "",
+                at()
+            ),
+            Err(SmokeError::OtherSendersSignature("a signature"))
         );
     }
 
@@ -651,16 +563,21 @@ mod tests {
             "{bearer}"
         );
         assert!(bearer.contains(&format!("  {url}\n")), "{bearer}");
-        let tally = paste_instructions(url, Sender::Tally, &SenderAuth::VendorSignature, Some("k"));
-        assert!(
-            tally.contains("Tally") && tally.contains("signing secret\n  k\n"),
-            "{tally}"
-        );
-        let webflow = paste_instructions(url, Sender::Webflow, &SenderAuth::VendorSignature, None);
-        assert!(
-            webflow.contains("its own key") && !webflow.contains("<secret>"),
-            "{webflow}"
-        );
+        for sender in Sender::ALL {
+            let Some(own) = sender.signature() else {
+                continue;
+            };
+            let told = paste_instructions(url, sender, &SenderAuth::OwnSignature, Some("k"));
+            assert!(told.contains(sender.profile().title), "{told}");
+            if own.key_chosen_by_sender {
+                assert!(
+                    told.contains("its own key") && !told.contains("  k\n"),
+                    "{told}"
+                );
+            } else {
+                assert!(told.contains("signing secret\n  k\n"), "{told}");
+            }
+        }
     }
 
     #[test]

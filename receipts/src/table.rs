@@ -241,7 +241,7 @@ impl ReceiptsTable {
         }
         let id = SubmissionId::parse(id).map_err(|_| TableError::BadId(id.to_owned()))?;
         Ok(
-            IdempotencyKey::for_submission(shared::EventType::FormSubmitted, &id)
+            IdempotencyKey::for_submission(shared::Sender::StaticForms, &id)
                 .as_str()
                 .to_owned(),
         )

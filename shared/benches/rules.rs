@@ -25,7 +25,7 @@ fn body_of(size: usize) -> Vec<u8> {
 
 fn per_delivery(body: &[u8]) {
     let submission = FormSubmission::parse(body).expect("valid body");
-    let key = IdempotencyKey::for_submission(submission.event, &submission.submission_id);
+    let key = IdempotencyKey::for_submission(submission.sender, &submission.submission_id);
     let receipt = Receipt::new(&submission, SystemTime::now());
     black_box((key, receipt));
 }

@@ -5,7 +5,8 @@
 //! header that is sent must equal it, so a mapping mistake or a broken proxy
 //! is refused before anything is written.
 
-use crate::envelope::{EventType, SubmissionId};
+use crate::envelope::SubmissionId;
+use crate::sender::Sender;
 
 /// The header's name, lower case as `http::HeaderName` stores it.
 pub const HEADER_NAME: &str = "idempotency-key";
@@ -47,11 +48,11 @@ pub enum KeyError {
 }
 
 impl IdempotencyKey {
-    pub fn for_submission(event: EventType, submission_id: &SubmissionId) -> Self {
+    pub fn for_submission(sender: Sender, submission_id: &SubmissionId) -> Self {
         IdempotencyKey(format!(
             "{}:{}:{}",
-            event.sender_name(),
-            event.as_str(),
+            sender.name(),
+            sender.event_name(),
             submission_id.as_str()
         ))
     }
@@ -84,7 +85,7 @@ mod tests {
     use super::*;
 
     fn key(id: &str) -> IdempotencyKey {
-        IdempotencyKey::for_submission(EventType::FormSubmitted, &SubmissionId::parse(id).unwrap())
+        IdempotencyKey::for_submission(Sender::StaticForms, &SubmissionId::parse(id).unwrap())
     }
 
     #[test]

@@ -1,5 +1,5 @@
-//! The rules for taking form webhooks (Static Forms, Tally, Typeform,
-//! Webflow) into a CRM without duplicates.
+//! The rules for taking form webhooks (the senders of `sender::Sender::ALL`)
+//! into a CRM without duplicates.
 //!
 //! Everything here is plain data and pure functions: no AWS types, no network.
 //! The Lambda functions parse their events into these types at the edge and
@@ -23,10 +23,10 @@ pub mod refresh;
 pub mod sender;
 pub mod store_errors;
 
-pub use envelope::{EnvelopeError, EventType, FormSubmission, SubmissionId};
+pub use envelope::{EnvelopeError, SubmissionId};
 pub use fingerprint::PayloadFingerprint;
 pub use idempotency::{IdempotencyKey, KeyError};
 pub use lead::{Lead, LeadError};
 pub use outcome::Outcome;
 pub use receipt::{Receipt, ReceiptStatus, Retention};
-pub use sender::Sender;
+pub use sender::{FormSubmission, Sender};

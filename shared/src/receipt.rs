@@ -6,9 +6,9 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 
-use crate::envelope::FormSubmission;
 use crate::fingerprint::PayloadFingerprint;
 use crate::idempotency::IdempotencyKey;
+use crate::sender::FormSubmission;
 
 /// Attribute names, shared by the adapters' expressions and the template.
 pub mod attr {
@@ -248,11 +248,11 @@ impl Receipt {
     /// A new receipt: RECEIVED, due at once, with no expiry (TTL must never
     /// delete a lead that has not been delivered).
     pub fn new(submission: &FormSubmission, received_at: SystemTime) -> Self {
-        let key = IdempotencyKey::for_submission(submission.event, &submission.submission_id);
+        let key = IdempotencyKey::for_submission(submission.sender, &submission.submission_id);
         let received = format_timestamp(received_at);
         Receipt {
             pk: key.as_str().to_owned(),
-            event: submission.event.as_str().to_owned(),
+            event: submission.sender.event_name().to_owned(),
             submission_id: submission.submission_id.as_str().to_owned(),
             payload: Some(submission.payload.to_string()),
             payload_fingerprint: PayloadFingerprint::of(submission.data())

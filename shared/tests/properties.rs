@@ -74,7 +74,7 @@ proptest! {
         let submission = FormSubmission::parse(value.to_string().as_bytes()).expect("a valid envelope");
         let receipt = Receipt::new(&submission, UNIX_EPOCH + Duration::from_millis(millis));
         let read_back = FormSubmission::parse(receipt.payload.as_deref().unwrap().as_bytes()).expect("the stored payload parses");
-        prop_assert_eq!(&read_back.event, &submission.event);
+        prop_assert_eq!(&read_back.sender, &submission.sender);
         prop_assert_eq!(&read_back.submission_id, &submission.submission_id);
         prop_assert_eq!(&read_back.payload, &submission.payload);
         prop_assert!(read_back.form_key.is_none());
@@ -82,7 +82,7 @@ proptest! {
         prop_assert_eq!(fingerprint.as_str(), receipt.payload_fingerprint.as_str());
         prop_assert_eq!(
             receipt.key(),
-            IdempotencyKey::for_submission(submission.event, &submission.submission_id)
+            IdempotencyKey::for_submission(submission.sender, &submission.submission_id)
         );
         if let Some(key) = submission.form_key.as_ref().filter(|k| !k.as_bytes().is_empty()) {
             let key_text = serde_json::to_string(std::str::from_utf8(key.as_bytes()).unwrap()).unwrap();
@@ -146,7 +146,7 @@ proptest! {
     #[test]
     fn a_vendor_delivery_parses_and_becomes_a_lead((sender, body) in vendor_delivery()) {
         let submission = sender.parse_submission(body.to_string().as_bytes()).expect("a valid delivery");
-        prop_assert_eq!(shared::Sender::of_event(submission.event), sender);
+        prop_assert_eq!(submission.sender, sender);
         let receipt = Receipt::new(&submission, UNIX_EPOCH + Duration::from_secs(1_795_941_528));
         prop_assert!(receipt.pk.starts_with(&sender.key_prefix()));
         let lead = shared::Lead::from_receipt(&receipt).expect("a lead");

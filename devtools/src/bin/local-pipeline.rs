@@ -5,7 +5,7 @@
 //! `DESTINATION=hubspot` or `salesforce`, that CRM's fake). A reconciliation
 //! pass runs every few seconds, as the schedule does in AWS (every
 //! `ReconcileEveryMinutes`), with local timings short enough to watch.
-//! `SENDER=tally`, `typeform` or `webflow` takes that sender's signed
+//! `SENDER=<name>` (any of `shared::Sender::ALL`) takes that sender's
 //! deliveries at `/webhooks/<sender>` instead of Static Forms'. Started by
 //! `make run`; Ctrl-C stops it and every process it started.
 
@@ -77,7 +77,7 @@ async fn run() -> Result<(), String> {
     );
 
     let sender = shared::Sender::parse(&setting("SENDER", "staticforms"))
-        .ok_or_else(|| "SENDER must be staticforms, tally, typeform or webflow".to_owned())?;
+        .ok_or_else(|| format!("SENDER must be {}", shared::Sender::names()))?;
     let webhook_path = format!("/webhooks/{}", sender.name());
     // Static Forms signs nothing and sends no header: the secret in the
     // URL, as a deployed stack's default (WEBHOOK_AUTH chooses another

@@ -14,8 +14,8 @@ use shared::config::{
 use shared::receipt::MAX_PAYLOAD_BYTES;
 
 use crate::auth::{Scheme, SecretSet, Verifier};
+use crate::sender_signatures::Scheme as SignatureScheme;
 use crate::standard_webhooks::DEFAULT_TOLERANCE;
-use crate::vendor_signatures::{Vendor, WEBFLOW_TOLERANCE};
 use shared::idempotency::KeyHeader;
 use shared::Sender;
 
@@ -28,8 +28,8 @@ pub const WEBHOOK_SECRETS_REFRESH_SECONDS: &str = "WEBHOOK_SECRETS_REFRESH_SECON
 pub const WEBHOOK_TOLERANCE_SECONDS: &str = "WEBHOOK_TOLERANCE_SECONDS";
 pub const WEBHOOK_API_KEYS: &str = "WEBHOOK_API_KEYS";
 pub const IDEMPOTENCY_KEY: &str = "IDEMPOTENCY_KEY";
-/// Who sends the deliveries: `staticforms` (default), `tally`, `typeform`
-/// or `webflow`.
+/// Who sends the deliveries: a name of `Sender::ALL`, `staticforms` by
+/// default.
 pub const SENDER: &str = "SENDER";
 
 /// How old the secrets from Secrets Manager may get before a re-read: a
@@ -87,9 +87,8 @@ impl Config {
 
         let sender = match get(SENDER) {
             None => Sender::StaticForms,
-            Some(raw) => Sender::parse(&raw).ok_or_else(|| {
-                invalid(SENDER, "expected staticforms, tally, typeform or webflow")
-            })?,
+            Some(raw) => Sender::parse(&raw)
+                .ok_or_else(|| invalid(SENDER, format!("expected {}", Sender::names())))?,
         };
         let auth = parse_auth(&get, sender)?;
         let only_static_forms = |name: &'static str| {
@@ -198,38 +197,16 @@ fn query_param(raw: &str) -> Result<String, ConfigError> {
     }
 }
 
-/// A sender's own signature scheme, the default `WEBHOOK_AUTH` for it;
-/// Static Forms signs nothing, so its mode is always chosen.
-fn own_scheme(sender: Sender) -> Option<&'static str> {
-    match sender {
-        Sender::StaticForms => None,
-        Sender::Tally => Some("tally-signature"),
-        Sender::Typeform => Some("typeform-signature"),
-        Sender::Webflow => Some("webflow-signature"),
-    }
-}
-
 fn parse_auth(
     get: &dyn Fn(&str) -> Option<String>,
     sender: Sender,
 ) -> Result<AuthConfig, ConfigError> {
-    let mode_text = match (get(WEBHOOK_AUTH), own_scheme(sender)) {
+    // A sender's own signature is its default; Static Forms signs nothing,
+    // so its mode is always chosen.
+    let mode_text = match (get(WEBHOOK_AUTH), sender.signature()) {
         (Some(mode), _) => mode,
-        (None, Some(own)) => own.to_owned(),
+        (None, Some(own)) => own.mode.to_owned(),
         (None, None) => return Err(ConfigError::Missing(WEBHOOK_AUTH)),
-    };
-    let vendor = |vendor: Vendor, mode: &str| {
-        if own_scheme(sender) == Some(mode) {
-            Ok(Scheme::Vendor(vendor))
-        } else {
-            Err(invalid(
-                WEBHOOK_AUTH,
-                format!(
-                    "{mode} is another sender's signature (SENDER={})",
-                    sender.name()
-                ),
-            ))
-        }
     };
     let inline = get(WEBHOOK_SECRETS);
     let arn = get(WEBHOOK_SECRETS_ARN).map(|arn| arn.trim().to_owned());
@@ -246,19 +223,20 @@ fn parse_auth(
                 1..=3600,
             )?,
         },
-        "tally-signature" => vendor(Vendor::Tally, "tally-signature")?,
-        "typeform-signature" => vendor(Vendor::Typeform, "typeform-signature")?,
-        "webflow-signature" => vendor(
-            Vendor::Webflow {
-                tolerance: seconds_in(
-                    &get,
-                    WEBHOOK_TOLERANCE_SECONDS,
-                    WEBFLOW_TOLERANCE,
-                    1..=3600,
-                )?,
-            },
-            "webflow-signature",
-        )?,
+        mode if Sender::of_signature_mode(mode).is_some() => {
+            let own = sender.signature().filter(|own| own.mode == mode).ok_or_else(|| {
+                invalid(
+                    WEBHOOK_AUTH,
+                    format!("{mode} is another sender's signature (SENDER={})", sender.name()),
+                )
+            })?;
+            let mut scheme = SignatureScheme::of(own);
+            if let Some(time) = own.time {
+                scheme.tolerance =
+                    seconds_in(&get, WEBHOOK_TOLERANCE_SECONDS, time.tolerance, 1..=3600)?;
+            }
+            Scheme::SenderSignature(scheme)
+        }
         other if other.starts_with("query:") => Scheme::Query(query_param(&other["query:".len()..])?),
         other => match other.strip_prefix("header:") {
             Some(name) => {
@@ -272,20 +250,23 @@ fn parse_auth(
             None => {
                 return Err(invalid(
                     WEBHOOK_AUTH,
-                    "expected bearer, basic, header:<Header-Name>, query:<param>, standard-webhooks, tally-signature, typeform-signature, webflow-signature or none",
+                    format!(
+                        "expected bearer, basic, header:<Header-Name>, query:<param>, standard-webhooks, {} or none",
+                        Sender::signature_modes().join(", ")
+                    ),
                 ))
             }
         },
     };
-    if get(WEBHOOK_TOLERANCE_SECONDS).is_some()
-        && !matches!(
-            scheme,
-            Scheme::StandardWebhooks { .. } | Scheme::Vendor(Vendor::Webflow { .. })
-        )
-    {
+    let signs_time = match &scheme {
+        Scheme::StandardWebhooks { .. } => true,
+        Scheme::SenderSignature(own) => own.signature.time.is_some(),
+        _ => false,
+    };
+    if get(WEBHOOK_TOLERANCE_SECONDS).is_some() && !signs_time {
         return Err(invalid(
             WEBHOOK_TOLERANCE_SECONDS,
-            "applies only to WEBHOOK_AUTH=standard-webhooks or webflow-signature; unset it",
+            "applies only to a mode that signs a time (standard-webhooks, or a sender's own signature with one); unset it",
         ));
     }
     if get(WEBHOOK_SECRETS_REFRESH_SECONDS).is_some() && arn.is_none() {
@@ -481,58 +462,51 @@ mod tests {
 
     #[test]
     fn each_sender_defaults_to_its_own_signature_and_a_key_from_the_body() {
-        use crate::vendor_signatures::Vendor;
+        use crate::sender_signatures::{Scheme, SenderSignatures};
         let secret = (WEBHOOK_SECRETS, "a-signing-secret-0001");
-        let rows = [
-            ("tally", Vendor::Tally),
-            ("typeform", Vendor::Typeform),
-            (
-                "webflow",
-                Vendor::Webflow {
-                    tolerance: WEBFLOW_TOLERANCE,
-                },
-            ),
-        ];
-        for (name, vendor) in rows {
+        for sender in Sender::ALL {
+            let Some(own) = sender.signature() else {
+                continue;
+            };
+            let name = sender.name();
             let config = load(&[TABLE, (SENDER, name), secret]).unwrap();
-            assert_eq!(config.sender.name(), name);
+            assert_eq!(config.sender, sender);
             assert_eq!(config.key_header, KeyHeader::Derive, "{name}");
             match config.auth {
-                AuthConfig::Fixed(Verifier::Vendor(verifier)) => {
+                AuthConfig::Fixed(Verifier::SenderSignature(verifier)) => {
                     assert_eq!(
                         verifier,
-                        crate::vendor_signatures::VendorSignatures::new(
-                            vendor,
-                            ["a-signing-secret-0001"]
-                        )
+                        SenderSignatures::new(Scheme::of(own), ["a-signing-secret-0001"])
                     );
                 }
                 other => panic!("{name}: {other:?}"),
             }
+            // Another mode stays available (a sender's unsigned webhooks).
+            let query =
+                load(&[TABLE, (SENDER, name), (WEBHOOK_AUTH, "query:token"), secret]).unwrap();
+            assert!(matches!(
+                query.auth,
+                AuthConfig::Fixed(Verifier::Query { .. })
+            ));
+            // The window of a signed time is the deployment's choice.
+            let tolerance = load(&[
+                TABLE,
+                (SENDER, name),
+                secret,
+                (WEBHOOK_TOLERANCE_SECONDS, "60"),
+            ]);
+            match own.time {
+                Some(_) => {
+                    let mut scheme = Scheme::of(own);
+                    scheme.tolerance = Duration::from_secs(60);
+                    assert!(matches!(
+                        tolerance.unwrap().auth,
+                        AuthConfig::Fixed(Verifier::SenderSignature(ref v)) if *v == SenderSignatures::new(scheme, ["a-signing-secret-0001"])
+                    ));
+                }
+                None => assert!(tolerance.is_err(), "{name}"),
+            }
         }
-        // Another mode stays available (a Webflow dashboard webhook is unsigned).
-        let query = load(&[
-            TABLE,
-            (SENDER, "webflow"),
-            (WEBHOOK_AUTH, "query:token"),
-            secret,
-        ])
-        .unwrap();
-        assert!(matches!(
-            query.auth,
-            AuthConfig::Fixed(Verifier::Query { .. })
-        ));
-        let tolerance = load(&[
-            TABLE,
-            (SENDER, "webflow"),
-            secret,
-            (WEBHOOK_TOLERANCE_SECONDS, "60"),
-        ])
-        .unwrap();
-        assert!(matches!(
-            tolerance.auth,
-            AuthConfig::Fixed(Verifier::Vendor(ref v)) if *v == crate::vendor_signatures::VendorSignatures::new(Vendor::Webflow { tolerance: Duration::from_secs(60) }, ["a-signing-secret-0001"])
-        ));
         assert_eq!(
             load(&[TABLE, (WEBHOOK_AUTH, "none")]).unwrap().sender,
             Sender::StaticForms
@@ -546,8 +520,8 @@ mod tests {
             ("no table", vec![(WEBHOOK_AUTH, "none")], ConfigError::Missing(RECEIPTS_TABLE)),
             ("blank table", vec![(RECEIPTS_TABLE, " "), (WEBHOOK_AUTH, "none")], ConfigError::Missing(RECEIPTS_TABLE)),
             ("no auth mode: no silent default", vec![TABLE], ConfigError::Missing(WEBHOOK_AUTH)),
-            ("unknown auth mode", vec![TABLE, (WEBHOOK_AUTH, "hmac"), good_secret], invalid(WEBHOOK_AUTH, "expected bearer, basic, header:<Header-Name>, query:<param>, standard-webhooks, tally-signature, typeform-signature, webflow-signature or none")),
-            ("unknown sender", vec![TABLE, (SENDER, "zapier"), (WEBHOOK_AUTH, "none")], invalid(SENDER, "expected staticforms, tally, typeform or webflow")),
+            ("unknown auth mode", vec![TABLE, (WEBHOOK_AUTH, "hmac"), good_secret], invalid(WEBHOOK_AUTH, format!("expected bearer, basic, header:<Header-Name>, query:<param>, standard-webhooks, {} or none", Sender::signature_modes().join(", ")))),
+            ("unknown sender", vec![TABLE, (SENDER, "zapier"), (WEBHOOK_AUTH, "none")], invalid(SENDER, format!("expected {}", Sender::names()))),
             ("another sender's signature", vec![TABLE, (SENDER, "tally"), (WEBHOOK_AUTH, "typeform-signature"), good_secret], invalid(WEBHOOK_AUTH, "typeform-signature is another sender's signature (SENDER=tally)")),
             ("a vendor signature for static forms", vec![TABLE, (WEBHOOK_AUTH, "tally-signature"), good_secret], invalid(WEBHOOK_AUTH, "tally-signature is another sender's signature (SENDER=staticforms)")),
             ("form keys for tally", vec![TABLE, (SENDER, "tally"), good_secret, (WEBHOOK_API_KEYS, "sf_key")], invalid(WEBHOOK_API_KEYS, "applies only to SENDER=staticforms (tally sends no such thing); unset it")),
@@ -566,7 +540,7 @@ mod tests {
             ("signing secret not whsec", vec![TABLE, (WEBHOOK_AUTH, "standard-webhooks"), good_secret], invalid(WEBHOOK_SECRETS, "entry 1 must be whsec_ followed by base64")),
             ("signing secret too short", vec![TABLE, (WEBHOOK_AUTH, "standard-webhooks"), (WEBHOOK_SECRETS, "whsec_c2hvcnQ=")], invalid(WEBHOOK_SECRETS, "entry 1 must decode to at least 24 bytes")),
             ("tolerance zero", vec![TABLE, (WEBHOOK_AUTH, "standard-webhooks"), (WEBHOOK_SECRETS, WHSEC), (WEBHOOK_TOLERANCE_SECONDS, "0")], invalid(WEBHOOK_TOLERANCE_SECONDS, "expected whole seconds from 1 to 3600")),
-            ("tolerance without signatures", vec![TABLE, (WEBHOOK_AUTH, "bearer"), good_secret, (WEBHOOK_TOLERANCE_SECONDS, "60")], invalid(WEBHOOK_TOLERANCE_SECONDS, "applies only to WEBHOOK_AUTH=standard-webhooks or webflow-signature; unset it")),
+            ("tolerance without signatures", vec![TABLE, (WEBHOOK_AUTH, "bearer"), good_secret, (WEBHOOK_TOLERANCE_SECONDS, "60")], invalid(WEBHOOK_TOLERANCE_SECONDS, "applies only to a mode that signs a time (standard-webhooks, or a sender's own signature with one); unset it")),
             ("refresh without an ARN", vec![TABLE, (WEBHOOK_AUTH, "bearer"), good_secret, (WEBHOOK_SECRETS_REFRESH_SECONDS, "60")], invalid(WEBHOOK_SECRETS_REFRESH_SECONDS, "applies only with WEBHOOK_SECRETS_ARN; unset it")),
             ("secrets with auth none", vec![TABLE, (WEBHOOK_AUTH, "none"), good_secret], invalid(WEBHOOK_AUTH, "is none while secrets are set; choose an authentication mode or unset the secrets")),
             ("an ARN with auth none", vec![TABLE, (WEBHOOK_AUTH, "none"), (WEBHOOK_SECRETS_ARN, ARN)], invalid(WEBHOOK_AUTH, "is none while secrets are set; choose an authentication mode or unset the secrets")),

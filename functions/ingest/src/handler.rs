@@ -166,7 +166,7 @@ impl<S: ReceiptStore> Ingest<S> {
             }
         }
 
-        let key = IdempotencyKey::for_submission(submission.event, &submission.submission_id);
+        let key = IdempotencyKey::for_submission(submission.sender, &submission.submission_id);
         let sent_keys: Vec<&[u8]> = request
             .headers()
             .get_all(IDEMPOTENCY_KEY_HEADER)
@@ -200,7 +200,7 @@ impl<S: ReceiptStore> Ingest<S> {
 }
 
 /// The one mapping from a delivery's result to what the sender sees. A new
-/// receipt gets the status its sender needs (Webflow's 200), and no answer
+/// receipt gets the status its sender needs (`Sender::accepted_status`), and no answer
 /// is ever 404 or 410, which Typeform takes as "disable this webhook".
 fn respond(result: &Result<Outcome, IngestError>, sender: shared::Sender) -> Response<Body> {
     let (outcome, body) = match result {
@@ -250,7 +250,7 @@ fn respond(result: &Result<Outcome, IngestError>, sender: shared::Sender) -> Res
 }
 
 /// The status a sender is answered for `outcome`: a new receipt gets the
-/// one its sender counts as success (Webflow's 200), every other outcome
+/// one its sender counts as success (`Sender::accepted_status`), every other outcome
 /// its own. The response and the log line both say this one.
 fn answered_status(outcome: Outcome, sender: shared::Sender) -> u16 {
     match outcome {

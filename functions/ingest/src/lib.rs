@@ -1,5 +1,5 @@
 //! The ingest function: authenticate a delivery from the deployment's sender
-//! (Static Forms, Tally, Typeform or Webflow), check it, and store one
+//! (one of `shared::Sender::ALL`), check it, and store one
 //! receipt per submission with a conditional write.
 //!
 //! `main.rs` only wires these parts together; the handler is generic over
@@ -10,10 +10,10 @@ pub mod config;
 pub mod dynamo;
 pub mod handler;
 pub mod secrets_manager;
+pub mod sender_signatures;
 pub mod standard_webhooks;
 pub mod startup;
 pub mod store;
-pub mod vendor_signatures;
 
 pub use config::Config;
 pub use handler::Ingest;

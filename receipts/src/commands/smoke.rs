@@ -68,7 +68,7 @@ fn sender_and_auth(stack: &Stack) -> Result<(Sender, SenderAuth), Failed> {
     // in the URL for Static Forms, which signs nothing and sends no header).
     let auth = match (stack.parameter(parameter::WEBHOOK_AUTH), sender) {
         ("", Sender::StaticForms) => SenderAuth::Query("token".to_owned()),
-        ("", _) => SenderAuth::VendorSignature,
+        ("", _) => SenderAuth::OwnSignature,
         (mode, _) => SenderAuth::parse(mode).map_err(run_error)?,
     };
     Ok((sender, auth))

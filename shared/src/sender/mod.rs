@@ -1,19 +1,28 @@
-//! The senders a deployment can take deliveries from, one profile each: its
-//! envelope and stable id, its event, how its answers become a lead, and
-//! what it needs to hear back. A receipt's key starts with its sender's name
+//! The senders a deployment can take deliveries from. Each one's module
+//! declares its whole profile once (`PROFILE`): its name, its envelope and
+//! stable id, its event, how its answers become a lead, when it says the
+//! form was submitted, what it needs to hear back, its own signature (both
+//! verified by ingest and made by `receipts smoke`), and a sample delivery.
+//! A receipt's key starts with its sender's name
 //! (`tally:FORM_RESPONSE:2wgx4n`), so the worker reads the sender from the
 //! receipt, whatever its own deployment takes.
 //!
-//! Each vendor's module cites the page its shapes come from; the signature
-//! schemes are the ingest function's (`ingest::vendor_signatures`).
+//! Adding a sender: its module, one `Sender` variant, its entry in `ALL`
+//! and in `profile`; the catalog test (integration/tests/catalog.rs) then
+//! names every file outside the code that must list it.
 
+pub mod signature;
+pub mod staticforms;
 pub mod tally;
 pub mod typeform;
 pub mod webflow;
 
+use std::time::SystemTime;
+
 use serde_json::{Map, Value};
 
-use crate::envelope::{EnvelopeError, EventType, FormSubmission, SubmissionId};
+use crate::envelope::{EnvelopeError, FormKey, SubmissionId};
+pub use signature::{Signature, SignatureError};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Sender {
@@ -21,6 +30,46 @@ pub enum Sender {
     Tally,
     Typeform,
     Webflow,
+}
+
+/// What makes a sender, declared once in its module.
+pub struct Profile {
+    /// Its name in `SENDER`, in the webhook route (`/webhooks/<name>`) and
+    /// at the start of its receipts' keys.
+    pub name: &'static str,
+    /// How its settings and docs call it, and where its webhooks are set.
+    pub title: &'static str,
+    pub webhook_settings: &'static str,
+    /// The one event of this sender that is a submission, as it names it.
+    pub event: &'static str,
+    /// Where in its payload a submission's content is: what the
+    /// fingerprint covers (a JSON pointer), without the envelope fields
+    /// that may change from one delivery attempt to the next.
+    pub content_pointer: &'static str,
+    /// The HTTP status a new receipt is answered with: 202, or 200 for a
+    /// sender that counts anything else as a failure.
+    pub accepted_status: u16,
+    /// Its own signature scheme, when it signs.
+    pub signature: Option<Signature>,
+    pub parse: fn(&[u8]) -> Result<FormSubmission, EnvelopeError>,
+    pub answers: fn(&Value) -> Answers,
+    /// When it says the form was submitted, as receipt-timestamp text.
+    pub submitted_at: fn(&Value) -> Option<String>,
+    /// A delivery as it would send one (`receipts smoke`, the samples).
+    pub sample: fn(&Sample) -> Value,
+}
+
+/// What a sample delivery says: a submission with a name, an e-mail and a
+/// message, made at `at`.
+#[derive(Debug, Clone, Copy)]
+pub struct Sample<'a> {
+    pub id: &'a str,
+    pub at: SystemTime,
+    pub name: &'a str,
+    pub email: &'a str,
+    pub message: &'a str,
+    /// The form's key, for a sender that sends one in the body.
+    pub form_key: Option<&'a str>,
 }
 
 impl Sender {
@@ -31,19 +80,27 @@ impl Sender {
         Sender::Webflow,
     ];
 
-    /// Its name in `SENDER`, in the webhook route (`/webhooks/<name>`) and
-    /// at the start of its receipts' keys.
-    pub fn name(self) -> &'static str {
-        self.event().sender_name()
+    /// The one place a sender is registered.
+    pub fn profile(self) -> &'static Profile {
+        match self {
+            Sender::StaticForms => &staticforms::PROFILE,
+            Sender::Tally => &tally::PROFILE,
+            Sender::Typeform => &typeform::PROFILE,
+            Sender::Webflow => &webflow::PROFILE,
+        }
     }
 
-    /// Who sends `event`.
-    pub fn of_event(event: EventType) -> Self {
-        match event {
-            EventType::FormSubmitted => Sender::StaticForms,
-            EventType::TallyFormResponse => Sender::Tally,
-            EventType::TypeformFormResponse => Sender::Typeform,
-            EventType::WebflowFormSubmission => Sender::Webflow,
+    pub fn name(self) -> &'static str {
+        self.profile().name
+    }
+
+    /// Every sender's name, for messages: `a, b, c or d`.
+    pub fn names() -> String {
+        let names: Vec<&str> = Sender::ALL.iter().map(|s| s.name()).collect();
+        match names.split_last() {
+            Some((last, [])) => (*last).to_owned(),
+            Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
+            None => String::new(),
         }
     }
 
@@ -63,50 +120,55 @@ impl Sender {
         format!("{}:", self.name())
     }
 
-    /// The one event of this sender that is a submission.
-    pub fn event(self) -> EventType {
-        match self {
-            Sender::StaticForms => EventType::FormSubmitted,
-            Sender::Tally => EventType::TallyFormResponse,
-            Sender::Typeform => EventType::TypeformFormResponse,
-            Sender::Webflow => EventType::WebflowFormSubmission,
-        }
+    /// The one event of this sender that is a submission, as it names it.
+    pub fn event_name(self) -> &'static str {
+        self.profile().event
     }
 
     /// Parses a raw body as this sender's delivery.
     pub fn parse_submission(self, body: &[u8]) -> Result<FormSubmission, EnvelopeError> {
-        match self {
-            Sender::StaticForms => FormSubmission::parse(body),
-            Sender::Tally => tally::parse(body),
-            Sender::Typeform => typeform::parse(body),
-            Sender::Webflow => webflow::parse(body),
-        }
+        (self.profile().parse)(body)
     }
 
-    /// The HTTP status a new receipt is answered with. Webflow counts
-    /// anything but 200 as a failure and retries it, so it gets 200 for a
-    /// new receipt too (the body still says which).
     pub fn accepted_status(self) -> u16 {
-        match self {
-            Sender::Webflow => 200,
-            _ => 202,
-        }
+        self.profile().accepted_status
+    }
+
+    pub fn signature(self) -> Option<&'static Signature> {
+        self.profile().signature.as_ref()
+    }
+
+    /// The sender whose own signature `mode` (a `WEBHOOK_AUTH` value) is.
+    pub fn of_signature_mode(mode: &str) -> Option<Self> {
+        Sender::ALL
+            .into_iter()
+            .find(|s| s.signature().is_some_and(|sig| sig.mode == mode))
+    }
+
+    /// Every sender's own signature mode, for messages.
+    pub fn signature_modes() -> Vec<&'static str> {
+        Sender::ALL
+            .iter()
+            .filter_map(|s| s.signature().map(|sig| sig.mode))
+            .collect()
     }
 
     /// Whether a delivery older than the receipts are kept is a replay: the
-    /// sender signs its body but no time (Tally, Typeform), so a captured
-    /// body verifies for ever, and once its receipt expired it would be
-    /// stored and delivered again. A genuine first delivery is never that
-    /// late (Tally retries for a day, Typeform for ten hours). Judged by the
-    /// submission time the sender signed inside the body; Webflow signs its
-    /// time (5 minutes), and Static Forms signs nothing.
+    /// sender signs its body but no time, so a captured body verifies for
+    /// ever, and once its receipt expired it would be stored and delivered
+    /// again. A genuine first delivery is never that late (the senders
+    /// that sign no time retry for a day at most). Judged by the
+    /// submission time the sender signed inside the body; a sender that
+    /// signs its time is held to that, and one that signs nothing cannot
+    /// be judged.
     pub fn is_replay_past_retention(
         self,
         payload: &Value,
-        now: std::time::SystemTime,
+        now: SystemTime,
         retention: crate::Retention,
     ) -> bool {
-        if !matches!(self, Sender::Tally | Sender::Typeform) {
+        let signs_body_without_time = self.signature().is_some_and(|sig| sig.time.is_none());
+        if !signs_body_without_time {
             return false;
         }
         self.submitted_at(payload)
@@ -122,37 +184,56 @@ impl Sender {
     /// its label, choices as their option text; and the other names each
     /// answer may be called by in `FIELD_MAP` (a key, a ref).
     pub fn answers(self, payload: &Value) -> Answers {
-        match self {
-            Sender::StaticForms => Answers {
-                fields: match payload.pointer("/data/formData") {
-                    Some(Value::Object(form)) => form.clone(),
-                    _ => Map::new(),
-                },
-                aliases: Vec::new(),
-            },
-            Sender::Tally => tally::answers(payload),
-            Sender::Typeform => typeform::answers(payload),
-            Sender::Webflow => webflow::answers(payload),
-        }
+        (self.profile().answers)(payload)
     }
 
     /// When the sender says the form was submitted, as receipt-timestamp
     /// text; `None` when it does not say.
     pub fn submitted_at(self, payload: &Value) -> Option<String> {
-        let text = |pointer: &str| {
-            payload
-                .pointer(pointer)
-                .and_then(Value::as_str)
-                .and_then(crate::receipt::parse_timestamp)
-                .map(crate::receipt::format_timestamp)
-        };
-        match self {
-            Sender::StaticForms => payload.get("timestamp").and_then(unix_seconds),
-            Sender::Tally => text("/data/createdAt"),
-            Sender::Typeform => text("/form_response/submitted_at"),
-            Sender::Webflow => text("/payload/submittedAt"),
-        }
+        (self.profile().submitted_at)(payload)
     }
+
+    /// A delivery as this sender would send `sample`.
+    pub fn sample(self, sample: &Sample) -> Value {
+        (self.profile().sample)(sample)
+    }
+}
+
+/// A valid delivery: its identity and its payload with credentials removed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FormSubmission {
+    pub sender: Sender,
+    pub submission_id: SubmissionId,
+    /// The whole envelope as sent, minus credential fields.
+    pub payload: Value,
+    /// Static Forms' `data.apiKey`, when it is a string; not part of the
+    /// payload.
+    pub form_key: Option<FormKey>,
+}
+
+impl FormSubmission {
+    /// Parses a raw body as Static Forms, the default sender, sends it.
+    pub fn parse(body: &[u8]) -> Result<Self, EnvelopeError> {
+        staticforms::parse(body)
+    }
+
+    /// The part of the payload that identifies the content of a submission
+    /// (`Profile::content_pointer`).
+    pub fn data(&self) -> &Value {
+        self.payload
+            .pointer(self.sender.profile().content_pointer)
+            .unwrap_or(&Value::Null)
+    }
+}
+
+/// A receipt-timestamp text of the string at `pointer`; `None` when there
+/// is none or it is no time.
+fn timestamp_at(payload: &Value, pointer: &str) -> Option<String> {
+    payload
+        .pointer(pointer)
+        .and_then(Value::as_str)
+        .and_then(crate::receipt::parse_timestamp)
+        .map(crate::receipt::format_timestamp)
 }
 
 /// A submission's answers, ready to become a lead.
@@ -221,7 +302,7 @@ pub fn canonical_field(label: &str) -> Option<&'static str> {
 
 /// Where a vendor's envelope keeps its parts.
 pub(crate) struct Shape {
-    pub event: EventType,
+    pub sender: Sender,
     /// The top-level field that names the event.
     pub event_field: &'static str,
     /// The top-level object that holds the submission.
@@ -236,7 +317,7 @@ pub(crate) struct Shape {
 /// credentials in the body, so the payload is kept whole.
 pub(crate) fn parse_shaped(body: &[u8], shape: &Shape) -> Result<FormSubmission, EnvelopeError> {
     let payload = object(body)?;
-    expect_event(&payload, shape.event_field, shape.event.as_str())?;
+    expect_event(&payload, shape.event_field, shape.sender.event_name())?;
     if !payload
         .get(shape.content_field)
         .is_some_and(Value::is_object)
@@ -248,7 +329,7 @@ pub(crate) fn parse_shaped(body: &[u8], shape: &Shape) -> Result<FormSubmission,
     }
     let submission_id = id_at(&payload, shape.id_pointer, shape.id_field)?;
     Ok(FormSubmission {
-        event: shape.event,
+        sender: shape.sender,
         submission_id,
         payload,
         form_key: None,
@@ -290,20 +371,6 @@ fn expect_event(
     }
 }
 
-/// The envelope's `timestamp` (whole Unix seconds, as Static Forms sends
-/// it) as receipt-timestamp text; `None` for anything else or a time
-/// outside years 2000 to 9999.
-fn unix_seconds(timestamp: &Value) -> Option<String> {
-    const YEAR_2000: u64 = 946_684_800;
-    const YEAR_10000: u64 = 253_402_300_800;
-    let seconds = timestamp.as_u64()?;
-    (YEAR_2000..YEAR_10000).contains(&seconds).then(|| {
-        crate::receipt::format_timestamp(
-            std::time::UNIX_EPOCH + std::time::Duration::from_secs(seconds),
-        )
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -314,13 +381,16 @@ mod tests {
             assert_eq!(Sender::parse(sender.name()), Some(sender));
             let key = format!("{}event:id", sender.key_prefix());
             assert_eq!(Sender::of_key(&key), Some(sender));
-            assert_eq!(Sender::of_event(sender.event()), sender);
         }
         assert_eq!(Sender::parse("zapier"), None);
         assert_eq!(Sender::of_key("gate#email:abc"), None);
         assert_eq!(Sender::of_key("tallyho:x:y"), None);
-        assert_eq!(Sender::Webflow.accepted_status(), 200);
-        assert_eq!(Sender::Tally.accepted_status(), 202);
+        assert_eq!(Sender::names(), "staticforms, tally, typeform or webflow");
+        for mode in Sender::signature_modes() {
+            let sender = Sender::of_signature_mode(mode).unwrap();
+            assert_eq!(sender.signature().unwrap().mode, mode);
+        }
+        assert_eq!(Sender::of_signature_mode("bearer"), None);
     }
 
     #[test]

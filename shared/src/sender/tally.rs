@@ -6,14 +6,45 @@
 
 use serde_json::Value;
 
-use super::{canonical_field, parse_shaped, Answers, Shape};
-use crate::envelope::{EnvelopeError, EventType, FormSubmission};
+use serde_json::json;
+
+use super::signature::{Encoding, Signature};
+use super::{
+    canonical_field, parse_shaped, timestamp_at, Answers, FormSubmission, Profile, Sample, Sender,
+    Shape,
+};
+use crate::envelope::EnvelopeError;
+
+pub const PROFILE: Profile = Profile {
+    name: "tally",
+    title: "Tally",
+    webhook_settings: "Tally (Integrations, Webhooks)",
+    event: "FORM_RESPONSE",
+    content_pointer: "/data",
+    accepted_status: 202,
+    signature: Some(SIGNATURE),
+    parse,
+    answers,
+    submitted_at,
+    sample,
+};
+
+/// `Tally-Signature: base64(HMAC-SHA256(secret, body))`, keyed by the
+/// signing secret set in the webhook's settings
+/// (https://tally.so/help/webhooks, "Signing secret"). No time is signed.
+pub const SIGNATURE: Signature = Signature {
+    mode: "tally-signature",
+    header: "tally-signature",
+    encoding: Encoding::Base64 { prefix: "" },
+    time: None,
+    key_chosen_by_sender: false,
+};
 
 pub fn parse(body: &[u8]) -> Result<FormSubmission, EnvelopeError> {
     parse_shaped(
         body,
         &Shape {
-            event: EventType::TallyFormResponse,
+            sender: Sender::Tally,
             event_field: "eventType",
             content_field: "data",
             id_pointer: "/data/submissionId",
@@ -72,6 +103,21 @@ fn option_text(value: &Value, options: Option<&Value>) -> Value {
         Value::String(_) => text_of(value).map_or_else(|| value.clone(), Value::from),
         other => other.clone(),
     }
+}
+
+pub fn submitted_at(payload: &Value) -> Option<String> {
+    timestamp_at(payload, "/data/createdAt")
+}
+
+fn sample(sample: &Sample) -> Value {
+    let at = crate::receipt::format_timestamp(sample.at);
+    json!({
+        "eventId": format!("ev_{}", sample.id), "eventType": PROFILE.event, "createdAt": at,
+        "data": {"responseId": sample.id, "submissionId": sample.id, "formName": "sample", "createdAt": at, "fields": [
+            {"key": "name", "label": "Name", "type": "INPUT_TEXT", "value": sample.name},
+            {"key": "email", "label": "Email", "type": "INPUT_EMAIL", "value": sample.email},
+            {"key": "message", "label": "Message", "type": "TEXTAREA", "value": sample.message}]}
+    })
 }
 
 #[cfg(test)]
@@ -153,7 +199,7 @@ mod tests {
         }
         assert!(parse(b"{not json").is_err());
         let submission = parse_value(delivery()).unwrap();
-        assert_eq!(submission.event, EventType::TallyFormResponse);
+        assert_eq!(submission.sender, Sender::Tally);
         assert_eq!(submission.data()["formId"], "VwbNEw");
     }
 
@@ -190,5 +236,37 @@ mod tests {
             assert_eq!(option_text(&value, Some(&options)), expected, "{value}");
         }
         assert_eq!(option_text(&json!(["a"]), None), json!(["a"]));
+    }
+
+    /// Tally's example delivery, byte for byte, with the signature its
+    /// documented algorithm gives (checked with Node's crypto and Python's
+    /// hmac).
+    const TALLY_BODY: &str = r#"{"eventId":"a4cb511e-d513-4fa5-baee-b815d718dfd1","eventType":"FORM_RESPONSE","createdAt":"2023-06-28T15:00:21.889Z","data":{"responseId":"2wgx4n","submissionId":"2wgx4n","respondentId":"dwQKYm","formId":"VwbNEw","formName":"Contact form","createdAt":"2023-06-28T15:00:21.000Z","fields":[{"key":"question_3EKz4n","label":"Full name","type":"INPUT_TEXT","value":"Alice Smith"},{"key":"question_w4Q4Xn","label":"Email","type":"INPUT_EMAIL","value":"alice@example.com"},{"key":"question_3jZaa3","label":"Phone number","type":"INPUT_PHONE_NUMBER","value":"+32491223344"},{"key":"question_3Nrpl3","label":"Message","type":"TEXTAREA","value":"Hello world"},{"key":"question_3qL4Gm","label":"Plan","type":"MULTIPLE_CHOICE","value":["e7bfbbc6-c2e6-4821-8670-72ed1cb31cd5"],"options":[{"id":"ec321dc4-b50d-4270-8df0-0e38c898762a","text":"Starter"},{"id":"e7bfbbc6-c2e6-4821-8670-72ed1cb31cd5","text":"Business"}]}]}}"#;
+    const TALLY_SIGNATURE: &str = "AJqjBx/khwAhdAp+0P76eDKBcYj4yxAWjNPGjyhNMd0=";
+
+    #[test]
+    fn the_documented_example_verifies() {
+        use super::super::signature::lookup;
+        let keys = [
+            b"another-secret-0001".to_vec(),
+            b"whsec_tally_demo".to_vec(),
+        ];
+        let now = std::time::SystemTime::now();
+        let signed = [("tally-signature", TALLY_SIGNATURE)];
+        assert_eq!(
+            SIGNATURE.verify(
+                lookup(&signed),
+                TALLY_BODY.as_bytes(),
+                &keys,
+                Default::default(),
+                now
+            ),
+            Ok(())
+        );
+        let signed = SIGNATURE.sign(b"whsec_tally_demo", TALLY_BODY.as_bytes(), now);
+        assert_eq!(
+            signed,
+            vec![("tally-signature", TALLY_SIGNATURE.to_owned())]
+        );
     }
 }

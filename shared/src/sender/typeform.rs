@@ -9,14 +9,46 @@
 
 use serde_json::Value;
 
-use super::{canonical_field, parse_shaped, Answers, Shape};
-use crate::envelope::{EnvelopeError, EventType, FormSubmission};
+use serde_json::json;
+
+use super::signature::{Encoding, Signature};
+use super::{
+    canonical_field, parse_shaped, timestamp_at, Answers, FormSubmission, Profile, Sample, Sender,
+    Shape,
+};
+use crate::envelope::EnvelopeError;
+
+pub const PROFILE: Profile = Profile {
+    name: "typeform",
+    title: "Typeform",
+    webhook_settings: "Typeform (Connect, Webhooks)",
+    // Never `form_response_partial`: a partial response is no lead.
+    event: "form_response",
+    content_pointer: "/form_response",
+    accepted_status: 202,
+    signature: Some(SIGNATURE),
+    parse,
+    answers,
+    submitted_at,
+    sample,
+};
+
+/// `Typeform-Signature: sha256=base64(HMAC-SHA256(secret, body))`
+/// (https://www.typeform.com/developers/webhooks/secure-your-webhooks/).
+/// No time is signed.
+pub const SIGNATURE: Signature = Signature {
+    mode: "typeform-signature",
+    header: "typeform-signature",
+    encoding: Encoding::Base64 { prefix: "sha256=" },
+    time: None,
+    key_chosen_by_sender: false,
+};
 
 pub fn parse(body: &[u8]) -> Result<FormSubmission, EnvelopeError> {
     parse_shaped(
         body,
         &Shape {
-            event: EventType::TypeformFormResponse,
+            sender: Sender::Typeform,
             event_field: "event_type",
             content_field: "form_response",
             id_pointer: "/form_response/token",
@@ -93,6 +125,26 @@ fn value_of(answer: &Value, kind: &str) -> Option<Value> {
         _ => value.clone(),
     })
     .filter(|value| !value.is_null())
+}
+
+pub fn submitted_at(payload: &Value) -> Option<String> {
+    timestamp_at(payload, "/form_response/submitted_at")
+}
+
+fn sample(sample: &Sample) -> Value {
+    let at = crate::receipt::format_timestamp(sample.at);
+    json!({
+        "event_id": format!("ev_{}", sample.id), "event_type": PROFILE.event,
+        "form_response": {"token": sample.id, "submitted_at": at,
+            "definition": {"title": "sample", "fields": [
+                {"id": "name", "title": "Name", "type": "short_text", "ref": "name"},
+                {"id": "email", "title": "Email", "type": "email", "ref": "email"},
+                {"id": "message", "title": "Message", "type": "long_text", "ref": "message"}]},
+            "answers": [
+                {"type": "text", "text": sample.name, "field": {"id": "name", "type": "short_text", "ref": "name"}},
+                {"type": "email", "email": sample.email, "field": {"id": "email", "type": "email", "ref": "email"}},
+                {"type": "text", "text": sample.message, "field": {"id": "message", "type": "long_text", "ref": "message"}}]}
+    })
 }
 
 #[cfg(test)]
@@ -198,5 +250,56 @@ mod tests {
                 .as_deref(),
             Some("2018-01-18T18:17:02.000Z")
         );
+    }
+
+    #[test]
+    fn signs_the_raw_body_with_a_prefix() {
+        use super::super::signature::{lookup, SignatureError};
+        use base64::engine::general_purpose::STANDARD;
+        use base64::Engine;
+        use hmac::{Hmac, Mac};
+        use sha2::Sha256;
+        let body = br#"{"event_type":"form_response","form_response":{"token":"t"}}"#;
+        let mut mac = Hmac::<Sha256>::new_from_slice(b"tf_demo_secret_0001").unwrap();
+        mac.update(body);
+        let good = format!("sha256={}", STANDARD.encode(mac.finalize().into_bytes()));
+        let keys = [b"tf_demo_secret_0001".to_vec()];
+        let now = std::time::SystemTime::now();
+        let verify = |pairs: &[(&str, &str)], body: &[u8]| {
+            SIGNATURE.verify(lookup(pairs), body, &keys, Default::default(), now)
+        };
+        assert_eq!(verify(&[("typeform-signature", &good)], body), Ok(()));
+        type Presented<'a> = Vec<(&'a str, &'a str)>;
+        let rows: Vec<(Presented, &[u8], SignatureError)> = vec![
+            (
+                vec![],
+                body,
+                SignatureError::MissingHeader("typeform-signature"),
+            ),
+            (
+                vec![("typeform-signature", &good), ("typeform-signature", &good)],
+                body,
+                SignatureError::MissingHeader("typeform-signature"),
+            ),
+            (
+                vec![("typeform-signature", &good["sha256=".len()..])],
+                body,
+                SignatureError::Malformed,
+            ),
+            (
+                vec![("typeform-signature", "sha256=!!")],
+                body,
+                SignatureError::Malformed,
+            ),
+            // The same content re-serialised (a space) is other bytes.
+            (
+                vec![("typeform-signature", &good)],
+                br#"{"event_type": "form_response","form_response":{"token":"t"}}"#,
+                SignatureError::NoMatch,
+            ),
+        ];
+        for (presented, body, error) in rows {
+            assert_eq!(verify(&presented, body), Err(error), "{presented:?}");
+        }
     }
 }

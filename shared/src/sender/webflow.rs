@@ -7,14 +7,54 @@
 
 use serde_json::Value;
 
-use super::{canonical_field, parse_shaped, Answers, Shape};
-use crate::envelope::{EnvelopeError, EventType, FormSubmission};
+use serde_json::json;
+
+use super::signature::{Encoding, Signature, SignedTime};
+use super::{
+    canonical_field, parse_shaped, timestamp_at, Answers, FormSubmission, Profile, Sample, Sender,
+    Shape,
+};
+use crate::envelope::EnvelopeError;
+
+pub const PROFILE: Profile = Profile {
+    name: "webflow",
+    title: "Webflow",
+    webhook_settings: "Webflow (Site settings, Apps & Integrations, Webhooks)",
+    event: "form_submission",
+    content_pointer: "/payload",
+    // Webflow counts anything but 200 as a failure and retries it, so it
+    // gets 200 for a new receipt too (the body still says which).
+    accepted_status: 200,
+    signature: Some(SIGNATURE),
+    parse,
+    answers,
+    submitted_at,
+    sample,
+};
+
+/// `x-webflow-signature: hex(HMAC-SHA256(secret, "<timestamp>:" + body))`
+/// with `x-webflow-timestamp` in milliseconds, refused further than 5
+/// minutes from now either way
+/// (https://developers.webflow.com/data/docs/working-with-webhooks,
+/// "Validating request signatures"). Webflow signs only webhooks created
+/// through its API or an OAuth app, with a key it chooses; dashboard
+/// webhooks are unsigned and need another mode.
+pub const SIGNATURE: Signature = Signature {
+    mode: "webflow-signature",
+    header: "x-webflow-signature",
+    encoding: Encoding::Hex,
+    time: Some(SignedTime {
+        header: "x-webflow-timestamp",
+        tolerance: std::time::Duration::from_secs(300),
+    }),
+    key_chosen_by_sender: true,
+};
 
 pub fn parse(body: &[u8]) -> Result<FormSubmission, EnvelopeError> {
     parse_shaped(
         body,
         &Shape {
-            event: EventType::WebflowFormSubmission,
+            sender: Sender::Webflow,
             event_field: "triggerType",
             content_field: "payload",
             id_pointer: "/payload/id",
@@ -37,6 +77,19 @@ pub fn answers(payload: &Value) -> Answers {
         }
     }
     answers
+}
+
+pub fn submitted_at(payload: &Value) -> Option<String> {
+    timestamp_at(payload, "/payload/submittedAt")
+}
+
+fn sample(sample: &Sample) -> Value {
+    json!({
+        "triggerType": PROFILE.event,
+        "payload": {"name": "sample", "id": sample.id,
+            "submittedAt": crate::receipt::format_timestamp(sample.at),
+            "data": {"Name": sample.name, "email": sample.email, "Message": sample.message}}
+    })
 }
 
 #[cfg(test)]
@@ -101,5 +154,94 @@ mod tests {
                 .as_deref(),
             Some("2022-09-14T12:35:16.117Z")
         );
+    }
+
+    /// Webflow's example delivery, byte for byte, with the signature its
+    /// documented algorithm gives (checked with Node's crypto and Python's
+    /// hmac).
+    const WEBFLOW_BODY: &str = r#"{"triggerType":"form_submission","payload":{"name":"Contact Us","siteId":"65427cf400e02b306eaa049c","data":{"First Name":"Zaphod","Last Name":"Beeblebrox","email":"zaphod@heartofgold.ai","Phone Number":15550000000},"schema":[{"fieldName":"First Name","fieldType":"FormTextInput","fieldElementId":"285042f7-d554-dc7f-102c-aa10d6a2d2c4"},{"fieldName":"Last Name","fieldType":"FormTextInput","fieldElementId":"285042f7-d554-dc7f-102c-aa10d6a2d2c5"},{"fieldName":"email","fieldType":"FormTextInput","fieldElementId":"285042f7-d554-dc7f-102c-aa10d6a2d2c6"},{"fieldName":"Phone Number","fieldType":"FormTextInput","fieldElementId":"285042f7-d554-dc7f-102c-aa10d6a2d2c7"}],"submittedAt":"2024-07-30T20:07:15.220Z","id":"66a947f35b9d7ba400e22733","formId":"65429eadebe8a9f3a30f62d0","formElementId":"4e038d2c-6a1e-4953-7be9-a59a2b453177"}}"#;
+    const WEBFLOW_SIGNATURE: &str =
+        "5aefed7bb1a0531811fa8bffe3c08e86cdc380ee331cea1b01bde2c2f25bb673";
+    const WEBFLOW_TIMESTAMP: &str = "1722370035277";
+
+    fn at_millis(millis: u64) -> std::time::SystemTime {
+        std::time::UNIX_EPOCH + std::time::Duration::from_millis(millis)
+    }
+
+    #[test]
+    fn a_new_receipt_is_answered_200_since_webflow_retries_anything_else() {
+        assert_eq!(Sender::Webflow.accepted_status(), 200);
+        assert_eq!(Sender::Tally.accepted_status(), 202);
+    }
+
+    #[test]
+    fn the_documented_example_verifies_within_five_minutes() {
+        use super::super::signature::{lookup, SignatureError};
+        let keys = [b"wf_demo_client_secret".to_vec()];
+        let tolerance = SIGNATURE.time.unwrap().tolerance;
+        let signed = [
+            ("x-webflow-timestamp", WEBFLOW_TIMESTAMP),
+            ("x-webflow-signature", WEBFLOW_SIGNATURE),
+        ];
+        let sent = 1_722_370_035_277;
+        let verify = |pairs: &[(&str, &str)], now| {
+            SIGNATURE.verify(
+                lookup(pairs),
+                WEBFLOW_BODY.as_bytes(),
+                &keys,
+                tolerance,
+                now,
+            )
+        };
+        assert_eq!(verify(&signed, at_millis(sent + 1_000)), Ok(()));
+        assert_eq!(
+            SIGNATURE.sign(
+                b"wf_demo_client_secret",
+                WEBFLOW_BODY.as_bytes(),
+                at_millis(sent)
+            ),
+            vec![
+                ("x-webflow-timestamp", WEBFLOW_TIMESTAMP.to_owned()),
+                ("x-webflow-signature", WEBFLOW_SIGNATURE.to_owned())
+            ]
+        );
+        // Six minutes later, or a timestamp six minutes ahead: refused.
+        for now in [sent + 360_000, sent - 360_000] {
+            assert_eq!(
+                verify(&signed, at_millis(now)),
+                Err(SignatureError::OutsideTolerance("x-webflow-timestamp"))
+            );
+        }
+        let now = at_millis(sent);
+        for (timestamp, error) in [
+            ("", SignatureError::InvalidTimestamp("x-webflow-timestamp")),
+            (
+                "1722370035.277",
+                SignatureError::InvalidTimestamp("x-webflow-timestamp"),
+            ),
+            (
+                "-1",
+                SignatureError::InvalidTimestamp("x-webflow-timestamp"),
+            ),
+            // Seconds, not milliseconds: 1970 to Webflow's verifier.
+            (
+                "1722370035",
+                SignatureError::OutsideTolerance("x-webflow-timestamp"),
+            ),
+            // The same instant written with a leading zero is other text.
+            ("01722370035277", SignatureError::NoMatch),
+        ] {
+            let presented = [
+                ("x-webflow-timestamp", timestamp),
+                ("x-webflow-signature", WEBFLOW_SIGNATURE),
+            ];
+            assert_eq!(verify(&presented, now), Err(error), "{timestamp:?}");
+        }
+        let upper = WEBFLOW_SIGNATURE.to_uppercase();
+        let upper = [
+            ("x-webflow-timestamp", WEBFLOW_TIMESTAMP),
+            ("x-webflow-signature", upper.as_str()),
+        ];
+        assert_eq!(verify(&upper, now), Ok(()));
     }
 }

@@ -8,8 +8,8 @@ use std::time::Duration;
 use http::header::HeaderName;
 
 use super::verifier::{SecretSet, Verifier};
+use crate::sender_signatures::{self, SenderSignatures};
 use crate::standard_webhooks::{SigningKeys, StandardWebhooks};
-use crate::vendor_signatures::{Vendor, VendorSignatures};
 
 /// Shortest secret accepted: a guessable secret is no authentication.
 pub const MIN_SECRET_CHARS: usize = 16;
@@ -26,8 +26,8 @@ pub enum Scheme {
     StandardWebhooks {
         tolerance: Duration,
     },
-    /// A form vendor's own signature (Tally, Typeform, Webflow).
-    Vendor(Vendor),
+    /// The sender's own signature (`Sender::signature`).
+    SenderSignature(sender_signatures::Scheme),
 }
 
 /// Why secret text is not usable; `entry` counts from 1.
@@ -76,8 +76,10 @@ impl Scheme {
                 ));
             }
         }
-        if let Scheme::Vendor(vendor) = self {
-            return Ok(Verifier::Vendor(VendorSignatures::new(*vendor, entries)));
+        if let Scheme::SenderSignature(scheme) = self {
+            return Ok(Verifier::SenderSignature(SenderSignatures::new(
+                *scheme, entries,
+            )));
         }
         let secrets = SecretSet::new(entries);
         Ok(match self {
@@ -92,7 +94,9 @@ impl Scheme {
                 param: param.clone(),
                 secrets,
             },
-            Scheme::StandardWebhooks { .. } | Scheme::Vendor(_) => unreachable!("handled above"),
+            Scheme::StandardWebhooks { .. } | Scheme::SenderSignature(_) => {
+                unreachable!("handled above")
+            }
         })
     }
 }
@@ -107,7 +111,9 @@ mod tests {
     fn each_scheme_builds_its_verifier() {
         let rows: [(Scheme, &str, usize); 6] = [
             (
-                Scheme::Vendor(crate::vendor_signatures::Vendor::Tally),
+                Scheme::SenderSignature(sender_signatures::Scheme::of(
+                    &shared::sender::tally::SIGNATURE,
+                )),
                 "tally-signing-secret-1,tally-signing-secret-2",
                 2,
             ),
@@ -135,7 +141,7 @@ mod tests {
                 | Verifier::Header { secrets: s, .. }
                 | Verifier::Query { secrets: s, .. } => s.len(),
                 Verifier::StandardWebhooks(_) => 1,
-                Verifier::Vendor(v) => v.len(),
+                Verifier::SenderSignature(v) => v.len(),
                 Verifier::None => 0,
             };
             assert_eq!(secrets, count, "{scheme:?}");

@@ -14,8 +14,8 @@ use http::HeaderMap;
 use sha2::{Digest, Sha256};
 use subtle::{Choice, ConstantTimeEq};
 
+use crate::sender_signatures::SenderSignatures;
 use crate::standard_webhooks::StandardWebhooks;
-use crate::vendor_signatures::VendorSignatures;
 
 /// The digests of a set of accepted values (secrets, or form keys). Its
 /// `Debug` shows only how many.
@@ -85,8 +85,8 @@ pub enum Verifier {
     Query { param: String, secrets: SecretSet },
     /// `webhook-signature` over the raw body, within the timestamp tolerance.
     StandardWebhooks(StandardWebhooks),
-    /// Tally's, Typeform's or Webflow's own signature over the raw body.
-    Vendor(VendorSignatures),
+    /// The sender's own signature over the raw body (`Sender::signature`).
+    SenderSignature(SenderSignatures),
 }
 
 /// A refused sender, with the `WWW-Authenticate` challenge to answer with.
@@ -107,7 +107,7 @@ impl Verifier {
             Verifier::StandardWebhooks(verifier) => {
                 signature_accepted(verifier.verify(headers, presented.body, presented.now))
             }
-            Verifier::Vendor(verifier) => {
+            Verifier::SenderSignature(verifier) => {
                 signature_accepted(verifier.verify(headers, presented.body, presented.now))
             }
             Verifier::Bearer(secrets) => authorization_credentials(headers, "bearer")
@@ -144,7 +144,7 @@ impl Verifier {
             | Verifier::Header { .. }
             | Verifier::Query { .. }
             | Verifier::StandardWebhooks(_)
-            | Verifier::Vendor(_) => None,
+            | Verifier::SenderSignature(_) => None,
         }
     }
 }

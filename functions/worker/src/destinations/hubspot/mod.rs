@@ -435,7 +435,7 @@ impl Destination for HubSpot {
 mod tests {
     use super::answers::*;
     use super::*;
-    use shared::{EventType, SubmissionId};
+    use shared::{Sender, SubmissionId};
 
     fn lead(id: &str, email: &str, submitted_at: Option<&str>) -> Lead {
         Lead {
@@ -452,7 +452,7 @@ mod tests {
     }
 
     fn key(id: &str) -> IdempotencyKey {
-        IdempotencyKey::for_submission(EventType::FormSubmitted, &SubmissionId::parse(id).unwrap())
+        IdempotencyKey::for_submission(Sender::StaticForms, &SubmissionId::parse(id).unwrap())
     }
 
     #[test]
