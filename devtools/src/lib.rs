@@ -4,14 +4,13 @@
 //! Never deployed.
 
 pub mod crm_stub;
+pub mod fakes;
 pub mod fault_proxy;
 pub mod http_api;
-pub mod hubspot_fake;
 pub mod human_log;
 pub mod lambda_emulator;
 pub mod local;
 pub mod log_capture;
 pub mod pump;
-pub mod salesforce_fake;
 pub mod stream_event;
 pub mod template;

@@ -13,14 +13,9 @@ pub const DEMO_TOKEN: &str = "local-demo-token-change-me";
 /// The signing secret of `make run SENDER=<a sender that signs>`: the
 /// samples in events/ingest-<sender>.json are signed with it.
 pub const DEMO_SIGNING_SECRET: &str = "local-demo-signing-secret";
-/// The token the local HubSpot fake accepts (`DESTINATION=hubspot make run`).
-pub const DEMO_HUBSPOT_TOKEN: &str = "pat-local-demo-hubspot-token";
 /// The key of the newest-wins gates of the local pipeline and the tests
 /// (`GATE_KEY`; a deployed stack generates its own).
 pub const DEMO_GATE_KEY: &str = "local-demo-gate-key-of-at-least-32-characters";
-/// The client credentials the local Salesforce fake accepts.
-pub const DEMO_SALESFORCE_CLIENT_ID: &str = "3MVG9local.demo.client";
-pub const DEMO_SALESFORCE_CLIENT_SECRET: &str = "local-demo-salesforce-secret";
 
 /// SDK configuration for a local DynamoDB-protocol server.
 pub async fn sdk_config(endpoint: &str) -> aws_config::SdkConfig {

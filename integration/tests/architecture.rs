@@ -68,6 +68,8 @@ fn import_graph(src: &Path) -> BTreeMap<String, BTreeSet<String>> {
             else {
                 continue;
             };
+            // `use crate::a::b;` names crate::a::b, not crate::a.
+            let path = path.trim_end().trim_end_matches(';');
             let parent = module.rsplit_once("::").map_or("crate", |(p, _)| p);
             let path = if let Some(rest) = path.strip_prefix("super::") {
                 format!("{parent}::{rest}")

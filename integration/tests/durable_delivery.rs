@@ -174,7 +174,7 @@ async fn a_401_then_a_token_rotated_in_secrets_manager_delivers_and_never_fails_
     let clock = TestClock::default();
     // What main builds; no wait between re-reads so the test need not sleep
     // (the once-a-minute bound is a unit test of the gate).
-    let crm_client = worker::secrets::http_crm(
+    let crm_client = worker::destinations::http::build(
         crm.leads_url(),
         TokenSetting::SecretsManager(arn.clone()),
         || secrets.clone(),

@@ -306,12 +306,13 @@ async fn a_missing_secret_fails_init_with_a_clear_message() {
 async fn the_worker_reads_its_crm_token_from_secrets_manager() {
     let client = secrets_client(&endpoint(DYNAMODB_ENDPOINT)).await;
     let arn = create_secret(&client, "crm-token", "crm-token-from-secrets").await;
-    let token =
-        worker::secrets::resolve_token(worker::config::TokenSetting::SecretsManager(arn), || {
-            client.clone()
-        })
-        .await
-        .unwrap();
+    let token = worker::secrets::resolve_token(
+        worker::config::TokenSetting::SecretsManager(arn),
+        worker::destinations::http::CRM_TOKEN_SECRET_ARN,
+        || client.clone(),
+    )
+    .await
+    .unwrap();
     assert_eq!(
         token.map(|t| t.expose().to_owned()),
         Some("crm-token-from-secrets".to_owned())
@@ -320,10 +321,14 @@ async fn the_worker_reads_its_crm_token_from_secrets_manager() {
     let missing = worker::config::TokenSetting::SecretsManager(
         "arn:aws:secretsmanager:us-east-1:123456789012:secret:nope-AbCdEf".into(),
     );
-    let error = worker::secrets::resolve_token(missing, || client.clone())
-        .await
-        .unwrap_err()
-        .to_string();
+    let error = worker::secrets::resolve_token(
+        missing,
+        worker::destinations::http::CRM_TOKEN_SECRET_ARN,
+        || client.clone(),
+    )
+    .await
+    .unwrap_err()
+    .to_string();
     assert!(error.starts_with("CRM_TOKEN_SECRET_ARN"), "{error}");
 }
 
@@ -332,10 +337,10 @@ async fn the_worker_reads_its_crm_token_from_secrets_manager() {
 /// credentials; and a malformed credentials secret stopping init by name.
 #[tokio::test]
 async fn the_crm_destinations_read_their_credentials_from_secrets_manager() {
-    use devtools::hubspot_fake::HubSpotFake;
-    use devtools::salesforce_fake::{SalesforceFake, EXTERNAL_ID_FIELD};
-    use shared::field_map::FieldMap;
-    use worker::config::{CredentialsSetting, TokenSetting};
+    use devtools::fakes::hubspot::HubSpotFake;
+    use devtools::fakes::salesforce::{SalesforceFake, EXTERNAL_ID_FIELD};
+    use worker::config::TokenSetting;
+    use worker::destinations::salesforce::CredentialsSetting;
     use worker::destinations::{Destination, Upserted};
 
     let client = secrets_client(&endpoint(DYNAMODB_ENDPOINT)).await;
@@ -356,12 +361,12 @@ async fn the_crm_destinations_read_their_credentials_from_secrets_manager() {
     let arn = create_secret(&client, "hubspot-token", "pat-from-secrets-manager").await;
     let gate_key_text = "a-generated-gate-key-0123456789abcdefghijklmnopqrstuvwxyz";
     let gate_arn = create_secret(&client, "gate-key", gate_key_text).await;
-    let hubspot = worker::secrets::hubspot(
+    let hubspot = worker::destinations::hubspot::build::connect(
         worker::destinations::hubspot::HubSpotSettings {
             base_url: hubspot_fake.base_url(),
             api_version: worker::destinations::hubspot::ApiVersion::V3,
             id_property: worker::destinations::hubspot::IdProperty::Email,
-            field_map: FieldMap::hubspot_default(None),
+            field_map: worker::destinations::hubspot::default_field_map(None),
             gate_key: Some(worker::destinations::hubspot::GateKeySetting::SecretsManager(gate_arn)),
         },
         TokenSetting::SecretsManager(arn),
@@ -386,7 +391,9 @@ async fn the_crm_destinations_read_their_credentials_from_secrets_manager() {
         api_version: "v67.0".into(),
         object: "Lead".into(),
         external_id_field: EXTERNAL_ID_FIELD.into(),
-        field_map: FieldMap::salesforce_default().with_lead_requirements(),
+        field_map: worker::destinations::salesforce::with_lead_requirements(
+            worker::destinations::salesforce::default_field_map(),
+        ),
         auto_assign: false,
     };
     let arn = create_secret(
@@ -395,7 +402,7 @@ async fn the_crm_destinations_read_their_credentials_from_secrets_manager() {
         r#"{"client_id":"3MVG9secrets","client_secret":"secret-from-secrets-manager"}"#,
     )
     .await;
-    let salesforce = worker::secrets::salesforce(
+    let salesforce = worker::destinations::salesforce::build::connect(
         settings.clone(),
         CredentialsSetting::SecretsManager(arn),
         || client.clone(),
@@ -412,7 +419,7 @@ async fn the_crm_destinations_read_their_credentials_from_secrets_manager() {
         "client_id=x&client_secret=visible-value",
     )
     .await;
-    let error = worker::secrets::salesforce(
+    let error = worker::destinations::salesforce::build::connect(
         settings,
         CredentialsSetting::SecretsManager(malformed),
         || client.clone(),

@@ -174,10 +174,10 @@ fn the_template_gives_each_function_the_configuration_its_code_requires() {
                 };
                 assert_eq!(token, expected);
             }
-            ("dynamodb", worker::config::DestinationConfig::Dynamodb(settings)) => {
+            ("dynamodb", worker::config::DestinationConfig::LeadsTable(settings)) => {
                 assert_eq!(settings.table, "LeadsTable-name");
             }
-            ("hubspot", worker::config::DestinationConfig::Hubspot { settings, token }) => {
+            ("hubspot", worker::config::DestinationConfig::HubSpot { settings, token }) => {
                 assert_eq!(
                     token,
                     worker::config::TokenSetting::SecretsManager(hubspot_secret.1.to_owned())
@@ -209,7 +209,7 @@ fn the_template_gives_each_function_the_configuration_its_code_requires() {
                 if !extra.iter().any(|(name, _)| *name == "FieldMap") {
                     assert_eq!(
                         settings.field_map,
-                        shared::field_map::FieldMap::hubspot_default(message),
+                        worker::destinations::hubspot::default_field_map(message),
                         "the message goes to HubSpotMessageProperty"
                     );
                 }
@@ -223,7 +223,7 @@ fn the_template_gives_each_function_the_configuration_its_code_requires() {
             ) => {
                 assert_eq!(
                     credentials,
-                    worker::config::CredentialsSetting::SecretsManager(
+                    worker::destinations::salesforce::CredentialsSetting::SecretsManager(
                         salesforce_secret.1.to_owned()
                     )
                 );
@@ -757,7 +757,7 @@ fn a_schedule_starts_the_reconciliation_pass() {
             Evaluator::new(&template, &[("LeadRetentionDays", days)]).environment("WorkerFunction");
         let config = worker::Config::from_lookup(|name| env.get(name).cloned()).unwrap();
         match config.destination {
-            worker::config::DestinationConfig::Dynamodb(settings) => {
+            worker::config::DestinationConfig::LeadsTable(settings) => {
                 assert_eq!(settings.retention, expected, "LeadRetentionDays={days}")
             }
             other => panic!("{other:?}"),

@@ -7,6 +7,7 @@
 pub mod aws_error;
 pub mod cli;
 pub mod commands;
+pub mod destinations;
 pub mod leads;
 pub mod smoke;
 pub mod stack;

@@ -235,37 +235,6 @@ fn query_escape(text: &str) -> String {
         .collect()
 }
 
-/// What becomes of the lead the smoke test wrote.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Cleanup {
-    /// The stack's own leads table: this row is deleted.
-    DeleteRow { pk: String },
-    /// A CRM this tool holds no credentials for: what to delete there.
-    Tell(String),
-}
-
-/// The smoke lead's clean-up for a stack's `Destination` and `LeadKey`
-/// (empty: the template's defaults, `dynamodb` and `submission`).
-pub fn cleanup(destination: &str, lead_key: &str, submission_id: &str) -> Cleanup {
-    match destination {
-        "" | "dynamodb" if lead_key == "email" => Cleanup::DeleteRow {
-            pk: format!("email#{SMOKE_EMAIL}"),
-        },
-        "" | "dynamodb" => Cleanup::DeleteRow {
-            pk: format!("submission#{submission_id}"),
-        },
-        "hubspot" => Cleanup::Tell(format!(
-            "delete the smoke contact in HubSpot: CRM > Contacts, search {SMOKE_EMAIL}, Delete"
-        )),
-        "salesforce" => Cleanup::Tell(format!(
-            "delete the smoke Lead in Salesforce: Leads, search {SMOKE_EMAIL} (submission {submission_id}), Delete"
-        )),
-        _ => Cleanup::Tell(format!(
-            "delete the smoke lead in your CRM: externalId {submission_id}, {SMOKE_EMAIL}"
-        )),
-    }
-}
-
 /// Where a followed receipt stands.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Progress {
@@ -576,52 +545,6 @@ mod tests {
                 );
             } else {
                 assert!(told.contains("signing secret\n  k\n"), "{told}");
-            }
-        }
-    }
-
-    #[test]
-    fn the_smoke_lead_is_deleted_where_the_stack_owns_it_and_named_elsewhere() {
-        let rows = [
-            (
-                "",
-                "",
-                Cleanup::DeleteRow {
-                    pk: "submission#smoke_1".into(),
-                },
-            ),
-            (
-                "dynamodb",
-                "submission",
-                Cleanup::DeleteRow {
-                    pk: "submission#smoke_1".into(),
-                },
-            ),
-            (
-                "dynamodb",
-                "email",
-                Cleanup::DeleteRow {
-                    pk: format!("email#{SMOKE_EMAIL}"),
-                },
-            ),
-        ];
-        for (destination, lead_key, expected) in rows {
-            assert_eq!(
-                cleanup(destination, lead_key, "smoke_1"),
-                expected,
-                "{destination}"
-            );
-        }
-        for (destination, names) in [
-            ("hubspot", "HubSpot"),
-            ("salesforce", "Salesforce"),
-            ("http", "externalId smoke_1"),
-        ] {
-            match cleanup(destination, "", "smoke_1") {
-                Cleanup::Tell(text) => {
-                    assert!(text.contains(names) && text.contains(SMOKE_EMAIL), "{text}")
-                }
-                other => panic!("{destination}: {other:?}"),
             }
         }
     }

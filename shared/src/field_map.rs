@@ -1,5 +1,6 @@
 //! `FIELD_MAP`: which CRM property gets which form field, for every CRM
-//! destination (HubSpot, Salesforce). A JSON object from CRM property name
+//! destination that maps fields (each declares its default map beside its
+//! settings). A JSON object from CRM property name
 //! to form field name; a value starting with `=` is a literal, e.g.
 //! `{"email":"email","firstname":"firstName","hs_lead_status":"=NEW"}`.
 //!
@@ -7,10 +8,9 @@
 //! batch for one property it does not know, so a form field nobody mapped
 //! never becomes a property of its own. It is not dropped either: the value
 //! `*` ([`Source::MessageAndRest`]) is the message followed by a
-//! `name: value` line for every form field no other entry reads, and both
-//! CRMs' default maps send it (HubSpot's `message`, Salesforce's
-//! `Description`), so the person reading the lead sees everything the form
-//! sent. A form field the submission lacks is left out too, so an update
+//! `name: value` line for every form field no other entry reads, and every
+//! CRM's default map sends it to a property every account has, so the
+//! person reading the lead sees everything the form sent. A form field the submission lacks is left out too, so an update
 //! never blanks a property the CRM already holds.
 
 use serde_json::{Map, Value};
@@ -38,8 +38,8 @@ pub enum Source {
     MessageAndRest,
 }
 
-/// The longest text `*` gives: Salesforce's `Description` holds 32,000
-/// characters (HubSpot's multi-line text, 65,536); a longer one is cut.
+/// The longest text `*` gives: the smallest of the CRMs' long text
+/// properties holds 32,000 characters; a longer one is cut.
 pub const MAX_TEXT_CHARS: usize = 32_000;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -47,7 +47,7 @@ pub struct FieldMap {
     /// In the order given, so requests and tests are stable.
     entries: Vec<(String, Source)>,
     /// Values for properties the CRM requires, used when the map gives
-    /// none (Salesforce's Lead needs `LastName` and `Company`).
+    /// none (`with_fallbacks`).
     fallbacks: Vec<(String, String)>,
 }
 
@@ -103,49 +103,13 @@ impl FieldMap {
         Ok(FieldMap::new(entries))
     }
 
-    /// HubSpot's default: its standard contact properties `email`,
-    /// `firstname`, `lastname` (from `firstName`/`lastName`, or `name` split
-    /// at its last space), `phone` and `company`, and the message with
-    /// every other field (`*`) into `message` (a contact property of every
-    /// account), or into `message_property` when the user names one.
-    pub fn hubspot_default(message_property: Option<&str>) -> Self {
-        let message_property = message_property
-            .map(str::trim)
-            .filter(|p| !p.is_empty())
-            .unwrap_or("message");
-        FieldMap::new(vec![
-            ("email".to_owned(), Source::Field("email".to_owned())),
-            ("firstname".to_owned(), Source::FirstName),
-            ("lastname".to_owned(), Source::LastName),
-            ("phone".to_owned(), Source::Field("phone".to_owned())),
-            ("company".to_owned(), Source::Field("company".to_owned())),
-            (message_property.to_owned(), Source::MessageAndRest),
-        ])
-    }
-
-    /// Salesforce's default for a Lead: `FirstName`/`LastName` as for
-    /// HubSpot, `Email`, `Phone`, `Company`, and the message with every
-    /// other field (`*`) as `Description`; see `with_lead_requirements` for
-    /// the required two.
-    pub fn salesforce_default() -> Self {
-        FieldMap::new(vec![
-            ("FirstName".to_owned(), Source::FirstName),
-            ("LastName".to_owned(), Source::LastName),
-            ("Email".to_owned(), Source::Field("email".to_owned())),
-            ("Phone".to_owned(), Source::Field("phone".to_owned())),
-            ("Company".to_owned(), Source::Field("company".to_owned())),
-            ("Description".to_owned(), Source::MessageAndRest),
-        ])
-    }
-
-    /// Salesforce refuses a Lead without `LastName` or `Company`: when the
-    /// map gives none, `LastName` is `Unknown` and `Company` is
-    /// `[not provided]`, so a lead without a name still arrives.
-    pub fn with_lead_requirements(mut self) -> Self {
-        self.fallbacks = vec![
-            ("LastName".to_owned(), "Unknown".to_owned()),
-            ("Company".to_owned(), "[not provided]".to_owned()),
-        ];
+    /// Values for properties the CRM requires, sent when the map gives
+    /// none (a CRM object with required fields).
+    pub fn with_fallbacks(mut self, fallbacks: &[(&str, &str)]) -> Self {
+        self.fallbacks = fallbacks
+            .iter()
+            .map(|(property, value)| ((*property).to_owned(), (*value).to_owned()))
+            .collect();
         self
     }
 
@@ -369,71 +333,6 @@ mod tests {
                 )
             });
             assert_eq!(parsed, expected, "{text}");
-        }
-    }
-
-    #[test]
-    fn salesforce_lead_defaults() {
-        let map = FieldMap::salesforce_default().with_lead_requirements();
-        let rows = [
-            (
-                lead(
-                    "Ada King Lovelace",
-                    "ada@example.com",
-                    json!({"company": "AE", "phone": "555"}),
-                ),
-                json!({"FirstName": "Ada King", "LastName": "Lovelace", "Email": "ada@example.com", "Phone": "555", "Company": "AE", "Description": "Please call"}),
-            ),
-            (
-                lead("Prince", "", json!({})),
-                json!({"FirstName": "Prince", "LastName": "Unknown", "Company": "[not provided]", "Description": "Please call"}),
-            ),
-            (
-                lead("", "", json!({"lastName": "Hopper"})),
-                json!({"LastName": "Hopper", "Company": "[not provided]", "Description": "Please call"}),
-            ),
-        ];
-        for (lead, expected) in rows {
-            assert_eq!(Value::Object(map.apply(&lead)), expected, "{}", lead.name);
-        }
-        // A user's map keeps the requirements too.
-        let own = FieldMap::parse(r#"{"Email":"email"}"#)
-            .unwrap()
-            .with_lead_requirements();
-        assert_eq!(
-            Value::Object(own.apply(&lead("", "a@b.c", json!({})))),
-            json!({"Email": "a@b.c", "LastName": "Unknown", "Company": "[not provided]"})
-        );
-    }
-
-    #[test]
-    fn hubspot_defaults() {
-        let lead = lead(
-            "Ada King Lovelace",
-            " ada@example.com ",
-            json!({"phone": "555", "company": "Analytical Engines", "utm": "x"}),
-        );
-        let rows = [
-            (
-                None,
-                json!({"email": "ada@example.com", "firstname": "Ada King", "lastname": "Lovelace", "phone": "555", "company": "Analytical Engines", "message": "Please call\n\nutm: x"}),
-            ),
-            (
-                Some("notes"),
-                json!({"email": "ada@example.com", "firstname": "Ada King", "lastname": "Lovelace", "phone": "555", "company": "Analytical Engines", "notes": "Please call\n\nutm: x"}),
-            ),
-            (
-                Some("  "),
-                json!({"email": "ada@example.com", "firstname": "Ada King", "lastname": "Lovelace", "phone": "555", "company": "Analytical Engines", "message": "Please call\n\nutm: x"}),
-            ),
-        ];
-        for (message_property, expected) in rows {
-            let map = FieldMap::hubspot_default(message_property);
-            assert_eq!(
-                Value::Object(map.apply(&lead)),
-                expected,
-                "{message_property:?}"
-            );
         }
     }
 

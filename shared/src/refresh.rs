@@ -1,6 +1,6 @@
 //! A value kept in force and read again from where it lives: the one
 //! refresh mechanism of both functions (ingest's webhook secrets, the
-//! worker's CRM token and Salesforce credentials).
+//! worker's CRM tokens and client credentials).
 //!
 //! `Refreshing<T, E>` holds the value; `renew_if_older` reads it again from
 //! its `Source` when the last read is old enough, at most once per such age

@@ -2,7 +2,7 @@
 //! `worker` binaries run against a local Lambda Runtime API, behind a local
 //! HTTP API, with the receipts stream pumped from a local DynamoDB-protocol
 //! server to the worker, and a CRM stub as the destination (or, with
-//! `DESTINATION=hubspot` or `salesforce`, that CRM's fake). A reconciliation
+//! `DESTINATION=<a CRM>`, that CRM's fake: `devtools::fakes`). A reconciliation
 //! pass runs every few seconds, as the schedule does in AWS (every
 //! `ReconcileEveryMinutes`), with local timings short enough to watch.
 //! `SENDER=<name>` (any of `shared::Sender::ALL`) takes that sender's
@@ -21,16 +21,11 @@ use axum::extract::State;
 use axum::http::{HeaderMap, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::Router;
-use devtools::crm_stub::CrmStub;
+use devtools::fakes::LocalCrm;
 use devtools::http_api::{answer_from, event_for};
-use devtools::hubspot_fake::HubSpotFake;
 use devtools::lambda_emulator::LambdaEmulator;
-use devtools::local::{
-    self, DEMO_HUBSPOT_TOKEN, DEMO_SALESFORCE_CLIENT_ID, DEMO_SALESFORCE_CLIENT_SECRET,
-    DEMO_SIGNING_SECRET, DEMO_TOKEN, LEADS_TABLE, RECEIPTS_TABLE,
-};
+use devtools::local::{self, DEMO_SIGNING_SECRET, DEMO_TOKEN, LEADS_TABLE, RECEIPTS_TABLE};
 use devtools::pump::StreamPump;
-use devtools::salesforce_fake::SalesforceFake;
 
 const INGEST_TIMEOUT: Duration = Duration::from_secs(10);
 const WORKER_TIMEOUT: Duration = Duration::from_secs(60);
@@ -125,32 +120,7 @@ async fn run() -> Result<(), String> {
     local::create_tables_named(&dynamodb, &receipts_table, &leads_table).await?;
 
     let crm_address = SocketAddr::from(([127, 0, 0, 1], crm_port));
-    let crm = match setting("DESTINATION", "http").as_str() {
-        "http" => LocalCrm::Stub(
-            CrmStub::start_on(crm_address, true)
-                .await
-                .map_err(|e| format!("CRM stub on port {crm_port}: {e}"))?,
-        ),
-        "hubspot" => LocalCrm::HubSpot(Arc::new(
-            HubSpotFake::start_on(crm_address, DEMO_HUBSPOT_TOKEN)
-                .await
-                .map_err(|e| format!("HubSpot fake on port {crm_port}: {e}"))?,
-        )),
-        "salesforce" => LocalCrm::Salesforce(Arc::new(
-            SalesforceFake::start_on(
-                crm_address,
-                DEMO_SALESFORCE_CLIENT_ID,
-                DEMO_SALESFORCE_CLIENT_SECRET,
-            )
-            .await
-            .map_err(|e| format!("Salesforce fake on port {crm_port}: {e}"))?,
-        )),
-        _ => {
-            return Err(
-                "DESTINATION must be http, hubspot or salesforce for the local pipeline".to_owned(),
-            )
-        }
-    };
+    let crm = LocalCrm::start(&setting("DESTINATION", "http"), crm_address).await?;
 
     let common_env = local::function_env(&dynamodb_endpoint, &receipts_table);
     // One human line per event, or the JSON lines as Lambda gets them.
@@ -281,75 +251,6 @@ async fn run() -> Result<(), String> {
     let _ = ingest.kill().await;
     let _ = worker.kill().await;
     Ok(())
-}
-
-/// The local destination `DESTINATION` names.
-enum LocalCrm {
-    Stub(CrmStub),
-    HubSpot(Arc<HubSpotFake>),
-    Salesforce(Arc<SalesforceFake>),
-}
-
-/// Contacts or leads held, and the writes to them.
-type Counts = Box<dyn Fn() -> (usize, u64) + Send>;
-
-impl LocalCrm {
-    fn worker_env(&self) -> Vec<(&'static str, String)> {
-        match self {
-            LocalCrm::Stub(stub) => vec![
-                ("DESTINATION", "http".to_owned()),
-                ("CRM_URL", stub.leads_url()),
-            ],
-            LocalCrm::HubSpot(fake) => vec![
-                ("DESTINATION", "hubspot".to_owned()),
-                ("HUBSPOT_TOKEN", DEMO_HUBSPOT_TOKEN.to_owned()),
-                ("HUBSPOT_BASE_URL", fake.base_url()),
-                ("GATE_KEY", local::DEMO_GATE_KEY.to_owned()),
-            ],
-            LocalCrm::Salesforce(fake) => vec![
-                ("DESTINATION", "salesforce".to_owned()),
-                ("SALESFORCE_LOGIN_URL", fake.login_url()),
-                ("SALESFORCE_CLIENT_ID", DEMO_SALESFORCE_CLIENT_ID.to_owned()),
-                (
-                    "SALESFORCE_CLIENT_SECRET",
-                    DEMO_SALESFORCE_CLIENT_SECRET.to_owned(),
-                ),
-            ],
-        }
-    }
-
-    fn counts(&self) -> Counts {
-        match self {
-            LocalCrm::Stub(stub) => {
-                let view = stub.clone_handle();
-                Box::new(move || (view.lead_count(), view.writes()))
-            }
-            LocalCrm::HubSpot(fake) => {
-                let fake = Arc::clone(fake);
-                Box::new(move || {
-                    let contacts = fake.contacts();
-                    let writes = contacts.iter().map(|c| u64::from(c.writes)).sum();
-                    (contacts.len(), writes)
-                })
-            }
-            LocalCrm::Salesforce(fake) => {
-                let fake = Arc::clone(fake);
-                Box::new(move || {
-                    let records = fake.records();
-                    let writes = records.iter().map(|r| u64::from(r.writes)).sum();
-                    (records.len(), writes)
-                })
-            }
-        }
-    }
-
-    fn describe(&self, port: u16) -> String {
-        match self {
-            LocalCrm::Stub(_) => format!("CRM stub  GET  http://127.0.0.1:{port}/leads   (POST/DELETE /faults to break and mend it)"),
-            LocalCrm::HubSpot(_) => format!("HubSpot   GET  http://127.0.0.1:{port}/contacts   (a local fake; POST/DELETE /faults to break and mend it)"),
-            LocalCrm::Salesforce(_) => format!("Salesforce GET http://127.0.0.1:{port}/records   (a local fake; POST/DELETE /faults to break and mend it)"),
-        }
-    }
 }
 
 /// Ctrl-C (SIGINT) or SIGTERM.

@@ -16,25 +16,9 @@ pub use shared::field_map::FIELD_MAP;
 
 use crate::decide::{DeliveryRules, DEFAULT_MAX_AGE_SECONDS};
 use crate::deliver::DEFAULT_RECONCILE_AFTER;
-pub use crate::destinations::catalog::DestinationKind;
 pub use crate::destinations::client::CRM_ALLOW_HTTP;
-use crate::destinations::http;
-pub use crate::destinations::http::{
-    CRM_TOKEN, CRM_TOKEN_SECRET_ARN, CRM_URL, EXTERNAL_ID_PLACEHOLDER,
-};
-pub use crate::destinations::hubspot::{
-    HubSpotSettings, HUBSPOT_API_VERSION, HUBSPOT_BASE_URL, HUBSPOT_ID_PROPERTY,
-    HUBSPOT_MESSAGE_PROPERTY, HUBSPOT_ONLY, HUBSPOT_TOKEN, HUBSPOT_TOKEN_SECRET_ARN,
-};
-pub use crate::destinations::leads_table::{
-    LeadKey, LeadsTableSettings, LEADS_TABLE, LEAD_KEY, LEAD_RETENTION_DAYS,
-};
-pub use crate::destinations::salesforce::{
-    CredentialsSetting, SalesforceSettings, SALESFORCE_API_VERSION, SALESFORCE_CLIENT_ID,
-    SALESFORCE_CLIENT_SECRET, SALESFORCE_CREDENTIALS_SECRET_ARN, SALESFORCE_EXTERNAL_ID_FIELD,
-    SALESFORCE_LOGIN_URL, SALESFORCE_OBJECT, SALESFORCE_ONLY,
-};
 pub use crate::destinations::token::{CrmToken, TokenSetting};
+pub use crate::destinations::{DestinationConfig, DestinationKind};
 
 pub use shared::config::RECEIPTS_TABLE;
 pub const DESTINATION: &str = "DESTINATION";
@@ -65,23 +49,6 @@ pub struct Config {
     pub metrics_namespace: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum DestinationConfig {
-    Http {
-        url: String,
-        token: TokenSetting,
-    },
-    Dynamodb(LeadsTableSettings),
-    Hubspot {
-        settings: HubSpotSettings,
-        token: TokenSetting,
-    },
-    Salesforce {
-        settings: SalesforceSettings,
-        credentials: CredentialsSetting,
-    },
-}
-
 impl Config {
     pub fn from_env() -> Result<Self, ConfigError> {
         Self::from_lookup(|name| std::env::var(name).ok())
@@ -104,26 +71,7 @@ impl Config {
             })?,
         };
         kind.refuse_others(&get)?;
-        let destination = match kind {
-            DestinationKind::Http => {
-                let (url, token) = http::settings_from_lookup(&get, allow_http)?;
-                DestinationConfig::Http { url, token }
-            }
-            DestinationKind::LeadsTable => {
-                DestinationConfig::Dynamodb(LeadsTableSettings::from_lookup(&get)?)
-            }
-            DestinationKind::HubSpot => {
-                let (settings, token) = HubSpotSettings::from_lookup(&get, allow_http)?;
-                DestinationConfig::Hubspot { settings, token }
-            }
-            DestinationKind::Salesforce => {
-                let (settings, credentials) = SalesforceSettings::from_lookup(&get, allow_http)?;
-                DestinationConfig::Salesforce {
-                    settings,
-                    credentials,
-                }
-            }
-        };
+        let destination = kind.read_settings(&get, allow_http)?;
 
         let concurrency = match get(WORKER_CONCURRENCY) {
             None => DEFAULT_CONCURRENCY,
@@ -194,8 +142,9 @@ fn seconds(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::destinations::hubspot::{ApiVersion, GateKeySetting, IdProperty};
-    use shared::field_map::FieldMap;
+    use crate::destinations::http::{CRM_TOKEN, CRM_TOKEN_SECRET_ARN, CRM_URL};
+    use crate::destinations::hubspot::*;
+    use crate::destinations::leads_table::*;
     use shared::newest::{GateSecret, GATE_KEY};
     use std::collections::HashMap;
 
@@ -266,7 +215,7 @@ mod tests {
         .unwrap();
         assert_eq!(
             by_email.destination,
-            DestinationConfig::Dynamodb(LeadsTableSettings {
+            DestinationConfig::LeadsTable(LeadsTableSettings {
                 table: "leads".into(),
                 lead_key: LeadKey::Email,
                 retention: None,
@@ -296,7 +245,7 @@ mod tests {
             load(&[TABLE, (DESTINATION, "dynamodb"), (LEADS_TABLE, "leads")]).unwrap();
         assert!(matches!(
             by_submission.destination,
-            DestinationConfig::Dynamodb(LeadsTableSettings {
+            DestinationConfig::LeadsTable(LeadsTableSettings {
                 lead_key: LeadKey::Submission,
                 ..
             })
@@ -318,40 +267,17 @@ mod tests {
             ])
             .unwrap()
             .destination,
-            DestinationConfig::Hubspot {
+            DestinationConfig::HubSpot {
                 settings: HubSpotSettings {
                     base_url: "https://api.hubapi.com".into(),
                     api_version: ApiVersion::Dated("2026-09".into()),
                     id_property: IdProperty::Email,
-                    field_map: FieldMap::hubspot_default(None),
+                    field_map: default_field_map(None),
                     gate_key: Some(GateKeySetting::Inline(
                         GateSecret::new("a-local-gate-key-of-at-least-32-characters").unwrap()
                     )),
                 },
                 token: TokenSetting::SecretsManager(hubspot_arn.into()),
-            }
-        );
-        let salesforce_arn =
-            "arn:aws:secretsmanager:us-east-1:123456789012:secret:salesforce-AbCdEf";
-        assert_eq!(
-            load(&[
-                TABLE,
-                (DESTINATION, "salesforce"),
-                (SALESFORCE_LOGIN_URL, "https://acme.my.salesforce.com/"),
-                (SALESFORCE_CREDENTIALS_SECRET_ARN, salesforce_arn),
-            ])
-            .unwrap()
-            .destination,
-            DestinationConfig::Salesforce {
-                settings: SalesforceSettings {
-                    login_url: "https://acme.my.salesforce.com".into(),
-                    api_version: "v67.0".into(),
-                    object: "Lead".into(),
-                    external_id_field: "StaticForms_Submission_Id__c".into(),
-                    field_map: FieldMap::salesforce_default().with_lead_requirements(),
-                    auto_assign: false,
-                },
-                credentials: CredentialsSetting::SecretsManager(salesforce_arn.into()),
             }
         );
         // CRM_ALLOW_HTTP reaches the settings.
@@ -374,25 +300,11 @@ mod tests {
             pairs.extend_from_slice(extra);
             load(&pairs).unwrap_err()
         };
-        let salesforce = |extra: &[(&'static str, &'static str)]| {
-            let mut pairs = vec![
-                TABLE,
-                (DESTINATION, "salesforce"),
-                (SALESFORCE_LOGIN_URL, "https://acme.my.salesforce.com/"),
-                (SALESFORCE_CLIENT_ID, "3MVG9"),
-                (SALESFORCE_CLIENT_SECRET, "never-shown-secret"),
-            ];
-            pairs.extend_from_slice(extra);
-            load(&pairs).unwrap_err()
-        };
         #[rustfmt::skip]
         let rows: Vec<(&str, ConfigError, ConfigError)> = vec![
             ("hubspot with a CRM_URL", hubspot(&[(CRM_URL, "https://crm/{externalId}")]), invalid(CRM_URL, "does not apply to DESTINATION=hubspot; unset it")),
             ("hubspot with a leads table", hubspot(&[(LEADS_TABLE, "leads")]), invalid(LEADS_TABLE, "does not apply to DESTINATION=hubspot; unset it")),
             ("hubspot's own error", hubspot(&[(HUBSPOT_API_VERSION, "v4")]), invalid(HUBSPOT_API_VERSION, "expected v3 or a date version YYYY-MM")),
-            ("salesforce with a hubspot variable", salesforce(&[(HUBSPOT_TOKEN, "x")]), invalid(HUBSPOT_TOKEN, "does not apply to DESTINATION=salesforce; unset it")),
-            ("salesforce with a gate key", salesforce(&[(GATE_KEY, "x")]), invalid(GATE_KEY, "does not apply to DESTINATION=salesforce; unset it")),
-            ("salesforce's own error", salesforce(&[(SALESFORCE_OBJECT, "Web Lead")]), invalid(SALESFORCE_OBJECT, "expected an API name (letters, digits, _)")),
             ("keep payload not a flag", load(&[TABLE, (DESTINATION, "dynamodb"), (LEADS_TABLE, "leads"), (KEEP_PAYLOAD_AFTER_DELIVERY, "yes")]).unwrap_err(), invalid(KEEP_PAYLOAD_AFTER_DELIVERY, "expected true or false")),
             ("dynamodb with a field map", load(&[TABLE, (DESTINATION, "dynamodb"), (LEADS_TABLE, "leads"), (FIELD_MAP, "{}")]).unwrap_err(), invalid(FIELD_MAP, "does not apply to DESTINATION=dynamodb; unset it")),
         ];
@@ -426,7 +338,7 @@ mod tests {
                 vec![TABLE, (DESTINATION, "pipedrive")],
                 invalid(
                     DESTINATION,
-                    "expected http, dynamodb, hubspot or salesforce",
+                    format!("expected {}", DestinationKind::names()),
                 ),
             ),
             (

@@ -11,7 +11,7 @@ use shared::delivery::{bounded_reason, Redelivery};
 use shared::receipt::attr;
 use shared::{Lead, LeadError, Receipt, ReceiptStatus, Retention};
 
-use crate::destinations::{DestinationError, Upserted};
+use crate::destinations::port::{DestinationError, Upserted};
 
 /// Why a record needs no work.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

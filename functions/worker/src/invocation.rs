@@ -8,7 +8,7 @@ use std::time::{Duration, Instant, SystemTime};
 use aws_lambda_events::event::dynamodb::Event;
 use serde_json::Value;
 
-use crate::destinations::Destination;
+use crate::destinations::port::Destination;
 use crate::ledger::{PendingQueue, ReceiptLedger};
 use crate::Worker;
 

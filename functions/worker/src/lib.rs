@@ -18,7 +18,6 @@ pub mod ledger;
 pub mod outcome;
 pub mod reconcile;
 pub mod secrets;
-pub mod startup;
 pub mod stream;
 
 pub use config::Config;

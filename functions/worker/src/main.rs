@@ -7,7 +7,7 @@ use lambda_runtime::{run, service_fn, Error, LambdaEvent};
 use serde_json::Value;
 use worker::invocation::deadline_from;
 use worker::ledger::dynamodb::{self, sdk_loader, DynamoLedger};
-use worker::{startup, Config, Worker};
+use worker::{Config, Worker};
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Error> {
@@ -18,12 +18,9 @@ async fn main() -> Result<(), Error> {
 
     let sdk_config = sdk_loader().load().await;
     let client = dynamodb::client(&sdk_config, config.dynamodb_endpoint.as_deref());
-    let destination = startup::destination_for(
-        config.destination,
-        &config.receipts_table,
-        &sdk_config,
-        &client,
-    )
+    let destination = config
+        .destination
+        .build(&config.receipts_table, &sdk_config, &client)
         .await
         .inspect_err(|error| {
             tracing::error!(error = %error, "the destination is unavailable; the function cannot start");

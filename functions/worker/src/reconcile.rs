@@ -20,7 +20,7 @@ use shared::metrics::catalog;
 use shared::receipt::{format_timestamp, Timestamp};
 
 use crate::deliver::{Claimed, Worker};
-use crate::destinations::Destination;
+use crate::destinations::port::Destination;
 use crate::ledger::{Census, Cursor, DueQuery, DueReceipt, PendingQueue, ReceiptLedger};
 use crate::outcome::{RecordOutcome, Via};
 

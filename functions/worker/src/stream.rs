@@ -17,7 +17,7 @@ use shared::receipt::{attr, Timestamp};
 
 use crate::decide::{decode_stream_record, Decoded};
 use crate::deliver::{Claimed, Worker};
-use crate::destinations::Destination;
+use crate::destinations::port::Destination;
 use crate::ledger::ReceiptLedger;
 use crate::outcome::{RecordOutcome, Via};
 

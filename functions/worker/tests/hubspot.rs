@@ -10,8 +10,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-use devtools::hubspot_fake::{Fault, HubSpotFake};
-use shared::field_map::FieldMap;
+use devtools::fakes::hubspot::{Fault, HubSpotFake};
 use shared::newest::GateSecret;
 use shared::{FormSubmission, Receipt, ReceiptStatus};
 use worker::destinations::hubspot::{ApiVersion, HubSpot, HubSpotSettings, IdProperty};
@@ -75,7 +74,7 @@ fn settings(fake: &HubSpotFake, id_property: IdProperty) -> HubSpotSettings {
         base_url: fake.base_url(),
         api_version: ApiVersion::parse("2026-03").unwrap(),
         id_property,
-        field_map: FieldMap::hubspot_default(None),
+        field_map: worker::destinations::hubspot::default_field_map(None),
         gate_key: None,
     }
 }

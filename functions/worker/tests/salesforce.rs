@@ -8,7 +8,7 @@ mod common;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use devtools::salesforce_fake::{Fault, SalesforceFake, EXTERNAL_ID_FIELD};
+use devtools::fakes::salesforce::{Fault, SalesforceFake, EXTERNAL_ID_FIELD};
 use shared::field_map::FieldMap;
 use shared::refresh::Source;
 use shared::{FormSubmission, Receipt, ReceiptStatus};
@@ -44,7 +44,9 @@ fn salesforce(fake: &SalesforceFake, secret: &str) -> Salesforce {
         api_version: "v67.0".into(),
         object: "Lead".into(),
         external_id_field: EXTERNAL_ID_FIELD.into(),
-        field_map: FieldMap::salesforce_default().with_lead_requirements(),
+        field_map: worker::destinations::salesforce::with_lead_requirements(
+            worker::destinations::salesforce::default_field_map(),
+        ),
         auto_assign: false,
     };
     Salesforce::new(settings, ClientCredentials::new(CLIENT_ID, secret).unwrap()).unwrap()
@@ -387,11 +389,12 @@ async fn a_rotated_client_secret_is_read_again_when_the_old_one_is_refused() {
 #[tokio::test]
 async fn a_whole_request_400_refuses_only_the_leads_that_cause_it() {
     let fake = fake().await;
-    let map = FieldMap::parse(
-        r#"{"LastName":"name","Email":"email","Company":"company","Bogus__c":"bogus","NumberOfEmployees":"employees"}"#,
-    )
-    .unwrap()
-    .with_lead_requirements();
+    let map = worker::destinations::salesforce::with_lead_requirements(
+        FieldMap::parse(
+            r#"{"LastName":"name","Email":"email","Company":"company","Bogus__c":"bogus","NumberOfEmployees":"employees"}"#,
+        )
+        .unwrap(),
+    );
     let settings = SalesforceSettings {
         login_url: fake.login_url(),
         api_version: "v67.0".into(),

@@ -230,12 +230,12 @@ pub(super) async fn forget(
     let nothing = found.receipts.is_empty() && gates.is_empty() && rows.is_empty();
     if request.dry_run {
         let _ = writeln!(out, "dry run: nothing was changed");
-        crm_note(out);
+        crate::destinations::crm_erasure_note(out);
         return Ok(());
     }
     if nothing {
         let _ = writeln!(out, "nothing to erase");
-        crm_note(out);
+        crate::destinations::crm_erasure_note(out);
         return Ok(());
     }
     if request.ask && !confirmed()? {
@@ -300,7 +300,7 @@ pub(super) async fn forget(
              is refused, or erased by a second run)"
         );
     }
-    crm_note(out);
+    crate::destinations::crm_erasure_note(out);
     match held.iter().map(|(_, until)| until.as_str()).max() {
         None => Ok(()),
         Some(latest) => Err(Failed::RunAgainLater(format!(
@@ -317,19 +317,6 @@ fn confirmed() -> Result<bool, Failed> {
     let mut answer = String::new();
     std::io::stdin().read_line(&mut answer).map_err(run_error)?;
     Ok(matches!(answer.trim().to_lowercase().as_str(), "y" | "yes"))
-}
-
-/// Erasure in the CRM is the CRM's job: where to do it.
-fn crm_note(out: &mut impl Write) {
-    let _ = writeln!(
-        out,
-        "The CRM keeps its own copy; erase the person there too:\n  \
-         HubSpot: POST https://api.hubapi.com/crm/v3/objects/contacts/gdpr-delete with \
-         {{\"idProperty\":\"email\",\"objectId\":\"<address>\"}} (permanent)\n  \
-         Salesforce: delete the Lead (DELETE /services/data/vXX.X/sobjects/Lead/<Id>), then \
-         empty it from the Recycle Bin or use a Bulk API hardDelete job; Privacy Center \
-         automates right-to-be-forgotten requests"
-    );
 }
 
 #[cfg(test)]

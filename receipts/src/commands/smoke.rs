@@ -23,13 +23,13 @@ async fn clean_up(
     keep: bool,
     out: &mut impl Write,
 ) -> Result<(), Failed> {
-    let plan = smoke::cleanup(
+    let plan = crate::destinations::smoke_cleanup(
         stack.parameter(parameter::DESTINATION),
         stack.parameter(parameter::LEAD_KEY),
         submission_id,
     );
     match plan {
-        smoke::Cleanup::DeleteRow { pk } if !keep => {
+        crate::destinations::Cleanup::DeleteRow { pk } if !keep => {
             let table = stack.output(output::LEADS_TABLE).map_err(run_error)?;
             let leads = LeadsTable::new(aws_sdk_dynamodb::Client::new(config), table);
             let row = LeadRow {
@@ -44,10 +44,10 @@ async fn clean_up(
                 row.pk
             );
         }
-        smoke::Cleanup::DeleteRow { pk } => {
+        crate::destinations::Cleanup::DeleteRow { pk } => {
             let _ = writeln!(out, "kept the smoke lead ({pk}), as --keep asks");
         }
-        smoke::Cleanup::Tell(what) => {
+        crate::destinations::Cleanup::Tell(what) => {
             let _ = writeln!(out, "then {what}");
         }
     }

@@ -11,7 +11,9 @@ use shared::IdempotencyKey;
 
 use super::{Attempts, Worker};
 use crate::decide::Delivery;
-use crate::destinations::{Answer, CallDeadline, Destination, DestinationError, Upserted, Write};
+use crate::destinations::port::{
+    Answer, CallDeadline, Destination, DestinationError, Upserted, Write,
+};
 use crate::ledger::{GatePass, ReceiptLedger};
 
 impl<D: Destination, L: ReceiptLedger> Worker<D, L> {

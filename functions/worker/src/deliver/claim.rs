@@ -8,7 +8,7 @@ use shared::IdempotencyKey;
 
 use super::{Claimed, Worker};
 use crate::decide::{decode_receipt, Decoded, SkipReason};
-use crate::destinations::Destination;
+use crate::destinations::port::Destination;
 use crate::ledger::{Claim, LedgerError, ReceiptLedger, UnreadableItem};
 
 /// Added to the invocation's remaining time for a claim: a receipt whose

@@ -17,7 +17,7 @@ use shared::receipt::Timestamp;
 use shared::IdempotencyKey;
 
 use crate::decide::{settle, AttemptError, Decoded, Delivery, DeliveryRules, Settlement};
-use crate::destinations::{Destination, DestinationError, Upserted};
+use crate::destinations::port::{Destination, DestinationError, Upserted};
 use crate::ledger::{LedgerError, ReceiptLedger};
 use crate::outcome::{OutcomeLine, RecordOutcome, Via};
 

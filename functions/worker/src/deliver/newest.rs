@@ -5,7 +5,7 @@ use futures_util::stream::{self, StreamExt};
 
 use super::Worker;
 use crate::decide::Delivery;
-use crate::destinations::Destination;
+use crate::destinations::port::Destination;
 use crate::ledger::{GatePass, LedgerError, ReceiptLedger};
 
 impl<D: Destination, L: ReceiptLedger> Worker<D, L> {

@@ -9,7 +9,7 @@ use tracing::Level;
 
 use super::Worker;
 use crate::decide::Settlement;
-use crate::destinations::Destination;
+use crate::destinations::port::Destination;
 use crate::ledger::{AttemptRecord, Completion, LedgerError, Marked, ReceiptLedger};
 use crate::outcome::{OutcomeLine, RecordOutcome, Via};
 

@@ -1,4 +1,4 @@
-//! What every CRM adapter over HTTP (`http`, `hubspot`, `salesforce`)
+//! What every CRM adapter over HTTP
 //! shares: one client built the same way, an answer's `Retry-After`,
 //! transport failures reported by kind only, and the URL checks of their
 //! settings.
@@ -8,7 +8,7 @@ use std::time::{Duration, SystemTime};
 use shared::config::{invalid, ConfigError};
 use shared::delivery::parse_retry_after;
 
-use crate::destinations::DestinationError;
+use crate::destinations::port::DestinationError;
 
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
 

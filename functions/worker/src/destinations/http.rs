@@ -16,9 +16,10 @@ use shared::{IdempotencyKey, Lead};
 use shared::config::{invalid, ConfigError};
 
 use crate::destinations::client::{self, check_scheme};
+use crate::destinations::port::{Destination, DestinationError, Upserted};
 use crate::destinations::token::{token_setting, TokenSetting};
 use crate::destinations::token::{BearerToken, CrmToken, Source, TokenError};
-use crate::destinations::{Destination, DestinationError, Upserted};
+use crate::secrets::token_and_source;
 
 /// The placeholder in `CRM_URL` replaced by the URL-encoded submission id.
 pub const EXTERNAL_ID_PLACEHOLDER: &str = "{externalId}";
@@ -171,6 +172,26 @@ pub(crate) fn check_crm_url(url: &str, allow_http: bool) -> Result<(), ConfigErr
         ));
     }
     check_scheme(CRM_URL, &parsed, allow_http)
+}
+
+/// The `http` destination as `main` builds it: the token read now, and, when
+/// it lives in Secrets Manager, read again after a 401/403 at most once per
+/// `refresh_interval`.
+pub async fn build(
+    url: String,
+    setting: TokenSetting,
+    client: impl FnOnce() -> aws_sdk_secretsmanager::Client,
+    refresh_interval: Duration,
+) -> Result<HttpCrm, ConfigError> {
+    let (token, source) = token_and_source(setting, CRM_TOKEN_SECRET_ARN, client).await?;
+    let crm = HttpCrm::new(url, token).map_err(|_| ConfigError::Invalid {
+        name: CRM_URL,
+        reason: "the HTTP client could not be built".to_owned(),
+    })?;
+    Ok(match source {
+        Some(source) => crm.refreshing_from(source, refresh_interval),
+        None => crm,
+    })
 }
 
 #[cfg(test)]

@@ -29,7 +29,7 @@ use shared::config::{invalid, number_in, ConfigError};
 use shared::receipt::parse_timestamp;
 use shared::Retention;
 
-use crate::destinations::{Destination, DestinationError, Upserted};
+use crate::destinations::port::{Destination, DestinationError, Upserted};
 use crate::ledger::dynamodb::still_received;
 
 /// How the leads table identifies a lead.

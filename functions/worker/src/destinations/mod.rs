@@ -1,203 +1,288 @@
-//! The destination port: upsert leads so that running it again for the same
-//! receipts changes nothing more. One adapter per kind of destination, each
-//! in its own module with its settings (`http`, `leads_table`, `hubspot`,
-//! `salesforce`), and what the HTTP adapters share (`client`, `token`).
-//! The choice between them is wiring (`startup`); this file holds only the
-//! trait and its types.
-
+//! Every kind of destination, registered once: its module, its name
+//! (`DESTINATION`, the template's `Destination`), the variables it reads,
+//! its settings and how it is built. The worker's configuration reads a
+//! destination through `DestinationKind::read_settings`, `main` builds it
+//! with `DestinationConfig::build`, and the refusals of another kind's
+//! variables are derived from the variables each kind declares;
+//! `integration/tests/catalog.rs` checks the template, the deploy wizard
+//! and the docs against `DestinationKind::ALL`. A new destination starts
+//! here: its module beside the others (settings, adapter, builder), one
+//! variant in each enum below.
 //!
-//! The delivery core hands a destination every lead of a stream batch or a pass
-//! page at once (`upsert_batch`): a CRM with a batch API writes them in as
-//! few calls as it can; the others write one by one, at most `concurrency`
-//! at a time. Every call is bounded by the time left (`CallDeadline`), so
-//! an answer that came is never thrown away with one that did not.
+//! The port every adapter implements is `port` (re-exported here); what
+//! the HTTP adapters share is `client` and `token`.
 
-pub mod catalog;
 pub mod client;
 pub mod http;
 pub mod hubspot;
 pub mod leads_table;
+pub mod port;
 pub mod salesforce;
 pub mod token;
 
-use std::future::Future;
-use std::time::{Duration, Instant};
+pub use port::*;
 
-use futures_util::stream::{self, StreamExt};
+use aws_sdk_dynamodb::Client;
+use shared::config::{invalid, ConfigError};
+use shared::field_map::FIELD_MAP;
 use shared::newest::GateSecret;
 use shared::{IdempotencyKey, Lead};
 
+use client::CRM_ALLOW_HTTP;
+use http::{HttpCrm, CRM_TOKEN, CRM_TOKEN_SECRET_ARN, CRM_URL};
+use hubspot::{HubSpot, HubSpotSettings, HUBSPOT_ONLY};
+use leads_table::{LeadsTable, LeadsTableSettings, LEADS_TABLE, LEAD_KEY, LEAD_RETENTION_DAYS};
+use salesforce::{CredentialsSetting, Salesforce, SalesforceSettings, SALESFORCE_ONLY};
+use token::{TokenSetting, TOKEN_REFRESH_INTERVAL};
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Upserted {
-    /// The lead now holds this submission's content.
-    Written,
-    /// A newer submission already wrote this lead; this one was dropped.
-    Stale,
+pub enum DestinationKind {
+    /// Your CRM's upsert URL (`destinations::http`).
+    Http,
+    /// A DynamoDB table the stack creates (`destinations::leads_table`).
+    LeadsTable,
+    /// HubSpot contacts (`destinations::hubspot`).
+    HubSpot,
+    /// Salesforce Leads, or another object (`destinations::salesforce`).
+    Salesforce,
 }
 
-/// Why an upsert did not happen. Reasons are short codes, never lead data.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum DestinationError {
-    #[error("destination unavailable ({reason})")]
-    Retryable {
-        status: Option<u16>,
-        retry_after: Option<Duration>,
-        reason: String,
-    },
-    /// 401/403 even after the adapter renewed its credentials: ours to fix.
-    #[error("destination refused our credentials (HTTP {status})")]
-    Unauthorized { status: u16 },
-    /// Our credentials were withdrawn at their source (the secret deleted
-    /// or malformed): nothing was sent, and nothing is until they can be
-    /// read again. Ours to fix, like a refusal.
-    #[error("the destination's credentials are unavailable ({0})")]
-    CredentialsUnavailable(shared::refresh::Unavailable),
-    /// The destination refused our configuration for this lead (a field or
-    /// object it does not have): ours to fix, never the lead's. It waits,
-    /// pending, with the alarm of refused credentials.
-    #[error("the destination refused our configuration ({reason})")]
-    Misconfigured { status: Option<u16>, reason: String },
-    #[error("destination refused the lead ({reason})")]
-    Permanent { status: Option<u16>, reason: String },
-    /// No call carried this lead: too little of the invocation was left to
-    /// start one. Not an attempt; the lead waits for the next pass.
-    #[error("not sent: no time was left in this invocation")]
-    NotSent,
-}
+impl DestinationKind {
+    pub const ALL: [DestinationKind; 4] = [
+        DestinationKind::Http,
+        DestinationKind::LeadsTable,
+        DestinationKind::HubSpot,
+        DestinationKind::Salesforce,
+    ];
 
-impl DestinationError {
-    pub fn retryable(reason: impl Into<String>) -> Self {
-        DestinationError::Retryable {
-            status: None,
-            retry_after: None,
-            reason: reason.into(),
+    /// Its one name: `DESTINATION`'s value and the template's.
+    pub fn name(self) -> &'static str {
+        match self {
+            DestinationKind::Http => "http",
+            DestinationKind::LeadsTable => "dynamodb",
+            DestinationKind::HubSpot => "hubspot",
+            DestinationKind::Salesforce => "salesforce",
         }
     }
+
+    pub fn parse(raw: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|kind| kind.name() == raw.trim())
+    }
+
+    /// Every name, for a message: `http, dynamodb, hubspot or salesforce`.
+    pub fn names() -> String {
+        let names: Vec<&str> = Self::ALL.iter().map(|kind| kind.name()).collect();
+        match names.split_last() {
+            Some((last, [])) => (*last).to_owned(),
+            Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
+            None => String::new(),
+        }
+    }
+
+    /// The variables only it reads (besides the ones all kinds share).
+    fn own_variables(self) -> &'static [&'static str] {
+        match self {
+            DestinationKind::Http => &[CRM_URL, CRM_TOKEN, CRM_TOKEN_SECRET_ARN],
+            DestinationKind::LeadsTable => &[LEADS_TABLE, LEAD_KEY, LEAD_RETENTION_DAYS],
+            DestinationKind::HubSpot => HUBSPOT_ONLY,
+            DestinationKind::Salesforce => SALESFORCE_ONLY,
+        }
+    }
+
+    /// The variables it reads with some other kinds: a field map for the
+    /// CRMs that map fields, `CRM_ALLOW_HTTP` for those called over HTTP.
+    fn shared_variables(self) -> &'static [&'static str] {
+        match self {
+            DestinationKind::Http => &[CRM_ALLOW_HTTP],
+            DestinationKind::LeadsTable => &[],
+            DestinationKind::HubSpot | DestinationKind::Salesforce => &[FIELD_MAP, CRM_ALLOW_HTTP],
+        }
+    }
+
+    fn reads(self, variable: &str) -> bool {
+        self.own_variables()
+            .iter()
+            .chain(self.shared_variables())
+            .any(|own| *own == variable)
+    }
+
+    /// This kind's settings, read through `get` (empty values unset).
+    pub fn read_settings(
+        self,
+        get: &impl Fn(&str) -> Option<String>,
+        allow_http: bool,
+    ) -> Result<DestinationConfig, ConfigError> {
+        Ok(match self {
+            DestinationKind::Http => {
+                let (url, token) = http::settings_from_lookup(get, allow_http)?;
+                DestinationConfig::Http { url, token }
+            }
+            DestinationKind::LeadsTable => {
+                DestinationConfig::LeadsTable(LeadsTableSettings::from_lookup(get)?)
+            }
+            DestinationKind::HubSpot => {
+                let (settings, token) = HubSpotSettings::from_lookup(get, allow_http)?;
+                DestinationConfig::HubSpot { settings, token }
+            }
+            DestinationKind::Salesforce => {
+                let (settings, credentials) = SalesforceSettings::from_lookup(get, allow_http)?;
+                DestinationConfig::Salesforce {
+                    settings,
+                    credentials,
+                }
+            }
+        })
+    }
+
+    /// Refuses a variable another kind reads and this one does not: set, it
+    /// says the stack was meant for another destination.
+    pub fn refuse_others(self, get: &impl Fn(&str) -> Option<String>) -> Result<(), ConfigError> {
+        for other in Self::ALL.into_iter().filter(|other| *other != self) {
+            for variable in other.own_variables().iter().chain(other.shared_variables()) {
+                if !self.reads(variable) && get(variable).is_some() {
+                    return Err(invalid(
+                        variable,
+                        format!("does not apply to DESTINATION={}; unset it", self.name()),
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
 }
 
-/// A call that starts with less time than this left would most likely be
-/// cut off mid-way, leaving its lead written or not, unknown: not started.
-pub const MIN_CALL_TIME: Duration = Duration::from_millis(500);
-
-/// When every call to the destination must have ended: the invocation's
-/// deadline less the time kept to record the answers. Each call gets the
-/// time that is left as its timeout, and none starts with less than
-/// [`MIN_CALL_TIME`] left.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct CallDeadline(Instant);
-
-impl CallDeadline {
-    pub fn at(instant: Instant) -> Self {
-        CallDeadline(instant)
-    }
-
-    /// `after` from now.
-    pub fn after(after: Duration) -> Self {
-        CallDeadline(Instant::now() + after)
-    }
-
-    /// No deadline but the HTTP client's own timeout: for a single
-    /// `upsert`, which the delivery core bounds itself.
-    pub fn client_timeout_only() -> Self {
-        CallDeadline::after(Duration::from_secs(24 * 3600))
-    }
-
-    /// The time a call started now may take; `None` when it is less than
-    /// [`MIN_CALL_TIME`].
-    pub fn time_left(&self) -> Option<Duration> {
-        Some(self.0.saturating_duration_since(Instant::now())).filter(|left| *left >= MIN_CALL_TIME)
-    }
-
-    /// Runs `call` within the time left: `NotSent` when too little is
-    /// left to start it, a retryable timeout when it is cut off (it may
-    /// have been written: the next attempt upserts it again).
-    pub async fn bound<T>(
-        &self,
-        call: impl Future<Output = Result<T, DestinationError>>,
-    ) -> Result<T, DestinationError> {
-        let Some(left) = self.time_left() else {
-            return Err(DestinationError::NotSent);
-        };
-        tokio::time::timeout(left, call)
-            .await
-            .unwrap_or_else(|_| Err(DestinationError::retryable(CUT_OFF)))
-    }
-}
-
-/// The reason of a call cut off at the invocation's deadline.
-pub const CUT_OFF: &str = "timeout: the invocation's time ran out during the call";
-
-/// One lead to write, with its receipt's key (the same on every attempt).
-#[derive(Debug, Clone, Copy)]
-pub struct Write<'a> {
-    pub lead: &'a Lead,
-    pub key: &'a IdempotencyKey,
-}
-
-/// The answer for one write of a batch.
+/// A destination's settings, as read at init.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Answer {
-    pub result: Result<Upserted, DestinationError>,
-    /// How long the call that carried this write took.
-    pub latency: Duration,
+pub enum DestinationConfig {
+    Http {
+        url: String,
+        token: TokenSetting,
+    },
+    LeadsTable(LeadsTableSettings),
+    HubSpot {
+        settings: HubSpotSettings,
+        token: TokenSetting,
+    },
+    Salesforce {
+        settings: SalesforceSettings,
+        credentials: CredentialsSetting,
+    },
 }
 
-pub trait Destination: Send + Sync {
-    /// A short name for logs: `http`, `dynamodb`, `hubspot`.
-    fn name(&self) -> &'static str;
-
-    /// When several submissions of one person write one record, keyed by
-    /// the e-mail (HubSpot contacts by email), the key of that person's
-    /// newest-wins gate: only a submission at least as new as the last one
-    /// written may write it, across calls too (`shared::newest`).
-    /// Destinations keyed by submission never need one; the leads table
-    /// keeps newest-wins in its own conditional write.
-    fn newest_gates(&self) -> Option<&GateSecret> {
-        None
+impl DestinationConfig {
+    pub fn kind(&self) -> DestinationKind {
+        match self {
+            DestinationConfig::Http { .. } => DestinationKind::Http,
+            DestinationConfig::LeadsTable(_) => DestinationKind::LeadsTable,
+            DestinationConfig::HubSpot { .. } => DestinationKind::HubSpot,
+            DestinationConfig::Salesforce { .. } => DestinationKind::Salesforce,
+        }
     }
 
-    /// Creates or updates the lead of `lead.external_id`. `key` is the
-    /// receipt's key, the same on every attempt for this receipt.
-    fn upsert(
+    /// The destination, its credentials read once (from Secrets Manager
+    /// when so configured; each kind's builder sits beside its adapter).
+    /// `dynamodb` is the client of the leads table (and the receipts
+    /// table).
+    pub async fn build(
+        self,
+        receipts_table: &str,
+        sdk_config: &aws_config::SdkConfig,
+        dynamodb: &Client,
+    ) -> Result<ConfiguredDestination, ConfigError> {
+        let secrets_client = || aws_sdk_secretsmanager::Client::new(sdk_config);
+        Ok(match self {
+            DestinationConfig::Http { url, token } => ConfiguredDestination::Http(
+                http::build(url, token, secrets_client, TOKEN_REFRESH_INTERVAL).await?,
+            ),
+            DestinationConfig::HubSpot { settings, token } => ConfiguredDestination::HubSpot(
+                hubspot::build::connect(settings, token, secrets_client, TOKEN_REFRESH_INTERVAL)
+                    .await?,
+            ),
+            DestinationConfig::Salesforce {
+                settings,
+                credentials,
+            } => ConfiguredDestination::Salesforce(
+                salesforce::build::connect(
+                    settings,
+                    credentials,
+                    secrets_client,
+                    TOKEN_REFRESH_INTERVAL,
+                )
+                .await?,
+            ),
+            DestinationConfig::LeadsTable(settings) => ConfiguredDestination::LeadsTable(
+                LeadsTable::new(
+                    dynamodb.clone(),
+                    settings.table,
+                    settings.lead_key,
+                    receipts_table,
+                )
+                .expiring_after(settings.retention),
+            ),
+        })
+    }
+}
+
+/// The destination chosen by `DESTINATION`, as one type for the worker.
+pub enum ConfiguredDestination {
+    Http(HttpCrm),
+    LeadsTable(LeadsTable),
+    HubSpot(HubSpot),
+    Salesforce(Salesforce),
+}
+
+impl Destination for ConfiguredDestination {
+    fn newest_gates(&self) -> Option<&GateSecret> {
+        match self {
+            ConfiguredDestination::Http(crm) => crm.newest_gates(),
+            ConfiguredDestination::LeadsTable(table) => table.newest_gates(),
+            ConfiguredDestination::HubSpot(hubspot) => hubspot.newest_gates(),
+            ConfiguredDestination::Salesforce(salesforce) => salesforce.newest_gates(),
+        }
+    }
+
+    fn name(&self) -> &'static str {
+        match self {
+            ConfiguredDestination::Http(crm) => crm.name(),
+            ConfiguredDestination::LeadsTable(table) => table.name(),
+            ConfiguredDestination::HubSpot(hubspot) => hubspot.name(),
+            ConfiguredDestination::Salesforce(salesforce) => salesforce.name(),
+        }
+    }
+
+    async fn upsert(
         &self,
         lead: &Lead,
         key: &IdempotencyKey,
-    ) -> impl Future<Output = Result<Upserted, DestinationError>> + Send;
+    ) -> Result<Upserted, DestinationError> {
+        match self {
+            ConfiguredDestination::Http(crm) => crm.upsert(lead, key).await,
+            ConfiguredDestination::LeadsTable(table) => table.upsert(lead, key).await,
+            ConfiguredDestination::HubSpot(hubspot) => hubspot.upsert(lead, key).await,
+            ConfiguredDestination::Salesforce(salesforce) => salesforce.upsert(lead, key).await,
+        }
+    }
 
-    /// Writes every lead of `writes`: one answer per write, in order. No two
-    /// writes are for the same receipt. Every call ends by `deadline`; a
-    /// write no call carried is answered `NotSent`. The default writes them
-    /// one by one, at most `concurrency` at once.
-    fn upsert_batch(
+    async fn upsert_batch(
         &self,
         writes: &[Write<'_>],
         concurrency: usize,
         deadline: CallDeadline,
-    ) -> impl Future<Output = Vec<Answer>> + Send {
-        // The futures are built first (they do nothing until polled): a
-        // closure in the stream would not be general enough to be `Send`.
-        let calls: Vec<_> = writes
-            .iter()
-            .map(|write| timed_upsert(self, *write, deadline))
-            .collect();
-        stream::iter(calls).buffered(concurrency.max(1)).collect()
-    }
-}
-
-/// One `upsert`, timed and bounded by `deadline`: the default batch's unit
-/// of work.
-pub async fn timed_upsert<D: Destination + ?Sized>(
-    destination: &D,
-    write: Write<'_>,
-    deadline: CallDeadline,
-) -> Answer {
-    let called = Instant::now();
-    let result = deadline
-        .bound(destination.upsert(write.lead, write.key))
-        .await;
-    Answer {
-        result,
-        latency: called.elapsed(),
+    ) -> Vec<Answer> {
+        match self {
+            ConfiguredDestination::Http(crm) => {
+                crm.upsert_batch(writes, concurrency, deadline).await
+            }
+            ConfiguredDestination::LeadsTable(table) => {
+                table.upsert_batch(writes, concurrency, deadline).await
+            }
+            ConfiguredDestination::HubSpot(hubspot) => {
+                hubspot.upsert_batch(writes, concurrency, deadline).await
+            }
+            ConfiguredDestination::Salesforce(salesforce) => {
+                salesforce.upsert_batch(writes, concurrency, deadline).await
+            }
+        }
     }
 }
 
@@ -205,41 +290,44 @@ pub async fn timed_upsert<D: Destination + ?Sized>(
 mod tests {
     use super::*;
 
-    #[tokio::test]
-    async fn a_call_gets_the_time_left_and_none_starts_without_enough() {
-        let quick = async { Ok::<_, DestinationError>(1) };
+    #[test]
+    fn names_round_trip_and_read_as_one_list() {
+        for kind in DestinationKind::ALL {
+            assert_eq!(DestinationKind::parse(kind.name()), Some(kind));
+        }
+        assert_eq!(DestinationKind::parse("leads_table"), None, "one name each");
         assert_eq!(
-            CallDeadline::after(Duration::from_secs(5))
-                .bound(quick)
-                .await,
-            Ok(1)
+            DestinationKind::names(),
+            "http, dynamodb, hubspot or salesforce"
         );
+    }
 
-        let started = std::sync::atomic::AtomicBool::new(false);
-        let never = async {
-            started.store(true, std::sync::atomic::Ordering::SeqCst);
-            Ok::<_, DestinationError>(1)
-        };
-        let too_late = CallDeadline::after(MIN_CALL_TIME / 2);
-        assert_eq!(too_late.bound(never).await, Err(DestinationError::NotSent));
-        assert!(
-            !started.load(std::sync::atomic::Ordering::SeqCst),
-            "not started"
-        );
-
-        let slow = async {
-            tokio::time::sleep(Duration::from_secs(30)).await;
-            Ok::<_, DestinationError>(1)
-        };
-        let cut = Instant::now();
-        let deadline = CallDeadline::after(MIN_CALL_TIME + Duration::from_millis(100));
+    /// Each kind refuses every variable only others read, and takes its
+    /// own and the shared ones it reads.
+    #[test]
+    fn another_kinds_variable_is_refused_by_name() {
+        for kind in DestinationKind::ALL {
+            for other in DestinationKind::ALL {
+                for variable in other.own_variables().iter().chain(other.shared_variables()) {
+                    let set = |name: &str| (name == *variable).then(|| "x".to_owned());
+                    let refused = kind.refuse_others(&set).is_err();
+                    assert_eq!(
+                        refused,
+                        !kind.reads(variable),
+                        "{variable} on {}",
+                        kind.name()
+                    );
+                }
+            }
+        }
+        let field_map = |name: &str| (name == FIELD_MAP).then(|| "{}".to_owned());
+        assert!(DestinationKind::HubSpot.refuse_others(&field_map).is_ok());
         assert_eq!(
-            deadline.bound(slow).await,
-            Err(DestinationError::retryable(CUT_OFF))
-        );
-        assert!(
-            cut.elapsed() < Duration::from_secs(2),
-            "cut at the deadline"
+            DestinationKind::LeadsTable.refuse_others(&field_map),
+            Err(invalid(
+                FIELD_MAP,
+                "does not apply to DESTINATION=dynamodb; unset it"
+            ))
         );
     }
 }

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::destinations::{DestinationError, Upserted};
+use crate::destinations::port::{DestinationError, Upserted};
 
 /// How long leads wait after HubSpot's daily limit: the reconciliation pass
 /// tries again then, and hourly after that, until the day's quota resets.

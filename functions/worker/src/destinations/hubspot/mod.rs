@@ -33,10 +33,13 @@ use shared::{IdempotencyKey, Lead};
 
 use crate::destinations::client;
 
+use crate::destinations::port::{
+    Answer, CallDeadline, Destination, DestinationError, Upserted, Write,
+};
 use crate::destinations::token::{BearerToken, CrmToken, Source, TokenError};
-use crate::destinations::{Answer, CallDeadline, Destination, DestinationError, Upserted, Write};
 
 mod answers;
+pub mod build;
 mod settings;
 
 pub use answers::DAILY_LIMIT_WAIT;
@@ -160,7 +163,7 @@ impl HubSpot {
     /// redirect could carry the token elsewhere).
     ///
     /// `gate_secret` is the key of the newest-wins gates (the setting
-    /// resolved, see `secrets::hubspot`); it is used only for contacts by
+    /// resolved, see `build::connect`); it is used only for contacts by
     /// email, which without one would keep no gates.
     pub fn new(
         settings: HubSpotSettings,
@@ -501,11 +504,7 @@ mod tests {
             .zip(&keys)
             .map(|(lead, key)| Write { lead, key })
             .collect();
-        let (inputs, mut held) = plan(
-            &writes,
-            &IdProperty::Email,
-            &FieldMap::hubspot_default(None),
-        );
+        let (inputs, mut held) = plan(&writes, &IdProperty::Email, &default_field_map(None));
         let sent: Vec<(&str, &str, usize)> = inputs
             .iter()
             .map(|i| (i.id.as_str(), i.trace.as_str(), i.slot))
@@ -530,7 +529,7 @@ mod tests {
 
         // Keyed by a custom property: one contact per submission.
         let custom = IdProperty::Custom("staticforms_submission_id".into());
-        let (inputs, held) = plan(&writes, &custom, &FieldMap::hubspot_default(None));
+        let (inputs, held) = plan(&writes, &custom, &default_field_map(None));
         assert_eq!(inputs.len(), 5);
         assert!(held.is_empty());
         assert_eq!(inputs[3].id, "s4");

@@ -4,7 +4,7 @@
 //! the newest-wins gates comes from.
 
 use shared::config::{invalid, secret_arn, ConfigError};
-use shared::field_map::{FieldMap, FIELD_MAP};
+use shared::field_map::{FieldMap, Source, FIELD_MAP};
 use shared::newest::{GateSecret, GATE_KEY, GATE_KEY_SECRET_ARN};
 
 use crate::destinations::client::{check_base_url, is_property_name};
@@ -190,7 +190,7 @@ impl HubSpotSettings {
                 }
                 FieldMap::parse(&text).map_err(|error| invalid(FIELD_MAP, error.to_string()))?
             }
-            None => FieldMap::hubspot_default(get(HUBSPOT_MESSAGE_PROPERTY).as_deref()),
+            None => default_field_map(get(HUBSPOT_MESSAGE_PROPERTY).as_deref()),
         };
         if let Some(bad) = field_map.properties().find(|p| !is_property_name(p)) {
             return Err(invalid(
@@ -210,6 +210,26 @@ impl HubSpotSettings {
             token,
         ))
     }
+}
+
+/// HubSpot's default: its standard contact properties `email`,
+/// `firstname`, `lastname` (from `firstName`/`lastName`, or `name` split
+/// at its last space), `phone` and `company`, and the message with
+/// every other field (`*`) into `message` (a contact property of every
+/// account), or into `message_property` when the user names one.
+pub fn default_field_map(message_property: Option<&str>) -> FieldMap {
+    let message_property = message_property
+        .map(str::trim)
+        .filter(|p| !p.is_empty())
+        .unwrap_or("message");
+    FieldMap::new(vec![
+        ("email".to_owned(), Source::Field("email".to_owned())),
+        ("firstname".to_owned(), Source::FirstName),
+        ("lastname".to_owned(), Source::LastName),
+        ("phone".to_owned(), Source::Field("phone".to_owned())),
+        ("company".to_owned(), Source::Field("company".to_owned())),
+        (message_property.to_owned(), Source::MessageAndRest),
+    ])
 }
 
 #[cfg(test)]
@@ -245,7 +265,7 @@ mod tests {
                     base_url: "https://api.hubapi.com".into(),
                     api_version: ApiVersion::Dated("2026-09".into()),
                     id_property: IdProperty::Email,
-                    field_map: FieldMap::hubspot_default(None),
+                    field_map: default_field_map(None),
                     gate_key: Some(GateKeySetting::SecretsManager(GATE_ARN.into())),
                 },
                 TokenSetting::SecretsManager(ARN.into()),
@@ -281,10 +301,7 @@ mod tests {
             with_message.gate_key,
             Some(GateKeySetting::Inline(GateSecret::new(A_GATE_KEY).unwrap()))
         );
-        assert_eq!(
-            with_message.field_map,
-            FieldMap::hubspot_default(Some("message"))
-        );
+        assert_eq!(with_message.field_map, default_field_map(Some("message")));
     }
 
     #[test]
@@ -315,6 +332,51 @@ mod tests {
         for (name, error, expected) in rows {
             assert_eq!(error, expected, "case {name}");
             assert!(!error.to_string().contains("pat-local"), "case {name}");
+        }
+    }
+
+    fn lead(name: &str, email: &str, fields: serde_json::Value) -> shared::Lead {
+        shared::Lead {
+            external_id: "sub_1".into(),
+            name: name.into(),
+            email: email.into(),
+            message: "Please call".into(),
+            fields: fields.as_object().cloned().unwrap_or_default(),
+            aliases: Vec::new(),
+            received_at: "2026-11-30T08:00:00.000Z".into(),
+            submitted_at: None,
+            sender_time_replaced: false,
+        }
+    }
+
+    #[test]
+    fn hubspot_defaults() {
+        let lead = lead(
+            "Ada King Lovelace",
+            " ada@example.com ",
+            serde_json::json!({"phone": "555", "company": "Analytical Engines", "utm": "x"}),
+        );
+        let rows = [
+            (
+                None,
+                serde_json::json!({"email": "ada@example.com", "firstname": "Ada King", "lastname": "Lovelace", "phone": "555", "company": "Analytical Engines", "message": "Please call\n\nutm: x"}),
+            ),
+            (
+                Some("notes"),
+                serde_json::json!({"email": "ada@example.com", "firstname": "Ada King", "lastname": "Lovelace", "phone": "555", "company": "Analytical Engines", "notes": "Please call\n\nutm: x"}),
+            ),
+            (
+                Some("  "),
+                serde_json::json!({"email": "ada@example.com", "firstname": "Ada King", "lastname": "Lovelace", "phone": "555", "company": "Analytical Engines", "message": "Please call\n\nutm: x"}),
+            ),
+        ];
+        for (message_property, expected) in rows {
+            let map = default_field_map(message_property);
+            assert_eq!(
+                serde_json::Value::Object(map.apply(&lead)),
+                expected,
+                "{message_property:?}"
+            );
         }
     }
 }

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::destinations::{DestinationError, Upserted};
+use crate::destinations::port::{DestinationError, Upserted};
 
 /// How long leads wait after the org's API request limit is exceeded (a
 /// rolling 24-hour limit): the reconciliation pass tries again then.

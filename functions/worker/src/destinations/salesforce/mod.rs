@@ -30,11 +30,14 @@ use shared::{IdempotencyKey, Lead};
 
 use crate::destinations::client;
 
+use crate::destinations::port::{
+    Answer, CallDeadline, Destination, DestinationError, Upserted, Write,
+};
 use crate::destinations::token::{CrmToken, TokenError};
-use crate::destinations::{Answer, CallDeadline, Destination, DestinationError, Upserted, Write};
 use shared::refresh::{Refreshing, Source};
 
 mod answers;
+pub mod build;
 mod settings;
 
 pub use answers::REQUEST_LIMIT_WAIT;
@@ -508,7 +511,7 @@ mod tests {
                 api_version: "v67.0".into(),
                 object: "Lead".into(),
                 external_id_field: "Id__c".into(),
-                field_map: shared::field_map::FieldMap::salesforce_default(),
+                field_map: default_field_map(),
                 auto_assign: false,
             };
             Salesforce::new(settings, ClientCredentials::new("id", "secret").unwrap()).unwrap()

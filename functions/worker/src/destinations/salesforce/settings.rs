@@ -4,7 +4,7 @@
 
 use serde_json::Value;
 use shared::config::{invalid, secret_arn, ConfigError};
-use shared::field_map::{FieldMap, FIELD_MAP};
+use shared::field_map::{FieldMap, Source, FIELD_MAP};
 
 use crate::destinations::client::{check_base_url, is_property_name};
 use crate::destinations::token::CrmToken;
@@ -165,7 +165,7 @@ impl SalesforceSettings {
             Some(text) => {
                 FieldMap::parse(&text).map_err(|error| invalid(FIELD_MAP, error.to_string()))?
             }
-            None => FieldMap::salesforce_default(),
+            None => default_field_map(),
         };
         if let Some(bad) = field_map.properties().find(|p| !is_property_name(p)) {
             return Err(invalid(
@@ -176,7 +176,7 @@ impl SalesforceSettings {
             ));
         }
         let field_map = if object == "Lead" {
-            field_map.with_lead_requirements()
+            with_lead_requirements(field_map)
         } else {
             field_map
         };
@@ -218,6 +218,28 @@ fn salesforce_version(raw: &str) -> Option<String> {
     (minor == "0" && (46..1000).contains(&major)).then(|| format!("v{major}.0"))
 }
 
+/// Salesforce's default for a Lead: `FirstName`/`LastName` as for
+/// HubSpot, `Email`, `Phone`, `Company`, and the message with every
+/// other field (`*`) as `Description`; see `with_lead_requirements` for
+/// the required two.
+pub fn default_field_map() -> FieldMap {
+    FieldMap::new(vec![
+        ("FirstName".to_owned(), Source::FirstName),
+        ("LastName".to_owned(), Source::LastName),
+        ("Email".to_owned(), Source::Field("email".to_owned())),
+        ("Phone".to_owned(), Source::Field("phone".to_owned())),
+        ("Company".to_owned(), Source::Field("company".to_owned())),
+        ("Description".to_owned(), Source::MessageAndRest),
+    ])
+}
+
+/// Salesforce refuses a Lead without `LastName` or `Company`: when the
+/// map gives none, `LastName` is `Unknown` and `Company` is
+/// `[not provided]`, so a lead without a name still arrives.
+pub fn with_lead_requirements(map: FieldMap) -> FieldMap {
+    map.with_fallbacks(&[("LastName", "Unknown"), ("Company", "[not provided]")])
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -248,7 +270,7 @@ mod tests {
                     api_version: "v67.0".into(),
                     object: "Lead".into(),
                     external_id_field: "StaticForms_Submission_Id__c".into(),
-                    field_map: FieldMap::salesforce_default().with_lead_requirements(),
+                    field_map: with_lead_requirements(default_field_map()),
                     auto_assign: false,
                 },
                 CredentialsSetting::SecretsManager(ARN.into()),
@@ -315,5 +337,124 @@ mod tests {
                 "case {name}"
             );
         }
+    }
+
+    /// `DESTINATION=salesforce` hands these settings over through the
+    /// worker's configuration and refuses another kind's variables.
+    #[test]
+    fn the_worker_configuration_hands_them_over() {
+        use crate::config::{Config, DESTINATION, RECEIPTS_TABLE};
+        use crate::destinations::DestinationConfig;
+        use shared::config::invalid;
+        use shared::newest::GATE_KEY;
+        let config = |extra: &[(&'static str, &'static str)]| {
+            let mut env: HashMap<&str, &str> = HashMap::from([
+                (RECEIPTS_TABLE, "receipts"),
+                (DESTINATION, "salesforce"),
+                LOGIN,
+            ]);
+            env.extend(extra.iter().copied());
+            Config::from_lookup(|name| env.get(name).map(|v| v.to_string()))
+        };
+        assert_eq!(
+            config(&[(SALESFORCE_CREDENTIALS_SECRET_ARN, ARN)])
+                .unwrap()
+                .destination,
+            DestinationConfig::Salesforce {
+                settings: SalesforceSettings {
+                    login_url: "https://acme.my.salesforce.com".into(),
+                    api_version: "v67.0".into(),
+                    object: "Lead".into(),
+                    external_id_field: "StaticForms_Submission_Id__c".into(),
+                    field_map: with_lead_requirements(default_field_map()),
+                    auto_assign: false,
+                },
+                credentials: CredentialsSetting::SecretsManager(ARN.into()),
+            }
+        );
+        let inline = [
+            (SALESFORCE_CLIENT_ID, "3MVG9"),
+            (SALESFORCE_CLIENT_SECRET, "never-shown-secret"),
+        ];
+        for (extra, error) in [
+            (
+                ("HUBSPOT_TOKEN", "x"),
+                invalid(
+                    "HUBSPOT_TOKEN",
+                    "does not apply to DESTINATION=salesforce; unset it",
+                ),
+            ),
+            (
+                (GATE_KEY, "x"),
+                invalid(
+                    GATE_KEY,
+                    "does not apply to DESTINATION=salesforce; unset it",
+                ),
+            ),
+            (
+                (SALESFORCE_OBJECT, "Web Lead"),
+                invalid(
+                    SALESFORCE_OBJECT,
+                    "expected an API name (letters, digits, _)",
+                ),
+            ),
+        ] {
+            let mut pairs = inline.to_vec();
+            pairs.push(extra);
+            let refused = config(&pairs).unwrap_err();
+            assert_eq!(refused, error);
+            assert!(!refused.to_string().contains("never-shown-secret"));
+        }
+    }
+
+    fn lead(name: &str, email: &str, fields: serde_json::Value) -> shared::Lead {
+        shared::Lead {
+            external_id: "sub_1".into(),
+            name: name.into(),
+            email: email.into(),
+            message: "Please call".into(),
+            fields: fields.as_object().cloned().unwrap_or_default(),
+            aliases: Vec::new(),
+            received_at: "2026-11-30T08:00:00.000Z".into(),
+            submitted_at: None,
+            sender_time_replaced: false,
+        }
+    }
+
+    #[test]
+    fn salesforce_lead_defaults() {
+        let map = with_lead_requirements(default_field_map());
+        let rows = [
+            (
+                lead(
+                    "Ada King Lovelace",
+                    "ada@example.com",
+                    serde_json::json!({"company": "AE", "phone": "555"}),
+                ),
+                serde_json::json!({"FirstName": "Ada King", "LastName": "Lovelace", "Email": "ada@example.com", "Phone": "555", "Company": "AE", "Description": "Please call"}),
+            ),
+            (
+                lead("Prince", "", serde_json::json!({})),
+                serde_json::json!({"FirstName": "Prince", "LastName": "Unknown", "Company": "[not provided]", "Description": "Please call"}),
+            ),
+            (
+                lead("", "", serde_json::json!({"lastName": "Hopper"})),
+                serde_json::json!({"LastName": "Hopper", "Company": "[not provided]", "Description": "Please call"}),
+            ),
+        ];
+        for (lead, expected) in rows {
+            assert_eq!(
+                serde_json::Value::Object(map.apply(&lead)),
+                expected,
+                "{}",
+                lead.name
+            );
+        }
+        // A user's map keeps the requirements too.
+        let own = with_lead_requirements(FieldMap::parse(r#"{"Email":"email"}"#).unwrap());
+        assert_eq!(
+            serde_json::Value::Object(own.apply(&lead("", "a@b.c", serde_json::json!({})))),
+            serde_json::json!({"Email": "a@b.c", "LastName": "Unknown", "Company": "[not provided]"})
+        );
     }
 }

@@ -43,6 +43,11 @@ use axum::{Form, Json, Router};
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
+/// The client credentials the local Salesforce fake accepts.
+pub const DEMO_SALESFORCE_CLIENT_ID: &str = "3MVG9local.demo.client";
+
+pub const DEMO_SALESFORCE_CLIENT_SECRET: &str = "local-demo-salesforce-secret";
+
 pub const OBJECT: &str = "Lead";
 pub const EXTERNAL_ID_FIELD: &str = "StaticForms_Submission_Id__c";
 

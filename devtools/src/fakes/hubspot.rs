@@ -42,6 +42,9 @@ use axum::{Json, Router};
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
+/// The token the local HubSpot fake accepts (`DESTINATION=hubspot make run`).
+pub const DEMO_HUBSPOT_TOKEN: &str = "pat-local-demo-hubspot-token";
+
 /// The properties a fresh portal knows (HubSpot's standard contact
 /// properties used here, and one custom unique property).
 pub const KNOWN_PROPERTIES: &[&str] = &[
