@@ -3,8 +3,6 @@
 //! lists them all). Where the smoke test's lead is cleaned up, and where a
 //! person is erased in a CRM this tool holds no credentials for.
 
-use crate::smoke::SMOKE_EMAIL;
-
 /// What becomes of the lead the smoke test wrote.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Cleanup {
@@ -16,22 +14,27 @@ pub enum Cleanup {
 
 /// The smoke lead's clean-up for a stack's `Destination` and `LeadKey`
 /// (empty: the template's defaults, `dynamodb` and `submission`).
-pub fn smoke_cleanup(destination: &str, lead_key: &str, submission_id: &str) -> Cleanup {
+pub fn smoke_cleanup(
+    destination: &str,
+    lead_key: &str,
+    submission_id: &str,
+    smoke_email: &str,
+) -> Cleanup {
     match destination {
         "" | "dynamodb" if lead_key == "email" => Cleanup::DeleteRow {
-            pk: format!("email#{SMOKE_EMAIL}"),
+            pk: format!("email#{smoke_email}"),
         },
         "" | "dynamodb" => Cleanup::DeleteRow {
             pk: format!("submission#{submission_id}"),
         },
         "hubspot" => Cleanup::Tell(format!(
-            "delete the smoke contact in HubSpot: CRM > Contacts, search {SMOKE_EMAIL}, Delete"
+            "delete the smoke contact in HubSpot: CRM > Contacts, search {smoke_email}, Delete"
         )),
         "salesforce" => Cleanup::Tell(format!(
-            "delete the smoke Lead in Salesforce: Leads, search {SMOKE_EMAIL} (submission {submission_id}), Delete"
+            "delete the smoke Lead in Salesforce: Leads, search {smoke_email} (submission {submission_id}), Delete"
         )),
         _ => Cleanup::Tell(format!(
-            "delete the smoke lead in your CRM: externalId {submission_id}, {SMOKE_EMAIL}"
+            "delete the smoke lead in your CRM: externalId {submission_id}, {smoke_email}"
         )),
     }
 }
@@ -52,6 +55,8 @@ pub fn crm_erasure_note(out: &mut impl std::io::Write) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    const SMOKE_EMAIL: &str = "smoke-test@example.com";
 
     #[test]
     fn the_smoke_lead_is_deleted_where_the_stack_owns_it_and_named_elsewhere() {
@@ -80,7 +85,7 @@ mod tests {
         ];
         for (destination, lead_key, expected) in rows {
             assert_eq!(
-                smoke_cleanup(destination, lead_key, "smoke_1"),
+                smoke_cleanup(destination, lead_key, "smoke_1", SMOKE_EMAIL),
                 expected,
                 "{destination}"
             );
@@ -90,7 +95,7 @@ mod tests {
             ("salesforce", "Salesforce"),
             ("http", "externalId smoke_1"),
         ] {
-            match smoke_cleanup(destination, "", "smoke_1") {
+            match smoke_cleanup(destination, "", "smoke_1", SMOKE_EMAIL) {
                 Cleanup::Tell(text) => {
                     assert!(text.contains(names) && text.contains(SMOKE_EMAIL), "{text}")
                 }

@@ -9,7 +9,6 @@ pub mod cli;
 pub mod commands;
 pub mod destinations;
 pub mod leads;
-pub mod smoke;
 pub mod stack;
 pub mod table;
 pub mod view;

@@ -3,10 +3,14 @@
 //! stdout; progress and problems to stderr.
 
 mod forget;
+mod list;
 mod redrive;
+mod show;
 mod smoke;
+mod stats;
+mod webhook_url;
 
-use std::io::{IsTerminal, Write};
+use std::io::IsTerminal;
 use std::time::SystemTime;
 
 use aws_config::SdkConfig;
@@ -16,7 +20,6 @@ use crate::cli::{Command, Target};
 use crate::leads::LeadsTable;
 use crate::stack::{output, parameter, Stack};
 use crate::table::{Reading, ReceiptsTable, ScanProgress, Selection};
-use crate::view;
 
 /// Why a command stopped: the operator's mistake (exit 2), a failure (1),
 /// or work that must be run again later (3).
@@ -128,65 +131,14 @@ pub async fn run(config: &SdkConfig, target: &Target, command: Command) -> Resul
                 email,
                 max_pages: None,
             };
-            let mut found = table
-                .select(&selection, Reading::of(payload), progress("list"))
-                .await
-                .map_err(run_error)?;
-            if let Some(limit) = limit {
-                found.receipts.truncate(limit.get());
-            }
-            if json {
-                let rows: Vec<_> = found
-                    .receipts
-                    .iter()
-                    .map(|r| view::json_of(r, payload))
-                    .collect();
-                let _ = writeln!(out, "{}", serde_json::Value::Array(rows));
-            } else {
-                let _ = write!(out, "{}", view::table(&found.receipts, payload));
-            }
-            if found.unreadable > 0 {
-                eprintln!(
-                    "receipts: {} item(s) did not read as receipts",
-                    found.unreadable
-                );
-            }
+            list::list(&table, &selection, limit, json, payload, &mut out).await?;
         }
         Command::Show {
             submission_id,
             json,
             payload,
-        } => {
-            let key = ReceiptsTable::key_of(&submission_id).map_err(run_error)?;
-            let Some(receipt) = table
-                .get(&key, Reading::of(payload))
-                .await
-                .map_err(run_error)?
-            else {
-                return Err(Failed::Run(format!("no receipt {key}")));
-            };
-            if json {
-                let _ = writeln!(out, "{}", view::json_of(&receipt, payload));
-            } else {
-                let _ = write!(out, "{}", view::card(&receipt, payload, now));
-            }
-        }
-        Command::Stats { json } => {
-            let found = table
-                .select(
-                    &Selection::default(),
-                    Reading::WithoutPersonalData,
-                    progress("stats"),
-                )
-                .await
-                .map_err(run_error)?;
-            let stats = view::stats(&found.receipts, now);
-            if json {
-                let _ = writeln!(out, "{}", stats.json());
-            } else {
-                let _ = write!(out, "{}", stats.text());
-            }
-        }
+        } => show::show(&table, &submission_id, json, payload, now, &mut out).await?,
+        Command::Stats { json } => stats::stats(&table, json, now, &mut out).await?,
         Command::Redrive {
             ids,
             status,
@@ -258,7 +210,7 @@ pub async fn run(config: &SdkConfig, target: &Target, command: Command) -> Resul
                 ));
             };
             let to_terminal = std::io::stdout().is_terminal();
-            smoke::webhook_url(config, &stack, show_secret, to_terminal, &mut out).await?;
+            webhook_url::webhook_url(config, &stack, show_secret, to_terminal, &mut out).await?;
         }
         Command::Smoke { timeout, keep } => {
             let Some(stack) = stack else {
@@ -288,7 +240,7 @@ fn retention_of(stack: Option<&Stack>) -> Retention {
 }
 
 /// Progress on stderr for long reads: a line every 10,000 items read.
-fn progress(what: &'static str) -> impl FnMut(ScanProgress) {
+pub(crate) fn progress(what: &'static str) -> impl FnMut(ScanProgress) {
     let mut next = 10_000;
     move |so_far: ScanProgress| {
         if so_far.items_read >= next {

@@ -187,6 +187,23 @@ pub async fn timed_upsert<D: Destination + ?Sized>(
     }
 }
 
+/// A lead whose message is "Please call", for the field-map tests of the
+/// CRMs' settings.
+#[cfg(test)]
+pub(crate) fn test_lead(name: &str, email: &str, fields: serde_json::Value) -> Lead {
+    Lead {
+        external_id: "sub_1".into(),
+        name: name.into(),
+        email: email.into(),
+        message: "Please call".into(),
+        fields: fields.as_object().cloned().unwrap_or_default(),
+        aliases: Vec::new(),
+        received_at: "2026-11-30T08:00:00.000Z".into(),
+        submitted_at: None,
+        sender_time_replaced: false,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -335,19 +335,7 @@ mod tests {
         }
     }
 
-    fn lead(name: &str, email: &str, fields: serde_json::Value) -> shared::Lead {
-        shared::Lead {
-            external_id: "sub_1".into(),
-            name: name.into(),
-            email: email.into(),
-            message: "Please call".into(),
-            fields: fields.as_object().cloned().unwrap_or_default(),
-            aliases: Vec::new(),
-            received_at: "2026-11-30T08:00:00.000Z".into(),
-            submitted_at: None,
-            sender_time_replaced: false,
-        }
-    }
+    use crate::destinations::port::test_lead as lead;
 
     #[test]
     fn hubspot_defaults() {
