@@ -471,7 +471,7 @@ def save_samconfig(path: Path, a: Answers, overrides: dict[str, str]) -> None:
     sections = {
         "global": {"stack_name": a.stack_name, "region": a.region},
         # Rust through cargo-lambda is a beta build method in SAM.
-        "build": {"cached": True, "parallel": True, "beta_features": True,
+        "build": {"cached": True, "parallel": False, "beta_features": True,
                   "parameter_overrides": f"Architecture={sam_quoted(a.architecture)}"},
         "deploy": {
             "capabilities": "CAPABILITY_IAM",
