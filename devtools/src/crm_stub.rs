@@ -4,21 +4,24 @@
 //! per call, and read back what it holds and how many calls ran at once.
 //!
 //! A person can break it too, over HTTP, to watch the pipeline recover:
-//! `POST /faults` with `{"status": 503}` (optionally `"retryAfter": "5"`)
-//! makes every upsert fail so; `DELETE /faults` restores it.
+//! `POST /faults` with `{"status": 503}` (optionally `"retryAfter": "5"`,
+//! and `"times": 3` for that many calls only) makes upserts fail so;
+//! `DELETE /faults` restores it.
 
 use std::collections::{HashMap, VecDeque};
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post, put};
+use axum::routing::{get, put};
 use axum::{Json, Router};
 use serde_json::Value;
+
+use crate::server::{self, lock, FaultQueue, Listener, Server};
 
 /// A lead as the stub holds it.
 #[derive(Debug, Clone, PartialEq)]
@@ -61,7 +64,6 @@ impl Answer {
     }
 }
 
-#[derive(Default)]
 struct StubState {
     leads: Mutex<HashMap<String, StoredLead>>,
     calls: Mutex<Vec<Call>>,
@@ -70,8 +72,8 @@ struct StubState {
     /// Answers given every time, per external id.
     fixed: Mutex<HashMap<String, Answer>>,
     delay: Mutex<Duration>,
-    /// Answers every call when set (an outage, from `POST /faults`).
-    fault: Mutex<Option<Answer>>,
+    /// Answers calls before anything else does (an outage).
+    faults: Arc<FaultQueue<Outage>>,
     /// When set, a call without `Authorization: Bearer <token>` gets 401.
     required_bearer: Mutex<Option<String>>,
     in_flight: AtomicUsize,
@@ -89,10 +91,24 @@ struct Unreliable {
     max_delay: Duration,
 }
 
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
+/// What `POST /faults` sets, and `fail_all`: every call's answer while
+/// `times` lasts.
+#[derive(Debug, Clone, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Outage {
+    status: u16,
+    retry_after: Option<String>,
+    times: Option<u32>,
+}
+
+impl server::Fault for Outage {
+    fn times_mut(&mut self) -> &mut Option<u32> {
+        &mut self.times
+    }
+
+    fn status(&self) -> u16 {
+        self.status
+    }
 }
 
 /// A read-only view of a running stub (its counts), for another task.
@@ -119,15 +135,8 @@ impl CrmView {
 
 /// A running stub; it stops when dropped.
 pub struct CrmStub {
-    address: SocketAddr,
     state: Arc<StubState>,
-    server: tokio::task::JoinHandle<()>,
-}
-
-impl Drop for CrmStub {
-    fn drop(&mut self) {
-        self.server.abort();
-    }
+    server: Server,
 }
 
 impl CrmStub {
@@ -139,34 +148,36 @@ impl CrmStub {
     /// Starts on `address`; with `log_upserts`, prints one line per upsert
     /// (external id and write count only: no lead data).
     pub async fn start_on(address: SocketAddr, log_upserts: bool) -> std::io::Result<CrmStub> {
-        let listener = tokio::net::TcpListener::bind(address).await?;
-        let address = listener.local_addr()?;
+        let listener = Listener::bind(address).await?;
         let state = Arc::new(StubState {
+            leads: Mutex::default(),
+            calls: Mutex::default(),
+            scripted: Mutex::default(),
+            fixed: Mutex::default(),
+            delay: Mutex::default(),
+            faults: FaultQueue::new("crm-stub"),
+            required_bearer: Mutex::default(),
+            in_flight: AtomicUsize::default(),
+            max_in_flight: AtomicUsize::default(),
             log_upserts,
-            ..StubState::default()
+            unreliable: Mutex::default(),
         });
         let app = Router::new()
             .route("/leads", get(list))
             .route("/leads/{external_id}", put(upsert).get(read))
-            .route("/faults", post(set_fault).delete(clear_fault))
-            .with_state(Arc::clone(&state));
-        let server = tokio::spawn(async move {
-            let _ = axum::serve(listener, app).await;
-        });
-        Ok(CrmStub {
-            address,
-            state,
-            server,
-        })
+            .with_state(Arc::clone(&state))
+            .merge(state.faults.routes());
+        let server = listener.serve(app);
+        Ok(CrmStub { state, server })
     }
 
     /// The URL template for `CRM_URL`.
     pub fn leads_url(&self) -> String {
-        format!("http://{}/leads/{{externalId}}", self.address)
+        format!("{}/leads/{{externalId}}", self.server.url())
     }
 
     pub fn address(&self) -> SocketAddr {
-        self.address
+        self.server.address()
     }
 
     /// Answers for `external_id`, used once each before normal upserts.
@@ -190,11 +201,16 @@ impl CrmStub {
 
     /// Every call gets `answer` until [`CrmStub::recover`] (an outage).
     pub fn fail_all(&self, answer: Answer) {
-        *lock(&self.state.fault) = Some(answer);
+        self.state.faults.clear();
+        self.state.faults.push(Outage {
+            status: answer.status,
+            retry_after: answer.retry_after,
+            times: None,
+        });
     }
 
     pub fn recover(&self) {
-        *lock(&self.state.fault) = None;
+        self.state.faults.clear();
     }
 
     /// Calls without `Authorization: Bearer <token>` get 401 from now on.
@@ -297,8 +313,11 @@ async fn upsert(
     let unauthorized = required
         .filter(|required| header("authorization").as_ref() != Some(required))
         .map(|_| Answer::status(401));
-    let answer = lock(&state.fault)
-        .clone()
+    let outage = state.faults.next().map(|outage| Answer {
+        status: outage.status,
+        retry_after: outage.retry_after,
+    });
+    let answer = outage
         .or(unauthorized)
         .or(scripted)
         .or_else(|| lock(&state.fixed).get(&external_id).cloned());
@@ -345,31 +364,6 @@ async fn read(State(state): State<Arc<StubState>>, Path(external_id): Path<Strin
         Some(lead) => (StatusCode::OK, Json(lead.body.clone())).into_response(),
         None => StatusCode::NOT_FOUND.into_response(),
     }
-}
-
-#[derive(serde::Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct Fault {
-    status: u16,
-    retry_after: Option<String>,
-}
-
-async fn set_fault(State(state): State<Arc<StubState>>, Json(fault): Json<Fault>) -> Response {
-    println!(
-        "crm-stub: failing every upsert with HTTP {} until DELETE /faults",
-        fault.status
-    );
-    *lock(&state.fault) = Some(Answer {
-        status: fault.status,
-        retry_after: fault.retry_after,
-    });
-    StatusCode::NO_CONTENT.into_response()
-}
-
-async fn clear_fault(State(state): State<Arc<StubState>>) -> Response {
-    println!("crm-stub: recovered; upserts succeed again");
-    *lock(&state.fault) = None;
-    StatusCode::NO_CONTENT.into_response()
 }
 
 /// Every lead the stub holds, by external id, with how often it was written.

@@ -2,7 +2,6 @@
 //! answer 500, or throttle, instead of forwarding. It shows what the ingest
 //! function does when DynamoDB is unavailable, and after it recovers.
 
-use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 use std::sync::Arc;
 
@@ -11,6 +10,8 @@ use axum::extract::State;
 use axum::http::{HeaderMap, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::Router;
+
+use crate::server::{Listener, Server};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[repr(u8)]
@@ -31,22 +32,14 @@ struct ProxyState {
 }
 
 pub struct FaultProxy {
-    address: SocketAddr,
     state: Arc<ProxyState>,
-    server: tokio::task::JoinHandle<()>,
-}
-
-impl Drop for FaultProxy {
-    fn drop(&mut self) {
-        self.server.abort();
-    }
+    server: Server,
 }
 
 impl FaultProxy {
     /// Starts on a free loopback port, forwarding to `upstream`.
     pub async fn start(upstream: &str) -> std::io::Result<FaultProxy> {
-        let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0)).await?;
-        let address = listener.local_addr()?;
+        let listener = Listener::loopback().await?;
         let state = Arc::new(ProxyState {
             upstream: upstream.trim_end_matches('/').to_owned(),
             client: reqwest::Client::new(),
@@ -56,18 +49,12 @@ impl FaultProxy {
         let app = Router::new()
             .fallback(handle)
             .with_state(Arc::clone(&state));
-        let server = tokio::spawn(async move {
-            let _ = axum::serve(listener, app).await;
-        });
-        Ok(FaultProxy {
-            address,
-            state,
-            server,
-        })
+        let server = listener.serve(app);
+        Ok(FaultProxy { state, server })
     }
 
     pub fn url(&self) -> String {
-        format!("http://{}", self.address)
+        self.server.url()
     }
 
     pub fn set(&self, fault: Fault) {

@@ -4,9 +4,8 @@
 //! function and waits for its answer.
 
 use std::collections::{HashMap, VecDeque};
-use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use axum::body::Bytes;
@@ -17,6 +16,8 @@ use axum::routing::{get, post};
 use axum::Router;
 use serde_json::Value;
 use tokio::sync::{oneshot, Notify};
+
+use crate::server::{lock, Listener, Server};
 
 struct Invocation {
     request_id: String,
@@ -34,29 +35,15 @@ struct EmulatorState {
     next_id: AtomicU64,
 }
 
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
-}
-
 pub struct LambdaEmulator {
-    address: SocketAddr,
     state: Arc<EmulatorState>,
-    server: tokio::task::JoinHandle<()>,
-}
-
-impl Drop for LambdaEmulator {
-    fn drop(&mut self) {
-        self.server.abort();
-    }
+    server: Server,
 }
 
 impl LambdaEmulator {
     /// Starts the Runtime API for `function_name` on a free loopback port.
     pub async fn start(function_name: &str) -> std::io::Result<LambdaEmulator> {
-        let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0)).await?;
-        let address = listener.local_addr()?;
+        let listener = Listener::loopback().await?;
         let state = Arc::new(EmulatorState {
             function_name: function_name.to_owned(),
             ..EmulatorState::default()
@@ -70,19 +57,13 @@ impl LambdaEmulator {
             .route("/2018-06-01/runtime/invocation/{id}/error", post(fail))
             .route("/2018-06-01/runtime/init/error", post(init_error))
             .with_state(Arc::clone(&state));
-        let server = tokio::spawn(async move {
-            let _ = axum::serve(listener, app).await;
-        });
-        Ok(LambdaEmulator {
-            address,
-            state,
-            server,
-        })
+        let server = listener.serve(app);
+        Ok(LambdaEmulator { state, server })
     }
 
     /// The value for the function's `AWS_LAMBDA_RUNTIME_API`.
     pub fn runtime_api(&self) -> String {
-        self.address.to_string()
+        self.server.address().to_string()
     }
 
     /// What the function reported if its init failed.

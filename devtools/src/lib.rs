@@ -12,5 +12,6 @@ pub mod lambda_emulator;
 pub mod local;
 pub mod log_capture;
 pub mod pump;
+pub mod server;
 pub mod stream_event;
 pub mod template;

@@ -26,6 +26,7 @@ use devtools::http_api::{answer_from, event_for};
 use devtools::lambda_emulator::LambdaEmulator;
 use devtools::local::{self, DEMO_SIGNING_SECRET, DEMO_TOKEN, LEADS_TABLE, RECEIPTS_TABLE};
 use devtools::pump::StreamPump;
+use devtools::server::{lock, Listener};
 
 const INGEST_TIMEOUT: Duration = Duration::from_secs(10);
 const WORKER_TIMEOUT: Duration = Duration::from_secs(60);
@@ -159,7 +160,7 @@ async fn run() -> Result<(), String> {
     )?;
 
     let ingest_runtime = Arc::new(ingest_runtime);
-    let listener = tokio::net::TcpListener::bind(("127.0.0.1", webhook_port))
+    let listener = Listener::bind(SocketAddr::from(([127, 0, 0, 1], webhook_port)))
         .await
         .map_err(|e| format!("webhook endpoint on port {webhook_port}: {e}"))?;
     let tally = Arc::new(Tally::default());
@@ -168,9 +169,7 @@ async fn run() -> Result<(), String> {
         tally: Arc::clone(&tally),
         path: Arc::new(webhook_path.clone()),
     });
-    tokio::spawn(async move {
-        let _ = axum::serve(listener, app).await;
-    });
+    let _webhook_endpoint = listener.serve(app);
 
     let mut pump = StreamPump::for_table(&dynamodb, streams, &receipts_table).await?;
     let worker_runtime = Arc::new(worker_runtime);
@@ -298,12 +297,6 @@ struct Front {
 struct Tally {
     deliveries: Mutex<BTreeMap<String, u64>>,
     pending: Mutex<Option<u64>>,
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 impl Tally {
