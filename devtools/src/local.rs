@@ -2,7 +2,14 @@
 //! the demo secret, the SDK configuration for the local server, and the
 //! tables created from template.yaml.
 
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
 use aws_sdk_dynamodb::config::{Credentials, Region};
+use tokio::process::Child;
+
+use crate::lambda_emulator::LambdaEmulator;
 
 use crate::template;
 
@@ -83,7 +90,7 @@ pub enum FunctionOutput {
 pub fn spawn_function(
     bin_dir: &std::path::Path,
     name: &str,
-    runtime: &crate::lambda_emulator::LambdaEmulator,
+    runtime: &LambdaEmulator,
     common_env: &[(&str, String)],
     env: &[(&str, String)],
     output: FunctionOutput,
@@ -125,6 +132,83 @@ pub fn spawn_function(
         }
     }
     Ok(child)
+}
+
+/// A function process that can be killed and started again (`make chaos`).
+pub struct KillableFunction {
+    pub name: &'static str,
+    /// What it is in the summary: `ingest`, `stream`, `pass`.
+    pub label: &'static str,
+    pub runtime: Arc<LambdaEmulator>,
+    child: tokio::sync::Mutex<Child>,
+    bin_dir: PathBuf,
+    common_env: Vec<(&'static str, String)>,
+    env: Vec<(&'static str, String)>,
+    kills: AtomicUsize,
+}
+
+impl KillableFunction {
+    pub async fn start(
+        name: &'static str,
+        label: &'static str,
+        bin_dir: &std::path::Path,
+        common_env: &[(&'static str, String)],
+        env: Vec<(&'static str, String)>,
+    ) -> Result<KillableFunction, String> {
+        let runtime = Arc::new(
+            LambdaEmulator::start(name)
+                .await
+                .map_err(|e| e.to_string())?,
+        );
+        let child = spawn_function(
+            bin_dir,
+            name,
+            &runtime,
+            common_env,
+            &env,
+            FunctionOutput::Discarded,
+        )?;
+        Ok(KillableFunction {
+            name,
+            label,
+            runtime,
+            child: tokio::sync::Mutex::new(child),
+            bin_dir: bin_dir.to_owned(),
+            common_env: common_env.to_vec(),
+            env,
+            kills: AtomicUsize::new(0),
+        })
+    }
+
+    /// SIGKILL, as Lambda ends a container, then a new one.
+    pub async fn kill_and_restart(&self) -> Result<(), String> {
+        let mut child = self.child.lock().await;
+        let _ = child.start_kill();
+        let _ = child.wait().await;
+        self.runtime
+            .fail_in_flight("the function's process was killed");
+        self.kills.fetch_add(1, Ordering::SeqCst);
+        *child = spawn_function(
+            &self.bin_dir,
+            self.name,
+            &self.runtime,
+            &self.common_env,
+            &self.env,
+            FunctionOutput::Discarded,
+        )?;
+        Ok(())
+    }
+
+    /// How often it was killed.
+    pub fn kills(&self) -> usize {
+        self.kills.load(Ordering::SeqCst)
+    }
+
+    pub async fn stop(&self) {
+        let mut child = self.child.lock().await;
+        let _ = child.start_kill();
+        let _ = child.wait().await;
+    }
 }
 
 fn stdio(output: FunctionOutput) -> std::process::Stdio {

@@ -22,11 +22,9 @@ use std::time::{Duration, Instant};
 use aws_sdk_dynamodb::types::AttributeValue;
 use devtools::crm_stub::CrmStub;
 use devtools::http_api::{answer_from, event_for, WEBHOOK_ROUTE};
-use devtools::lambda_emulator::LambdaEmulator;
-use devtools::local::{self, DEMO_TOKEN};
+use devtools::local::{self, KillableFunction, DEMO_TOKEN};
 use devtools::pump::StreamPump;
 use serde_json::json;
-use tokio::process::Child;
 
 const INGEST_TIMEOUT: Duration = Duration::from_secs(10);
 /// Short, so a claim left by a killed worker lapses soon (a claim holds
@@ -83,78 +81,6 @@ fn options() -> Result<Options, String> {
     Ok(options)
 }
 
-/// A function process that can be killed and started again.
-struct Function {
-    name: &'static str,
-    /// What it is in the summary: `ingest`, `stream`, `pass`.
-    label: &'static str,
-    runtime: Arc<LambdaEmulator>,
-    child: tokio::sync::Mutex<Child>,
-    bin_dir: PathBuf,
-    common_env: Vec<(&'static str, String)>,
-    env: Vec<(&'static str, String)>,
-    kills: AtomicUsize,
-}
-
-impl Function {
-    async fn start(
-        name: &'static str,
-        label: &'static str,
-        bin_dir: &std::path::Path,
-        common_env: &[(&'static str, String)],
-        env: Vec<(&'static str, String)>,
-    ) -> Result<Function, String> {
-        let runtime = Arc::new(
-            LambdaEmulator::start(name)
-                .await
-                .map_err(|e| e.to_string())?,
-        );
-        let child = local::spawn_function(
-            bin_dir,
-            name,
-            &runtime,
-            common_env,
-            &env,
-            local::FunctionOutput::Discarded,
-        )?;
-        Ok(Function {
-            name,
-            label,
-            runtime,
-            child: tokio::sync::Mutex::new(child),
-            bin_dir: bin_dir.to_owned(),
-            common_env: common_env.to_vec(),
-            env,
-            kills: AtomicUsize::new(0),
-        })
-    }
-
-    /// SIGKILL, as Lambda ends a container, then a new one.
-    async fn kill_and_restart(&self) -> Result<(), String> {
-        let mut child = self.child.lock().await;
-        let _ = child.start_kill();
-        let _ = child.wait().await;
-        self.runtime
-            .fail_in_flight("the function's process was killed");
-        self.kills.fetch_add(1, Ordering::SeqCst);
-        *child = local::spawn_function(
-            &self.bin_dir,
-            self.name,
-            &self.runtime,
-            &self.common_env,
-            &self.env,
-            local::FunctionOutput::Discarded,
-        )?;
-        Ok(())
-    }
-
-    async fn stop(&self) {
-        let mut child = self.child.lock().await;
-        let _ = child.start_kill();
-        let _ = child.wait().await;
-    }
-}
-
 #[tokio::main]
 async fn main() {
     match run().await {
@@ -191,7 +117,7 @@ async fn run() -> Result<(), String> {
 
     let common_env = local::function_env(&endpoint, &receipts_table);
     let ingest = Arc::new(
-        Function::start(
+        KillableFunction::start(
             "ingest",
             "ingest",
             &bin_dir,
@@ -213,7 +139,7 @@ async fn run() -> Result<(), String> {
     // As on Lambda, the stream's invocations and the schedule's passes run
     // in containers of their own: each can be killed alone.
     let worker = Arc::new(
-        Function::start(
+        KillableFunction::start(
             "worker",
             "stream",
             &bin_dir,
@@ -222,8 +148,9 @@ async fn run() -> Result<(), String> {
         )
         .await?,
     );
-    let passes_worker =
-        Arc::new(Function::start("worker", "pass", &bin_dir, &common_env, worker_env).await?);
+    let passes_worker = Arc::new(
+        KillableFunction::start("worker", "pass", &bin_dir, &common_env, worker_env).await?,
+    );
 
     // The stream, retrying failed batches, until told to stop.
     let stop_pump = Arc::new(AtomicBool::new(false));
@@ -427,11 +354,11 @@ async fn run() -> Result<(), String> {
         accepted_after.as_secs_f64(),
         attempts.load(Ordering::SeqCst),
         ingest.label,
-        ingest.kills.load(Ordering::SeqCst),
+        ingest.kills(),
         worker.label,
-        worker.kills.load(Ordering::SeqCst),
+        worker.kills(),
         passes_worker.label,
-        passes_worker.kills.load(Ordering::SeqCst),
+        passes_worker.kills(),
         passes_run.load(Ordering::SeqCst),
         kills_during_crm_calls.load(Ordering::SeqCst)
     );
