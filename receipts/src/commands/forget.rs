@@ -23,7 +23,8 @@ use shared::{Receipt, ReceiptStatus, Retention};
 
 use super::{run_error, Failed};
 use crate::leads::{LeadRow, LeadsTable};
-use crate::table::{Erased, Reading, ReceiptsTable, ScanProgress, Selection, TableSize};
+use crate::table::changes::Erased;
+use crate::table::{Reading, ReceiptsTable, ScanProgress, Selection, TableSize};
 
 /// What the operator asked.
 pub(super) struct Request {

@@ -15,7 +15,8 @@ use shared::receipt::{format_timestamp, parse_timestamp};
 use shared::{Receipt, ReceiptStatus, Retention};
 
 use super::{run_error, Failed};
-use crate::table::{Reading, ReceiptsTable, Redriven};
+use crate::table::changes::Redriven;
+use crate::table::{Reading, ReceiptsTable};
 
 /// What redrive knows of the stack's newest-wins gates.
 pub(super) enum GateRetention {

@@ -1,0 +1,210 @@
+//! The receipts table's changes that an operator asks for: erase, redrive,
+//! and removing a newest-wins gate. Each is one conditional write, so a
+//! delivery running beside it is never overtaken.
+
+use std::collections::HashMap;
+
+use aws_sdk_dynamodb::types::{AttributeValue, ReturnValue};
+use shared::receipt::{attr, PENDING, PERSONAL_ATTRIBUTES};
+use shared::ReceiptStatus;
+
+use super::{failed_condition, s, Reading, ReceiptsTable, TableError};
+
+/// What a redrive did to one receipt.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Redriven {
+    Queued,
+    /// Delivered already: never redriven.
+    Completed,
+    /// Erased at a person's request: never delivered.
+    Erased,
+    /// RECEIVED and not due before this time: claimed by a delivery right
+    /// now, or deferred to then. The worker delivers it; a redrive would
+    /// run beside it.
+    Waiting(String),
+    Missing,
+}
+
+/// The claim's end of a receipt (as an item) that a delivery holds: RECEIVED
+/// with a claim whose outcome is not recorded. Such a delivery may write the
+/// lead to the CRM until its claim ends (or it died, and will not).
+fn held_until(item: &HashMap<String, AttributeValue>) -> Option<String> {
+    let text = |name: &str| match item.get(name) {
+        Some(AttributeValue::S(text)) => Some(text.as_str()),
+        _ => None,
+    };
+    let claimed =
+        matches!(item.get(attr::UNRECORDED_CLAIMS), Some(AttributeValue::N(n)) if n != "0");
+    (text(attr::STATUS) == Some(ReceiptStatus::Received.as_str()) && claimed).then(|| {
+        text(attr::NEXT_ATTEMPT_AT)
+            .unwrap_or("the claim's end")
+            .to_owned()
+    })
+}
+
+/// What `erase` did to one receipt.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Erased {
+    /// RECEIVED or FAILED: now ERASED without its payload, out of every
+    /// queue, never delivered by a later claim. `held_until`: the receipt
+    /// as it was at the moment of the erase (the update's old image) was
+    /// RECEIVED and claimed by a delivery that had recorded no outcome: its
+    /// lead may still reach the CRM, until that claim's end.
+    Settled { held_until: Option<String> },
+    /// COMPLETED (its payload kept by KEEP_PAYLOAD_AFTER_DELIVERY or by an
+    /// earlier version): the payload removed.
+    PayloadRemoved,
+    /// Nothing personal left (delivered or erased since it was read), or
+    /// gone.
+    NothingLeft,
+}
+
+impl ReceiptsTable {
+    /// Removes a receipt's personal data. A RECEIVED or FAILED receipt
+    /// becomes ERASED (never delivered nor redriven; out of every queue;
+    /// expiring at `expires_at`); a COMPLETED one loses its payload. Each
+    /// is one conditional update, so a receipt delivered meanwhile is
+    /// handled as delivered, and running it twice changes nothing more.
+    pub async fn erase(&self, key: &str, now: &str, expires_at: u64) -> Result<Erased, TableError> {
+        let personal = |request: aws_sdk_dynamodb::operation::update_item::builders::UpdateItemFluentBuilder| {
+            PERSONAL_ATTRIBUTES
+                .iter()
+                .enumerate()
+                .fold(request, |request, (n, attribute)| {
+                    request.expression_attribute_names(format!("#personal{n}"), *attribute)
+                })
+        };
+        let remove_personal: String = (0..PERSONAL_ATTRIBUTES.len())
+            .map(|n| format!("#personal{n}"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let settle = personal(self.client.update_item())
+            .table_name(&self.table)
+            .key(attr::PK, AttributeValue::S(key.to_owned()))
+            .update_expression(format!(
+                "SET #status = :erased, #erasedAt = :now, #expiresAt = :expires \
+                 REMOVE {remove_personal}, #queue, #next, #unrecorded, #solo, #lastError, #lastStatus, \
+                 #failedAt, #reason, #failureStatus"
+            ))
+            .condition_expression("#status = :received OR #status = :failed")
+            .expression_attribute_names("#status", attr::STATUS)
+            .expression_attribute_names("#erasedAt", attr::ERASED_AT)
+            .expression_attribute_names("#expiresAt", attr::EXPIRES_AT)
+            .expression_attribute_names("#queue", attr::QUEUE)
+            .expression_attribute_names("#next", attr::NEXT_ATTEMPT_AT)
+            .expression_attribute_names("#unrecorded", attr::UNRECORDED_CLAIMS)
+            .expression_attribute_names("#solo", attr::SOLO_CLAIMS)
+            .expression_attribute_names("#lastError", attr::LAST_ERROR)
+            .expression_attribute_names("#lastStatus", attr::LAST_HTTP_STATUS)
+            .expression_attribute_names("#failedAt", attr::FAILED_AT)
+            .expression_attribute_names("#reason", attr::FAILURE_REASON)
+            .expression_attribute_names("#failureStatus", attr::FAILURE_HTTP_STATUS)
+            .expression_attribute_values(":erased", s(ReceiptStatus::Erased.as_str()))
+            .expression_attribute_values(":received", s(ReceiptStatus::Received.as_str()))
+            .expression_attribute_values(":failed", s(ReceiptStatus::Failed.as_str()))
+            .expression_attribute_values(":now", s(now))
+            .expression_attribute_values(":expires", AttributeValue::N(expires_at.to_string()))
+            // Decided from the receipt as the erase found it, not from the
+            // copy read before: a pass may have claimed it since.
+            .return_values(ReturnValue::AllOld)
+            .send()
+            .await;
+        let old = match settle {
+            Ok(output) => Some(output.attributes.unwrap_or_default()),
+            Err(error) => {
+                failed_condition(Err::<(), _>(error))?;
+                None
+            }
+        };
+        if let Some(old) = old {
+            return Ok(Erased::Settled {
+                held_until: held_until(&old),
+            });
+        }
+        // Delivered (perhaps since it was read): only the payload goes.
+        let strip = personal(self.client.update_item())
+            .table_name(&self.table)
+            .key(attr::PK, AttributeValue::S(key.to_owned()))
+            .update_expression(format!("SET #erasedAt = :now REMOVE {remove_personal}"))
+            .condition_expression("#status = :completed AND attribute_exists(#personal0)")
+            .expression_attribute_names("#status", attr::STATUS)
+            .expression_attribute_names("#erasedAt", attr::ERASED_AT)
+            .expression_attribute_values(":completed", s(ReceiptStatus::Completed.as_str()))
+            .expression_attribute_values(":now", s(now))
+            .send()
+            .await;
+        Ok(if failed_condition(strip)? {
+            Erased::NothingLeft
+        } else {
+            Erased::PayloadRemoved
+        })
+    }
+
+    /// Deletes an item that is no receipt (a newest-wins gate) by its key;
+    /// `true` if there was one.
+    pub async fn delete_gate(&self, key: &str) -> Result<bool, TableError> {
+        let output = self
+            .client
+            .delete_item()
+            .table_name(&self.table)
+            .key(attr::PK, AttributeValue::S(key.to_owned()))
+            .return_values(ReturnValue::AllOld)
+            .send()
+            .await
+            .map_err(TableError::store)?;
+        Ok(output.attributes.is_some_and(|old| !old.is_empty()))
+    }
+
+    /// Back into the reconciler's queue: RECEIVED, attempts reset, due at
+    /// `now`, the age limit counted from now, no expiry (TTL only removes
+    /// delivered receipts). Only a receipt that exists, is not COMPLETED,
+    /// and, if RECEIVED, is due by `now`: a receipt claimed by a delivery
+    /// (or deferred) is left to the worker. `now` is written in the table's
+    /// timestamp format, the one its text order relies on.
+    pub async fn redrive(&self, key: &str, now: &str) -> Result<Redriven, TableError> {
+        let result = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .key(attr::PK, AttributeValue::S(key.to_owned()))
+            .update_expression(
+                "SET #status = :received, #attempts = :zero, #next = :now, #queue = :pending, #redrivenAt = :now \
+                 REMOVE #failedAt, #reason, #failureStatus, #lastError, #lastStatus, #expiresAt",
+            )
+            .condition_expression(
+                "attribute_exists(#pk) AND (#status = :failed OR (#status = :received AND \
+                 (attribute_not_exists(#next) OR #next <= :now)))",
+            )
+            .expression_attribute_names("#pk", attr::PK)
+            .expression_attribute_names("#status", attr::STATUS)
+            .expression_attribute_names("#attempts", attr::ATTEMPTS)
+            .expression_attribute_names("#next", attr::NEXT_ATTEMPT_AT)
+            .expression_attribute_names("#queue", attr::QUEUE)
+            .expression_attribute_names("#redrivenAt", attr::REDRIVEN_AT)
+            .expression_attribute_names("#failedAt", attr::FAILED_AT)
+            .expression_attribute_names("#reason", attr::FAILURE_REASON)
+            .expression_attribute_names("#failureStatus", attr::FAILURE_HTTP_STATUS)
+            .expression_attribute_names("#lastError", attr::LAST_ERROR)
+            .expression_attribute_names("#lastStatus", attr::LAST_HTTP_STATUS)
+            .expression_attribute_names("#expiresAt", attr::EXPIRES_AT)
+            .expression_attribute_values(":received", AttributeValue::S(ReceiptStatus::Received.as_str().to_owned()))
+            .expression_attribute_values(":failed", AttributeValue::S(ReceiptStatus::Failed.as_str().to_owned()))
+            .expression_attribute_values(":zero", AttributeValue::N("0".to_owned()))
+            .expression_attribute_values(":now", AttributeValue::S(now.to_owned()))
+            .expression_attribute_values(":pending", AttributeValue::S(PENDING.to_owned()))
+            .send()
+            .await;
+        if !failed_condition(result)? {
+            return Ok(Redriven::Queued);
+        }
+        // Say why: gone, delivered, erased, or claimed or deferred.
+        Ok(match self.get(key, Reading::WithoutPersonalData).await? {
+            Some(receipt) if receipt.status == ReceiptStatus::Received => {
+                Redriven::Waiting(receipt.next_attempt_at.unwrap_or_default())
+            }
+            Some(receipt) if receipt.status == ReceiptStatus::Erased => Redriven::Erased,
+            Some(_) => Redriven::Completed,
+            None => Redriven::Missing,
+        })
+    }
+}
