@@ -306,13 +306,17 @@ async fn a_missing_secret_fails_init_with_a_clear_message() {
 async fn the_worker_reads_its_crm_token_from_secrets_manager() {
     let client = secrets_client(&endpoint(DYNAMODB_ENDPOINT)).await;
     let arn = create_secret(&client, "crm-token", "crm-token-from-secrets").await;
-    let token = worker::secrets::resolve_token(
+    let (token, source) = worker::secrets::token_and_source(
         worker::config::TokenSetting::SecretsManager(arn),
         worker::destinations::http::CRM_TOKEN_SECRET_ARN,
         || client.clone(),
     )
     .await
     .unwrap();
+    assert!(
+        source.is_some(),
+        "a token in a secret is read again when refused"
+    );
     assert_eq!(
         token.map(|t| t.expose().to_owned()),
         Some("crm-token-from-secrets".to_owned())
@@ -321,13 +325,14 @@ async fn the_worker_reads_its_crm_token_from_secrets_manager() {
     let missing = worker::config::TokenSetting::SecretsManager(
         "arn:aws:secretsmanager:us-east-1:123456789012:secret:nope-AbCdEf".into(),
     );
-    let error = worker::secrets::resolve_token(
+    let error = worker::secrets::token_and_source(
         missing,
         worker::destinations::http::CRM_TOKEN_SECRET_ARN,
         || client.clone(),
     )
     .await
-    .unwrap_err()
+    .err()
+    .expect("a missing secret stops init")
     .to_string();
     assert!(error.starts_with("CRM_TOKEN_SECRET_ARN"), "{error}");
 }

@@ -8,8 +8,7 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use aws_sdk_dynamodb::config::retry::RetryConfig;
-use aws_sdk_dynamodb::config::timeout::TimeoutConfig;
+use aws_edge::CallLimits;
 use aws_sdk_dynamodb::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_dynamodb::operation::put_item::PutItemError;
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnValuesOnConditionCheckFailure};
@@ -23,39 +22,25 @@ use crate::store::{PutOutcome, ReceiptStore, StoreError};
 /// The whole store call, retries included, ends within this time, so the
 /// sender gets a 503 well inside its own timeout instead of a hang.
 pub const STORE_CALL_LIMIT: Duration = Duration::from_secs(5);
-const ATTEMPT_LIMIT: Duration = Duration::from_secs(2);
-const CONNECT_LIMIT: Duration = Duration::from_secs(1);
-const MAX_ATTEMPTS: u32 = 3;
+const STORE_LIMITS: CallLimits = CallLimits {
+    attempts: 3,
+    backoff: Some((Duration::from_millis(50), Duration::from_millis(500))),
+    connect: Duration::from_secs(1),
+    attempt: Some(Duration::from_secs(2)),
+    call: STORE_CALL_LIMIT,
+};
 
 /// Builds the client once, at init, from the environment (region,
 /// credentials, and any `AWS_ENDPOINT_URL_DYNAMODB` / `AWS_ENDPOINT_URL`
 /// override), at `endpoint` when one is configured (`DYNAMODB_ENDPOINT`).
 pub async fn client_from_env(endpoint: Option<&str>) -> Client {
-    let sdk_config = sdk_loader().load().await;
-    let mut config = aws_sdk_dynamodb::config::Builder::from(&sdk_config);
-    if let Some(endpoint) = endpoint {
-        config = config.endpoint_url(endpoint);
-    }
-    Client::from_conf(config.build())
+    aws_edge::dynamodb_client(&sdk_loader().load().await, endpoint)
 }
 
 /// The SDK configuration with bounded retries and time limits; tests add an
 /// endpoint and credentials to it.
 pub fn sdk_loader() -> aws_config::ConfigLoader {
-    aws_config::from_env()
-        .retry_config(
-            RetryConfig::standard()
-                .with_max_attempts(MAX_ATTEMPTS)
-                .with_initial_backoff(Duration::from_millis(50))
-                .with_max_backoff(Duration::from_millis(500)),
-        )
-        .timeout_config(
-            TimeoutConfig::builder()
-                .connect_timeout(CONNECT_LIMIT)
-                .operation_attempt_timeout(ATTEMPT_LIMIT)
-                .operation_timeout(STORE_CALL_LIMIT)
-                .build(),
-        )
+    aws_edge::sdk_loader(STORE_LIMITS)
 }
 
 #[derive(Debug, Clone)]
@@ -72,16 +57,10 @@ impl DynamoReceiptStore {
         }
     }
 
-    /// Opens the connection (DNS, TCP, TLS) during init, which runs with more
-    /// CPU than a 128 MB invocation, instead of on the first webhook. The
-    /// template grants `DescribeTable` for it; the answer is not used.
+    /// Opens the connection during init instead of on the first webhook
+    /// (`aws_edge::warm_up`).
     pub async fn warm_up(&self) {
-        let _ = self
-            .client
-            .describe_table()
-            .table_name(&self.table)
-            .send()
-            .await;
+        aws_edge::warm_up(&self.client, &self.table).await;
     }
 }
 

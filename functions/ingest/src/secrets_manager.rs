@@ -6,9 +6,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::time::Duration;
 
-use aws_sdk_secretsmanager::config::retry::RetryConfig;
-use aws_sdk_secretsmanager::config::timeout::TimeoutConfig;
-use aws_sdk_secretsmanager::error::{ProvideErrorMetadata, SdkError};
+use aws_edge::{CallLimits, SecretReadError};
 use aws_sdk_secretsmanager::Client;
 
 use crate::auth::{SecretError, Source};
@@ -30,25 +28,12 @@ impl SecretsManagerSource {
 impl Source<String, SecretError> for SecretsManagerSource {
     fn fetch(&self) -> Pin<Box<dyn Future<Output = Result<String, SecretError>> + Send + '_>> {
         Box::pin(async move {
-            match self
-                .client
-                .get_secret_value()
-                .secret_id(&self.arn)
-                .send()
+            aws_edge::secret_text(&self.client, &self.arn)
                 .await
-            {
-                Ok(output) => output.secret_string.ok_or(SecretError::NotText),
-                Err(SdkError::ServiceError(failure)) => Err(SecretError::Unreadable(
-                    failure
-                        .err()
-                        .code()
-                        .unwrap_or("UnknownServiceError")
-                        .to_owned(),
-                )),
-                Err(_) => Err(SecretError::Unreadable(
-                    "Secrets Manager unreachable".to_owned(),
-                )),
-            }
+                .map_err(|error| match error {
+                    SecretReadError::NoText => SecretError::NotText,
+                    SecretReadError::Call(_) => SecretError::Unreadable(error.code().to_owned()),
+                })
         })
     }
 }
@@ -56,12 +41,11 @@ impl Source<String, SecretError> for SecretsManagerSource {
 /// The Secrets Manager client: a re-read happens while a sender waits, so
 /// it is bounded like the receipt store.
 pub fn sdk_loader() -> aws_config::ConfigLoader {
-    aws_config::from_env()
-        .retry_config(RetryConfig::standard().with_max_attempts(2))
-        .timeout_config(
-            TimeoutConfig::builder()
-                .connect_timeout(Duration::from_secs(1))
-                .operation_timeout(Duration::from_secs(2))
-                .build(),
-        )
+    aws_edge::sdk_loader(CallLimits {
+        attempts: 2,
+        backoff: None,
+        connect: Duration::from_secs(1),
+        attempt: None,
+        call: Duration::from_secs(2),
+    })
 }

@@ -6,7 +6,7 @@
 use lambda_runtime::{run, service_fn, Error, LambdaEvent};
 use serde_json::Value;
 use worker::invocation::deadline_from;
-use worker::ledger::dynamodb::{self, sdk_loader, DynamoLedger};
+use worker::ledger::dynamodb::{sdk_loader, DynamoLedger};
 use worker::{Config, Worker};
 
 #[tokio::main(flavor = "current_thread")]
@@ -17,7 +17,7 @@ async fn main() -> Result<(), Error> {
     })?;
 
     let sdk_config = sdk_loader().load().await;
-    let client = dynamodb::client(&sdk_config, config.dynamodb_endpoint.as_deref());
+    let client = aws_edge::dynamodb_client(&sdk_config, config.dynamodb_endpoint.as_deref());
     let destination = config
         .destination
         .build(&config.receipts_table, &sdk_config, &client)

@@ -9,7 +9,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
-use aws_sdk_secretsmanager::error::{ProvideErrorMetadata, SdkError};
+use aws_edge::SecretReadError;
 use aws_sdk_secretsmanager::Client;
 
 use shared::config::ConfigError;
@@ -30,18 +30,15 @@ impl SecretsManagerToken {
     }
 }
 
-/// The text value of the secret `arn`; errors carry the service's error
-/// code, never the value.
+/// The text value of the secret `arn` (`aws_edge::secret_text`) as the
+/// token sources report it: the service's error code, never the value.
 pub(crate) async fn secret_text(client: &Client, arn: &str) -> Result<String, TokenError> {
-    match client.get_secret_value().secret_id(arn).send().await {
-        Ok(output) => output
-            .secret_string
-            .ok_or_else(|| TokenError::malformed("the secret has no text value")),
-        Err(SdkError::ServiceError(failure)) => Err(TokenError::unreadable(
-            failure.err().code().unwrap_or("UnknownServiceError"),
-        )),
-        Err(_) => Err(TokenError::unreadable("Secrets Manager unreachable")),
-    }
+    aws_edge::secret_text(client, arn)
+        .await
+        .map_err(|error| match error {
+            SecretReadError::NoText => TokenError::malformed("the secret has no text value"),
+            SecretReadError::Call(_) => TokenError::unreadable(error.code()),
+        })
 }
 
 impl Source<CrmToken, TokenError> for SecretsManagerToken {
@@ -55,30 +52,9 @@ impl Source<CrmToken, TokenError> for SecretsManagerToken {
 }
 
 /// The token the CRM gets at start-up, from the configuration or from
-/// Secrets Manager. `client` is only used (and only needs to exist) for the
-/// secret form.
-pub async fn resolve_token(
-    setting: TokenSetting,
-    arn_name: &'static str,
-    client: impl FnOnce() -> Client,
-) -> Result<Option<CrmToken>, ConfigError> {
-    match setting {
-        TokenSetting::None => Ok(None),
-        TokenSetting::Inline(token) => Ok(Some(token)),
-        TokenSetting::SecretsManager(arn) => SecretsManagerToken::new(client(), arn)
-            .fetch()
-            .await
-            .map(Some)
-            .map_err(|error| ConfigError::Invalid {
-                name: arn_name,
-                reason: format!("the secret could not be read ({})", error.reason),
-            }),
-    }
-}
-
-/// The token read now, and, when it lives in Secrets Manager (`arn_name`),
-/// where to read it again.
-pub(crate) async fn token_and_source(
+/// Secrets Manager (`arn_name`), and, for the secret form, where to read it
+/// again. `client` is only used (and only needs to exist) for that form.
+pub async fn token_and_source(
     setting: TokenSetting,
     arn_name: &'static str,
     client: impl FnOnce() -> Client,

@@ -14,6 +14,7 @@ use std::io::IsTerminal;
 use std::time::SystemTime;
 
 use aws_config::SdkConfig;
+use aws_edge::SecretReadError;
 use shared::Retention;
 
 use crate::cli::{Command, Target};
@@ -39,18 +40,16 @@ fn run_error(error: impl std::fmt::Display) -> Failed {
 /// The text of the Secrets Manager secret `arn` (`what` names it in an
 /// error, which never holds the value).
 async fn secret_text(config: &SdkConfig, arn: &str, what: &str) -> Result<String, Failed> {
-    let read = aws_sdk_secretsmanager::Client::new(config)
-        .get_secret_value()
-        .secret_id(arn)
-        .send()
-        .await
-        .map_err(|error| {
-            Failed::Run(format!(
-                "reading {what}: {}",
-                crate::aws_error::one_line("Secrets Manager", &error)
-            ))
-        })?;
-    Ok(read.secret_string.unwrap_or_default())
+    let client = aws_sdk_secretsmanager::Client::new(config);
+    aws_edge::secret_text(&client, arn).await.map_err(|error| {
+        let said = match &error {
+            SecretReadError::Call(call) => {
+                crate::aws_error::one_line("Secrets Manager", call.as_ref())
+            }
+            SecretReadError::NoText => error.to_string(),
+        };
+        Failed::Run(format!("reading {what}: {said}"))
+    })
 }
 
 /// Where `forget` finds the key of the stack's newest-wins gates: the

@@ -7,9 +7,8 @@ mod queue;
 
 use std::time::Duration;
 
+use aws_edge::CallLimits;
 use aws_sdk_dynamodb::config::http::HttpResponse;
-use aws_sdk_dynamodb::config::retry::RetryConfig;
-use aws_sdk_dynamodb::config::timeout::TimeoutConfig;
 use aws_sdk_dynamodb::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_dynamodb::operation::query::QueryError;
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
@@ -31,25 +30,13 @@ use crate::decide::AttemptError;
 /// must end while the invocation still has time to report it. Tests add an
 /// endpoint and credentials to it.
 pub fn sdk_loader() -> aws_config::ConfigLoader {
-    aws_config::from_env()
-        .retry_config(RetryConfig::standard().with_max_attempts(4))
-        .timeout_config(
-            TimeoutConfig::builder()
-                .connect_timeout(Duration::from_secs(1))
-                .operation_attempt_timeout(Duration::from_secs(2))
-                .operation_timeout(Duration::from_secs(6))
-                .build(),
-        )
-}
-
-/// The DynamoDB client of `sdk_config`, at `endpoint` when one is configured
-/// (`DYNAMODB_ENDPOINT`); other services keep AWS's endpoints.
-pub fn client(sdk_config: &aws_config::SdkConfig, endpoint: Option<&str>) -> Client {
-    let mut config = aws_sdk_dynamodb::config::Builder::from(sdk_config);
-    if let Some(endpoint) = endpoint {
-        config = config.endpoint_url(endpoint);
-    }
-    Client::from_conf(config.build())
+    aws_edge::sdk_loader(CallLimits {
+        attempts: 4,
+        backoff: None,
+        connect: Duration::from_secs(1),
+        attempt: Some(Duration::from_secs(2)),
+        call: Duration::from_secs(6),
+    })
 }
 
 pub struct DynamoLedger {
@@ -65,15 +52,10 @@ impl DynamoLedger {
         }
     }
 
-    /// Opens the connection during init instead of on the first batch. The
-    /// template grants `DescribeTable` for it; the answer is not used.
+    /// Opens the connection during init instead of on the first batch
+    /// (`aws_edge::warm_up`).
     pub async fn warm_up(&self) {
-        let _ = self
-            .client
-            .describe_table()
-            .table_name(&self.table)
-            .send()
-            .await;
+        aws_edge::warm_up(&self.client, &self.table).await;
     }
 
     /// An update of a receipt that is still RECEIVED, counting `attempt`.
