@@ -2,6 +2,8 @@
 //! other top-level pages and docs/ reaches a file that exists, and a link
 //! to a heading (`page.md#heading`) reaches a heading of that page, by
 //! GitHub's anchor rule. The README stays a front door: at most 250 lines.
+//! The architecture map names only what exists: every path it gives, and
+//! every test or function it cites as holding an invariant.
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -193,6 +195,142 @@ fn the_checker_finds_a_missing_file_and_a_missing_heading() {
         [
             "README.md: docs/missing.md (no such file)",
             "README.md: docs/page.md#nowhere (no such heading)"
+        ]
+    );
+}
+
+/// The inline code spans of one line.
+fn code_spans(line: &str) -> Vec<&str> {
+    line.split('`').skip(1).step_by(2).collect()
+}
+
+fn is_path(token: &str) -> bool {
+    let extensions = [".rs", ".yaml", ".toml", ".py", ".sh", ".md", ".json"];
+    !token.is_empty()
+        && token
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "._/-".contains(c))
+        && (token.contains('/') || extensions.iter().any(|e| token.ends_with(e)))
+}
+
+/// A snake_case name of three words or more: a test or a function.
+fn is_function_name(token: &str) -> bool {
+    token.starts_with(|c: char| c.is_ascii_lowercase())
+        && token
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+        && token.matches('_').count() >= 2
+}
+
+/// Every `fn` name in the workspace's Rust sources.
+fn defined_functions(root: &Path) -> HashSet<String> {
+    let mut names = HashSet::new();
+    for folder in [
+        "shared",
+        "aws-edge",
+        "functions",
+        "receipts",
+        "devtools",
+        "integration",
+    ] {
+        for file in integration::files_under(&root.join(folder), "rs") {
+            let text = std::fs::read_to_string(&file).unwrap_or_default();
+            for (at, _) in text.match_indices("fn ") {
+                let name: String = text[at + 3..]
+                    .chars()
+                    .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                    .collect();
+                names.insert(name);
+            }
+        }
+    }
+    names
+}
+
+/// What a map names that does not exist. A path resolves from the
+/// workspace, from its section's heading path (and its `src/`), or from a
+/// folder named earlier in the same paragraph or list item.
+fn unknown_names(root: &Path, text: &str, defined: &HashSet<String>) -> Vec<String> {
+    let mut unknown = Vec::new();
+    let mut section: Option<PathBuf> = None;
+    let mut folders: Vec<PathBuf> = Vec::new();
+    let mut fenced = false;
+    for line in text.lines() {
+        if line.trim_start().starts_with("```") {
+            fenced = !fenced;
+            continue;
+        }
+        if fenced {
+            continue;
+        }
+        if line.starts_with('#') {
+            section = code_spans(line)
+                .into_iter()
+                .find(|token| is_path(token))
+                .map(PathBuf::from);
+            folders.clear();
+            continue;
+        }
+        if line.trim().is_empty() || line.starts_with("- ") {
+            folders.clear();
+        }
+        for token in code_spans(line) {
+            if is_path(token) {
+                let mut candidates = vec![PathBuf::from(token)];
+                if let Some(base) = &section {
+                    candidates.push(base.join(token));
+                    candidates.push(base.join("src").join(token));
+                }
+                candidates.extend(folders.iter().rev().map(|folder| folder.join(token)));
+                match candidates.into_iter().find(|c| root.join(c).exists()) {
+                    Some(found) if root.join(&found).is_dir() => folders.push(found),
+                    Some(_) => {}
+                    None => unknown.push(format!("{token} (no such file or folder)")),
+                }
+            } else if is_function_name(token) && !defined.contains(token) {
+                unknown.push(format!("{token} (no such test or function)"));
+            }
+        }
+    }
+    unknown
+}
+
+#[test]
+fn the_architecture_map_names_only_what_exists() {
+    let root = workspace();
+    let map = std::fs::read_to_string(root.join("docs/architecture.md")).unwrap();
+    let defined = defined_functions(&root);
+    let unknown = unknown_names(&root, &map, &defined);
+    assert!(
+        unknown.is_empty(),
+        "docs/architecture.md names what does not exist:\n{}",
+        unknown.join("\n")
+    );
+    let named = map
+        .lines()
+        .flat_map(code_spans)
+        .filter(|t| is_function_name(t))
+        .count();
+    assert!(
+        named >= 20,
+        "the map cites only {named} tests: is the check reading it?"
+    );
+}
+
+#[test]
+fn the_map_check_finds_a_missing_path_and_a_missing_test() {
+    let root = workspace();
+    let defined = defined_functions(&root);
+    let map = "### `functions/worker/`\n\n\
+               - `functions/worker/src/deliver/`: `claim.rs`, `gone.rs`; `src/main.rs`\n\
+               - `claim.rs` alone is not in this item's folder\n\n\
+               Held by `shared_knows_no_aws` and `a_test_nobody_wrote`.\n";
+    assert_eq!(
+        unknown_names(&root, map, &defined),
+        [
+            "gone.rs (no such file or folder)",
+            "claim.rs (no such file or folder)",
+            "a_test_nobody_wrote (no such test or function)",
         ]
     );
 }
