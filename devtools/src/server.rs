@@ -91,7 +91,7 @@ pub trait Fault: Clone + DeserializeOwned + Send + 'static {
 /// Faults in the order they were set; the first answers calls until its
 /// `times` run out, then the next one does.
 pub struct FaultQueue<F> {
-    /// Who prints what a person set over HTTP (`"hubspot fake"`).
+    /// Who prints what a person set over HTTP (`"crm-stub"`).
     name: &'static str,
     faults: Mutex<VecDeque<F>>,
 }
