@@ -5,7 +5,7 @@
 //! the vendor's documented steps on the bytes sent (Python's hmac, as in the
 //! vendors' own Python snippets), then stored once, refused when changed or
 //! unsigned, and delivered as a lead whose e-mail and name come from the
-//! sender's own fields.
+//! sender's own fields, with its attribution (a hidden UTM field) kept.
 
 use std::process::Command;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -85,13 +85,13 @@ fn vendor_signature(
 fn vendor_body(sender: Sender, id: &str, email: &str, first: &str) -> String {
     match sender {
         Sender::Tally => format!(
-            r#"{{"eventId":"ev-{id}","eventType":"FORM_RESPONSE","createdAt":"2026-12-01T08:00:00.123Z","data":{{"responseId":"{id}","submissionId":"{id}","respondentId":"r1","formId":"VwbNEw","formName":"Contact","createdAt":"2026-12-01T08:00:00.000Z","fields":[{{"key":"question_1","label":"Full name","type":"INPUT_TEXT","value":"{first} Example"}},{{"key":"question_2","label":"Work address","type":"INPUT_EMAIL","value":"{email}"}},{{"key":"question_3","label":"Plan","type":"MULTIPLE_CHOICE","value":["o2"],"options":[{{"id":"o1","text":"Starter"}},{{"id":"o2","text":"Business"}}]}}]}}}}"#
+            r#"{{"eventId":"ev-{id}","eventType":"FORM_RESPONSE","createdAt":"2026-12-01T08:00:00.123Z","data":{{"responseId":"{id}","submissionId":"{id}","respondentId":"r1","formId":"VwbNEw","formName":"Contact","createdAt":"2026-12-01T08:00:00.000Z","fields":[{{"key":"question_1","label":"Full name","type":"INPUT_TEXT","value":"{first} Example"}},{{"key":"question_2","label":"Work address","type":"INPUT_EMAIL","value":"{email}"}},{{"key":"question_3","label":"Plan","type":"MULTIPLE_CHOICE","value":["o2"],"options":[{{"id":"o1","text":"Starter"}},{{"id":"o2","text":"Business"}}]}},{{"key":"question_4","label":"utm_campaign","type":"HIDDEN_FIELDS","value":"spring"}}]}}}}"#
         ),
         Sender::Typeform => format!(
-            r#"{{"event_id":"01KBYWTTXW2SXX86TBH2SGNCCS","event_type":"form_response","form_response":{{"form_id":"lT4Z3j","token":"{id}","landed_at":"2026-12-01T07:59:00Z","submitted_at":"2026-12-01T08:00:00Z","definition":{{"id":"lT4Z3j","title":"Contact","fields":[{{"id":"f1","title":"What is your first name?","type":"short_text","ref":"first_name","properties":{{}}}},{{"id":"f2","title":"Your email?","type":"email","ref":"email","properties":{{}}}}]}},"answers":[{{"type":"text","text":"{first}","field":{{"id":"f1","type":"short_text","ref":"first_name"}}}},{{"type":"email","email":"{email}","field":{{"id":"f2","type":"email","ref":"email"}}}}]}}}}"#
+            r#"{{"event_id":"01KBYWTTXW2SXX86TBH2SGNCCS","event_type":"form_response","form_response":{{"form_id":"lT4Z3j","token":"{id}","landed_at":"2026-12-01T07:59:00Z","submitted_at":"2026-12-01T08:00:00Z","hidden":{{"utm_campaign":"spring"}},"definition":{{"id":"lT4Z3j","title":"Contact","fields":[{{"id":"f1","title":"What is your first name?","type":"short_text","ref":"first_name","properties":{{}}}},{{"id":"f2","title":"Your email?","type":"email","ref":"email","properties":{{}}}}]}},"answers":[{{"type":"text","text":"{first}","field":{{"id":"f1","type":"short_text","ref":"first_name"}}}},{{"type":"email","email":"{email}","field":{{"id":"f2","type":"email","ref":"email"}}}}]}}}}"#
         ),
         Sender::Webflow => format!(
-            r#"{{"triggerType":"form_submission","payload":{{"name":"Contact Us","siteId":"65427cf400e02b306eaa049c","data":{{"First Name":"{first}","Last Name":"Example","email":"{email}"}},"schema":[],"submittedAt":"2026-12-01T08:00:00.117Z","id":"{id}","formId":"65429eadebe8a9f3a30f62d0","formElementId":"4e038d2c"}}}}"#
+            r#"{{"triggerType":"form_submission","payload":{{"name":"Contact Us","siteId":"65427cf400e02b306eaa049c","data":{{"First Name":"{first}","Last Name":"Example","email":"{email}","UTM Campaign":"spring"}},"schema":[],"submittedAt":"2026-12-01T08:00:00.117Z","id":"{id}","formId":"65429eadebe8a9f3a30f62d0","formElementId":"4e038d2c"}}}}"#
         ),
         Sender::StaticForms => unreachable!(),
     }
@@ -267,6 +267,13 @@ async fn each_sender_is_verified_stored_once_and_delivered_as_its_lead() {
             _ => lead.body["fields"]["firstName"].as_str(),
         };
         assert_eq!(first, Some("Grace"), "{name}: {}", lead.body);
+        // Attribution, however the sender carries it (Tally's hidden
+        // field, Typeform's `hidden`, a Webflow field), under its own name.
+        assert_eq!(
+            lead.body["fields"]["utm_campaign"], "spring",
+            "{name}: {}",
+            lead.body
+        );
         assert_eq!(
             lead.idempotency_key.as_deref(),
             Some(format!("{name}:{}:{id}", sender.event_name()).as_str())

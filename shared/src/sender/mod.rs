@@ -275,15 +275,52 @@ impl Answers {
     }
 }
 
-/// The lead field a label names, by its words: `E-mail address` is
-/// `email`, `First name` is `firstName`, `Your message` is `message`...
-/// `None` for any other label, which stays as it is.
-pub fn canonical_field(label: &str) -> Option<&'static str> {
-    let squashed: String = label
+/// Where a lead came from, as forms carry it in hidden fields (Typeform's
+/// `hidden`, Tally's `HIDDEN_FIELDS`, a plain field on Static Forms or
+/// Webflow): lead fields under these names, however the form spells them.
+pub const ATTRIBUTION_FIELDS: [&str; 7] = [
+    "utm_source",
+    "utm_medium",
+    "utm_campaign",
+    "utm_term",
+    "utm_content",
+    "page_url",
+    "referrer",
+];
+
+/// The attribution field a label names (`UTM Source`, `utm-source` and
+/// `utmSource` are `utm_source`); `None` for any other label.
+pub fn attribution_field(label: &str) -> Option<&'static str> {
+    Some(match squashed(label).as_str() {
+        "utmsource" => "utm_source",
+        "utmmedium" => "utm_medium",
+        "utmcampaign" => "utm_campaign",
+        "utmterm" => "utm_term",
+        "utmcontent" => "utm_content",
+        "pageurl" | "landingpage" | "landingpageurl" => "page_url",
+        "referrer" | "referer" | "referrerurl" | "refererurl" => "referrer",
+        _ => return None,
+    })
+}
+
+/// A label's letters and digits, lower-case.
+fn squashed(label: &str) -> String {
+    label
         .chars()
         .filter(|c| c.is_alphanumeric())
         .flat_map(char::to_lowercase)
-        .collect();
+        .collect()
+}
+
+/// The lead field a label names, by its words: `E-mail address` is
+/// `email`, `First name` is `firstName`, `Your message` is `message`, and
+/// `UTM Source` is `utm_source` (`attribution_field`). `None` for any other
+/// label, which stays as it is.
+pub fn canonical_field(label: &str) -> Option<&'static str> {
+    if let Some(attribution) = attribution_field(label) {
+        return Some(attribution);
+    }
+    let squashed = squashed(label);
     let squashed = squashed
         .strip_prefix("your")
         .filter(|rest| !rest.is_empty())
@@ -405,12 +442,23 @@ mod tests {
             ("Phone Number", Some("phone")),
             ("Company", Some("company")),
             ("Your message", Some("message")),
+            ("utm_source", Some("utm_source")),
+            ("UTM Campaign", Some("utm_campaign")),
+            ("utmMedium", Some("utm_medium")),
+            ("utm-term", Some("utm_term")),
+            ("UTM_CONTENT", Some("utm_content")),
+            ("Page URL", Some("page_url")),
+            ("Referer", Some("referrer")),
+            ("utm", None),
             ("Your", None),
             ("Which plan?", None),
             ("", None),
         ];
         for (label, expected) in rows {
             assert_eq!(canonical_field(label), expected, "{label:?}");
+        }
+        for name in ATTRIBUTION_FIELDS {
+            assert_eq!(attribution_field(name), Some(name));
         }
     }
 

@@ -78,15 +78,25 @@ fn remove_credentials(object: &mut Map<String, Value>) {
     object.retain(|name, _| !CREDENTIAL_FIELDS.contains(&name.to_ascii_lowercase().as_str()));
 }
 
-/// `data.formData`, as the form names its fields.
+/// `data.formData`, as the form names its fields; attribution fields
+/// under their own names (`UTM Source` is `utm_source`, reachable by its
+/// label too), unless the form also has a field of that exact name, which
+/// keeps it.
 pub fn answers(payload: &Value) -> super::Answers {
-    super::Answers {
-        fields: match payload.pointer("/data/formData") {
-            Some(Value::Object(form)) => form.clone(),
-            _ => Map::new(),
-        },
-        aliases: Vec::new(),
+    let mut answers = super::Answers::default();
+    let Some(Value::Object(form)) = payload.pointer("/data/formData") else {
+        return answers;
+    };
+    let (as_named, respelled): (Vec<_>, Vec<_>) = form.iter().partition(|(name, _)| {
+        super::attribution_field(name).is_none_or(|attribution| attribution == name.as_str())
+    });
+    for (name, value) in as_named {
+        answers.fields.insert(name.clone(), value.clone());
     }
+    for (name, value) in respelled {
+        answers.add(super::attribution_field(name), name, &[], value.clone());
+    }
+    answers
 }
 
 /// The envelope's `timestamp` (whole Unix seconds) as receipt-timestamp
@@ -128,6 +138,23 @@ mod tests {
 
     fn parse(value: Value) -> Result<FormSubmission, EnvelopeError> {
         FormSubmission::parse(value.to_string().as_bytes())
+    }
+
+    #[test]
+    fn attribution_fields_are_kept_under_their_own_names() {
+        let payload = json!({"data": {"formData": {
+            "name": "Ada", "UTM Source": "newsletter", "utm_source": "direct",
+            "Page URL": "https://example.com/pricing", "": "kept"
+        }}});
+        let answers = answers(&payload);
+        assert_eq!(answers.fields["utm_source"], "direct");
+        assert_eq!(answers.fields["UTM Source"], "newsletter");
+        assert_eq!(answers.fields["page_url"], "https://example.com/pricing");
+        assert_eq!(answers.fields["name"], "Ada");
+        assert_eq!(answers.fields[""], "kept");
+        assert!(answers
+            .aliases
+            .contains(&("Page URL".to_owned(), "page_url".to_owned())));
     }
 
     #[test]

@@ -223,6 +223,20 @@ mod tests {
         );
     }
 
+    /// Tally sends hidden fields as fields of type `HIDDEN_FIELDS`, named
+    /// by their label (Tally's documented example delivery carries
+    /// `utm_campaign` so).
+    #[test]
+    fn hidden_fields_carry_attribution_under_its_names() {
+        let mut delivery = delivery();
+        let fields = delivery["data"]["fields"].as_array_mut().unwrap();
+        fields.push(json!({"key": "question_mVGEg3_8b57", "label": "utm_campaign", "type": "HIDDEN_FIELDS", "value": "newsletter"}));
+        fields.push(json!({"key": "question_nPpjVn_84b6", "label": "Referrer", "type": "HIDDEN_FIELDS", "value": "https://example.org/"}));
+        let answers = answers(&delivery);
+        assert_eq!(answers.fields["utm_campaign"], "newsletter");
+        assert_eq!(answers.fields["referrer"], "https://example.org/");
+    }
+
     #[test]
     fn choices_as_text() {
         let options = json!([{"id": "a", "text": "Red"}, {"id": "b", "text": "Blue"}]);

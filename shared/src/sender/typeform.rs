@@ -60,15 +60,15 @@ pub fn parse(body: &[u8]) -> Result<FormSubmission, EnvelopeError> {
 /// `form_response.answers[]`: by type first (`email`, `phone_number`),
 /// then by the field's ref, then by its title (from `definition.fields`);
 /// a choice as its label, several as their labels joined by ", ". Each
-/// answer may also be named by its ref or id in `FIELD_MAP`.
+/// answer may also be named by its ref or id in `FIELD_MAP`. Then the
+/// hidden fields (`form_response.hidden`, an object of name and value,
+/// where forms carry UTM values and the page), each under its name.
 pub fn answers(payload: &Value) -> Answers {
     let mut answers = Answers::default();
-    let Some(given) = payload
+    let given = payload
         .pointer("/form_response/answers")
         .and_then(Value::as_array)
-    else {
-        return answers;
-    };
+        .map_or(&[][..], Vec::as_slice);
     let definitions = payload
         .pointer("/form_response/definition/fields")
         .and_then(Value::as_array);
@@ -97,6 +97,14 @@ pub fn answers(payload: &Value) -> Answers {
         };
         let label = if title.is_empty() { &reference } else { &title };
         answers.add(canonical, label, &[&reference, &id], value);
+    }
+    let hidden = payload
+        .pointer("/form_response/hidden")
+        .and_then(Value::as_object);
+    for (name, value) in hidden.into_iter().flatten() {
+        if !value.is_null() {
+            answers.add(canonical_field(name), name, &[], value.clone());
+        }
     }
     answers
 }
@@ -229,6 +237,21 @@ mod tests {
     }
 
     #[test]
+    fn hidden_fields_become_fields_and_attribution_keeps_its_names() {
+        let mut delivery = delivery();
+        delivery["form_response"]["hidden"] = json!({
+            "utm_source": "newsletter", "UTM_Campaign": "spring",
+            "page_url": "https://example.com/pricing", "empty": null
+        });
+        let answers = answers(&delivery);
+        assert_eq!(answers.fields["utm_source"], "newsletter");
+        assert_eq!(answers.fields["utm_campaign"], "spring");
+        assert_eq!(answers.fields["page_url"], "https://example.com/pricing");
+        assert!(!answers.fields.contains_key("empty"));
+        assert_eq!(answers.fields["email"], "laura@example.com");
+    }
+
+    #[test]
     fn answers_by_type_ref_and_title_with_choice_labels() {
         let answers = answers(&delivery());
         assert_eq!(answers.fields["email"], "laura@example.com");
@@ -236,6 +259,7 @@ mod tests {
         assert_eq!(answers.fields["firstName"], "Laura");
         assert_eq!(answers.fields["Which plan?"], "Business");
         assert_eq!(answers.fields["Extras"], "Support, Training");
+        assert_eq!(answers.fields["user_id"], "abc123456");
         for alias in ["plan", "k6TP9oLGgHjl"] {
             assert!(
                 answers
