@@ -20,7 +20,9 @@ pub mod newest;
 pub mod outcome;
 pub mod receipt;
 pub mod refresh;
+pub mod routes;
 pub mod sender;
+pub mod spam;
 pub mod store_errors;
 
 pub use envelope::{EnvelopeError, SubmissionId};

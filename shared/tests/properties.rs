@@ -61,6 +61,19 @@ proptest! {
         let _ = FormSubmission::parse(&body);
     }
 
+    /// A routes file of any text is routes or problems, never a panic;
+    /// every problem is one line.
+    #[test]
+    fn any_text_is_routes_or_problems_without_panicking(
+        text in "(\\[\\[route\\]\\]|\\[spam\\]|form|name|honeypot|max_links|[=\"\\[\\]\\n .a-z0-9\u{e9}-])*"
+    ) {
+        if let Err(problems) = shared::routes::parse(&text) {
+            for problem in problems {
+                prop_assert!(!problem.to_string().contains('\n'), "{problem}");
+            }
+        }
+    }
+
     #[test]
     fn any_json_value_parses_or_fails_without_panicking(value in any_json()) {
         let _ = FormSubmission::parse(value.to_string().as_bytes());

@@ -1,0 +1,456 @@
+//! The routes file (`routes.toml`): per form, which CRM property gets which
+//! form field, the constants every lead of the form carries, and spam
+//! rules added to the stack's. Read whole and checked whole: every problem
+//! is found, each said in one line that names its route and key, so a
+//! person fixes the file in one pass.
+//!
+//! ```toml
+//! [spam]
+//! honeypot = ["website_url"]
+//! block_email_domains = ["mailinator.com"]
+//! max_links = 3
+//!
+//! [[route]]
+//! form = "the sender's form id"
+//! name = "Pricing page"
+//! [route.fields]
+//! company_size = "numemployees"
+//! [route.set]
+//! lead_source = "Pricing page"
+//! [route.spam]
+//! honeypot = ["fax"]
+//! ```
+
+use std::collections::BTreeMap;
+
+use serde_json::{Map, Value};
+use toml::Table;
+
+use crate::spam::SpamRules;
+
+/// Every route of a stack, and the spam rules of every form.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Routes {
+    pub spam: SpamRules,
+    pub routes: Vec<Route>,
+}
+
+/// One form's place in the CRM.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Route {
+    /// The sender's id of the form.
+    pub form: String,
+    pub name: Option<String>,
+    /// Form field (label, key or ref) to CRM property.
+    pub fields: BTreeMap<String, String>,
+    /// Constant properties on every lead of the form.
+    pub set: Map<String, Value>,
+    /// This form's own rules, added to the stack's.
+    pub spam: SpamRules,
+}
+
+impl Routes {
+    /// The route of `form`, if it has one.
+    pub fn route(&self, form: &str) -> Option<&Route> {
+        self.routes.iter().find(|route| route.form == form)
+    }
+
+    /// The rules a submission of `form` is held to: the stack's, and its
+    /// route's added to them.
+    pub fn spam_rules(&self, form: Option<&str>) -> SpamRules {
+        match form.and_then(|form| self.route(form)) {
+            Some(route) => self.spam.with(&route.spam),
+            None => self.spam.clone(),
+        }
+    }
+}
+
+/// One thing wrong with a routes file: where (`[spam]`,
+/// `[[route]] #2 "Pricing page"`), which key, and what.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{place}: {key}: {problem}")]
+pub struct RouteProblem {
+    pub place: String,
+    pub key: String,
+    pub problem: String,
+}
+
+/// Reads a routes file, or says everything wrong with it.
+pub fn parse(text: &str) -> Result<Routes, Vec<RouteProblem>> {
+    let table: Table = match text.parse() {
+        Ok(table) => table,
+        Err(error) => {
+            let line = error
+                .span()
+                .map(|span| text.get(..span.start).unwrap_or(text).matches('\n').count() + 1);
+            return Err(vec![RouteProblem {
+                place: "the file".to_owned(),
+                key: line.map_or("TOML".to_owned(), |line| format!("line {line}")),
+                problem: error.message().trim().to_owned(),
+            }]);
+        }
+    };
+    let mut problems = Problems::default();
+    for key in table.keys() {
+        if key != "spam" && key != "route" {
+            problems.add(
+                "the file",
+                key,
+                "unknown key: the file holds [spam] and [[route]]",
+            );
+        }
+    }
+    let spam = match table.get("spam") {
+        None => SpamRules::default(),
+        Some(toml::Value::Table(spam)) => spam_rules(spam, "[spam]", &mut problems),
+        Some(_) => {
+            problems.add("the file", "spam", "must be a table ([spam])");
+            SpamRules::default()
+        }
+    };
+    let mut routes: Vec<Route> = Vec::new();
+    match table.get("route") {
+        None => {}
+        Some(toml::Value::Array(entries)) => {
+            for (index, entry) in entries.iter().enumerate() {
+                let Some(entry) = entry.as_table() else {
+                    problems.add(
+                        &format!("[[route]] #{}", index + 1),
+                        "route",
+                        "must be a table ([[route]])",
+                    );
+                    continue;
+                };
+                let route = route(entry, index + 1, &mut problems);
+                let place = place_of(&route, index + 1);
+                if let Some(first) = routes
+                    .iter()
+                    .position(|r| !route.form.is_empty() && r.form == route.form)
+                {
+                    problems.add(
+                        &place,
+                        "form",
+                        &format!("route #{} is for this form already", first + 1),
+                    );
+                }
+                routes.push(route);
+            }
+        }
+        Some(_) => problems.add(
+            "the file",
+            "route",
+            "must be an array of tables ([[route]])",
+        ),
+    }
+    problems.into_result(Routes { spam, routes })
+}
+
+#[derive(Default)]
+struct Problems(Vec<RouteProblem>);
+
+impl Problems {
+    fn add(&mut self, place: &str, key: &str, problem: &str) {
+        self.0.push(RouteProblem {
+            place: place.to_owned(),
+            key: key.to_owned(),
+            problem: problem.to_owned(),
+        });
+    }
+
+    fn into_result<T>(self, value: T) -> Result<T, Vec<RouteProblem>> {
+        if self.0.is_empty() {
+            Ok(value)
+        } else {
+            Err(self.0)
+        }
+    }
+}
+
+fn place_of(route: &Route, number: usize) -> String {
+    match &route.name {
+        Some(name) => format!("[[route]] #{number} {name:?}"),
+        None => format!("[[route]] #{number}"),
+    }
+}
+
+fn route(entry: &Table, number: usize, problems: &mut Problems) -> Route {
+    let mut route = Route::default();
+    // The name first, so every other problem can name the route by it.
+    match entry.get("name") {
+        None => {}
+        Some(toml::Value::String(name)) if !name.trim().is_empty() => {
+            route.name = Some(name.clone());
+        }
+        Some(_) => problems.add(
+            &place_of(&route, number),
+            "name",
+            "must be text that is not empty",
+        ),
+    }
+    let place = place_of(&route, number);
+    for key in entry.keys() {
+        if !["form", "name", "fields", "set", "spam"].contains(&key.as_str()) {
+            problems.add(
+                &place,
+                key,
+                "unknown key: a route has form, name, fields, set and spam",
+            );
+        }
+    }
+    match entry.get("form") {
+        Some(toml::Value::String(form)) if !form.trim().is_empty() => {
+            route.form = form.trim().to_owned();
+        }
+        Some(toml::Value::String(_)) => problems.add(&place, "form", "is empty"),
+        Some(_) => problems.add(&place, "form", "must be text (the sender's form id)"),
+        None => problems.add(&place, "form", "is missing (the sender's form id)"),
+    }
+    match entry.get("fields") {
+        None => {}
+        Some(toml::Value::Table(fields)) => {
+            for (field, property) in fields {
+                match property.as_str().map(str::trim) {
+                    Some(property) if !property.is_empty() => {
+                        route.fields.insert(field.clone(), property.to_owned());
+                    }
+                    _ => problems.add(
+                        &place,
+                        &format!("fields.{field}"),
+                        "must be the name of one CRM property",
+                    ),
+                }
+            }
+        }
+        Some(_) => problems.add(&place, "fields", "must be a table ([route.fields])"),
+    }
+    let mut by_property: BTreeMap<&str, &str> = BTreeMap::new();
+    for (field, property) in &route.fields {
+        if let Some(first) = by_property.insert(property, field) {
+            problems.add(
+                &place,
+                &format!("fields.{field}"),
+                &format!("property {property:?} gets field {first:?} already"),
+            );
+        }
+    }
+    match entry.get("set") {
+        None => {}
+        Some(toml::Value::Table(set)) => {
+            for (property, value) in set {
+                match json_of(value) {
+                    Some(value) => {
+                        route.set.insert(property.clone(), value);
+                    }
+                    None => problems.add(
+                        &place,
+                        &format!("set.{property}"),
+                        "must be text, a number, true or false, or a list of them",
+                    ),
+                }
+                if let Some(field) = by_property.get(property.as_str()) {
+                    problems.add(
+                        &place,
+                        &format!("set.{property}"),
+                        &format!("property {property:?} gets field {field:?} already"),
+                    );
+                }
+            }
+        }
+        Some(_) => problems.add(&place, "set", "must be a table ([route.set])"),
+    }
+    match entry.get("spam") {
+        None => {}
+        Some(toml::Value::Table(spam)) => {
+            route.spam = spam_rules(spam, &format!("{place} spam"), problems);
+        }
+        Some(_) => problems.add(&place, "spam", "must be a table ([route.spam])"),
+    }
+    route
+}
+
+fn spam_rules(table: &Table, place: &str, problems: &mut Problems) -> SpamRules {
+    let mut rules = SpamRules::default();
+    for (key, value) in table {
+        match key.as_str() {
+            "honeypot" | "block_email_domains" => match texts(value) {
+                Some(texts) if key == "honeypot" => rules.honeypot = texts,
+                Some(texts) => rules.block_email_domains = texts,
+                None => problems.add(place, key, "must be a list of texts that are not empty"),
+            },
+            "max_links" => match value.as_integer().map(u32::try_from) {
+                Some(Ok(limit)) => rules.max_links = Some(limit),
+                _ => problems.add(place, key, "must be a whole number, 0 or more"),
+            },
+            _ => problems.add(
+                place,
+                key,
+                "unknown key: spam rules are honeypot, block_email_domains and max_links",
+            ),
+        }
+    }
+    rules
+}
+
+fn texts(value: &toml::Value) -> Option<Vec<String>> {
+    value
+        .as_array()?
+        .iter()
+        .map(|item| {
+            item.as_str()
+                .map(str::trim)
+                .filter(|text| !text.is_empty())
+                .map(str::to_owned)
+        })
+        .collect()
+}
+
+/// A constant's JSON value: text, a number, true or false, or a list.
+fn json_of(value: &toml::Value) -> Option<Value> {
+    Some(match value {
+        toml::Value::String(text) => Value::String(text.clone()),
+        toml::Value::Integer(number) => Value::from(*number),
+        toml::Value::Float(number) => serde_json::Number::from_f64(*number).map(Value::Number)?,
+        toml::Value::Boolean(flag) => Value::Bool(*flag),
+        toml::Value::Array(items) => {
+            Value::Array(items.iter().map(json_of).collect::<Option<Vec<_>>>()?)
+        }
+        toml::Value::Datetime(_) | toml::Value::Table(_) => return None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const EXAMPLE: &str = r#"
+[spam]
+honeypot = ["website_url"]
+block_email_domains = ["mailinator.com"]
+max_links = 3
+
+[[route]]
+form = "VwbNEw"
+name = "Pricing page"
+[route.fields]
+company_size = "numemployees"
+[route.set]
+lead_source = "Pricing page"
+score = 10
+[route.spam]
+honeypot = ["fax"]
+
+[[route]]
+form = "lT4Z3j"
+"#;
+
+    fn problems(text: &str) -> Vec<String> {
+        match parse(text) {
+            Ok(routes) => panic!("accepted: {routes:?}"),
+            Err(problems) => problems.iter().map(ToString::to_string).collect(),
+        }
+    }
+
+    #[test]
+    fn the_example_reads_whole() {
+        let routes = parse(EXAMPLE).unwrap();
+        assert_eq!(routes.spam.honeypot, ["website_url"]);
+        assert_eq!(routes.spam.max_links, Some(3));
+        let pricing = routes.route("VwbNEw").unwrap();
+        assert_eq!(pricing.name.as_deref(), Some("Pricing page"));
+        assert_eq!(pricing.fields["company_size"], "numemployees");
+        assert_eq!(pricing.set["lead_source"], "Pricing page");
+        assert_eq!(pricing.set["score"], 10);
+        assert_eq!(
+            routes.spam_rules(Some("VwbNEw")).honeypot,
+            ["website_url", "fax"]
+        );
+        assert_eq!(routes.spam_rules(Some("lT4Z3j")).honeypot, ["website_url"]);
+        assert_eq!(routes.spam_rules(None).honeypot, ["website_url"]);
+        assert_eq!(routes.route("unknown"), None);
+        assert_eq!(parse("").unwrap(), Routes::default());
+    }
+
+    #[test]
+    fn the_example_in_the_repository_reads() {
+        let example = include_str!("../../routes.example.toml");
+        let routes = parse(example).unwrap_or_else(|problems| panic!("{problems:?}"));
+        assert!(!routes.routes.is_empty());
+    }
+
+    #[test]
+    fn every_problem_is_named_by_route_and_key() {
+        let rows: [(&str, &[&str]); 10] = [
+            (
+                "[[route]]\nname = \"Pricing page\"\nform = \"\"\n",
+                &[r#"[[route]] #1 "Pricing page": form: is empty"#],
+            ),
+            (
+                "[[route]]\nform = 5\n",
+                &["[[route]] #1: form: must be text (the sender's form id)"],
+            ),
+            (
+                "[[route]]\nname = \"A\"\n",
+                &[r#"[[route]] #1 "A": form: is missing (the sender's form id)"#],
+            ),
+            (
+                "[[route]]\nform = \"f\"\n[[route]]\nform = \"f\"\nname = \"Again\"\n",
+                &[r#"[[route]] #2 "Again": form: route #1 is for this form already"#],
+            ),
+            (
+                "[[route]]\nform = \"f\"\nfrom = \"typo\"\n",
+                &["[[route]] #1: from: unknown key: a route has form, name, fields, set and spam"],
+            ),
+            (
+                "[[route]]\nform = \"f\"\n[route.fields]\nsize = \"numemployees\"\nemployees = \"numemployees\"\n",
+                &[r#"[[route]] #1: fields.size: property "numemployees" gets field "employees" already"#],
+            ),
+            (
+                "[[route]]\nform = \"f\"\n[route.fields]\nsize = \"numemployees\"\n[route.set]\nnumemployees = 5\n",
+                &[r#"[[route]] #1: set.numemployees: property "numemployees" gets field "size" already"#],
+            ),
+            (
+                "[[route]]\nform = \"f\"\n[route.fields]\nsize = 3\n[route.set]\nwhen = 2026-12-01\n",
+                &[
+                    "[[route]] #1: fields.size: must be the name of one CRM property",
+                    "[[route]] #1: set.when: must be text, a number, true or false, or a list of them",
+                ],
+            ),
+            (
+                "[spam]\nhoneypot = \"website\"\nmax_links = -1\ncaptcha = true\n",
+                &[
+                    "[spam]: captcha: unknown key: spam rules are honeypot, block_email_domains and max_links",
+                    "[spam]: honeypot: must be a list of texts that are not empty",
+                    "[spam]: max_links: must be a whole number, 0 or more",
+                ],
+            ),
+            (
+                "spam = 1\nroutes = []\n",
+                &[
+                    "the file: routes: unknown key: the file holds [spam] and [[route]]",
+                    "the file: spam: must be a table ([spam])",
+                ],
+            ),
+        ];
+        for (text, expected) in rows {
+            assert_eq!(problems(text), expected, "{text}");
+        }
+    }
+
+    #[test]
+    fn a_routes_own_spam_rules_are_checked_too() {
+        assert_eq!(
+            problems("[[route]]\nform = \"f\"\nname = \"N\"\n[route.spam]\nblock_email_domains = [\"\"]\n"),
+            [r#"[[route]] #1 "N" spam: block_email_domains: must be a list of texts that are not empty"#]
+        );
+    }
+
+    #[test]
+    fn a_file_that_is_no_toml_is_one_line_with_its_place() {
+        let said = problems("[[route]]\nform = \"f\"\nname = \"unterminated\n");
+        assert_eq!(said.len(), 1, "{said:?}");
+        assert!(said[0].starts_with("the file: line 3: "), "{said:?}");
+        assert!(!said[0].contains('\n'), "{said:?}");
+        let twice = problems("[[route]]\nform = \"f\"\nform = \"g\"\n");
+        assert!(twice[0].starts_with("the file: line 3: "), "{twice:?}");
+    }
+}

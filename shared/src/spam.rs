@@ -1,0 +1,300 @@
+//! The spam rules: which submissions are held back from the CRM. A
+//! submission that breaks one is stored and answered like any other (a bot
+//! learns nothing), and kept out of the CRM until a person releases it;
+//! these functions only decide, from its answers.
+//!
+//! - `honeypot`: fields a person never sees nor fills; any value that is
+//!   not blank (a checked box, a number, text that is not only spaces)
+//!   marks a bot.
+//! - `block_email_domains`: the lead's e-mail domain, or any sub-domain of
+//!   it, compared without case.
+//! - `max_links`: the links in every text answer together, attribution
+//!   fields (`page_url`, `referrer`...) aside, since they are URLs by
+//!   nature.
+
+use serde_json::Value;
+
+use crate::sender::{Answers, ATTRIBUTION_FIELDS};
+
+/// One set of rules: a stack's, or a form's added to it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SpamRules {
+    pub honeypot: Vec<String>,
+    pub block_email_domains: Vec<String>,
+    /// The most links the text answers may hold; no limit when `None`.
+    pub max_links: Option<u32>,
+}
+
+/// The rule a submission broke, named without any of its data.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SpamRule {
+    /// The honeypot field that was filled.
+    Honeypot(String),
+    BlockedDomain,
+    Links,
+}
+
+impl std::fmt::Display for SpamRule {
+    /// `honeypot:<field>`, `blocked-domain` or `links`: the receipt's
+    /// reason and the metric's dimension.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SpamRule::Honeypot(field) => write!(f, "honeypot:{field}"),
+            SpamRule::BlockedDomain => f.write_str("blocked-domain"),
+            SpamRule::Links => f.write_str("links"),
+        }
+    }
+}
+
+impl SpamRules {
+    /// These rules and `more` together (a form's own rules on top of the
+    /// stack's): every honeypot and domain of both, the lower link limit.
+    pub fn with(&self, more: &SpamRules) -> SpamRules {
+        let mut joined = self.clone();
+        joined.honeypot.extend(more.honeypot.iter().cloned());
+        joined
+            .block_email_domains
+            .extend(more.block_email_domains.iter().cloned());
+        joined.max_links = match (self.max_links, more.max_links) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        joined
+    }
+
+    /// The first rule `answers` break, in the order honeypot, domain,
+    /// links; `None` for a submission that breaks none.
+    pub fn verdict(&self, answers: &Answers) -> Option<SpamRule> {
+        if let Some(field) = self
+            .honeypot
+            .iter()
+            .find(|field| answer(answers, field).is_some_and(is_filled))
+        {
+            return Some(SpamRule::Honeypot(field.clone()));
+        }
+        let domain = answers
+            .fields
+            .get("email")
+            .and_then(Value::as_str)
+            .and_then(email_domain);
+        if let Some(domain) = domain {
+            if self
+                .block_email_domains
+                .iter()
+                .any(|blocked| is_within(&domain, blocked))
+            {
+                return Some(SpamRule::BlockedDomain);
+            }
+        }
+        let limit = self.max_links?;
+        let links: usize = answers
+            .fields
+            .iter()
+            .filter(|(name, _)| !ATTRIBUTION_FIELDS.contains(&name.as_str()))
+            .map(|(_, value)| links_in(value))
+            .sum();
+        (links > limit as usize).then_some(SpamRule::Links)
+    }
+}
+
+/// The answer named `field`, by its name in the lead or any other name it
+/// has (a key, a ref, a label).
+fn answer<'a>(answers: &'a Answers, field: &str) -> Option<&'a Value> {
+    answers.fields.get(field).or_else(|| {
+        answers
+            .aliases
+            .iter()
+            .find(|(alias, _)| alias == field)
+            .and_then(|(_, name)| answers.fields.get(name))
+    })
+}
+
+fn is_filled(value: &Value) -> bool {
+    match value {
+        Value::Null | Value::Bool(false) => false,
+        Value::String(text) => !text.trim().is_empty(),
+        Value::Array(items) => items.iter().any(is_filled),
+        Value::Object(fields) => fields.values().any(is_filled),
+        Value::Bool(true) | Value::Number(_) => true,
+    }
+}
+
+/// The domain of an address, lower-case, without a trailing dot.
+fn email_domain(email: &str) -> Option<String> {
+    let (_, domain) = email.trim().rsplit_once('@')?;
+    let domain = domain.trim_end_matches('.').to_lowercase();
+    (!domain.is_empty()).then_some(domain)
+}
+
+/// Whether `domain` is `blocked` or one of its sub-domains.
+fn is_within(domain: &str, blocked: &str) -> bool {
+    let blocked = blocked
+        .trim()
+        .trim_start_matches(['@', '.'])
+        .trim_end_matches('.')
+        .to_lowercase();
+    !blocked.is_empty()
+        && (domain == blocked
+            || domain
+                .strip_suffix(&blocked)
+                .is_some_and(|rest| rest.ends_with('.')))
+}
+
+/// Links in a value's text: `http://`, `https://`, and `www.` not already
+/// part of one of those.
+fn links_in(value: &Value) -> usize {
+    match value {
+        Value::String(text) => {
+            let text = text.to_lowercase();
+            let schemes = text.matches("http://").count() + text.matches("https://").count();
+            let bare = text
+                .match_indices("www.")
+                .filter(|(at, _)| !text[..*at].ends_with("//"))
+                .count();
+            schemes + bare
+        }
+        Value::Array(items) => items.iter().map(links_in).sum(),
+        Value::Object(fields) => fields.values().map(links_in).sum(),
+        _ => 0,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn answers(fields: Value) -> Answers {
+        Answers {
+            fields: fields.as_object().unwrap().clone(),
+            aliases: vec![("question_hp".to_owned(), "Website".to_owned())],
+        }
+    }
+
+    fn rules(honeypot: &[&str], domains: &[&str], max_links: Option<u32>) -> SpamRules {
+        SpamRules {
+            honeypot: honeypot.iter().map(|s| s.to_string()).collect(),
+            block_email_domains: domains.iter().map(|s| s.to_string()).collect(),
+            max_links,
+        }
+    }
+
+    #[test]
+    fn honeypots() {
+        let stack = rules(&["website_url", "question_hp"], &[], None);
+        let rows = [
+            (
+                json!({"website_url": "http://spam.example"}),
+                Some("honeypot:website_url"),
+            ),
+            (json!({"website_url": ""}), None),
+            (json!({"website_url": "   \t\n"}), None),
+            (json!({"website_url": null}), None),
+            (json!({"website_url": false}), None),
+            (json!({"website_url": true}), Some("honeypot:website_url")),
+            (json!({"website_url": 0}), Some("honeypot:website_url")),
+            (json!({"website_url": [" ", ""]}), None),
+            (json!({"website_url": ["x"]}), Some("honeypot:website_url")),
+            // Reached by another of its names (a Tally key, a Typeform ref).
+            (json!({"Website": "x"}), Some("honeypot:question_hp")),
+            (json!({"name": "Ada"}), None),
+        ];
+        for (fields, expected) in rows {
+            let got = stack.verdict(&answers(fields.clone()));
+            assert_eq!(got.map(|r| r.to_string()).as_deref(), expected, "{fields}");
+        }
+    }
+
+    #[test]
+    fn blocked_domains() {
+        let stack = rules(&[], &["mailinator.com", "@Trash-Mail.example."], None);
+        let rows = [
+            ("bot@mailinator.com", true),
+            ("Bot@MAILINATOR.COM", true),
+            ("bot@mail.mailinator.com", true),
+            ("bot@mailinator.com.", true),
+            ("  bot@mailinator.com  ", true),
+            ("a@trash-mail.example", true),
+            ("ada@notmailinator.com", false),
+            ("ada@mailinator.com.example", false),
+            ("ada@example.com", false),
+            ("mailinator.com", false),
+            ("", false),
+        ];
+        for (email, blocked) in rows {
+            let got = stack.verdict(&answers(json!({"email": email})));
+            assert_eq!(got == Some(SpamRule::BlockedDomain), blocked, "{email:?}");
+        }
+        let nothing = rules(&[], &["", "  "], None);
+        assert_eq!(nothing.verdict(&answers(json!({"email": "a@b.c"}))), None);
+    }
+
+    #[test]
+    fn links_are_counted_in_every_text_answer() {
+        let stack = rules(&[], &[], Some(2));
+        let rows = [
+            (
+                json!({"message": "see https://a.example and http://b.example"}),
+                false,
+            ),
+            (
+                json!({"message": "https://a.example", "company": "www.b.example", "extra": ["HTTPS://c.example"]}),
+                true,
+            ),
+            (
+                json!({"message": "https://www.a.example https://www.b.example"}),
+                false,
+            ),
+            (
+                json!({"message": "https://a.example,https://b.example,https://c.example"}),
+                true,
+            ),
+            (json!({"message": "www.a www.b www.c"}), true),
+            // Attribution fields are URLs by nature and do not count.
+            (
+                json!({"message": "https://a.example", "page_url": "https://x.example/?ref=https://y", "referrer": "https://z.example"}),
+                false,
+            ),
+            (json!({"message": "no links", "count": 5}), false),
+        ];
+        for (fields, held) in rows {
+            let got = stack.verdict(&answers(fields.clone()));
+            assert_eq!(got == Some(SpamRule::Links), held, "{fields}");
+        }
+        let unlimited = rules(&[], &[], None);
+        assert_eq!(
+            unlimited.verdict(&answers(
+                json!({"message": "https://a https://b https://c"})
+            )),
+            None
+        );
+    }
+
+    #[test]
+    fn the_first_broken_rule_is_named() {
+        let stack = rules(&["fax"], &["mailinator.com"], Some(0));
+        let all = answers(json!({"fax": "1", "email": "x@mailinator.com", "message": "https://a"}));
+        assert_eq!(stack.verdict(&all), Some(SpamRule::Honeypot("fax".into())));
+        let two = answers(json!({"email": "x@mailinator.com", "message": "https://a"}));
+        assert_eq!(stack.verdict(&two), Some(SpamRule::BlockedDomain));
+    }
+
+    #[test]
+    fn a_forms_rules_add_to_the_stacks() {
+        let stack = rules(&["website_url"], &["mailinator.com"], Some(3));
+        let form = rules(&["fax"], &["spam.example"], Some(1));
+        let joined = stack.with(&form);
+        assert_eq!(joined.honeypot, ["website_url", "fax"]);
+        assert_eq!(
+            joined.block_email_domains,
+            ["mailinator.com", "spam.example"]
+        );
+        assert_eq!(joined.max_links, Some(1));
+        assert_eq!(
+            stack.with(&SpamRules::default()).max_links,
+            Some(3),
+            "a form without a limit keeps the stack's"
+        );
+        assert_eq!(SpamRules::default().with(&form).max_links, Some(1));
+    }
+}
