@@ -125,3 +125,41 @@ fn every_setup_and_lookup_failure_is_one_line_saying_what_to_do() {
     let (_, stderr) = receipts(&reachable, &["--debug", "--table", "no-such-table", "list"]);
     assert!(stderr.lines().count() > 1, "{stderr}");
 }
+
+/// `routes check` needs no AWS at all (no region, no credentials): it reads
+/// the file, exits 0 for a good one and 1 with a line per problem for a bad
+/// one.
+#[test]
+fn routes_check_runs_offline_and_names_each_problem() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let example = root.join("routes.example.toml");
+    let (code, stderr) = receipts(&[], &["routes", "check", example.to_str().unwrap()]);
+    assert_eq!(code, Some(0), "{stderr}");
+
+    let bad = std::env::temp_dir().join(format!("routes-bad-{}.toml", std::process::id()));
+    std::fs::write(
+        &bad,
+        "[[route]]\nname = \"Pricing page\"\nform = \"\"\n[route.spam]\nmax_links = -1\n",
+    )
+    .unwrap();
+    let (code, stderr) = receipts(&[], &["routes", "check", bad.to_str().unwrap()]);
+    std::fs::remove_file(&bad).unwrap();
+    assert_eq!(code, Some(1), "{stderr}");
+    let lines: Vec<&str> = stderr.lines().collect();
+    assert_eq!(lines.len(), 3, "{stderr}");
+    assert!(
+        lines[0].ends_with(r#": [[route]] #1 "Pricing page": form: is empty"#),
+        "{stderr}"
+    );
+    assert!(
+        lines[1].ends_with(
+            r#": [[route]] #1 "Pricing page" spam: max_links: must be a whole number, 0 or more"#
+        ),
+        "{stderr}"
+    );
+    assert!(lines[2].starts_with("receipts: "), "{stderr}");
+    assert!(
+        !stderr.contains("region") && !stderr.contains("credentials"),
+        "{stderr}"
+    );
+}

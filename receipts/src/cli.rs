@@ -165,6 +165,35 @@ pub enum Command {
         #[arg(long)]
         show_secret: bool,
     },
+    /// The routes file: each form's place in the CRM and the spam rules
+    /// (routes.example.toml shows its shape).
+    Routes {
+        #[command(subcommand)]
+        action: RoutesAction,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Subcommand)]
+pub enum RoutesAction {
+    /// Say everything wrong with FILE, one line per problem naming its
+    /// route and key (exit 1), or what it holds. Offline: needs no AWS.
+    Check {
+        #[arg(value_name = "FILE")]
+        file: std::path::PathBuf,
+    },
+}
+
+impl Command {
+    /// Whether the command runs without AWS (no region, credentials or
+    /// table needed).
+    pub fn is_offline(&self) -> bool {
+        matches!(
+            self,
+            Command::Routes {
+                action: RoutesAction::Check { .. }
+            }
+        )
+    }
 }
 
 /// `--since` and `--until`, as given.

@@ -12,14 +12,19 @@ use receipts::commands::{self, Failed};
 async fn main() -> ExitCode {
     let cli = Cli::parse();
     receipts::aws_error::show_whole_errors(cli.debug);
-    let config = aws_config_for(&cli.target).await;
-    if let Err(message) =
-        receipts::aws_error::check_setup(&config, cli.target.profile.as_deref()).await
-    {
-        eprintln!("receipts: {message}");
-        return ExitCode::from(2);
-    }
-    match commands::run(&config, &cli.target, cli.command).await {
+    let result = if cli.command.is_offline() {
+        commands::run_offline(cli.command)
+    } else {
+        let config = aws_config_for(&cli.target).await;
+        if let Err(message) =
+            receipts::aws_error::check_setup(&config, cli.target.profile.as_deref()).await
+        {
+            eprintln!("receipts: {message}");
+            return ExitCode::from(2);
+        }
+        commands::run(&config, &cli.target, cli.command).await
+    };
+    match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(Failed::Usage(message)) => {
             eprintln!("receipts: {message}");

@@ -5,6 +5,7 @@
 mod forget;
 mod list;
 mod redrive;
+mod routes;
 mod show;
 mod smoke;
 mod stats;
@@ -17,7 +18,7 @@ use aws_config::SdkConfig;
 use aws_edge::SecretReadError;
 use shared::Retention;
 
-use crate::cli::{Command, Target};
+use crate::cli::{Command, RoutesAction, Target};
 use crate::leads::LeadsTable;
 use crate::stack::{output, parameter, Stack};
 use crate::table::{Reading, ReceiptsTable, ScanProgress, Selection};
@@ -77,6 +78,17 @@ async fn gate_lookup(config: &SdkConfig, stack: Option<&Stack>) -> Result<forget
                 GateSecret::MIN_LEN
             ))
         })
+}
+
+/// A command that needs no AWS (`Command::is_offline`).
+pub fn run_offline(command: Command) -> Result<(), Failed> {
+    let mut out = std::io::stdout().lock();
+    match command {
+        Command::Routes {
+            action: RoutesAction::Check { file },
+        } => routes::check(&file, &mut out, &mut std::io::stderr().lock()),
+        other => Err(Failed::Usage(format!("{other:?} needs AWS"))),
+    }
 }
 
 pub async fn run(config: &SdkConfig, target: &Target, command: Command) -> Result<(), Failed> {
@@ -220,6 +232,7 @@ pub async fn run(config: &SdkConfig, target: &Target, command: Command) -> Resul
             };
             smoke::smoke_test(config, &stack, &table, timeout, keep, &mut out).await?;
         }
+        Command::Routes { .. } => return run_offline(command),
     }
     Ok(())
 }
