@@ -101,6 +101,20 @@ pub const OPERATOR_ATTRIBUTES: &[&str] = &[
 /// waits never reads a payload, and a receipt's payload is written to the
 /// table alone, not again to the index. A pass takes the full receipt from
 /// its claim.
+/// The starts of the receipts table's keys that are no receipts: the
+/// newest-wins gates and the stack's configuration (its routes).
+pub const NOT_RECEIPT_PREFIXES: [&str; 2] = [
+    crate::newest::GATE_KEY_PREFIX,
+    crate::routes::CONFIG_KEY_PREFIX,
+];
+
+/// Whether an item of the receipts table is a receipt.
+pub fn is_receipt_key(pk: &str) -> bool {
+    !NOT_RECEIPT_PREFIXES
+        .iter()
+        .any(|prefix| pk.starts_with(prefix))
+}
+
 pub const QUEUE_INDEX: &str = "queue-by-due";
 
 /// The queue of receipts waiting for an attempt. Pending receipts are few
@@ -343,6 +357,21 @@ fn epoch_seconds(at: SystemTime) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn gates_and_configuration_are_no_receipts() {
+        for key in [
+            "staticforms:form.submitted:sub_1",
+            "tally:FORM_RESPONSE:2wgx4n",
+            "staticforms:form.submitted:gate#1",
+            "webflow:form_submission:config#routes",
+        ] {
+            assert!(is_receipt_key(key), "{key}");
+        }
+        for key in ["gate#hmac:00", "gate#email:00", crate::routes::ROUTES_KEY] {
+            assert!(!is_receipt_key(key), "{key}");
+        }
+    }
 
     #[test]
     fn a_status_as_text_is_the_stored_text() {

@@ -23,20 +23,38 @@
 
 use std::collections::BTreeMap;
 
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use toml::Table;
 
 use crate::spam::SpamRules;
 
+/// The start of every key of the receipts table that holds the stack's
+/// configuration: no receipt key starts so (`receipt::is_receipt_key`), and
+/// the stream filter, which passes the senders' prefixes only, never
+/// passes one.
+pub const CONFIG_KEY_PREFIX: &str = "config#";
+/// The item that holds the routes in force, as `receipts routes apply`
+/// stores them: `routes` (their JSON), `version` (one more at every
+/// change, so two operators never overwrite each other) and `appliedAt`.
+pub const ROUTES_KEY: &str = "config#routes";
+pub mod stored {
+    pub const ROUTES: &str = "routes";
+    pub const VERSION: &str = "version";
+    pub const APPLIED_AT: &str = "appliedAt";
+}
+
 /// Every route of a stack, and the spam rules of every form.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Routes {
     pub spam: SpamRules,
     pub routes: Vec<Route>,
 }
 
 /// One form's place in the CRM.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Route {
     /// The sender's id of the form.
     pub form: String,
@@ -63,6 +81,52 @@ impl Routes {
             None => self.spam.clone(),
         }
     }
+}
+
+/// What changes when `new` replaces `old`, a line each, naming routes by
+/// their name (or number) and never by form id (a Static Forms form id is
+/// its apiKey): `+ route "Pricing page"`, `- route #2`,
+/// `~ route "Pricing page": fields, set`, `~ spam rules for every form`.
+pub fn changes(old: &Routes, new: &Routes) -> Vec<String> {
+    let mut lines = Vec::new();
+    if old.spam != new.spam {
+        lines.push("~ spam rules for every form".to_owned());
+    }
+    let shown = |route: &Route, routes: &Routes| {
+        let number = routes.routes.iter().position(|r| r == route).unwrap_or(0) + 1;
+        match &route.name {
+            Some(name) => format!("{name:?}"),
+            None => format!("#{number}"),
+        }
+    };
+    for route in &old.routes {
+        if new.route(&route.form).is_none() {
+            lines.push(format!("- route {}", shown(route, old)));
+        }
+    }
+    for route in &new.routes {
+        match old.route(&route.form) {
+            None => lines.push(format!("+ route {}", shown(route, new))),
+            Some(before) if before != route => {
+                let parts: Vec<&str> = [
+                    ("name", before.name != route.name),
+                    ("fields", before.fields != route.fields),
+                    ("set", before.set != route.set),
+                    ("spam", before.spam != route.spam),
+                ]
+                .into_iter()
+                .filter_map(|(part, changed)| changed.then_some(part))
+                .collect();
+                lines.push(format!(
+                    "~ route {}: {}",
+                    shown(route, new),
+                    parts.join(", ")
+                ));
+            }
+            Some(_) => {}
+        }
+    }
+    lines
 }
 
 /// One thing wrong with a routes file: where (`[spam]`,
@@ -368,6 +432,52 @@ form = "lT4Z3j"
         assert_eq!(routes.spam_rules(None).honeypot, ["website_url"]);
         assert_eq!(routes.route("unknown"), None);
         assert_eq!(parse("").unwrap(), Routes::default());
+    }
+
+    #[test]
+    fn changes_name_routes_never_form_ids() {
+        let old = parse(EXAMPLE).unwrap();
+        assert_eq!(changes(&old, &old), Vec::<String>::new());
+        let new = parse(
+            &EXAMPLE
+                .replace("score = 10", "score = 11")
+                .replace(
+                    "[[route]]\nform = \"lT4Z3j\"\n",
+                    "[[route]]\nform = \"w3\"\nname = \"Contact\"\n",
+                )
+                .replace("max_links = 3", "max_links = 2"),
+        )
+        .unwrap();
+        assert_eq!(
+            changes(&old, &new),
+            [
+                "~ spam rules for every form",
+                "- route #2",
+                "~ route \"Pricing page\": set",
+                "+ route \"Contact\"",
+            ]
+        );
+        assert_eq!(
+            changes(&Routes::default(), &old),
+            [
+                "~ spam rules for every form",
+                "+ route \"Pricing page\"",
+                "+ route #2"
+            ]
+        );
+        for line in changes(&old, &new) {
+            assert!(
+                !line.contains("VwbNEw") && !line.contains("lT4Z3j") && !line.contains("w3\""),
+                "{line}"
+            );
+        }
+    }
+
+    #[test]
+    fn stored_routes_read_back_whole() {
+        let routes = parse(EXAMPLE).unwrap();
+        let text = serde_json::to_string(&routes).unwrap();
+        assert_eq!(serde_json::from_str::<Routes>(&text).unwrap(), routes);
     }
 
     #[test]

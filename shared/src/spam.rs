@@ -17,7 +17,8 @@ use serde_json::Value;
 use crate::sender::{Answers, ATTRIBUTION_FIELDS};
 
 /// One set of rules: a stack's, or a form's added to it.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
 pub struct SpamRules {
     pub honeypot: Vec<String>,
     pub block_email_domains: Vec<String>,

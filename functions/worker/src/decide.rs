@@ -88,7 +88,7 @@ pub fn decode_stream_record(record: &EventRecord) -> Decoded {
         .get(attr::PK)
         .or_else(|| image.get(attr::PK));
     if let Some(AttributeValue::S(key)) = key {
-        if !shared::newest::is_receipt_key(key) {
+        if !shared::receipt::is_receipt_key(key) {
             return Decoded::Skip(SkipReason::NotAReceipt);
         }
     }

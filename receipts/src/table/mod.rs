@@ -3,6 +3,7 @@
 //! the operator's attributes only, unless `--payload` asks for the form data:
 //! without it, personal data never leaves DynamoDB.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 
 use aws_sdk_dynamodb::error::{ProvideErrorMetadata, SdkError};
@@ -14,6 +15,7 @@ use shared::{IdempotencyKey, Receipt, ReceiptStatus, SubmissionId};
 use crate::cli::{StatusFilter, Window};
 
 pub mod changes;
+pub mod config;
 
 type Item = HashMap<String, AttributeValue>;
 
@@ -238,11 +240,11 @@ impl ReceiptsTable {
         let status = selection.status;
         let window = &selection.window;
         let (projection, mut names) = reading.projection();
-        let mut conditions = Vec::new();
+        let mut conditions: Vec<Cow<str>> = Vec::new();
         let mut values = HashMap::new();
         if selection.email.is_some() {
             // Only receipts that still hold form data can name anyone.
-            conditions.push("attribute_exists(#payload)");
+            conditions.push(Cow::from("attribute_exists(#payload)"));
             names.insert("#payload".to_owned(), attr::PAYLOAD.to_owned());
         }
         let status_text = match status {
@@ -252,28 +254,31 @@ impl ReceiptsTable {
             Some(StatusFilter::Pending) | None => None,
         };
         if let Some(text) = status_text {
-            conditions.push("#status = :status");
+            conditions.push(Cow::from("#status = :status"));
             names.insert("#status".to_owned(), attr::STATUS.to_owned());
             values.insert(":status".to_owned(), AttributeValue::S(text.to_owned()));
         }
-        // Newest-wins gates share the table; they are no receipts.
-        conditions.push("NOT begins_with(#pk, :gate)");
+        // Newest-wins gates and the routes share the table; they are no
+        // receipts.
         names.insert("#pk".to_owned(), attr::PK.to_owned());
-        values.insert(
-            ":gate".to_owned(),
-            AttributeValue::S(shared::newest::GATE_KEY_PREFIX.to_owned()),
-        );
+        for (n, prefix) in shared::receipt::NOT_RECEIPT_PREFIXES.iter().enumerate() {
+            conditions.push(Cow::from(format!("NOT begins_with(#pk, :notReceipt{n})")));
+            values.insert(
+                format!(":notReceipt{n}"),
+                AttributeValue::S((*prefix).to_owned()),
+            );
+        }
         if status == Some(StatusFilter::Pending) {
-            conditions.push("#queue = :pending");
+            conditions.push(Cow::from("#queue = :pending"));
             names.insert("#queue".to_owned(), attr::QUEUE.to_owned());
             values.insert(":pending".to_owned(), AttributeValue::S(PENDING.to_owned()));
         }
         if let Some(since) = &window.since {
-            conditions.push("#receivedAt >= :since");
+            conditions.push(Cow::from("#receivedAt >= :since"));
             values.insert(":since".to_owned(), AttributeValue::S(since.clone()));
         }
         if let Some(until) = &window.until {
-            conditions.push("#receivedAt <= :until");
+            conditions.push(Cow::from("#receivedAt <= :until"));
             values.insert(":until".to_owned(), AttributeValue::S(until.clone()));
         }
         if window.since.is_some() || window.until.is_some() {
