@@ -110,3 +110,95 @@ fn receipts_says_its_version_and_refuses_a_bad_command_with_exit_2() {
         .status;
     assert_eq!(status.code(), Some(2));
 }
+
+/// `routes apply` stores the routes once under the reserved key, says what
+/// changed by route name (never a form id), refuses a bad file without
+/// storing anything, and the routes item is never listed nor counted as a
+/// receipt.
+#[tokio::test(flavor = "multi_thread")]
+async fn routes_are_applied_shown_by_name_and_never_taken_for_receipts() {
+    let endpoint = endpoint(DYNAMODB_ENDPOINT);
+    let client = ingest_client(&endpoint).await;
+    let table = create_table(&client, "ReceiptsTable").await;
+    put_receipt(&client, &table, "sub_only", 1_800_000_000).await;
+    let dir = std::env::temp_dir().join(unique_name("routes"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("routes.toml");
+    let example = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../routes.example.toml"),
+    )
+    .unwrap();
+    std::fs::write(&file, &example).unwrap();
+    let path = file.to_str().unwrap();
+    let at = |args: &[&str]| {
+        let mut all = vec!["--table", table.as_str()];
+        all.extend_from_slice(args);
+        receipts_cli_code(&[], &all)
+    };
+
+    let (code, out, err) = at(&["routes", "show"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.starts_with("no routes stored"), "{out}");
+
+    let (code, out, err) = at(&["routes", "apply", path, "--dry-run"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        out.contains("+ route \"Pricing page\"") && out.contains("dry run"),
+        "{out}"
+    );
+    let (_, out, _) = at(&["routes", "show"]);
+    assert!(
+        out.starts_with("no routes stored"),
+        "a dry run stores nothing: {out}"
+    );
+
+    let (code, out, err) = at(&["routes", "apply", path]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.contains("+ route \"Newsletter\""), "{out}");
+    assert!(out.contains("stored as version 1"), "{out}");
+    assert!(
+        !out.contains("VwbNEw") && !out.contains("lT4Z3j"),
+        "no form id: {out}"
+    );
+
+    let (code, out, _) = at(&["routes", "apply", path]);
+    assert_eq!(code, Some(0));
+    assert!(out.starts_with("no change"), "{out}");
+
+    std::fs::write(
+        &file,
+        example.replace("lead_source = \"Newsletter\"", "lead_source = \"News\""),
+    )
+    .unwrap();
+    let (code, out, err) = at(&["routes", "apply", path]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.contains("~ route \"Newsletter\": set\n"), "{out}");
+    assert!(out.contains("stored as version 2"), "{out}");
+
+    std::fs::write(&file, "[[route]]\nform = \"\"\n").unwrap();
+    let (code, _, err) = at(&["routes", "apply", path]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("[[route]] #1: form: is empty"), "{err}");
+    let (_, out, _) = at(&["routes", "show"]);
+    assert!(
+        out.starts_with("version 2, applied "),
+        "a bad file stores nothing: {out}"
+    );
+    assert!(
+        out.contains(
+            "route \"Pricing page\": fields [company_size -> numemployees], set [lead_source]"
+        ),
+        "{out}"
+    );
+
+    // The routes item is in the table, and never a receipt.
+    let (code, out, err) = at(&["list", "--json"]);
+    assert_eq!(code, Some(0), "{err}");
+    let rows: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(rows.as_array().unwrap().len(), 1, "{out}");
+    assert!(
+        !err.contains("did not read as receipts"),
+        "the routes item is no receipt: {err}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -181,6 +181,20 @@ pub enum RoutesAction {
         #[arg(value_name = "FILE")]
         file: std::path::PathBuf,
     },
+    /// Check FILE, say what changes (routes by name, never by form id),
+    /// and store it in the stack's receipts table (the functions do not
+    /// read routes yet). Nothing is stored when the file has a problem or
+    /// nothing changes.
+    Apply {
+        #[arg(value_name = "FILE")]
+        file: std::path::PathBuf,
+        /// Say what would change; store nothing.
+        #[arg(long)]
+        dry_run: bool,
+    },
+    /// The stored routes: their version, when they were applied, and each
+    /// route by name (form ids are never printed).
+    Show,
 }
 
 impl Command {

@@ -232,7 +232,15 @@ pub async fn run(config: &SdkConfig, target: &Target, command: Command) -> Resul
             };
             smoke::smoke_test(config, &stack, &table, timeout, keep, &mut out).await?;
         }
-        Command::Routes { .. } => return run_offline(command),
+        Command::Routes {
+            action: RoutesAction::Apply { file, dry_run },
+        } => routes::apply(&table, &file, dry_run, now, &mut out).await?,
+        Command::Routes {
+            action: RoutesAction::Show,
+        } => routes::show(&table, &mut out).await?,
+        Command::Routes {
+            action: RoutesAction::Check { .. },
+        } => return run_offline(command),
     }
     Ok(())
 }

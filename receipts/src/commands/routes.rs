@@ -1,35 +1,123 @@
-//! `receipts routes check FILE`: the routes file read whole, offline. Every
-//! problem is one line on stderr naming its route and key; a good file is
-//! summed up on stdout (forms and rules, no secret: a Static Forms form id
-//! is its apiKey, so form ids are never printed).
+//! `receipts routes`: the routes file checked offline (`check`), stored in
+//! the stack's receipts table (`apply`), and shown (`show`). Every problem of a file is one line on stderr naming its route
+//! and key. Form ids are never printed: a Static Forms form id is its
+//! apiKey, so routes are named by name or number.
 
 use std::io::Write;
 use std::path::Path;
+use std::time::SystemTime;
 
+use shared::receipt::format_timestamp;
 use shared::routes::{self, Routes};
 
 use super::{run_error, Failed};
+use crate::table::config::Stored;
+use crate::table::ReceiptsTable;
 
 pub fn check(file: &Path, out: &mut impl Write, problems: &mut impl Write) -> Result<(), Failed> {
+    let routes = read(file, problems)?;
+    writeln!(out, "{}: {}", file.display(), summary(&routes)).map_err(run_error)?;
+    Ok(())
+}
+
+/// The routes of `file`, or every problem of it on `problems`.
+fn read(file: &Path, problems: &mut impl Write) -> Result<Routes, Failed> {
     let shown = file.display();
     let text = std::fs::read_to_string(file)
         .map_err(|error| Failed::Usage(format!("cannot read {shown}: {error}")))?;
-    match routes::parse(&text) {
-        Ok(routes) => {
-            writeln!(out, "{shown}: {}", summary(&routes)).map_err(run_error)?;
+    routes::parse(&text).or_else(|found| {
+        for problem in &found {
+            writeln!(problems, "{shown}: {problem}").map_err(run_error)?;
+        }
+        Err(Failed::Run(format!(
+            "{shown} has {} problem{}, each named above",
+            found.len(),
+            if found.len() == 1 { "" } else { "s" }
+        )))
+    })
+}
+
+pub async fn apply(
+    table: &ReceiptsTable,
+    file: &Path,
+    dry_run: bool,
+    now: SystemTime,
+    out: &mut impl Write,
+) -> Result<(), Failed> {
+    let routes = read(file, &mut std::io::stderr().lock())?;
+    let current = table.routes().await.map_err(run_error)?;
+    let before = current
+        .as_ref()
+        .map(|stored| stored.routes.clone())
+        .unwrap_or_default();
+    let changes = routes::changes(&before, &routes);
+    if changes.is_empty() && current.is_some() {
+        writeln!(out, "no change: the stored routes are {}", file.display()).map_err(run_error)?;
+        return Ok(());
+    }
+    for line in &changes {
+        writeln!(out, "{line}").map_err(run_error)?;
+    }
+    if dry_run {
+        writeln!(out, "dry run: nothing stored").map_err(run_error)?;
+        return Ok(());
+    }
+    let read_version = current.map(|stored| stored.version);
+    match table
+        .store_routes(&routes, read_version, &format_timestamp(now))
+        .await
+        .map_err(run_error)?
+    {
+        Stored::Version(version) => {
+            writeln!(out, "stored as version {version}: {}", summary(&routes)).map_err(run_error)?;
             Ok(())
         }
-        Err(found) => {
-            for problem in &found {
-                writeln!(problems, "{shown}: {problem}").map_err(run_error)?;
-            }
-            Err(Failed::Run(format!(
-                "{shown} has {} problem{}, each named above",
-                found.len(),
-                if found.len() == 1 { "" } else { "s" }
-            )))
-        }
+        Stored::ChangedMeanwhile => Err(Failed::RunAgainLater(
+            "someone stored other routes since they were read: nothing stored; run apply again to see their changes"
+                .to_owned(),
+        )),
     }
+}
+
+pub async fn show(table: &ReceiptsTable, out: &mut impl Write) -> Result<(), Failed> {
+    let Some(stored) = table.routes().await.map_err(run_error)? else {
+        writeln!(
+            out,
+            "no routes stored: every form uses the stack's FieldMap and no spam rule"
+        )
+        .map_err(run_error)?;
+        return Ok(());
+    };
+    writeln!(
+        out,
+        "version {}, applied {}: {}",
+        stored.version,
+        stored.applied_at,
+        summary(&stored.routes)
+    )
+    .map_err(run_error)?;
+    for (index, route) in stored.routes.routes.iter().enumerate() {
+        let name = route
+            .name
+            .as_ref()
+            .map_or(format!("#{}", index + 1), |name| format!("{name:?}"));
+        let fields: Vec<String> = route
+            .fields
+            .iter()
+            .map(|(field, property)| format!("{field} -> {property}"))
+            .collect();
+        let set: Vec<&str> = route.set.keys().map(String::as_str).collect();
+        writeln!(
+            out,
+            "route {name}: fields [{}], set [{}], {} more honeypot field(s), {} more blocked domain(s)",
+            fields.join(", "),
+            set.join(", "),
+            route.spam.honeypot.len(),
+            route.spam.block_email_domains.len(),
+        )
+        .map_err(run_error)?;
+    }
+    Ok(())
 }
 
 /// What a good file holds, without its form ids.
