@@ -111,6 +111,9 @@ pub fn card(receipt: &Receipt, payload: bool, now: SystemTime) -> String {
         ("status", receipt.status.as_str().to_owned()),
         ("received", when(&receipt.received_at)),
     ];
+    if let Some(rule) = &receipt.quarantine_rule {
+        lines.push(("spam rule", rule.clone()));
+    }
     if receipt.attempts > 0 {
         lines.push(("attempts", receipt.attempts.to_string()));
     }
@@ -121,6 +124,7 @@ pub fn card(receipt: &Receipt, payload: bool, now: SystemTime) -> String {
         ("failed", &receipt.failed_at),
         ("redriven", &receipt.redriven_at),
         ("erased", &receipt.erased_at),
+        ("released", &receipt.released_at),
     ];
     for (label, value) in optional {
         if let Some(value) = value {

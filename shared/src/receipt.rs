@@ -55,6 +55,11 @@ pub mod attr {
     pub const NEWEST_AT: &str = "newestAt";
     /// When `receipts forget` removed the receipt's personal data.
     pub const ERASED_AT: &str = "erasedAt";
+    /// The spam rule a QUARANTINED receipt broke (`honeypot:<field>`,
+    /// `blocked-domain`, `links`): a rule's name, never the data.
+    pub const QUARANTINE_RULE: &str = "quarantineRule";
+    /// When an operator released it from quarantine (`receipts release`).
+    pub const RELEASED_AT: &str = "releasedAt";
 }
 
 /// The attributes of a receipt that hold personal data. Removed when the
@@ -90,6 +95,8 @@ pub const OPERATOR_ATTRIBUTES: &[&str] = &[
     attr::UNRECORDED_CLAIMS,
     attr::SOLO_CLAIMS,
     attr::ERASED_AT,
+    attr::QUARANTINE_RULE,
+    attr::RELEASED_AT,
 ];
 
 /// The sparse global secondary index of the receipts that wait: for an
@@ -141,6 +148,10 @@ pub enum ReceiptStatus {
     /// fingerprint stay until TTL removes it, so a retried delivery is
     /// still a duplicate and stores nothing.
     Erased,
+    /// Held back by a spam rule (`quarantineRule`): answered and kept like
+    /// any other, never delivered until `receipts release` makes it
+    /// RECEIVED; expires the retention after its arrival.
+    Quarantined,
 }
 
 impl ReceiptStatus {
@@ -151,6 +162,7 @@ impl ReceiptStatus {
             ReceiptStatus::Completed => "COMPLETED",
             ReceiptStatus::Failed => "FAILED",
             ReceiptStatus::Erased => "ERASED",
+            ReceiptStatus::Quarantined => "QUARANTINED",
         }
     }
 }
@@ -252,6 +264,10 @@ pub struct Receipt {
     pub solo_claims: u32,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub erased_at: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quarantine_rule: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub released_at: Option<String>,
 }
 
 fn is_zero(count: &u32) -> bool {
@@ -291,6 +307,27 @@ impl Receipt {
             unrecorded_claims: 0,
             solo_claims: 0,
             erased_at: None,
+            quarantine_rule: None,
+            released_at: None,
+        }
+    }
+
+    /// A new receipt held back by `rule`: QUARANTINED, in no queue (the
+    /// stream and the pass never deliver it), expiring the retention after
+    /// its arrival, since it holds personal data that nobody may ask for.
+    pub fn quarantined(
+        submission: &FormSubmission,
+        received_at: SystemTime,
+        rule: &crate::spam::SpamRule,
+        retention: Retention,
+    ) -> Self {
+        Receipt {
+            status: ReceiptStatus::Quarantined,
+            pending: None,
+            next_attempt_at: None,
+            expires_at: Some(retention.expiry_after(received_at)),
+            quarantine_rule: Some(rule.to_string()),
+            ..Receipt::new(submission, received_at)
         }
     }
 
@@ -380,6 +417,7 @@ mod tests {
             ReceiptStatus::Completed,
             ReceiptStatus::Failed,
             ReceiptStatus::Erased,
+            ReceiptStatus::Quarantined,
         ] {
             assert_eq!(
                 serde_json::to_value(status).unwrap(),
@@ -400,6 +438,28 @@ mod tests {
             }
         });
         FormSubmission::parse(body.to_string().as_bytes()).unwrap()
+    }
+
+    #[test]
+    fn a_quarantined_receipt_waits_in_no_queue_and_expires_from_arrival() {
+        let at = UNIX_EPOCH + Duration::from_millis(1_764_403_128_123);
+        let rule = crate::spam::SpamRule::Honeypot("website_url".into());
+        let receipt = Receipt::quarantined(&submission(), at, &rule, Retention::default());
+        assert_eq!(receipt.status, ReceiptStatus::Quarantined);
+        assert_eq!(
+            receipt.quarantine_rule.as_deref(),
+            Some("honeypot:website_url")
+        );
+        assert_eq!(receipt.pending, None, "never in the reconciler's queue");
+        assert_eq!(receipt.next_attempt_at, None);
+        assert_eq!(receipt.expires_at, Some(1_764_403_128 + 30 * 86_400));
+        let new = Receipt::new(&submission(), at);
+        assert_eq!(receipt.pk, new.pk);
+        assert_eq!(receipt.payload, new.payload, "held, not dropped");
+        assert_eq!(receipt.payload_fingerprint, new.payload_fingerprint);
+        let item = serde_json::to_value(&receipt).unwrap();
+        assert_eq!(item["status"], "QUARANTINED");
+        assert_eq!(item["quarantineRule"], "honeypot:website_url");
     }
 
     #[test]
@@ -477,6 +537,8 @@ mod tests {
         receipt.unrecorded_claims = 1;
         receipt.solo_claims = 1;
         receipt.erased_at = Some("t".into());
+        receipt.quarantine_rule = Some("links".into());
+        receipt.released_at = Some("t".into());
         receipt
     }
 

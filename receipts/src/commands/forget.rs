@@ -83,7 +83,7 @@ pub(super) fn address(raw: &str) -> Result<String, Failed> {
 /// What an erased receipt becomes, in words.
 fn becomes(receipt: &Receipt) -> &'static str {
     match receipt.status {
-        ReceiptStatus::Received | ReceiptStatus::Failed => {
+        ReceiptStatus::Received | ReceiptStatus::Failed | ReceiptStatus::Quarantined => {
             "becomes ERASED: form data removed, never delivered"
         }
         _ => "form data removed",

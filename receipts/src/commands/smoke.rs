@@ -218,6 +218,10 @@ pub fn progress(receipt: Option<&Receipt>) -> Progress {
         ReceiptStatus::Erased => {
             Progress::Failed("ERASED by receipts forget before it was delivered".to_owned())
         }
+        ReceiptStatus::Quarantined => Progress::Failed(format!(
+            "QUARANTINED by the stack's spam rule {}: the stack's rules hold the smoke submission back",
+            receipt.quarantine_rule.as_deref().unwrap_or("(unnamed)")
+        )),
         ReceiptStatus::Received if receipt.last_error.as_deref() == Some("destination-auth") => {
             Progress::CredentialsRefused
         }

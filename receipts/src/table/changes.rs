@@ -1,5 +1,6 @@
 //! The receipts table's changes that an operator asks for: erase, redrive,
-//! and removing a newest-wins gate. Each is one conditional write, so a
+//! release from quarantine, and removing a newest-wins gate. Each is one
+//! conditional write, so a
 //! delivery running beside it is never overtaken.
 
 use std::collections::HashMap;
@@ -42,6 +43,18 @@ fn held_until(item: &HashMap<String, AttributeValue>) -> Option<String> {
     })
 }
 
+/// What a release did to one receipt.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Released {
+    /// Was QUARANTINED: now RECEIVED and due, for the next pass to deliver.
+    Queued,
+    /// Released before (at this time): nothing changed.
+    Already(String),
+    /// Not quarantined (this status): nothing changed.
+    NotQuarantined(ReceiptStatus),
+    Missing,
+}
+
 /// What `erase` did to one receipt.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Erased {
@@ -60,9 +73,10 @@ pub enum Erased {
 }
 
 impl ReceiptsTable {
-    /// Removes a receipt's personal data. A RECEIVED or FAILED receipt
-    /// becomes ERASED (never delivered nor redriven; out of every queue;
-    /// expiring at `expires_at`); a COMPLETED one loses its payload. Each
+    /// Removes a receipt's personal data. A RECEIVED, FAILED or
+    /// QUARANTINED receipt becomes ERASED (never delivered nor redriven;
+    /// out of every queue; expiring at `expires_at`); a COMPLETED one loses
+    /// its payload. Each
     /// is one conditional update, so a receipt delivered meanwhile is
     /// handled as delivered, and running it twice changes nothing more.
     pub async fn erase(&self, key: &str, now: &str, expires_at: u64) -> Result<Erased, TableError> {
@@ -86,7 +100,9 @@ impl ReceiptsTable {
                  REMOVE {remove_personal}, #queue, #next, #unrecorded, #solo, #lastError, #lastStatus, \
                  #failedAt, #reason, #failureStatus"
             ))
-            .condition_expression("#status = :received OR #status = :failed")
+            .condition_expression(
+                "#status = :received OR #status = :failed OR #status = :quarantined",
+            )
             .expression_attribute_names("#status", attr::STATUS)
             .expression_attribute_names("#erasedAt", attr::ERASED_AT)
             .expression_attribute_names("#expiresAt", attr::EXPIRES_AT)
@@ -102,6 +118,10 @@ impl ReceiptsTable {
             .expression_attribute_values(":erased", s(ReceiptStatus::Erased.as_str()))
             .expression_attribute_values(":received", s(ReceiptStatus::Received.as_str()))
             .expression_attribute_values(":failed", s(ReceiptStatus::Failed.as_str()))
+            .expression_attribute_values(
+                ":quarantined",
+                s(ReceiptStatus::Quarantined.as_str()),
+            )
             .expression_attribute_values(":now", s(now))
             .expression_attribute_values(":expires", AttributeValue::N(expires_at.to_string()))
             // Decided from the receipt as the erase found it, not from the
@@ -205,6 +225,46 @@ impl ReceiptsTable {
             Some(receipt) if receipt.status == ReceiptStatus::Erased => Redriven::Erased,
             Some(_) => Redriven::Completed,
             None => Redriven::Missing,
+        })
+    }
+
+    /// Out of quarantine: RECEIVED, in the reconciler's queue, due at `now`,
+    /// the delivery age limit counted from now; `releasedAt` records it.
+    /// One conditional update on QUARANTINED, so of two releases, or a
+    /// release racing an erase, only one changes the receipt, and the
+    /// pass delivers it once.
+    pub async fn release(&self, key: &str, now: &str) -> Result<Released, TableError> {
+        let result = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .key(attr::PK, s(key))
+            .update_expression(
+                "SET #status = :received, #queue = :pending, #next = :now, #releasedAt = :now, \
+                 #redrivenAt = :now REMOVE #expiresAt",
+            )
+            .condition_expression("#status = :quarantined")
+            .expression_attribute_names("#status", attr::STATUS)
+            .expression_attribute_names("#queue", attr::QUEUE)
+            .expression_attribute_names("#next", attr::NEXT_ATTEMPT_AT)
+            .expression_attribute_names("#releasedAt", attr::RELEASED_AT)
+            .expression_attribute_names("#redrivenAt", attr::REDRIVEN_AT)
+            .expression_attribute_names("#expiresAt", attr::EXPIRES_AT)
+            .expression_attribute_values(":received", s(ReceiptStatus::Received.as_str()))
+            .expression_attribute_values(":quarantined", s(ReceiptStatus::Quarantined.as_str()))
+            .expression_attribute_values(":pending", s(PENDING))
+            .expression_attribute_values(":now", s(now))
+            .send()
+            .await;
+        if !failed_condition(result)? {
+            return Ok(Released::Queued);
+        }
+        Ok(match self.get(key, Reading::WithoutPersonalData).await? {
+            None => Released::Missing,
+            Some(receipt) => match receipt.released_at {
+                Some(at) => Released::Already(at),
+                None => Released::NotQuarantined(receipt.status),
+            },
         })
     }
 }
