@@ -629,3 +629,115 @@ async fn a_failed_receipt_redriven_with_the_cli_is_delivered_once_at_the_next_pa
         "{err}"
     );
 }
+
+/// A receipt a spam rule held back, stored as ingest stores it: the stream
+/// and the pass never deliver it; `list --status quarantined` and `show`
+/// name its rule; two releases at once release it once; the next pass
+/// delivers it once; releasing again, or releasing what was never
+/// quarantined, changes nothing and says so.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_quarantined_receipt_is_delivered_only_once_released_and_then_once() {
+    let moto = endpoint(DYNAMODB_ENDPOINT);
+    let ReceiptsWithIngest {
+        client,
+        table,
+        ingest,
+    } = receipts_with_ingest(&moto).await;
+    let crm = CrmStub::start().await.unwrap();
+    let clock = TestClock::default();
+    let worker = Worker::new(
+        HttpCrm::new(crm.leads_url(), None).unwrap(),
+        DynamoLedger::new(worker_client(&moto).await, &table),
+        8,
+    )
+    .with_clock(clock.clock());
+    assert_eq!(
+        ingest
+            .handle(delivery("sub_fine", "ada@example.com"))
+            .await
+            .status(),
+        202
+    );
+    let held = FormSubmission::parse(body("sub_held", "bot@mailinator.com").as_bytes()).unwrap();
+    let quarantined = Receipt::quarantined(
+        &held,
+        SystemTime::now(),
+        &shared::spam::SpamRule::BlockedDomain,
+        shared::Retention::default(),
+    );
+    client
+        .put_item()
+        .table_name(&table)
+        .set_item(Some(serde_dynamo::to_item(&quarantined).unwrap()))
+        .send()
+        .await
+        .unwrap();
+
+    drain_stream(&moto, &client, &table, &worker).await;
+    clock.advance(Duration::from_secs(3600));
+    assert_eq!(worker.reconcile(in_seconds(30)).await.due, 0);
+    assert!(crm.lead("sub_fine").is_some());
+    assert_eq!(
+        crm.lead("sub_held"),
+        None,
+        "held back from the stream and the pass"
+    );
+
+    let (ok, out, err) = receipts_on(&table, &["list", "--status", "quarantined", "--json"]);
+    assert!(ok, "{err}");
+    let listed = json(&out);
+    assert_eq!(listed.as_array().map(Vec::len), Some(1), "{out}");
+    assert_eq!(listed[0]["submissionId"], "sub_held");
+    assert_eq!(listed[0]["quarantineRule"], "blocked-domain");
+    let (ok, out, _) = receipts_on(&table, &["show", "sub_held"]);
+    assert!(ok);
+    assert!(out.contains("spam rule      blocked-domain\n"), "{out}");
+    assert!(!out.contains("mailinator"), "no personal data: {out}");
+
+    // Two operators release it at once: one releases, the other is told.
+    let racing: Vec<_> = (0..2)
+        .map(|_| {
+            let table = table.clone();
+            std::thread::spawn(move || receipts_on(&table, &["release", "sub_held"]))
+        })
+        .collect();
+    let answers: Vec<(bool, String, String)> =
+        racing.into_iter().map(|t| t.join().unwrap()).collect();
+    assert!(
+        answers.iter().all(|(ok, _, err)| *ok && err.is_empty()),
+        "{answers:?}"
+    );
+    let released_now = answers
+        .iter()
+        .filter(|(_, out, _)| out.contains(": released; RECEIVED and due now"))
+        .count();
+    assert_eq!(released_now, 1, "{answers:?}");
+    assert!(
+        answers
+            .iter()
+            .any(|(_, out, _)| out.contains(": released already at ")),
+        "{answers:?}"
+    );
+
+    let pass = worker.reconcile(in_seconds(30)).await;
+    assert_eq!((pass.due, pass.delivered), (1, 1), "{pass:?}");
+    assert_eq!(crm.lead("sub_held").map(|lead| lead.writes), Some(1));
+    assert_eq!(worker.reconcile(in_seconds(30)).await.due, 0);
+
+    let (ok, out, _) = receipts_on(&table, &["release", "sub_held"]);
+    assert!(ok);
+    assert!(out.contains("released already at "), "{out}");
+    assert_eq!(crm.calls_for("sub_held").len(), 1, "delivered once");
+
+    let (ok, out, err) = receipts_on(&table, &["release", "sub_fine", "sub_never"]);
+    assert!(!ok);
+    assert!(
+        out.contains("sub_fine: COMPLETED and not quarantined; nothing changed"),
+        "{out}"
+    );
+    assert!(out.contains("sub_never: no such receipt"), "{out}");
+    assert!(
+        err.contains("2 of 2 receipt(s) could not be released"),
+        "{err}"
+    );
+}

@@ -165,6 +165,15 @@ pub enum Command {
         #[arg(long)]
         show_secret: bool,
     },
+    /// Out of quarantine: each receipt a spam rule held back becomes
+    /// RECEIVED and due now, and the next reconciliation pass delivers it,
+    /// once: a second release, or one racing another, changes nothing and
+    /// says so.
+    Release {
+        /// Submission ids (or whole keys).
+        #[arg(value_name = "SUBMISSION_ID", required = true)]
+        ids: Vec<String>,
+    },
     /// The routes file: each form's place in the CRM and the spam rules
     /// (routes.example.toml shows its shape).
     Routes {
@@ -229,6 +238,8 @@ pub enum StatusFilter {
     Failed,
     /// RECEIVED and in the reconciler's queue (the pending index).
     Pending,
+    /// Held back by a spam rule; `release` delivers one.
+    Quarantined,
 }
 
 /// What redrive may select: completed receipts are never redriven, and

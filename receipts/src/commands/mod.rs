@@ -5,6 +5,7 @@
 mod forget;
 mod list;
 mod redrive;
+mod release;
 mod routes;
 mod show;
 mod smoke;
@@ -231,6 +232,14 @@ pub async fn run(config: &SdkConfig, target: &Target, command: Command) -> Resul
                 ));
             };
             smoke::smoke_test(config, &stack, &table, timeout, keep, &mut out).await?;
+        }
+        Command::Release { ids } => {
+            let keys: Vec<String> = ids
+                .iter()
+                .map(|id| ReceiptsTable::key_of(id))
+                .collect::<Result<_, _>>()
+                .map_err(|error| Failed::Usage(error.to_string()))?;
+            release::release(&table, &keys, now, &mut out).await?;
         }
         Command::Routes {
             action: RoutesAction::Apply { file, dry_run },

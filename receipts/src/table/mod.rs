@@ -251,6 +251,7 @@ impl ReceiptsTable {
             Some(StatusFilter::Received) => Some(ReceiptStatus::Received.as_str()),
             Some(StatusFilter::Completed) => Some(ReceiptStatus::Completed.as_str()),
             Some(StatusFilter::Failed) => Some(ReceiptStatus::Failed.as_str()),
+            Some(StatusFilter::Quarantined) => Some(ReceiptStatus::Quarantined.as_str()),
             Some(StatusFilter::Pending) | None => None,
         };
         if let Some(text) = status_text {
