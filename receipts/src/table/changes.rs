@@ -1,7 +1,6 @@
 //! The receipts table's changes that an operator asks for: erase, redrive,
 //! release from quarantine, and removing a newest-wins gate. Each is one
-//! conditional write, so a
-//! delivery running beside it is never overtaken.
+//! conditional write, so a delivery running beside it is never overtaken.
 
 use std::collections::HashMap;
 
