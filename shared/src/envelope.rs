@@ -124,6 +124,11 @@ impl FormKey {
     pub fn as_bytes(&self) -> &[u8] {
         self.0.as_bytes()
     }
+
+    /// The key itself: a form's id in routes, never for a log or a message.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
 }
 
 impl std::fmt::Debug for FormKey {

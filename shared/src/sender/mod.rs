@@ -46,6 +46,10 @@ pub struct Profile {
     /// fingerprint covers (a JSON pointer), without the envelope fields
     /// that may change from one delivery attempt to the next.
     pub content_pointer: &'static str,
+    /// Where its payload names the submission's form (a JSON pointer), the
+    /// id a route's `form` matches; `None` for Static Forms, whose form is
+    /// its `data.apiKey`, never kept in the payload.
+    pub form_id_pointer: Option<&'static str>,
     /// The HTTP status a new receipt is answered with: 202, or 200 for a
     /// sender that counts anything else as a failure.
     pub accepted_status: u16,
@@ -215,6 +219,16 @@ impl FormSubmission {
     /// Parses a raw body as Static Forms, the default sender, sends it.
     pub fn parse(body: &[u8]) -> Result<Self, EnvelopeError> {
         staticforms::parse(body)
+    }
+
+    /// The sender's id of the submission's form, which a route's `form`
+    /// matches: Tally's `data.formId`, Typeform's `form_response.form_id`,
+    /// Webflow's `payload.formId`, Static Forms' `data.apiKey`.
+    pub fn form_id(&self) -> Option<&str> {
+        match self.sender.profile().form_id_pointer {
+            Some(pointer) => self.payload.pointer(pointer).and_then(Value::as_str),
+            None => self.form_key.as_ref().map(FormKey::as_str),
+        }
     }
 
     /// The part of the payload that identifies the content of a submission
@@ -428,6 +442,45 @@ mod tests {
             assert_eq!(sender.signature().unwrap().mode, mode);
         }
         assert_eq!(Sender::of_signature_mode("bearer"), None);
+    }
+
+    /// The form id a route matches, where each sender puts it (Webflow's
+    /// and Tally's from their documented examples).
+    #[test]
+    fn each_senders_form_id() {
+        let rows = [
+            (
+                Sender::StaticForms,
+                r#"{"event":"form.submitted","timestamp":1764403128,"data":{"submissionId":"sub_1","apiKey":"sf_key_1","formData":{}}}"#,
+                Some("sf_key_1"),
+            ),
+            (
+                Sender::StaticForms,
+                r#"{"event":"form.submitted","timestamp":1764403128,"data":{"submissionId":"sub_1","formData":{}}}"#,
+                None,
+            ),
+            (
+                Sender::Tally,
+                r#"{"eventId":"e","eventType":"FORM_RESPONSE","createdAt":"2023-06-28T15:00:21.889Z","data":{"submissionId":"2wgx4n","formId":"VwbNEw","fields":[]}}"#,
+                Some("VwbNEw"),
+            ),
+            (
+                Sender::Typeform,
+                r#"{"event_id":"e","event_type":"form_response","form_response":{"form_id":"lT4Z3j","token":"t1","answers":[]}}"#,
+                Some("lT4Z3j"),
+            ),
+            (
+                Sender::Webflow,
+                r#"{"triggerType":"form_submission","payload":{"id":"66a9","formId":"65429eadebe8a9f3a30f62d0","data":{}}}"#,
+                Some("65429eadebe8a9f3a30f62d0"),
+            ),
+        ];
+        for (sender, body, expected) in rows {
+            let submission = sender
+                .parse_submission(body.as_bytes())
+                .unwrap_or_else(|e| panic!("{sender:?}: {e}"));
+            assert_eq!(submission.form_id(), expected, "{sender:?}");
+        }
     }
 
     #[test]

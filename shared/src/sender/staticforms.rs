@@ -20,6 +20,7 @@ pub const PROFILE: Profile = Profile {
     webhook_settings: "Static Forms (Settings, Webhooks, Add Webhook)",
     event: EVENT,
     content_pointer: "/data",
+    form_id_pointer: None,
     accepted_status: 202,
     signature: None,
     parse,

@@ -21,6 +21,7 @@ pub const PROFILE: Profile = Profile {
     webhook_settings: "Tally (Integrations, Webhooks)",
     event: "FORM_RESPONSE",
     content_pointer: "/data",
+    form_id_pointer: Some("/data/formId"),
     accepted_status: 202,
     signature: Some(SIGNATURE),
     parse,

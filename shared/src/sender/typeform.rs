@@ -25,6 +25,7 @@ pub const PROFILE: Profile = Profile {
     // Never `form_response_partial`: a partial response is no lead.
     event: "form_response",
     content_pointer: "/form_response",
+    form_id_pointer: Some("/form_response/form_id"),
     accepted_status: 202,
     signature: Some(SIGNATURE),
     parse,

@@ -24,6 +24,7 @@ pub const PROFILE: Profile = Profile {
     content_pointer: "/payload",
     // Webflow counts anything but 200 as a failure and retries it, so it
     // gets 200 for a new receipt too (the body still says which).
+    form_id_pointer: Some("/payload/formId"),
     accepted_status: 200,
     signature: Some(SIGNATURE),
     parse,
