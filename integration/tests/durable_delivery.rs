@@ -741,3 +741,135 @@ async fn a_quarantined_receipt_is_delivered_only_once_released_and_then_once() {
         "{err}"
     );
 }
+
+/// Spam rules stored with `receipts routes apply` (read back by ingest's
+/// DynamoDB adapter, as at init) hold a bot back: answered exactly as a
+/// person is, stored QUARANTINED with its rule, a retry a duplicate, never
+/// delivered by the stream or a pass. A route's own rules apply to its form
+/// only.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stored_spam_rules_hold_bots_back_and_answer_them_as_people() {
+    use ingest::dynamo::DynamoRoutes;
+    use std::sync::Arc;
+
+    let moto = endpoint(DYNAMODB_ENDPOINT);
+    let ReceiptsWithIngest {
+        client,
+        table,
+        ingest,
+    } = receipts_with_ingest(&moto).await;
+    let file = std::env::temp_dir().join(format!("routes-{}.toml", unique_name("spam")));
+    std::fs::write(
+        &file,
+        "[spam]\nhoneypot = [\"website_url\"]\nblock_email_domains = [\"mailinator.com\"]\n\n\
+         [[route]]\nform = \"sf_integration_key\"\nname = \"Contact\"\n[route.spam]\nhoneypot = [\"fax\"]\n\n\
+         [[route]]\nform = \"another_form\"\n[route.spam]\nhoneypot = [\"message\"]\n",
+    )
+    .unwrap();
+    let (ok, out, err) = receipts_on(&table, &["routes", "apply", file.to_str().unwrap()]);
+    std::fs::remove_file(&file).unwrap();
+    assert!(ok, "{err}");
+    assert!(out.contains("stored as version 1"), "{out}");
+    let routes = DynamoRoutes::new(client.clone(), &table);
+    let in_force = routes.read().await.unwrap();
+    let ingest = ingest.with_routes(shared::refresh::Refreshing::from_source(
+        in_force,
+        Arc::new(routes),
+        "routes",
+    ));
+
+    let with_fields = |id: &str, extra: serde_json::Value| {
+        let mut body: serde_json::Value =
+            serde_json::from_str(&body(id, "ada@example.com")).unwrap();
+        for (name, value) in extra.as_object().unwrap() {
+            body["data"]["formData"][name] = value.clone();
+        }
+        delivery_with_key(
+            body.to_string(),
+            &format!("staticforms:form.submitted:{id}"),
+        )
+    };
+    let answer = |response: lambda_http::Response<lambda_http::Body>| {
+        let status = response.status().as_u16();
+        (status, String::from_utf8(response.body().to_vec()).unwrap())
+    };
+    let person = answer(
+        ingest
+            .handle(delivery("sub_person", "ada@example.com"))
+            .await,
+    );
+    let cases = [
+        (
+            "sub_domain",
+            ingest
+                .handle(delivery("sub_domain", "bot@Mail.Mailinator.com"))
+                .await,
+        ),
+        (
+            "sub_honeypot",
+            ingest
+                .handle(with_fields(
+                    "sub_honeypot",
+                    serde_json::json!({"website_url": "http://x"}),
+                ))
+                .await,
+        ),
+        (
+            "sub_fax",
+            ingest
+                .handle(with_fields("sub_fax", serde_json::json!({"fax": "1"})))
+                .await,
+        ),
+    ];
+    for (id, response) in cases {
+        assert_eq!(answer(response), person, "{id}: a bot learns nothing");
+    }
+    // Another form's rule (a message is a honeypot there) is not this form's.
+    assert_eq!(person.0, 202);
+
+    let (ok, out, err) = receipts_on(&table, &["list", "--status", "quarantined", "--json"]);
+    assert!(ok, "{err}");
+    let mut held: Vec<(String, String)> = json(&out)
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["submissionId"].as_str().unwrap().to_owned(),
+                r["quarantineRule"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    held.sort();
+    assert_eq!(
+        held,
+        [
+            ("sub_domain".to_owned(), "blocked-domain".to_owned()),
+            ("sub_fax".to_owned(), "honeypot:fax".to_owned()),
+            ("sub_honeypot".to_owned(), "honeypot:website_url".to_owned()),
+        ]
+    );
+    let retry = answer(
+        ingest
+            .handle(delivery("sub_domain", "bot@Mail.Mailinator.com"))
+            .await,
+    );
+    assert_eq!(
+        retry.0, 200,
+        "a retry of a held submission is a duplicate: {retry:?}"
+    );
+
+    let crm = CrmStub::start().await.unwrap();
+    let clock = TestClock::default();
+    let worker = Worker::new(
+        HttpCrm::new(crm.leads_url(), None).unwrap(),
+        DynamoLedger::new(worker_client(&moto).await, &table),
+        8,
+    )
+    .with_clock(clock.clock());
+    drain_stream(&moto, &client, &table, &worker).await;
+    clock.advance(Duration::from_secs(3600));
+    worker.reconcile(in_seconds(30)).await;
+    assert_eq!(crm.lead_count(), 1, "only the person's lead");
+    assert!(crm.lead("sub_person").is_some());
+}

@@ -443,7 +443,7 @@ fn statements(
 fn each_function_may_do_only_what_it_needs() {
     let template = load();
     let ingest = statements(&template, "IngestFunction", &[]);
-    assert_eq!(ingest.len(), 3);
+    assert_eq!(ingest.len(), 4);
     assert_eq!(
         ingest[0]["Action"],
         serde_json::json!(["dynamodb:PutItem", "dynamodb:DescribeTable"]),
@@ -463,6 +463,17 @@ fn each_function_may_do_only_what_it_needs() {
     assert_eq!(
         ingest[1]["Condition"]["StringEqualsIfExists"]["dynamodb:Select"],
         "SPECIFIC_ATTRIBUTES"
+    );
+    // The routes: that one item's routes attribute, never a receipt.
+    assert_eq!(ingest[3]["Action"], "dynamodb:GetItem");
+    assert_eq!(ingest[3]["Resource"], "ReceiptsTable.Arn");
+    assert_eq!(
+        ingest[3]["Condition"]["ForAllValues:StringEquals"]["dynamodb:LeadingKeys"],
+        serde_json::json!([shared::routes::ROUTES_KEY])
+    );
+    assert_eq!(
+        ingest[3]["Condition"]["ForAllValues:StringEquals"]["dynamodb:Attributes"],
+        serde_json::json!([shared::routes::stored::ROUTES])
     );
     let ingest = [ingest[0].clone(), ingest[2].clone()];
     assert_eq!(ingest[1]["Action"], "secretsmanager:GetSecretValue");

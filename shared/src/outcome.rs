@@ -6,6 +6,9 @@
 pub enum Outcome {
     /// A new receipt is stored: durable work now exists.
     Accepted,
+    /// A new receipt is stored QUARANTINED by a spam rule: answered as
+    /// `Accepted` is (a bot learns nothing), delivered only once released.
+    Quarantined,
     /// The receipt already exists with the same content: safely acknowledged.
     Duplicate,
     /// A signed body older than the receipts are kept (`Sender::
@@ -40,8 +43,9 @@ pub enum Outcome {
 
 impl Outcome {
     /// Every outcome, for the metrics contract and the dashboard.
-    pub const ALL: [Outcome; 15] = [
+    pub const ALL: [Outcome; 16] = [
         Outcome::Accepted,
+        Outcome::Quarantined,
         Outcome::Duplicate,
         Outcome::ExpiredReplay,
         Outcome::Unauthorized,
@@ -60,7 +64,7 @@ impl Outcome {
 
     pub fn status(self) -> u16 {
         match self {
-            Outcome::Accepted => 202,
+            Outcome::Accepted | Outcome::Quarantined => 202,
             Outcome::Duplicate | Outcome::ExpiredReplay => 200,
             Outcome::Unauthorized => 401,
             Outcome::UnknownForm => 403,
@@ -78,6 +82,7 @@ impl Outcome {
     pub fn code(self) -> &'static str {
         match self {
             Outcome::Accepted => "accepted",
+            Outcome::Quarantined => "quarantined",
             Outcome::Duplicate => "duplicate",
             Outcome::ExpiredReplay => "expired_replay",
             Outcome::Unauthorized => "unauthorized",
@@ -100,7 +105,7 @@ impl Outcome {
     pub fn is_accepted(self) -> bool {
         matches!(
             self,
-            Outcome::Accepted | Outcome::Duplicate | Outcome::ExpiredReplay
+            Outcome::Accepted | Outcome::Quarantined | Outcome::Duplicate | Outcome::ExpiredReplay
         )
     }
 }
@@ -140,6 +145,7 @@ mod tests {
             (Outcome::InvalidEnvelope, 400, false),
             (Outcome::InvalidIdempotencyKey, 400, false),
             (Outcome::Accepted, 202, true),
+            (Outcome::Quarantined, 202, true),
             (Outcome::Duplicate, 200, true),
             (Outcome::ExpiredReplay, 200, true),
             (Outcome::KeyReusedForDifferentPayload, 422, false),

@@ -48,6 +48,10 @@ impl std::fmt::Display for SpamRule {
 }
 
 impl SpamRules {
+    /// No rule at all: nothing to check.
+    pub fn is_empty(&self) -> bool {
+        self.honeypot.is_empty() && self.block_email_domains.is_empty() && self.max_links.is_none()
+    }
     /// These rules and `more` together (a form's own rules on top of the
     /// stack's): every honeypot and domain of both, the lower link limit.
     pub fn with(&self, more: &SpamRules) -> SpamRules {

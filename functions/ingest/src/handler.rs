@@ -4,7 +4,8 @@
 //! step decides before the next runs; `respond` is the one place where an
 //! outcome becomes an HTTP response.
 
-use std::time::Instant;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use http::header::{CONTENT_TYPE, RETRY_AFTER, WWW_AUTHENTICATE};
 use lambda_http::{Body, Request, RequestExt, Response};
@@ -13,11 +14,16 @@ use shared::clock::Clock;
 use shared::envelope::is_json_media_type;
 use shared::idempotency::{KeyHeader, HEADER_NAME as IDEMPOTENCY_KEY_HEADER};
 use shared::outcome::existing_receipt_outcome;
-use shared::{EnvelopeError, IdempotencyKey, KeyError, Outcome, Receipt, SubmissionId};
+use shared::refresh::Refreshing;
+use shared::routes::Routes;
+use shared::spam::SpamRule;
+use shared::{
+    EnvelopeError, FormSubmission, IdempotencyKey, KeyError, Outcome, Receipt, SubmissionId,
+};
 
 use crate::auth::{AuthError, Authenticator, Presented, SecretSet, Unauthenticated, Unavailable};
 use crate::config::Config;
-use crate::store::{PutOutcome, ReceiptStore, StoreError};
+use crate::store::{PutOutcome, ReceiptStore, RoutesUnreadable, StoreError};
 
 /// Seconds a sender should wait before retrying after a 503.
 pub const RETRY_AFTER_SECONDS: &str = "2";
@@ -78,7 +84,12 @@ pub struct Ingest<S> {
     retention: shared::Retention,
     clock: Clock,
     metrics_namespace: String,
+    routes: Refreshing<Arc<Routes>, RoutesUnreadable>,
 }
+
+/// How often the routes are read again (`receipts routes apply` takes
+/// effect within this time, without a deploy).
+pub const ROUTES_REREAD: Duration = Duration::from_secs(300);
 
 impl<S: ReceiptStore> Ingest<S> {
     /// `auth` comes from `startup::authenticator_for(config, …)`.
@@ -93,7 +104,16 @@ impl<S: ReceiptStore> Ingest<S> {
             retention: config.retention,
             clock: shared::clock::system(),
             metrics_namespace: config.metrics_namespace.clone(),
+            routes: Refreshing::fixed(Arc::default(), "routes"),
         }
+    }
+
+    /// The routes (and their spam rules) in force: read at init, then again
+    /// from their source every `ROUTES_REREAD`. A failed re-read keeps the
+    /// last ones read.
+    pub fn with_routes(mut self, routes: Refreshing<Arc<Routes>, RoutesUnreadable>) -> Self {
+        self.routes = routes;
+        self
     }
 
     /// Replaces the wall clock, for tests of time-dependent fields.
@@ -182,8 +202,13 @@ impl<S: ReceiptStore> Ingest<S> {
         {
             return Ok(Outcome::ExpiredReplay);
         }
-        let receipt = Receipt::new(&submission, now);
+        let held_by = self.spam_rule_broken_by(&submission).await;
+        let receipt = match &held_by {
+            Some(rule) => Receipt::quarantined(&submission, now, rule, self.retention),
+            None => Receipt::new(&submission, now),
+        };
         match self.store.put_if_absent(&receipt).await? {
+            PutOutcome::Stored if held_by.is_some() => Ok(Outcome::Quarantined),
             PutOutcome::Stored => Ok(Outcome::Accepted),
             PutOutcome::AlreadyExists {
                 payload_fingerprint,
@@ -199,6 +224,20 @@ impl<S: ReceiptStore> Ingest<S> {
     }
 }
 
+impl<S> Ingest<S> {
+    /// The spam rule `submission` breaks, by the routes in force: the
+    /// stack's rules, and its form's route's added to them.
+    async fn spam_rule_broken_by(&self, submission: &FormSubmission) -> Option<SpamRule> {
+        self.routes.renew_if_older(ROUTES_REREAD, "interval").await;
+        let routes = self.routes.current().unwrap_or_default();
+        let rules = routes.spam_rules(submission.form_id());
+        if rules.is_empty() {
+            return None;
+        }
+        rules.verdict(&submission.sender.answers(&submission.payload))
+    }
+}
+
 /// The one mapping from a delivery's result to what the sender sees. A new
 /// receipt gets the status its sender needs (`Sender::accepted_status`), and no answer
 /// is ever 404 or 410, which Typeform takes as "disable this webhook".
@@ -206,7 +245,10 @@ fn respond(result: &Result<Outcome, IngestError>, sender: shared::Sender) -> Res
     let (outcome, body) = match result {
         Ok(outcome) => (
             *outcome,
-            json!({"accepted": true, "duplicate": *outcome != Outcome::Accepted}),
+            json!({
+                "accepted": true,
+                "duplicate": !matches!(outcome, Outcome::Accepted | Outcome::Quarantined)
+            }),
         ),
         Err(error) => {
             let outcome = error.outcome();
@@ -254,7 +296,7 @@ fn respond(result: &Result<Outcome, IngestError>, sender: shared::Sender) -> Res
 /// its own. The response and the log line both say this one.
 fn answered_status(outcome: Outcome, sender: shared::Sender) -> u16 {
     match outcome {
-        Outcome::Accepted => sender.accepted_status(),
+        Outcome::Accepted | Outcome::Quarantined => sender.accepted_status(),
         other => other.status(),
     }
 }

@@ -1,10 +1,12 @@
 //! Start-up and wiring only: logging, configuration, the webhook secrets
 //! (from Secrets Manager when configured so), the DynamoDB client (built and
-//! connected once, at init), then the Lambda HTTP loop.
+//! connected once, at init), the routes stored in the table, then the
+//! Lambda HTTP loop.
 
 use std::convert::Infallible;
+use std::sync::Arc;
 
-use ingest::dynamo::{client_from_env, DynamoReceiptStore};
+use ingest::dynamo::{client_from_env, DynamoReceiptStore, DynamoRoutes};
 use ingest::secrets_manager;
 use ingest::startup::authenticator_for;
 use ingest::{Config, Ingest};
@@ -25,12 +27,17 @@ async fn main() -> Result<(), Error> {
         tracing::error!(error = %error, "webhook secrets unavailable; the function cannot start");
     })?;
 
-    let store = DynamoReceiptStore::new(
-        client_from_env(config.dynamodb_endpoint.as_deref()).await,
-        &config.receipts_table,
-    );
+    let client = client_from_env(config.dynamodb_endpoint.as_deref()).await;
+    let routes = DynamoRoutes::new(client.clone(), &config.receipts_table);
+    let store = DynamoReceiptStore::new(client, &config.receipts_table);
     store.warm_up().await;
-    let ingest = Ingest::new(store, auth, &config);
+    let in_force = routes.read().await.unwrap_or_else(|error| {
+        tracing::warn!(error = %error, "no routes nor spam rules in force until they can be read");
+        Arc::default()
+    });
+    let ingest = Ingest::new(store, auth, &config).with_routes(
+        shared::refresh::Refreshing::from_source(in_force, Arc::new(routes), "routes"),
+    );
     let ingest = &ingest;
 
     run(service_fn(move |request: Request| async move {
