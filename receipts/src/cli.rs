@@ -191,9 +191,9 @@ pub enum RoutesAction {
         file: std::path::PathBuf,
     },
     /// Check FILE, say what changes (routes by name, never by form id),
-    /// and store it in the stack's receipts table (the functions do not
-    /// read routes yet). Nothing is stored when the file has a problem or
-    /// nothing changes.
+    /// and store it in the stack's receipts table, where ingest reads its
+    /// spam rules within five minutes. Nothing is stored when the file has
+    /// a problem or nothing changes.
     Apply {
         #[arg(value_name = "FILE")]
         file: std::path::PathBuf,
