@@ -889,7 +889,12 @@ fn alarms_and_dashboard_read_the_metrics_the_code_emits() {
         for (dimension, value) in dimensions {
             match dimension.as_str() {
                 "Function" => {
-                    let function = if name == "Deliveries" || name == "DeliveryDuration" {
+                    let ingest_metrics = [
+                        catalog::DELIVERIES.name,
+                        catalog::DELIVERY_DURATION.name,
+                        catalog::QUARANTINED.name,
+                    ];
+                    let function = if ingest_metrics.contains(&name) {
                         "ingest"
                     } else {
                         "worker"
@@ -904,6 +909,17 @@ fn alarms_and_dashboard_read_the_metrics_the_code_emits() {
                     ingest_outcomes.contains(&value.as_str()),
                     "{place}: no delivery outcome {value}"
                 ),
+                "Rule" => {
+                    let kinds = [
+                        shared::spam::SpamRule::Honeypot(String::new()).kind(),
+                        shared::spam::SpamRule::BlockedDomain.kind(),
+                        shared::spam::SpamRule::Links.kind(),
+                    ];
+                    assert!(
+                        kinds.contains(&value.as_str()),
+                        "{place}: no rule kind {value}"
+                    );
+                }
                 _ => {}
             }
         }

@@ -50,10 +50,12 @@ pub struct MetricSpec {
 pub const FUNCTION: &str = "Function";
 pub const OUTCOME: &str = "Outcome";
 pub const DESTINATION: &str = "Destination";
+/// The kind of spam rule a held-back submission broke (`SpamRule::kind`).
+pub const RULE: &str = "Rule";
 
 /// Every metric the functions emit.
 pub mod catalog {
-    use super::{MetricSpec, Unit, DESTINATION, FUNCTION, OUTCOME};
+    use super::{MetricSpec, Unit, DESTINATION, FUNCTION, OUTCOME, RULE};
 
     /// ingest: one per webhook delivery, by the decision table's outcome.
     pub const DELIVERIES: MetricSpec = MetricSpec {
@@ -65,6 +67,14 @@ pub mod catalog {
         name: "DeliveryDuration",
         unit: Unit::Milliseconds,
         dimensions: &[FUNCTION, OUTCOME],
+    };
+    /// ingest: one per submission stored QUARANTINED, by the kind of rule
+    /// it broke (`honeypot`, `blocked-domain`, `links`): never a field's
+    /// value.
+    pub const QUARANTINED: MetricSpec = MetricSpec {
+        name: "Quarantined",
+        unit: Unit::Count,
+        dimensions: &[FUNCTION, RULE],
     };
     /// worker: one per stream record or receipt a pass took, by outcome.
     pub const RECORDS: MetricSpec = MetricSpec {
@@ -128,6 +138,7 @@ pub mod catalog {
     pub const ALL: &[MetricSpec] = &[
         DELIVERIES,
         DELIVERY_DURATION,
+        QUARANTINED,
         RECORDS,
         DESTINATION_LATENCY,
         DESTINATION_ATTEMPTS,

@@ -35,6 +35,18 @@ pub enum SpamRule {
     Links,
 }
 
+impl SpamRule {
+    /// The rule's kind, without the field: the metric's dimension, from a
+    /// set known in advance.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            SpamRule::Honeypot(_) => "honeypot",
+            SpamRule::BlockedDomain => "blocked-domain",
+            SpamRule::Links => "links",
+        }
+    }
+}
+
 impl std::fmt::Display for SpamRule {
     /// `honeypot:<field>`, `blocked-domain` or `links`: the receipt's
     /// reason and the metric's dimension.
@@ -280,6 +292,12 @@ mod tests {
         let stack = rules(&["fax"], &["mailinator.com"], Some(0));
         let all = answers(json!({"fax": "1", "email": "x@mailinator.com", "message": "https://a"}));
         assert_eq!(stack.verdict(&all), Some(SpamRule::Honeypot("fax".into())));
+        assert_eq!(SpamRule::Honeypot("fax".into()).kind(), "honeypot");
+        assert_eq!(
+            SpamRule::BlockedDomain.kind(),
+            SpamRule::BlockedDomain.to_string()
+        );
+        assert_eq!(SpamRule::Links.kind(), SpamRule::Links.to_string());
         let two = answers(json!({"email": "x@mailinator.com", "message": "https://a"}));
         assert_eq!(stack.verdict(&two), Some(SpamRule::BlockedDomain));
     }

@@ -208,8 +208,13 @@ impl<S: ReceiptStore> Ingest<S> {
             None => Receipt::new(&submission, now),
         };
         match self.store.put_if_absent(&receipt).await? {
-            PutOutcome::Stored if held_by.is_some() => Ok(Outcome::Quarantined),
-            PutOutcome::Stored => Ok(Outcome::Accepted),
+            PutOutcome::Stored => match &held_by {
+                Some(rule) => {
+                    self.measure_quarantine(rule);
+                    Ok(Outcome::Quarantined)
+                }
+                None => Ok(Outcome::Accepted),
+            },
             PutOutcome::AlreadyExists {
                 payload_fingerprint,
             } => match existing_receipt_outcome(
@@ -302,6 +307,20 @@ fn answered_status(outcome: Outcome, sender: shared::Sender) -> u16 {
 }
 
 impl<S> Ingest<S> {
+    /// `Quarantined` by the kind of rule broken: the field's name stays in
+    /// the receipt, its value nowhere.
+    fn measure_quarantine(&self, rule: &SpamRule) {
+        shared::metrics::emit(
+            &self.metrics_namespace,
+            &[
+                (shared::metrics::FUNCTION, "ingest"),
+                (shared::metrics::RULE, rule.kind()),
+            ],
+            &[(shared::metrics::catalog::QUARANTINED, 1.0.into())],
+            &[],
+        );
+    }
+
     /// One EMF line per delivery: `Deliveries` and `DeliveryDuration` by
     /// outcome (the decision table's code). No identifier: a metric line
     /// needs none, and the log line has them.

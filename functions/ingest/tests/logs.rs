@@ -262,3 +262,64 @@ async fn a_query_token_is_accepted_and_never_reaches_a_log() {
         "one line per delivery:\n{text}"
     );
 }
+
+/// A submission held back by a spam rule: answered 202 like any other, one
+/// log line (outcome `quarantined`), its `Deliveries` line, and a
+/// `Quarantined` line by the rule's kind; neither the honeypot's value nor
+/// the form's data anywhere.
+#[tokio::test(flavor = "current_thread")]
+async fn a_held_back_submission_is_logged_and_counted_by_its_rule_kind_only() {
+    use std::sync::Arc;
+
+    let captured = CapturedLogs::default();
+    let _guard = captured.install();
+    let routes = shared::routes::parse("[spam]\nhoneypot = [\"website_url\"]\n").unwrap();
+    let ingest = ingest_with(MemoryReceiptStore::default(), &bearer_config())
+        .await
+        .with_routes(shared::refresh::Refreshing::<
+            _,
+            ingest::store::RoutesUnreadable,
+        >::fixed(Arc::new(routes), "routes"));
+    let bearer = format!("Bearer {TOKEN}");
+    let mut body: serde_json::Value = serde_json::from_str(&sensitive_body("sub_bot")).unwrap();
+    body["data"]["formData"]["website_url"] = "http://bot-value.example".into();
+    let response = ingest
+        .handle(with_request_id(
+            request(
+                &[
+                    ("authorization", &bearer),
+                    ("idempotency-key", "staticforms:form.submitted:sub_bot"),
+                ],
+                body.to_string(),
+            ),
+            "req-bot",
+        ))
+        .await;
+    assert_eq!(response.status(), 202);
+
+    let text = captured.text();
+    for hidden in ["bot-value", EMAIL, NAME, MESSAGE, API_KEY] {
+        assert!(!text.contains(hidden), "{hidden:?} leaked into:\n{text}");
+    }
+    let (metrics, lines): (Vec<&str>, Vec<&str>) =
+        text.lines().partition(|line| line.contains("\"_aws\""));
+    assert_eq!(lines.len(), 1, "one line per delivery:\n{text}");
+    let line: serde_json::Value = serde_json::from_str(lines[0]).unwrap();
+    assert_eq!(line["outcome"], "quarantined", "{line}");
+    assert_eq!(line["status"], 202, "{line}");
+    let metrics: Vec<serde_json::Value> = metrics
+        .iter()
+        .map(|m| shared::metrics::validate(m).unwrap_or_else(|e| panic!("{e}: {m}")))
+        .collect();
+    assert_eq!(metrics.len(), 2, "{text}");
+    let held = metrics
+        .iter()
+        .find(|m| m.get("Quarantined").is_some())
+        .unwrap_or_else(|| panic!("no Quarantined line:\n{text}"));
+    assert_eq!(held["Rule"], "honeypot", "{held}");
+    assert_eq!(held["Function"], "ingest");
+    assert!(
+        metrics.iter().any(|m| m["Outcome"] == "quarantined"),
+        "{text}"
+    );
+}
