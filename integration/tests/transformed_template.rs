@@ -72,6 +72,11 @@ fn each_deployed_role_has_exactly_the_access_it_needs() {
                                  "StringEqualsIfExists": {"dynamodb:Select": "SPECIFIC_ATTRIBUTES"}}}),
             json!({"Action": "secretsmanager:GetSecretValue", "Effect": "Allow",
                    "Resource": {"Fn::If": ["CreateWebhookSecret", {"Ref": "WebhookSecret"}, {"Ref": "WebhookSecretArn"}]}}),
+            // The stored routes: that one item's routes attribute only.
+            json!({"Action": "dynamodb:GetItem", "Effect": "Allow", "Resource": receipts_arn(),
+                   "Condition": {"ForAllValues:StringEquals": {"dynamodb:Attributes": ["routes"],
+                                                                "dynamodb:LeadingKeys": ["config#routes"]},
+                                 "StringEqualsIfExists": {"dynamodb:Select": "SPECIFIC_ATTRIBUTES"}}}),
         ]
     );
 
