@@ -444,6 +444,22 @@ async fn a_pass_racing_a_stream_delivery_leaves_one_lead_and_one_completion() {
     );
 }
 
+/// A worker delivering to `crm` over HTTP, its ledger `table` on `moto`,
+/// on the test's clock.
+async fn http_worker(
+    moto: &str,
+    table: &str,
+    crm: &CrmStub,
+    clock: &TestClock,
+) -> Worker<HttpCrm, DynamoLedger> {
+    Worker::new(
+        HttpCrm::new(crm.leads_url(), None).unwrap(),
+        DynamoLedger::new(worker_client(moto).await, table),
+        8,
+    )
+    .with_clock(clock.clock())
+}
+
 /// The `receipts` CLI on `table`, found through RECEIPTS_TABLE.
 fn receipts_on(table: &str, args: &[&str]) -> (bool, String, String) {
     receipts_cli(&[("RECEIPTS_TABLE", table)], args)
@@ -508,12 +524,7 @@ async fn a_failed_receipt_redriven_with_the_cli_is_delivered_once_at_the_next_pa
     let crm = CrmStub::start().await.unwrap();
     crm.always("sub_refused", Answer::status(422));
     let clock = TestClock::default();
-    let worker = Worker::new(
-        HttpCrm::new(crm.leads_url(), None).unwrap(),
-        DynamoLedger::new(worker_client(&moto).await, &table),
-        8,
-    )
-    .with_clock(clock.clock());
+    let worker = http_worker(&moto, &table, &crm, &clock).await;
     for id in ["sub_refused", "sub_fine"] {
         assert_eq!(
             ingest
@@ -645,12 +656,7 @@ async fn a_quarantined_receipt_is_delivered_only_once_released_and_then_once() {
     } = receipts_with_ingest(&moto).await;
     let crm = CrmStub::start().await.unwrap();
     let clock = TestClock::default();
-    let worker = Worker::new(
-        HttpCrm::new(crm.leads_url(), None).unwrap(),
-        DynamoLedger::new(worker_client(&moto).await, &table),
-        8,
-    )
-    .with_clock(clock.clock());
+    let worker = http_worker(&moto, &table, &crm, &clock).await;
     assert_eq!(
         ingest
             .handle(delivery("sub_fine", "ada@example.com"))
@@ -861,12 +867,7 @@ async fn stored_spam_rules_hold_bots_back_and_answer_them_as_people() {
 
     let crm = CrmStub::start().await.unwrap();
     let clock = TestClock::default();
-    let worker = Worker::new(
-        HttpCrm::new(crm.leads_url(), None).unwrap(),
-        DynamoLedger::new(worker_client(&moto).await, &table),
-        8,
-    )
-    .with_clock(clock.clock());
+    let worker = http_worker(&moto, &table, &crm, &clock).await;
     drain_stream(&moto, &client, &table, &worker).await;
     clock.advance(Duration::from_secs(3600));
     worker.reconcile(in_seconds(30)).await;
