@@ -653,3 +653,76 @@ async fn smoke_signs_as_the_stacks_sender_does() {
     );
     stop(pipeline).await;
 }
+
+/// `make run` with a routes file: the file is stored as `routes apply`
+/// stores it, the real ingest binary reads its spam rules at start and
+/// holds bots back (answered as a person is), and only the person's lead
+/// reaches the CRM, by the stream or any pass.
+#[tokio::test]
+async fn the_local_pipeline_holds_bots_back_by_the_routes_file() {
+    let file = std::env::temp_dir().join(format!("{}.toml", unique_name("routes")));
+    std::fs::write(
+        &file,
+        "[spam]\nhoneypot = [\"website_url\"]\nblock_email_domains = [\"mailinator.com\"]\n",
+    )
+    .unwrap();
+    let table = unique_name("routes-receipts");
+    let (pipeline, webhook_port, crm_port, _) =
+        start_pipeline_with("http", &table, &[("ROUTES_FILE", file.to_str().unwrap())]).await;
+    std::fs::remove_file(&file).unwrap();
+
+    let http = reqwest::Client::new();
+    let send = |id: &str, email: &str, extra: &str| {
+        let body = format!(
+            r#"{{"event":"form.submitted","timestamp":1795941528,"data":{{"submissionId":"{id}","formData":{{"name":"Ada","email":"{email}"{extra}}}}}}}"#
+        );
+        http.post(format!(
+            "http://127.0.0.1:{webhook_port}/webhooks/staticforms?token=local-demo-token-change-me"
+        ))
+        .header("content-type", "application/json")
+        .body(body)
+        .send()
+    };
+    let mut answers = Vec::new();
+    for (id, email, extra) in [
+        ("sub_person", "ada@example.com", ""),
+        (
+            "sub_honeypot",
+            "ada2@example.com",
+            r#","website_url":"http://spam.example""#,
+        ),
+        ("sub_domain", "bot@mailinator.com", ""),
+    ] {
+        let response = send(id, email, extra).await.unwrap();
+        answers.push((response.status().as_u16(), response.text().await.unwrap()));
+    }
+    assert!(
+        answers.iter().all(|answer| *answer == answers[0]),
+        "a bot is answered as a person is: {answers:?}"
+    );
+    assert_eq!(answers[0].0, 202);
+
+    let leads_url = format!("http://127.0.0.1:{crm_port}/leads");
+    let leads = leads_once_there(&http, &leads_url, 1, Duration::from_secs(20)).await;
+    assert_eq!(leads["leads"][0]["externalId"], "sub_person", "{leads}");
+    // A reconciliation pass runs every few seconds: it sends nothing held.
+    tokio::time::sleep(Duration::from_secs(7)).await;
+    let leads = leads_once_there(&http, &leads_url, 1, Duration::ZERO).await;
+    assert_eq!(leads["count"], 1, "{leads}");
+
+    let (ok, out, err) = receipts_cli(
+        &[("RECEIPTS_TABLE", table.as_str())],
+        &["list", "--status", "quarantined", "--json"],
+    );
+    assert!(ok, "{err}");
+    let held: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let mut rules: Vec<&str> = held
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["quarantineRule"].as_str().unwrap())
+        .collect();
+    rules.sort_unstable();
+    assert_eq!(rules, ["blocked-domain", "honeypot:website_url"], "{out}");
+    stop(pipeline).await;
+}

@@ -119,6 +119,16 @@ async fn run() -> Result<(), String> {
     let dynamodb = aws_sdk_dynamodb::Client::new(&sdk);
     let streams = aws_sdk_dynamodbstreams::Client::new(&sdk);
     local::create_tables_named(&dynamodb, &receipts_table, &leads_table).await?;
+    // The routes file, stored as a deployed stack stores it (`receipts
+    // routes apply`), before ingest starts and reads it: `ROUTES_FILE`, else
+    // routes.toml when there is one.
+    match std::env::var("ROUTES_FILE") {
+        Ok(file) => apply_routes(&bin_dir, &dynamodb_endpoint, &receipts_table, &file)?,
+        Err(_) if std::path::Path::new("routes.toml").exists() => {
+            apply_routes(&bin_dir, &dynamodb_endpoint, &receipts_table, "routes.toml")?
+        }
+        Err(_) => {}
+    }
 
     let crm_address = SocketAddr::from(([127, 0, 0, 1], crm_port));
     let crm = LocalCrm::start(&setting("DESTINATION", "http"), crm_address).await?;
@@ -289,6 +299,39 @@ struct Front {
     tally: Arc<Tally>,
     /// `/webhooks/<sender>`.
     path: Arc<String>,
+}
+
+/// `receipts routes apply FILE` on the local table, with the real CLI:
+/// what it changed is printed; a file with a problem stops the pipeline
+/// with each problem.
+fn apply_routes(
+    bin_dir: &std::path::Path,
+    endpoint: &str,
+    table: &str,
+    file: &str,
+) -> Result<(), String> {
+    let output = std::process::Command::new(bin_dir.join("receipts"))
+        .args(["--table", table, "routes", "apply", file])
+        .env("AWS_ENDPOINT_URL", endpoint)
+        .env("AWS_REGION", "us-east-1")
+        .env("AWS_ACCESS_KEY_ID", "local")
+        .env("AWS_SECRET_ACCESS_KEY", "local")
+        .env("AWS_EC2_METADATA_DISABLED", "true")
+        .env_remove("AWS_PROFILE")
+        .output()
+        .map_err(|e| {
+            format!("cannot run receipts (build it with `cargo build -p receipts`): {e}")
+        })?;
+    if !output.status.success() {
+        return Err(format!(
+            "the routes in {file} were not stored:\n{}",
+            String::from_utf8_lossy(&output.stderr).trim_end()
+        ));
+    }
+    for line in String::from_utf8_lossy(&output.stdout).lines() {
+        println!("routes: {line}");
+    }
+    Ok(())
 }
 
 /// Counts for the summary line: deliveries by outcome (from ingest's
