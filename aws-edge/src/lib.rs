@@ -7,11 +7,15 @@
 //! - [`dynamodb_client`] at a configured endpoint, and [`warm_up`], which
 //!   opens its connection during init;
 //! - [`secret_text`]: a Secrets Manager secret's text, with errors that
-//!   carry the service's code and never the value.
+//!   carry the service's code and never the value;
+//! - [`routes`]: the routes `receipts routes apply` stores, kept in force
+//!   by both functions and read again while they run.
 //!
 //! `shared` holds the rules and knows no AWS; this crate holds no rules.
 
 use std::time::Duration;
+
+pub mod routes;
 
 use aws_config::retry::RetryConfig;
 use aws_config::timeout::TimeoutConfig;

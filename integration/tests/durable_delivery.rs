@@ -755,8 +755,7 @@ async fn a_quarantined_receipt_is_delivered_only_once_released_and_then_once() {
 /// only.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stored_spam_rules_hold_bots_back_and_answer_them_as_people() {
-    use ingest::dynamo::DynamoRoutes;
-    use std::sync::Arc;
+    use aws_edge::routes::StoredRoutes;
 
     let moto = endpoint(DYNAMODB_ENDPOINT);
     let ReceiptsWithIngest {
@@ -776,13 +775,9 @@ async fn stored_spam_rules_hold_bots_back_and_answer_them_as_people() {
     std::fs::remove_file(&file).unwrap();
     assert!(ok, "{err}");
     assert!(out.contains("stored as version 1"), "{out}");
-    let routes = DynamoRoutes::new(client.clone(), &table);
-    let in_force = routes.read().await.unwrap();
-    let ingest = ingest.with_routes(shared::refresh::Refreshing::from_source(
-        in_force,
-        Arc::new(routes),
-        "routes",
-    ));
+    let routes = StoredRoutes::new(client.clone(), &table);
+    routes.read().await.expect("the stored routes are readable");
+    let ingest = ingest.with_routes(routes.into_force().await);
 
     let with_fields = |id: &str, extra: serde_json::Value| {
         let mut body: serde_json::Value =

@@ -80,6 +80,23 @@ pub fn seconds_in(
     }
 }
 
+/// How often both functions read the routes again, in seconds.
+pub const ROUTES_REREAD_SECONDS: &str = "ROUTES_REREAD_SECONDS";
+
+/// `ROUTES_REREAD_SECONDS`: five minutes when unset, and never longer, so
+/// `receipts routes apply` takes effect within five minutes whatever is
+/// set (a local run or a test sets less).
+pub fn routes_reread(
+    get: &impl Fn(&str) -> Option<String>,
+) -> Result<std::time::Duration, ConfigError> {
+    seconds_in(
+        get,
+        ROUTES_REREAD_SECONDS,
+        crate::routes::ROUTES_REREAD,
+        1..=crate::routes::ROUTES_REREAD.as_secs(),
+    )
+}
+
 /// `METRICS_NAMESPACE`, or the default namespace: one rule and one message
 /// for both functions.
 pub fn metrics_namespace(get: &impl Fn(&str) -> Option<String>) -> Result<String, ConfigError> {
@@ -269,6 +286,29 @@ mod tests {
                 1..=60,
             );
             assert_eq!(got.map(|d| d.as_secs()), expected, "{raw:?}");
+        }
+    }
+
+    /// Five minutes unless set lower: never longer, so a routes change
+    /// always takes effect within five minutes.
+    #[test]
+    fn routes_reread_is_five_minutes_at_most() {
+        let read =
+            |value: Option<&'static str>| routes_reread(&move |_: &str| value.map(str::to_owned));
+        let refused = Err(invalid(
+            ROUTES_REREAD_SECONDS,
+            "expected whole seconds from 1 to 300",
+        ));
+        let rows = [
+            (None, Ok(std::time::Duration::from_secs(300))),
+            (Some("2"), Ok(std::time::Duration::from_secs(2))),
+            (Some("300"), Ok(std::time::Duration::from_secs(300))),
+            (Some("301"), refused.clone()),
+            (Some("0"), refused.clone()),
+            (Some("5m"), refused),
+        ];
+        for (value, expected) in rows {
+            assert_eq!(read(value), expected, "{value:?}");
         }
     }
 

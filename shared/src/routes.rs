@@ -39,6 +39,9 @@ pub const CONFIG_KEY_PREFIX: &str = "config#";
 /// stores them: `routes` (their JSON), `version` (one more at every
 /// change, so two operators never overwrite each other) and `appliedAt`.
 pub const ROUTES_KEY: &str = "config#routes";
+/// How often both functions read the routes again, at most: the time
+/// within which `receipts routes apply` takes effect without a deploy.
+pub const ROUTES_REREAD: std::time::Duration = std::time::Duration::from_secs(300);
 pub mod stored {
     pub const ROUTES: &str = "routes";
     pub const VERSION: &str = "version";

@@ -59,6 +59,8 @@ pub struct Config {
     /// `RECEIPT_RETENTION_DAYS`: a signed body older than this is a replay
     /// of a receipt that has expired (`Sender::is_replay_past_retention`).
     pub retention: shared::Retention,
+    /// `ROUTES_REREAD_SECONDS`: how often the routes are read again.
+    pub routes_reread: Duration,
 }
 
 impl Config {
@@ -120,6 +122,7 @@ impl Config {
         let dynamodb_endpoint = dynamodb_endpoint(&get)?;
         let metrics_namespace = shared::config::metrics_namespace(&get)?;
         let retention = shared::config::retention_days(&get)?;
+        let routes_reread = shared::config::routes_reread(&get)?;
 
         Ok(Config {
             receipts_table,
@@ -131,6 +134,7 @@ impl Config {
             dynamodb_endpoint,
             metrics_namespace,
             retention,
+            routes_reread,
         })
     }
 }

@@ -6,9 +6,6 @@
 //! a reused key costs no extra read.
 
 use std::collections::HashMap;
-use std::future::Future;
-use std::pin::Pin;
-use std::sync::Arc;
 use std::time::Duration;
 
 use aws_edge::CallLimits;
@@ -17,12 +14,10 @@ use aws_sdk_dynamodb::operation::put_item::PutItemError;
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnValuesOnConditionCheckFailure};
 use aws_sdk_dynamodb::Client;
 use shared::receipt::attr;
-use shared::refresh::Source;
-use shared::routes::{stored, Routes, ROUTES_KEY};
 use shared::store_errors::is_transient;
 use shared::Receipt;
 
-use crate::store::{PutOutcome, ReceiptStore, RoutesUnreadable, StoreError};
+use crate::store::{PutOutcome, ReceiptStore, StoreError};
 
 /// The whole store call, retries included, ends within this time, so the
 /// sender gets a 503 well inside its own timeout instead of a hang.
@@ -46,60 +41,6 @@ pub async fn client_from_env(endpoint: Option<&str>) -> Client {
 /// endpoint and credentials to it.
 pub fn sdk_loader() -> aws_config::ConfigLoader {
     aws_edge::sdk_loader(STORE_LIMITS)
-}
-
-/// The routes stored by `receipts routes apply` (`shared::routes::ROUTES_KEY`),
-/// read whole; none stored is no route and no spam rule.
-pub struct DynamoRoutes {
-    client: Client,
-    table: String,
-}
-
-impl DynamoRoutes {
-    pub fn new(client: Client, table: impl Into<String>) -> Self {
-        DynamoRoutes {
-            client,
-            table: table.into(),
-        }
-    }
-
-    pub async fn read(&self) -> Result<Arc<Routes>, RoutesUnreadable> {
-        let output = self
-            .client
-            .get_item()
-            .table_name(&self.table)
-            .key(attr::PK, AttributeValue::S(ROUTES_KEY.to_owned()))
-            .projection_expression("#routes")
-            .expression_attribute_names("#routes", stored::ROUTES)
-            .send()
-            .await
-            .map_err(|error| {
-                RoutesUnreadable(
-                    error
-                        .as_service_error()
-                        .and_then(|e| e.code())
-                        .unwrap_or("unreachable")
-                        .to_owned(),
-                )
-            })?;
-        let Some(item) = output.item else {
-            return Ok(Arc::default());
-        };
-        match item.get(stored::ROUTES) {
-            Some(AttributeValue::S(json)) => serde_json::from_str(json)
-                .map(Arc::new)
-                .map_err(|_| RoutesUnreadable("not routes JSON".to_owned())),
-            _ => Err(RoutesUnreadable("no routes attribute".to_owned())),
-        }
-    }
-}
-
-impl Source<Arc<Routes>, RoutesUnreadable> for DynamoRoutes {
-    fn fetch(
-        &self,
-    ) -> Pin<Box<dyn Future<Output = Result<Arc<Routes>, RoutesUnreadable>> + Send + '_>> {
-        Box::pin(self.read())
-    }
 }
 
 #[derive(Debug, Clone)]

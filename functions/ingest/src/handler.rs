@@ -15,7 +15,6 @@ use shared::envelope::is_json_media_type;
 use shared::idempotency::{KeyHeader, HEADER_NAME as IDEMPOTENCY_KEY_HEADER};
 use shared::outcome::existing_receipt_outcome;
 use shared::refresh::Refreshing;
-use shared::routes::Routes;
 use shared::spam::SpamRule;
 use shared::{
     EnvelopeError, FormSubmission, IdempotencyKey, KeyError, Outcome, Receipt, SubmissionId,
@@ -23,7 +22,8 @@ use shared::{
 
 use crate::auth::{AuthError, Authenticator, Presented, SecretSet, Unauthenticated, Unavailable};
 use crate::config::Config;
-use crate::store::{PutOutcome, ReceiptStore, RoutesUnreadable, StoreError};
+use crate::store::{PutOutcome, ReceiptStore, StoreError};
+use aws_edge::routes::RoutesInForce;
 
 /// Seconds a sender should wait before retrying after a 503.
 pub const RETRY_AFTER_SECONDS: &str = "2";
@@ -84,12 +84,9 @@ pub struct Ingest<S> {
     retention: shared::Retention,
     clock: Clock,
     metrics_namespace: String,
-    routes: Refreshing<Arc<Routes>, RoutesUnreadable>,
+    routes: RoutesInForce,
+    routes_reread: Duration,
 }
-
-/// How often the routes are read again (`receipts routes apply` takes
-/// effect within this time, without a deploy).
-pub const ROUTES_REREAD: Duration = Duration::from_secs(300);
 
 impl<S: ReceiptStore> Ingest<S> {
     /// `auth` comes from `startup::authenticator_for(config, …)`.
@@ -105,13 +102,14 @@ impl<S: ReceiptStore> Ingest<S> {
             clock: shared::clock::system(),
             metrics_namespace: config.metrics_namespace.clone(),
             routes: Refreshing::fixed(Arc::default(), "routes"),
+            routes_reread: config.routes_reread,
         }
     }
 
     /// The routes (and their spam rules) in force: read at init, then again
-    /// from their source every `ROUTES_REREAD`. A failed re-read keeps the
-    /// last ones read.
-    pub fn with_routes(mut self, routes: Refreshing<Arc<Routes>, RoutesUnreadable>) -> Self {
+    /// from their source every `ROUTES_REREAD_SECONDS`. A failed re-read
+    /// keeps the last ones read.
+    pub fn with_routes(mut self, routes: RoutesInForce) -> Self {
         self.routes = routes;
         self
     }
@@ -233,7 +231,9 @@ impl<S> Ingest<S> {
     /// The spam rule `submission` breaks, by the routes in force: the
     /// stack's rules, and its form's route's added to them.
     async fn spam_rule_broken_by(&self, submission: &FormSubmission) -> Option<SpamRule> {
-        self.routes.renew_if_older(ROUTES_REREAD, "interval").await;
+        self.routes
+            .renew_if_older(self.routes_reread, "interval")
+            .await;
         let routes = self.routes.current().unwrap_or_default();
         let rules = routes.spam_rules(submission.form_id());
         if rules.is_empty() {

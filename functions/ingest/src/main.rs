@@ -4,9 +4,9 @@
 //! Lambda HTTP loop.
 
 use std::convert::Infallible;
-use std::sync::Arc;
 
-use ingest::dynamo::{client_from_env, DynamoReceiptStore, DynamoRoutes};
+use aws_edge::routes::StoredRoutes;
+use ingest::dynamo::{client_from_env, DynamoReceiptStore};
 use ingest::secrets_manager;
 use ingest::startup::authenticator_for;
 use ingest::{Config, Ingest};
@@ -28,16 +28,10 @@ async fn main() -> Result<(), Error> {
     })?;
 
     let client = client_from_env(config.dynamodb_endpoint.as_deref()).await;
-    let routes = DynamoRoutes::new(client.clone(), &config.receipts_table);
+    let routes = StoredRoutes::new(client.clone(), &config.receipts_table);
     let store = DynamoReceiptStore::new(client, &config.receipts_table);
     store.warm_up().await;
-    let in_force = routes.read().await.unwrap_or_else(|error| {
-        tracing::warn!(error = %error, "no routes nor spam rules in force until they can be read");
-        Arc::default()
-    });
-    let ingest = Ingest::new(store, auth, &config).with_routes(
-        shared::refresh::Refreshing::from_source(in_force, Arc::new(routes), "routes"),
-    );
+    let ingest = Ingest::new(store, auth, &config).with_routes(routes.into_force().await);
     let ingest = &ingest;
 
     run(service_fn(move |request: Request| async move {

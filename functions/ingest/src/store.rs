@@ -30,18 +30,6 @@ pub enum StoreError {
     TooLarge { bytes: usize, limit: usize },
 }
 
-/// Why the stored routes could not be read (a code, never their content).
-/// Never definitive: the routes last read stay in force.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("the routes could not be read ({0})")]
-pub struct RoutesUnreadable(pub String);
-
-impl shared::refresh::SourceError for RoutesUnreadable {
-    fn definitive(&self) -> bool {
-        false
-    }
-}
-
 pub trait ReceiptStore: Send + Sync {
     fn put_if_absent(
         &self,
