@@ -1,19 +1,20 @@
 //! The routes both functions keep in force: the one item
 //! `receipts routes apply` stores under `shared::routes::ROUTES_KEY`, read
-//! at init and again at most every `shared::config::routes_reread` (five
-//! minutes unless set lower), so a change takes effect without a deploy. The read
-//! asks for the `routes` attribute alone, which is all the template lets
-//! the functions read of that item.
+//! at init and again every `ROUTES_REREAD_SECONDS` (five minutes at most),
+//! so a change takes effect without a deploy. The read asks for the
+//! `routes` attribute alone, which is all the template lets the functions
+//! read of that item.
 
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::time::Duration;
 
 use aws_sdk_dynamodb::error::ProvideErrorMetadata;
 use aws_sdk_dynamodb::types::AttributeValue;
 use aws_sdk_dynamodb::Client;
 use shared::receipt::attr;
-use shared::refresh::{Refreshing, Source, SourceError};
+use shared::refresh::{Refreshing, Source, SourceError, Unavailable};
 use shared::routes::{stored, Routes, ROUTES_KEY};
 
 /// Why the routes could not be read: the service's code, or what kept the
@@ -28,8 +29,52 @@ impl SourceError for RoutesUnreadable {
     }
 }
 
-/// The routes in force and where they are read again.
-pub type RoutesInForce = Refreshing<Arc<Routes>, RoutesUnreadable>;
+/// The routes in force, and how often they are read again.
+pub struct RoutesInForce {
+    routes: Refreshing<Arc<Routes>, RoutesUnreadable>,
+    reread: Duration,
+}
+
+impl RoutesInForce {
+    /// Routes that never change: none (`Routes::default()`), or a test's.
+    pub fn fixed(routes: Arc<Routes>) -> Self {
+        RoutesInForce {
+            routes: Refreshing::fixed(routes, "routes"),
+            reread: shared::routes::ROUTES_REREAD,
+        }
+    }
+
+    /// The routes read now from `source`, kept in force and read again from
+    /// it every `reread`. When this first read fails, none are in force
+    /// (one log line says so) until a read succeeds; each function says
+    /// what it does meanwhile.
+    pub async fn read_from(
+        source: Arc<dyn Source<Arc<Routes>, RoutesUnreadable>>,
+        reread: Duration,
+    ) -> Self {
+        let routes = match source.fetch().await {
+            Ok(routes) => Refreshing::from_source(routes, source, "routes"),
+            Err(error) => {
+                tracing::warn!(error = %error, "the routes could not be read; they are read again at the next delivery");
+                Refreshing::unread(source, "routes")
+            }
+        };
+        RoutesInForce { routes, reread }
+    }
+
+    /// The routes in force now, read again first when the last read is
+    /// `reread` old, and at every ask while none could be read yet (their
+    /// first read failed: `Unavailable`). A failed re-read keeps the last
+    /// ones read, for as long as reads fail.
+    pub async fn now(&self) -> Result<Arc<Routes>, Unavailable> {
+        let due = match self.routes.current() {
+            Ok(_) => self.reread,
+            Err(_) => Duration::ZERO,
+        };
+        self.routes.renew_if_older(due, "interval").await;
+        self.routes.current()
+    }
+}
 
 /// The routes item of a receipts table, read whole; none stored is no
 /// route and no spam rule.
@@ -76,16 +121,9 @@ impl StoredRoutes {
         }
     }
 
-    /// The routes read now, kept in force and read again from here. A
-    /// first read that fails leaves none in force (every form then uses
-    /// the stack's field map and no spam rule) until a re-read succeeds,
-    /// and says so in one log line.
-    pub async fn into_force(self) -> RoutesInForce {
-        let in_force = self.read().await.unwrap_or_else(|error| {
-            tracing::warn!(error = %error, "no routes nor spam rules in force until they can be read");
-            Arc::default()
-        });
-        Refreshing::from_source(in_force, Arc::new(self), "routes")
+    /// These routes kept in force (`RoutesInForce::read_from`).
+    pub async fn into_force(self, reread: Duration) -> RoutesInForce {
+        RoutesInForce::read_from(Arc::new(self), reread).await
     }
 }
 

@@ -777,7 +777,7 @@ async fn stored_spam_rules_hold_bots_back_and_answer_them_as_people() {
     assert!(out.contains("stored as version 1"), "{out}");
     let routes = StoredRoutes::new(client.clone(), &table);
     routes.read().await.expect("the stored routes are readable");
-    let ingest = ingest.with_routes(routes.into_force().await);
+    let ingest = ingest.with_routes(routes.into_force(shared::routes::ROUTES_REREAD).await);
 
     let with_fields = |id: &str, extra: serde_json::Value| {
         let mut body: serde_json::Value =

@@ -656,25 +656,42 @@ async fn smoke_signs_as_the_stacks_sender_does() {
 
 /// `make run` with a routes file: the file is stored as `routes apply`
 /// stores it, the real ingest binary reads its spam rules at start and
-/// holds bots back (answered as a person is), and only the person's lead
-/// reaches the CRM, by the stream or any pass.
+/// holds bots back (answered as a person is), the real worker gives a
+/// route's constants to its form's leads only, and only people's leads
+/// reach the CRM, by the stream or any pass. A routes change applied while
+/// both run takes effect without a restart (`ROUTES_REREAD_SECONDS=1`
+/// here; five minutes at most in AWS).
 #[tokio::test]
-async fn the_local_pipeline_holds_bots_back_by_the_routes_file() {
-    let file = std::env::temp_dir().join(format!("{}.toml", unique_name("routes")));
-    std::fs::write(
-        &file,
-        "[spam]\nhoneypot = [\"website_url\"]\nblock_email_domains = [\"mailinator.com\"]\n",
-    )
-    .unwrap();
+async fn the_local_pipeline_holds_bots_back_and_routes_forms_by_the_routes_file() {
+    let routes_file = |lead_source: &str, honeypots: &str| {
+        let file = std::env::temp_dir().join(format!("{}.toml", unique_name("routes")));
+        std::fs::write(
+            &file,
+            format!(
+                "[spam]\nhoneypot = [{honeypots}]\nblock_email_domains = [\"mailinator.com\"]\n\n\
+                 [[route]]\nform = \"pricing_form\"\nname = \"Pricing\"\n[route.set]\nlead_source = \"{lead_source}\"\n"
+            ),
+        )
+        .unwrap();
+        file
+    };
+    let file = routes_file("Pricing page", "\"website_url\"");
     let table = unique_name("routes-receipts");
-    let (pipeline, webhook_port, crm_port, _) =
-        start_pipeline_with("http", &table, &[("ROUTES_FILE", file.to_str().unwrap())]).await;
+    let (pipeline, webhook_port, crm_port, _) = start_pipeline_with(
+        "http",
+        &table,
+        &[
+            ("ROUTES_FILE", file.to_str().unwrap()),
+            ("ROUTES_REREAD_SECONDS", "1"),
+        ],
+    )
+    .await;
     std::fs::remove_file(&file).unwrap();
 
     let http = reqwest::Client::new();
-    let send = |id: &str, email: &str, extra: &str| {
+    let send = |id: &str, form: &str, email: &str, extra: &str| {
         let body = format!(
-            r#"{{"event":"form.submitted","timestamp":1795941528,"data":{{"submissionId":"{id}","formData":{{"name":"Ada","email":"{email}"{extra}}}}}}}"#
+            r#"{{"event":"form.submitted","timestamp":1795941528,"data":{{"submissionId":"{id}","apiKey":"{form}","formData":{{"name":"Ada","email":"{email}","lead_source":"typed"{extra}}}}}}}"#
         );
         http.post(format!(
             "http://127.0.0.1:{webhook_port}/webhooks/staticforms?token=local-demo-token-change-me"
@@ -684,16 +701,18 @@ async fn the_local_pipeline_holds_bots_back_by_the_routes_file() {
         .send()
     };
     let mut answers = Vec::new();
-    for (id, email, extra) in [
-        ("sub_person", "ada@example.com", ""),
+    for (id, form, email, extra) in [
+        ("sub_person", "pricing_form", "ada@example.com", ""),
+        ("sub_other_form", "contact_form", "grace@example.com", ""),
         (
             "sub_honeypot",
+            "pricing_form",
             "ada2@example.com",
             r#","website_url":"http://spam.example""#,
         ),
-        ("sub_domain", "bot@mailinator.com", ""),
+        ("sub_domain", "contact_form", "bot@mailinator.com", ""),
     ] {
-        let response = send(id, email, extra).await.unwrap();
+        let response = send(id, form, email, extra).await.unwrap();
         answers.push((response.status().as_u16(), response.text().await.unwrap()));
     }
     assert!(
@@ -703,12 +722,52 @@ async fn the_local_pipeline_holds_bots_back_by_the_routes_file() {
     assert_eq!(answers[0].0, 202);
 
     let leads_url = format!("http://127.0.0.1:{crm_port}/leads");
-    let leads = leads_once_there(&http, &leads_url, 1, Duration::from_secs(20)).await;
-    assert_eq!(leads["leads"][0]["externalId"], "sub_person", "{leads}");
+    let lead_source = |leads: &serde_json::Value, id: &str| {
+        let lead = leads["leads"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|lead| lead["externalId"] == id)
+            .unwrap_or_else(|| panic!("{id} is not in the CRM: {leads}"));
+        lead["lead"]["fields"]["lead_source"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+    let leads = leads_once_there(&http, &leads_url, 2, Duration::from_secs(20)).await;
+    assert_eq!(lead_source(&leads, "sub_person"), "Pricing page", "{leads}");
+    assert_eq!(lead_source(&leads, "sub_other_form"), "typed", "{leads}");
     // A reconciliation pass runs every few seconds: it sends nothing held.
     tokio::time::sleep(Duration::from_secs(7)).await;
-    let leads = leads_once_there(&http, &leads_url, 1, Duration::ZERO).await;
-    assert_eq!(leads["count"], 1, "{leads}");
+    let leads = leads_once_there(&http, &leads_url, 2, Duration::ZERO).await;
+    assert_eq!(leads["count"], 2, "{leads}");
+
+    // A change applied while both functions run: a new honeypot and a new
+    // constant, with no restart.
+    let changed = routes_file("Pricing page v2", "\"website_url\", \"fax\"");
+    let (ok, out, err) = receipts_cli(
+        &[("RECEIPTS_TABLE", table.as_str())],
+        &["routes", "apply", changed.to_str().unwrap()],
+    );
+    std::fs::remove_file(&changed).unwrap();
+    assert!(ok, "{err}");
+    assert!(out.contains("stored as version 2"), "{out}");
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    for (id, extra) in [
+        ("sub_after_change", ""),
+        ("sub_fax", r#","fax":"+1 555 0100""#),
+    ] {
+        let response = send(id, "pricing_form", "ada@example.com", extra)
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 202);
+    }
+    let leads = leads_once_there(&http, &leads_url, 3, Duration::from_secs(20)).await;
+    assert_eq!(
+        lead_source(&leads, "sub_after_change"),
+        "Pricing page v2",
+        "{leads}"
+    );
 
     let (ok, out, err) = receipts_cli(
         &[("RECEIPTS_TABLE", table.as_str())],
@@ -723,6 +782,12 @@ async fn the_local_pipeline_holds_bots_back_by_the_routes_file() {
         .map(|r| r["quarantineRule"].as_str().unwrap())
         .collect();
     rules.sort_unstable();
-    assert_eq!(rules, ["blocked-domain", "honeypot:website_url"], "{out}");
+    assert_eq!(
+        rules,
+        ["blocked-domain", "honeypot:fax", "honeypot:website_url"],
+        "{out}"
+    );
+    let leads = leads_once_there(&http, &leads_url, 3, Duration::ZERO).await;
+    assert_eq!(leads["count"], 3, "no bot reached the CRM: {leads}");
     stop(pipeline).await;
 }

@@ -92,6 +92,11 @@ fn each_deployed_role_has_exactly_the_access_it_needs() {
             json!({"Action": ["dynamodb:UpdateItem", "dynamodb:ConditionCheckItem", "dynamodb:DescribeTable"], "Effect": "Allow", "Resource": receipts_arn()}),
             json!({"Action": "dynamodb:Query", "Effect": "Allow",
                    "Resource": {"Fn::Sub": "${ReceiptsTable.Arn}/index/queue-by-due"}}),
+            // The stored routes: that one item's routes attribute only.
+            json!({"Action": "dynamodb:GetItem", "Effect": "Allow", "Resource": receipts_arn(),
+                   "Condition": {"ForAllValues:StringEquals": {"dynamodb:Attributes": ["routes"],
+                                                                "dynamodb:LeadingKeys": ["config#routes"]},
+                                 "StringEqualsIfExists": {"dynamodb:Select": "SPECIFIC_ATTRIBUTES"}}}),
             json!({"Action": ["dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator", "dynamodb:ListStreams"],
                    "Effect": "Allow", "Resource": {"Fn::GetAtt": ["ReceiptsTable", "StreamArn"]}}),
             dead_letter,

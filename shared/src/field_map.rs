@@ -19,6 +19,16 @@ use serde_json::{Map, Value};
 pub const FIELD_MAP: &str = "FIELD_MAP";
 
 use crate::lead::Lead;
+use crate::routes::Route;
+
+/// A CRM's internal name for a property or field, as `FIELD_MAP`, a
+/// route and the id settings must give it: letters, digits and `_`
+/// (labels have spaces), at most 100 of them.
+pub fn is_property_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 100
+        && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+}
 
 /// Where a CRM property's value comes from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -123,8 +133,38 @@ impl FieldMap {
     }
 
     /// The CRM properties of `lead`: mapped ones only, and only those with
-    /// a non-blank value.
+    /// a non-blank value; by its form's route's map when it has one.
     pub fn apply(&self, lead: &Lead) -> Map<String, Value> {
+        match lead.route.as_deref() {
+            Some(route) if !(route.fields.is_empty() && route.set.is_empty()) => {
+                self.routed(route).apply_own(lead)
+            }
+            _ => self.apply_own(lead),
+        }
+    }
+
+    /// This map with a route's: each of its `fields` and `set` entries
+    /// replaces the entry for the same property, or follows the others.
+    pub fn routed(&self, route: &Route) -> FieldMap {
+        let mut map = self.clone();
+        let fields = route
+            .fields
+            .iter()
+            .map(|(field, property)| (property, Source::Field(field.clone())));
+        let set = route
+            .set
+            .iter()
+            .map(|(property, value)| (property, Source::Literal(literal_text(value))));
+        for (property, source) in fields.chain(set) {
+            match map.entries.iter_mut().find(|(known, _)| known == property) {
+                Some(entry) => entry.1 = source,
+                None => map.entries.push((property.clone(), source)),
+            }
+        }
+        map
+    }
+
+    fn apply_own(&self, lead: &Lead) -> Map<String, Value> {
         let mut properties = Map::new();
         for (property, source) in &self.entries {
             let value = match source {
@@ -175,8 +215,11 @@ impl FieldMap {
                 lines.push(format!("{name}: {}", value.trim()));
             }
         }
+        // A route's constants are in the fields too, but the form never
+        // sent them.
+        let constants = lead.route.as_deref().map(|route| &route.set);
         for name in lead.fields.keys() {
-            if !self.reads(lead, name) {
+            if !self.reads(lead, name) && !constants.is_some_and(|set| set.contains_key(name)) {
                 if let Some(value) = field(lead, name) {
                     lines.push(format!("{name}: {value}"));
                 }
@@ -221,6 +264,18 @@ fn field(lead: &Lead, name: &str) -> Option<String> {
         other => Some(other.to_string()),
     }
     .filter(|t| !t.is_empty())
+}
+
+/// A route's constant as a CRM property's text: text as it is, a number or
+/// `true`/`false` as written, a list's items joined by `;` (how HubSpot and
+/// Salesforce take several values of one multi-select property).
+fn literal_text(value: &Value) -> String {
+    match value {
+        Value::String(text) => text.clone(),
+        Value::Array(items) => items.iter().map(literal_text).collect::<Vec<_>>().join(";"),
+        Value::Null => String::new(),
+        other => other.to_string(),
+    }
 }
 
 /// `name` split at its last space: (first, last); a single word is all
@@ -276,6 +331,7 @@ mod tests {
             received_at: "2026-11-30T08:00:00.000Z".into(),
             submitted_at: None,
             sender_time_replaced: false,
+            route: None,
         }
     }
 
@@ -437,6 +493,60 @@ mod tests {
             MAX_TEXT_CHARS,
             "exactly the limit is kept whole"
         );
+    }
+
+    /// A form's route adds to the stack's map for its leads only: a
+    /// `fields` entry or `set` constant replaces the stack's entry for the
+    /// same property or follows the others; the route's fields and
+    /// constants are not repeated under `*`.
+    #[test]
+    fn a_route_adds_to_the_map_for_its_forms_leads() {
+        let map = FieldMap::parse(
+            r#"{"email":"email","lifecyclestage":"=lead","hs_lead_status":"=NEW","notes":"*"}"#,
+        )
+        .unwrap();
+        let routes = crate::routes::parse(
+            "[[route]]\nform = \"pricing\"\n[route.fields]\n\"Company size\" = \"numemployees\"\n\
+             [route.set]\nlifecyclestage = \"opportunity\"\nlead_source = \"Pricing page\"\n\
+             score = 10\ninterests = [\"pricing\", \"demo\"]\nvip = true\n\n\
+             [[route]]\nform = \"spam-rules-only\"\n[route.spam]\nmax_links = 0\n",
+        )
+        .unwrap();
+        let form = |answers: Value| {
+            let mut lead = lead("Ada Lovelace", "ada@example.com", answers);
+            lead.message = String::new();
+            lead
+        };
+        let answers = json!({"Company size": "51-200", "budget": "5000", "lead_source": "typed by the person"});
+        let mut routed = form(answers.clone());
+        routed.follow(std::sync::Arc::new(routes.routes[0].clone()));
+        let mut rules_only = form(answers.clone());
+        rules_only.follow(std::sync::Arc::new(routes.routes[1].clone()));
+        let rows = [
+            (
+                "the route's map",
+                routed,
+                json!({"email": "ada@example.com", "lifecyclestage": "opportunity", "hs_lead_status": "NEW",
+                       "notes": "name: Ada Lovelace\nbudget: 5000",
+                       "numemployees": "51-200", "interests": "pricing;demo", "lead_source": "Pricing page",
+                       "score": "10", "vip": "true"}),
+            ),
+            (
+                "a route with spam rules alone",
+                rules_only,
+                json!({"email": "ada@example.com", "lifecyclestage": "lead", "hs_lead_status": "NEW",
+                       "notes": "name: Ada Lovelace\nCompany size: 51-200\nbudget: 5000\nlead_source: typed by the person"}),
+            ),
+            (
+                "no route",
+                form(answers),
+                json!({"email": "ada@example.com", "lifecyclestage": "lead", "hs_lead_status": "NEW",
+                       "notes": "name: Ada Lovelace\nCompany size: 51-200\nbudget: 5000\nlead_source: typed by the person"}),
+            ),
+        ];
+        for (case, lead, expected) in rows {
+            assert_eq!(Value::Object(map.apply(&lead)), expected, "{case}");
+        }
     }
 
     #[test]

@@ -1,11 +1,14 @@
 //! The lead the worker upserts, built from a stored receipt. The submission
 //! id is its external id, so every run for one receipt targets one lead.
 
+use std::sync::Arc;
+
 use serde::Serialize;
 use serde_json::{Map, Value};
 
 use crate::newest::SenderTime;
 use crate::receipt::Receipt;
+use crate::routes::Route;
 use crate::sender::Sender;
 
 /// Attribute names of a lead item in the stack's leads table
@@ -29,6 +32,8 @@ pub mod attr {
 const NAME: &str = "name";
 const EMAIL: &str = "email";
 const MESSAGE: &str = "message";
+/// The lead's own fields: a route's constants never replace them.
+pub const OWN_FIELDS: [&str; 3] = [NAME, EMAIL, MESSAGE];
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -57,6 +62,12 @@ pub struct Lead {
     /// it: the worker logs it (the submission id only). Not sent.
     #[serde(skip)]
     pub sender_time_replaced: bool,
+    /// The route of the lead's form (`routes.toml`), when it has one
+    /// (`follow`). Its `set` constants are in `fields` already; a CRM that
+    /// maps fields adds its `fields` and `set` to its map
+    /// (`FieldMap::apply`). Not sent.
+    #[serde(skip)]
+    pub route: Option<Arc<Route>>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -99,7 +110,19 @@ impl Lead {
             received_at: receipt.received_at.clone(),
             submitted_at: sender_time.into_stamp(),
             sender_time_replaced,
+            route: None,
         })
+    }
+
+    /// Delivers this lead by its form's route: the route's constants become
+    /// fields (over a form field of the same name: they are the route's
+    /// word on every lead of the form), and a CRM that maps fields reads
+    /// the route's map.
+    pub fn follow(&mut self, route: Arc<Route>) {
+        for (property, value) in &route.set {
+            self.fields.insert(property.clone(), value.clone());
+        }
+        self.route = Some(route);
     }
 
     /// The time that decides which of two submissions is newer (`LEAD_KEY=
@@ -311,5 +334,26 @@ mod tests {
         assert_eq!(json["externalId"], "sub_1");
         assert_eq!(json["receivedAt"], "2026-11-29T08:00:00.000Z");
         assert_eq!(json["name"], "Ada");
+    }
+
+    /// A route's constants become fields, over a form field of the same
+    /// name, so the `http` and `dynamodb` destinations carry them as they
+    /// carry the rest; the route itself is never sent.
+    #[test]
+    fn a_route_gives_its_constants_as_fields() {
+        let payload = json!({"data": {"formData": {"name": "Ada", "email": "ada@example.com", "lead_source": "typed", "plan": "Pro"}}});
+        let mut lead = Lead::from_receipt(&receipt_with(&payload.to_string())).unwrap();
+        let routes = crate::routes::parse(
+            "[[route]]\nform = \"f\"\n[route.set]\nlead_source = \"Pricing page\"\nscore = 10\n",
+        )
+        .unwrap();
+        lead.follow(std::sync::Arc::new(routes.routes[0].clone()));
+        let json = serde_json::to_value(&lead).unwrap();
+        assert_eq!(
+            json["fields"],
+            json!({"lead_source": "Pricing page", "plan": "Pro", "score": 10})
+        );
+        assert!(json.get("route").is_none(), "{json}");
+        assert_eq!(json["email"], "ada@example.com");
     }
 }

@@ -60,6 +60,10 @@ pub mod attr {
     pub const QUARANTINE_RULE: &str = "quarantineRule";
     /// When an operator released it from quarantine (`receipts release`).
     pub const RELEASED_AT: &str = "releasedAt";
+    /// Which form it came from, as `routes::form_ref`: a hash, never the
+    /// sender's form id; absent when the sender names no form, and on
+    /// receipts stored before routes existed.
+    pub const FORM_REF: &str = "formRef";
 }
 
 /// The attributes of a receipt that hold personal data. Removed when the
@@ -97,6 +101,7 @@ pub const OPERATOR_ATTRIBUTES: &[&str] = &[
     attr::ERASED_AT,
     attr::QUARANTINE_RULE,
     attr::RELEASED_AT,
+    attr::FORM_REF,
 ];
 
 /// The sparse global secondary index of the receipts that wait: for an
@@ -268,6 +273,9 @@ pub struct Receipt {
     pub quarantine_rule: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub released_at: Option<String>,
+    /// `attr::FORM_REF`: the worker delivers by the route of this form.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub form_ref: Option<String>,
 }
 
 fn is_zero(count: &u32) -> bool {
@@ -309,6 +317,7 @@ impl Receipt {
             erased_at: None,
             quarantine_rule: None,
             released_at: None,
+            form_ref: submission.form_id().map(crate::routes::form_ref),
         }
     }
 
@@ -489,6 +498,14 @@ mod tests {
         let payload: serde_json::Value = serde_json::from_str(text).unwrap();
         assert_eq!(payload["data"]["formData"]["name"], "Ada");
         assert_eq!(payload["timestamp"], 1_764_403_128);
+        // Static Forms' form id is its apiKey: the receipt names the form
+        // by a hash of it, never by it.
+        assert_eq!(
+            receipt.form_ref.as_deref(),
+            Some(crate::routes::form_ref("sf_live_secret").as_str())
+        );
+        let item = serde_json::to_string(&receipt).unwrap();
+        assert!(!item.contains("sf_live_secret"), "{item}");
     }
 
     #[test]
@@ -539,6 +556,7 @@ mod tests {
         receipt.erased_at = Some("t".into());
         receipt.quarantine_rule = Some("links".into());
         receipt.released_at = Some("t".into());
+        receipt.form_ref = Some("0123456789abcdef".into());
         receipt
     }
 

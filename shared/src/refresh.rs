@@ -113,6 +113,23 @@ impl<T: Clone, E: SourceError> Refreshing<T, E> {
         }
     }
 
+    /// No value yet: the first read from `source` failed. `current` answers
+    /// [`Unavailable::Withdrawn`] until `renew_if_older` reads one.
+    pub fn unread(source: Arc<dyn Source<T, E>>, what: &'static str) -> Self {
+        Refreshing {
+            state: RwLock::new(State {
+                value: None,
+                good_at: Instant::now(),
+            }),
+            renewal: Some(Renewal {
+                source,
+                gate: RefreshGate::new(Duration::ZERO, Instant::now()),
+            }),
+            max_stale: None,
+            what,
+        }
+    }
+
     /// Refuses the value once its last good read is older than `max_stale`
     /// (reads failing for a moment keep it until then).
     pub fn with_max_stale(mut self, max_stale: Duration) -> Self {
@@ -287,6 +304,26 @@ mod tests {
         let fixed: Refreshing<u32, String> = Refreshing::fixed(7, "number");
         assert_eq!(block_on(fixed.renew_if_older(Duration::ZERO, "test")), None);
         assert_eq!(fixed.current(), Ok(7));
+    }
+
+    #[test]
+    fn an_unread_value_is_unavailable_until_a_read_succeeds() {
+        let source = Arc::new(Scripted {
+            answers: Mutex::new(vec![Err("throttled".into()), Ok(3)]),
+            reads: Default::default(),
+        });
+        let value: Refreshing<u32, String> = Refreshing::unread(
+            Arc::clone(&source) as Arc<dyn Source<u32, String>>,
+            "number",
+        );
+        assert_eq!(value.current(), Err(Unavailable::Withdrawn));
+        assert_eq!(block_on(value.renew_if_older(Duration::ZERO, "test")), None);
+        assert_eq!(value.current(), Err(Unavailable::Withdrawn), "still none");
+        assert_eq!(
+            block_on(value.renew_if_older(Duration::ZERO, "test")),
+            Some(3)
+        );
+        assert_eq!(value.current(), Ok(3));
     }
 
     /// A source whose errors say whether they are definitive.

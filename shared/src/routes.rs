@@ -71,10 +71,28 @@ pub struct Route {
     pub spam: SpamRules,
 }
 
+/// What a receipt says of its form (`receipt::attr::FORM_REF`): the first
+/// 16 hex digits of the SHA-256 of the sender's form id, so the worker
+/// finds the form's route without the receipt holding the id itself (a
+/// Static Forms form id is its `apiKey`, a credential).
+pub fn form_ref(form: &str) -> String {
+    use sha2::{Digest, Sha256};
+    let digest = Sha256::digest(form.as_bytes());
+    hex::encode(&digest[..8])
+}
+
 impl Routes {
     /// The route of `form`, if it has one.
     pub fn route(&self, form: &str) -> Option<&Route> {
         self.routes.iter().find(|route| route.form == form)
+    }
+
+    /// The route of the form whose [`form_ref`] is `reference`: a hash per
+    /// route, a handful per lead, far less than the CRM call it serves.
+    pub fn route_by_ref(&self, reference: &str) -> Option<&Route> {
+        self.routes
+            .iter()
+            .find(|route| form_ref(&route.form) == reference)
     }
 
     /// The rules a submission of `form` is held to: the stack's, and its
@@ -235,6 +253,9 @@ impl Problems {
     }
 }
 
+const NOT_A_PROPERTY: &str =
+    "must be a CRM property's internal name: letters, digits and _, at most 100";
+
 fn place_of(route: &Route, number: usize) -> String {
     match &route.name {
         Some(name) => format!("[[route]] #{number} {name:?}"),
@@ -279,14 +300,10 @@ fn route(entry: &Table, number: usize, problems: &mut Problems) -> Route {
         Some(toml::Value::Table(fields)) => {
             for (field, property) in fields {
                 match property.as_str().map(str::trim) {
-                    Some(property) if !property.is_empty() => {
+                    Some(property) if crate::field_map::is_property_name(property) => {
                         route.fields.insert(field.clone(), property.to_owned());
                     }
-                    _ => problems.add(
-                        &place,
-                        &format!("fields.{field}"),
-                        "must be the name of one CRM property",
-                    ),
+                    _ => problems.add(&place, &format!("fields.{field}"), NOT_A_PROPERTY),
                 }
             }
         }
@@ -306,6 +323,15 @@ fn route(entry: &Table, number: usize, problems: &mut Problems) -> Route {
         None => {}
         Some(toml::Value::Table(set)) => {
             for (property, value) in set {
+                if !crate::field_map::is_property_name(property) {
+                    problems.add(&place, &format!("set.{property}"), NOT_A_PROPERTY);
+                } else if crate::lead::OWN_FIELDS.contains(&property.as_str()) {
+                    problems.add(
+                        &place,
+                        &format!("set.{property}"),
+                        "is the person's own field; a constant would give every lead the same",
+                    );
+                }
                 match json_of(value) {
                     Some(value) => {
                         route.set.insert(property.clone(), value);
@@ -478,6 +504,27 @@ form = "lT4Z3j"
         }
     }
 
+    /// The worker finds a receipt's route by the hash the receipt keeps,
+    /// and the hash does not show the form id (a Static Forms apiKey).
+    #[test]
+    fn a_route_is_found_by_its_forms_ref() {
+        let routes = parse(EXAMPLE).unwrap();
+        let reference = form_ref("VwbNEw");
+        assert_eq!(reference.len(), 16);
+        assert!(reference.bytes().all(|b| b.is_ascii_hexdigit()));
+        assert!(!reference.contains("VwbNEw"));
+        assert_eq!(form_ref("VwbNEw"), reference, "the same form, the same ref");
+        assert_ne!(form_ref("VwbNEx"), reference);
+        assert_eq!(
+            routes
+                .route_by_ref(&reference)
+                .and_then(|r| r.name.as_deref()),
+            Some("Pricing page")
+        );
+        assert_eq!(routes.route_by_ref(&form_ref("another")), None);
+        assert_eq!(Routes::default().route_by_ref(&reference), None);
+    }
+
     #[test]
     fn stored_routes_read_back_whole() {
         let routes = parse(EXAMPLE).unwrap();
@@ -494,7 +541,7 @@ form = "lT4Z3j"
 
     #[test]
     fn every_problem_is_named_by_route_and_key() {
-        let rows: [(&str, &[&str]); 10] = [
+        let rows: [(&str, &[&str]); 12] = [
             (
                 "[[route]]\nname = \"Pricing page\"\nform = \"\"\n",
                 &[r#"[[route]] #1 "Pricing page": form: is empty"#],
@@ -526,9 +573,20 @@ form = "lT4Z3j"
             (
                 "[[route]]\nform = \"f\"\n[route.fields]\nsize = 3\n[route.set]\nwhen = 2026-12-01\n",
                 &[
-                    "[[route]] #1: fields.size: must be the name of one CRM property",
+                    "[[route]] #1: fields.size: must be a CRM property's internal name: letters, digits and _, at most 100",
                     "[[route]] #1: set.when: must be text, a number, true or false, or a list of them",
                 ],
+            ),
+            (
+                "[[route]]\nform = \"f\"\n[route.fields]\nsize = \"Company size\"\n[route.set]\n\"Lead source\" = \"x\"\n",
+                &[
+                    "[[route]] #1: fields.size: must be a CRM property's internal name: letters, digits and _, at most 100",
+                    "[[route]] #1: set.Lead source: must be a CRM property's internal name: letters, digits and _, at most 100",
+                ],
+            ),
+            (
+                "[[route]]\nform = \"f\"\n[route.set]\nemail = \"sales@example.com\"\n",
+                &["[[route]] #1: set.email: is the person's own field; a constant would give every lead the same"],
             ),
             (
                 "[spam]\nhoneypot = \"website\"\nmax_links = -1\ncaptcha = true\n",

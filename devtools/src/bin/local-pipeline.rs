@@ -41,6 +41,9 @@ const LOCAL_DELIVERY_TIMINGS: [(&str, &str); 3] = [
     ("REDELIVERY_MAX_SECONDS", "15"),
 ];
 
+/// Both functions read the routes again every 5 s here (5 minutes in AWS).
+const LOCAL_ROUTES_REREAD_SECONDS: &str = "5";
+
 fn setting(name: &str, default: &str) -> String {
     std::env::var(name).unwrap_or_else(|_| default.to_owned())
 }
@@ -133,7 +136,16 @@ async fn run() -> Result<(), String> {
     let crm_address = SocketAddr::from(([127, 0, 0, 1], crm_port));
     let crm = LocalCrm::start(&setting("DESTINATION", "http"), crm_address).await?;
 
-    let common_env = local::function_env(&dynamodb_endpoint, &receipts_table);
+    let mut common_env = local::function_env(&dynamodb_endpoint, &receipts_table);
+    // `receipts routes apply` against the local table shows in seconds, not
+    // the five minutes a deployed stack may take.
+    common_env.push((
+        shared::config::ROUTES_REREAD_SECONDS,
+        setting(
+            shared::config::ROUTES_REREAD_SECONDS,
+            LOCAL_ROUTES_REREAD_SECONDS,
+        ),
+    ));
     // One human line per event, or the JSON lines as Lambda gets them.
     let output = if setting("LOGS", "human") == "json" {
         local::FunctionOutput::AsWritten

@@ -5,7 +5,7 @@
 //! outcome becomes an HTTP response.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use http::header::{CONTENT_TYPE, RETRY_AFTER, WWW_AUTHENTICATE};
 use lambda_http::{Body, Request, RequestExt, Response};
@@ -14,7 +14,6 @@ use shared::clock::Clock;
 use shared::envelope::is_json_media_type;
 use shared::idempotency::{KeyHeader, HEADER_NAME as IDEMPOTENCY_KEY_HEADER};
 use shared::outcome::existing_receipt_outcome;
-use shared::refresh::Refreshing;
 use shared::spam::SpamRule;
 use shared::{
     EnvelopeError, FormSubmission, IdempotencyKey, KeyError, Outcome, Receipt, SubmissionId,
@@ -85,7 +84,6 @@ pub struct Ingest<S> {
     clock: Clock,
     metrics_namespace: String,
     routes: RoutesInForce,
-    routes_reread: Duration,
 }
 
 impl<S: ReceiptStore> Ingest<S> {
@@ -101,14 +99,14 @@ impl<S: ReceiptStore> Ingest<S> {
             retention: config.retention,
             clock: shared::clock::system(),
             metrics_namespace: config.metrics_namespace.clone(),
-            routes: Refreshing::fixed(Arc::default(), "routes"),
-            routes_reread: config.routes_reread,
+            routes: RoutesInForce::fixed(Arc::default()),
         }
     }
 
     /// The routes (and their spam rules) in force: read at init, then again
     /// from their source every `ROUTES_REREAD_SECONDS`. A failed re-read
-    /// keeps the last ones read.
+    /// keeps the last ones read; while none could be read, no spam rule
+    /// holds a submission back (a lead is never lost for want of them).
     pub fn with_routes(mut self, routes: RoutesInForce) -> Self {
         self.routes = routes;
         self
@@ -231,10 +229,7 @@ impl<S> Ingest<S> {
     /// The spam rule `submission` breaks, by the routes in force: the
     /// stack's rules, and its form's route's added to them.
     async fn spam_rule_broken_by(&self, submission: &FormSubmission) -> Option<SpamRule> {
-        self.routes
-            .renew_if_older(self.routes_reread, "interval")
-            .await;
-        let routes = self.routes.current().unwrap_or_default();
+        let routes = self.routes.now().await.unwrap_or_default();
         let rules = routes.spam_rules(submission.form_id());
         if rules.is_empty() {
             return None;

@@ -31,7 +31,8 @@ async fn main() -> Result<(), Error> {
     let routes = StoredRoutes::new(client.clone(), &config.receipts_table);
     let store = DynamoReceiptStore::new(client, &config.receipts_table);
     store.warm_up().await;
-    let ingest = Ingest::new(store, auth, &config).with_routes(routes.into_force().await);
+    let ingest = Ingest::new(store, auth, &config)
+        .with_routes(routes.into_force(config.routes_reread).await);
     let ingest = &ingest;
 
     run(service_fn(move |request: Request| async move {

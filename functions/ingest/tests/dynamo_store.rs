@@ -61,7 +61,9 @@ async fn put_is_conditional_returns_the_old_item_and_carries_every_attribute() {
                 && item.get("pending") == Some(&s("PENDING"))
                 && item.get("nextAttemptAt") == Some(&s(&expected.received_at))
                 && item.get("attempts") == Some(&AttributeValue::N("0".into()))
-                && item.len() == 10
+                // Its form by a hash: never the apiKey itself.
+                && item.get("formRef") == Some(&s(&shared::routes::form_ref("sf_key")))
+                && item.len() == 11
         })
         .then_output(|| PutItemOutput::builder().build());
     let client = mock_client!(aws_sdk_dynamodb, [&put]);

@@ -276,10 +276,7 @@ async fn a_held_back_submission_is_logged_and_counted_by_its_rule_kind_only() {
     let routes = shared::routes::parse("[spam]\nhoneypot = [\"website_url\"]\n").unwrap();
     let ingest = ingest_with(MemoryReceiptStore::default(), &bearer_config())
         .await
-        .with_routes(aws_edge::routes::RoutesInForce::fixed(
-            Arc::new(routes),
-            "routes",
-        ));
+        .with_routes(aws_edge::routes::RoutesInForce::fixed(Arc::new(routes)));
     let bearer = format!("Bearer {TOKEN}");
     let mut body: serde_json::Value = serde_json::from_str(&sensitive_body("sub_bot")).unwrap();
     body["data"]["formData"]["website_url"] = "http://bot-value.example".into();

@@ -47,6 +47,8 @@ pub struct Config {
     pub dynamodb_endpoint: Option<String>,
     /// `METRICS_NAMESPACE`: where the EMF metrics go.
     pub metrics_namespace: String,
+    /// `ROUTES_REREAD_SECONDS`: how often the routes are read again.
+    pub routes_reread: Duration,
 }
 
 impl Config {
@@ -121,6 +123,7 @@ impl Config {
             reconcile_after,
             dynamodb_endpoint: dynamodb_endpoint(&get)?,
             metrics_namespace: shared::config::metrics_namespace(&get)?,
+            routes_reread: shared::config::routes_reread(&get)?,
         })
     }
 }

@@ -1,8 +1,10 @@
 //! Start-up and wiring only: logging, configuration, the CRM token (from
 //! Secrets Manager when configured so), the SDK and HTTP clients (built and
-//! connected once, at init), the destination `DESTINATION` names, then the
-//! Lambda event loop for both triggers (stream batches and the schedule).
+//! connected once, at init), the destination `DESTINATION` names, the
+//! routes stored in the table, then the Lambda event loop for both triggers
+//! (stream batches and the schedule).
 
+use aws_edge::routes::StoredRoutes;
 use lambda_runtime::{run, service_fn, Error, LambdaEvent};
 use serde_json::Value;
 use worker::invocation::deadline_from;
@@ -25,9 +27,11 @@ async fn main() -> Result<(), Error> {
         .inspect_err(|error| {
             tracing::error!(error = %error, "the destination is unavailable; the function cannot start");
         })?;
+    let routes = StoredRoutes::new(client.clone(), &config.receipts_table);
     let ledger = DynamoLedger::new(client, config.receipts_table);
     ledger.warm_up().await;
     let worker = Worker::new(destination, ledger, config.concurrency)
+        .with_routes(routes.into_force(config.routes_reread).await)
         .with_delivery_rules(config.delivery)
         .with_reconcile_after(config.reconcile_after)
         .with_metrics_namespace(config.metrics_namespace);

@@ -9,7 +9,7 @@ use std::time::Instant;
 
 use shared::IdempotencyKey;
 
-use super::{Attempts, Worker};
+use super::Worker;
 use crate::decide::Delivery;
 use crate::destinations::port::{
     Answer, CallDeadline, Destination, DestinationError, Upserted, Write,
@@ -171,4 +171,27 @@ fn unanswered(count: usize, reason: &str, called: Instant) -> Vec<Answer> {
             latency,
         })
         .collect()
+}
+
+/// What one delivery's attempts came to.
+pub(crate) struct Attempts {
+    /// The last answer.
+    pub result: Result<Upserted, DestinationError>,
+    pub made: u32,
+    pub latencies_ms: Vec<f64>,
+    /// Answers that were 429.
+    pub rate_limited: u32,
+}
+
+impl Attempts {
+    pub(crate) fn none() -> Self {
+        Attempts {
+            result: Err(DestinationError::retryable(
+                "no time left in this invocation",
+            )),
+            made: 0,
+            latencies_ms: Vec::new(),
+            rate_limited: 0,
+        }
+    }
 }

@@ -1,5 +1,6 @@
 //! The claim every delivery takes before any CRM call (conditional on
-//! RECEIVED and the next attempt the caller saw), and how long it holds.
+//! RECEIVED and the next attempt the caller saw), how long it holds, and
+//! the delivery of a suspect alone under its own claim.
 
 use std::time::{Duration, Instant};
 
@@ -7,9 +8,11 @@ use shared::receipt::Timestamp;
 use shared::IdempotencyKey;
 
 use super::{Claimed, Worker};
-use crate::decide::{decode_receipt, Decoded, SkipReason};
+use crate::decide::{decode_receipt, Decoded, Delivery, SkipReason};
 use crate::destinations::port::Destination;
 use crate::ledger::{Claim, LedgerError, ReceiptLedger, UnreadableItem};
+use crate::outcome::{OutcomeLine, RecordOutcome, Via};
+use tracing::Level;
 
 /// Added to the invocation's remaining time for a claim: a receipt whose
 /// delivery died with its container is due again this long after the
@@ -64,6 +67,65 @@ impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
                 })
             }
             other => other,
+        }
+    }
+
+    /// A suspect (an earlier claim of it recorded nothing: its delivery
+    /// died or could not write) on its own: its own claim, call and record,
+    /// one at a time after its page, so that a death now has one cause and
+    /// is charged to it alone.
+    pub(super) async fn deliver_alone(
+        &self,
+        suspect: Delivery,
+        via: Via,
+        deadline: Instant,
+    ) -> RecordOutcome {
+        let submission_id = suspect.receipt.submission_id.clone();
+        let held = suspect
+            .receipt
+            .next_attempt_at
+            .clone()
+            .map(Timestamp::from_stored);
+        let enough = deadline.saturating_duration_since(Instant::now()) > self.safety_margin() * 2;
+        let (Some(held), true) = (held, enough) else {
+            // It stays claimed until the claim's end, then the next pass
+            // takes it; nothing was sent and nothing is charged.
+            let mut line = OutcomeLine::new(
+                Some(&submission_id),
+                self.destination.name(),
+                via,
+                0,
+                Instant::now(),
+            );
+            line.reason = Some("no time left in this invocation");
+            line.detail = Some("suspect");
+            line.log(Level::WARN, "deferred", "receipt delivery handled");
+            return RecordOutcome::Deferred;
+        };
+        match self.claim_alone(&suspect.receipt.key(), &held).await {
+            Claimed::Act(Decoded::Deliver(delivery)) => self
+                .deliver_all(vec![*delivery], via, deadline)
+                .await
+                .pop()
+                .unwrap_or(RecordOutcome::Skipped),
+            Claimed::Act(other) => self.act_on_undeliverable(other, via).await,
+            Claimed::Unavailable(error) => {
+                let mut line = OutcomeLine::new(
+                    Some(&submission_id),
+                    self.destination.name(),
+                    via,
+                    0,
+                    Instant::now(),
+                );
+                line.reason = Some(&error.0);
+                line.detail = Some("claim alone");
+                line.log(
+                    Level::WARN,
+                    RecordOutcome::FailedRetryable.code(),
+                    "receipt could not be claimed; nothing was sent",
+                );
+                RecordOutcome::FailedRetryable
+            }
         }
     }
 }

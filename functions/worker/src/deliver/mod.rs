@@ -13,17 +13,18 @@ use std::time::{Duration, Instant, SystemTime};
 use futures_util::stream::{self, StreamExt};
 use shared::delivery::RetryPolicy;
 use shared::metrics::{catalog, Values, DESTINATION, FUNCTION, OUTCOME};
-use shared::receipt::Timestamp;
 use shared::IdempotencyKey;
 
 use crate::decide::{settle, AttemptError, Decoded, Delivery, DeliveryRules, Settlement};
-use crate::destinations::port::{Destination, DestinationError, Upserted};
+use crate::destinations::port::{Destination, DestinationError};
 use crate::ledger::{LedgerError, ReceiptLedger};
 use crate::outcome::{OutcomeLine, RecordOutcome, Via};
+use aws_edge::routes::RoutesInForce;
 
 mod attempts;
 pub mod claim;
 mod newest;
+mod routing;
 mod settlement;
 use tracing::Level;
 
@@ -66,6 +67,7 @@ pub struct Worker<D, L> {
     reconcile_after: Duration,
     clock: Clock,
     metrics_namespace: String,
+    routes: RoutesInForce,
 }
 
 impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
@@ -79,6 +81,7 @@ impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
             reconcile_after: DEFAULT_RECONCILE_AFTER,
             clock: shared::clock::system(),
             metrics_namespace: shared::metrics::DEFAULT_NAMESPACE.to_owned(),
+            routes: RoutesInForce::fixed(Default::default()),
         }
     }
 
@@ -99,6 +102,13 @@ impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
 
     pub fn with_metrics_namespace(mut self, namespace: impl Into<String>) -> Self {
         self.metrics_namespace = namespace.into();
+        self
+    }
+
+    /// The routes each lead is delivered by (its form's `fields` and
+    /// `set`): read at init, then again every `ROUTES_REREAD_SECONDS`.
+    pub fn with_routes(mut self, routes: RoutesInForce) -> Self {
+        self.routes = routes;
         self
     }
 
@@ -208,60 +218,6 @@ impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
         outcomes
     }
 
-    /// A suspect (an earlier claim of it recorded nothing: its delivery
-    /// died or could not write) on its own: its own claim, call and record,
-    /// one at a time after its page, so that a death now has one cause and
-    /// is charged to it alone.
-    async fn deliver_alone(&self, suspect: Delivery, via: Via, deadline: Instant) -> RecordOutcome {
-        let submission_id = suspect.receipt.submission_id.clone();
-        let held = suspect
-            .receipt
-            .next_attempt_at
-            .clone()
-            .map(Timestamp::from_stored);
-        let enough = deadline.saturating_duration_since(Instant::now()) > self.safety_margin() * 2;
-        let (Some(held), true) = (held, enough) else {
-            // It stays claimed until the claim's end, then the next pass
-            // takes it; nothing was sent and nothing is charged.
-            let mut line = OutcomeLine::new(
-                Some(&submission_id),
-                self.destination.name(),
-                via,
-                0,
-                Instant::now(),
-            );
-            line.reason = Some("no time left in this invocation");
-            line.detail = Some("suspect");
-            line.log(Level::WARN, "deferred", "receipt delivery handled");
-            return RecordOutcome::Deferred;
-        };
-        match self.claim_alone(&suspect.receipt.key(), &held).await {
-            Claimed::Act(Decoded::Deliver(delivery)) => self
-                .deliver_all(vec![*delivery], via, deadline)
-                .await
-                .pop()
-                .unwrap_or(RecordOutcome::Skipped),
-            Claimed::Act(other) => self.act_on_undeliverable(other, via).await,
-            Claimed::Unavailable(error) => {
-                let mut line = OutcomeLine::new(
-                    Some(&submission_id),
-                    self.destination.name(),
-                    via,
-                    0,
-                    Instant::now(),
-                );
-                line.reason = Some(&error.0);
-                line.detail = Some("claim alone");
-                line.log(
-                    Level::WARN,
-                    RecordOutcome::FailedRetryable.code(),
-                    "receipt could not be claimed; nothing was sent",
-                );
-                RecordOutcome::FailedRetryable
-            }
-        }
-    }
-
     /// A record or receipt with nothing to deliver: skipped, or unreadable.
     async fn act_on_undeliverable(&self, decoded: Decoded, via: Via) -> RecordOutcome {
         let mut line = OutcomeLine::new(None, self.destination.name(), via, 0, Instant::now());
@@ -312,6 +268,30 @@ impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
             return Vec::new();
         }
         let started = Instant::now();
+        let mut outcomes = vec![RecordOutcome::Skipped; deliveries.len()];
+        let (routed, waiting) = self.follow_routes(deliveries, via, started).await;
+        for (slot, outcome) in waiting {
+            outcomes[slot] = outcome;
+        }
+        let (slots, routed): (Vec<usize>, Vec<Delivery>) = routed.into_iter().unzip();
+        let delivered = self.deliver_routed(routed, via, deadline, started).await;
+        for (slot, outcome) in slots.into_iter().zip(delivered) {
+            outcomes[slot] = outcome;
+        }
+        outcomes
+    }
+
+    /// Delivers receipts whose leads follow their routes (see `deliver_all`).
+    async fn deliver_routed(
+        &self,
+        deliveries: Vec<Delivery>,
+        via: Via,
+        deadline: Instant,
+        started: Instant,
+    ) -> Vec<RecordOutcome> {
+        if deliveries.is_empty() {
+            return Vec::new();
+        }
         for delivery in deliveries.iter().filter(|d| d.lead.sender_time_replaced) {
             tracing::warn!(
                 submission_id = %delivery.receipt.submission_id,
@@ -406,11 +386,11 @@ impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
         &self,
         delivery: Delivery,
         key: IdempotencyKey,
-        attempts: Attempts,
+        attempts: attempts::Attempts,
         via: Via,
         started: Instant,
     ) -> RecordOutcome {
-        let Attempts {
+        let attempts::Attempts {
             result,
             made,
             latencies_ms,
@@ -468,28 +448,5 @@ impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
         let submission_id = Some(delivery.receipt.submission_id.as_str());
         self.record(&key, submission_id, settlement, made, via, started)
             .await
-    }
-}
-
-/// What one delivery's attempts came to.
-pub(crate) struct Attempts {
-    /// The last answer.
-    pub result: Result<Upserted, DestinationError>,
-    pub made: u32,
-    pub latencies_ms: Vec<f64>,
-    /// Answers that were 429.
-    pub rate_limited: u32,
-}
-
-impl Attempts {
-    pub(crate) fn none() -> Self {
-        Attempts {
-            result: Err(DestinationError::retryable(
-                "no time left in this invocation",
-            )),
-            made: 0,
-            latencies_ms: Vec::new(),
-            rate_limited: 0,
-        }
     }
 }

@@ -89,13 +89,7 @@ pub async fn json_capped(mut response: reqwest::Response) -> serde_json::Value {
 /// `CRM_ALLOW_HTTP=true` allows `http://` to any host: local runs only.
 pub const CRM_ALLOW_HTTP: &str = "CRM_ALLOW_HTTP";
 
-/// A CRM's internal name for a property or field, as `FIELD_MAP` and the
-/// id settings must give it: letters, digits and `_` (labels have spaces).
-pub(crate) fn is_property_name(name: &str) -> bool {
-    !name.is_empty()
-        && name.len() <= 100
-        && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
-}
+pub(crate) use shared::field_map::is_property_name;
 
 /// A CRM's base URL: absolute, https (http only to loopback or with
 /// `CRM_ALLOW_HTTP=true`), no query. Messages never quote it.

@@ -235,6 +235,7 @@ mod tests {
                 received_at: "2026-12-01T00:00:00.000Z".to_owned(),
                 submitted_at: None,
                 sender_time_replaced: false,
+                route: None,
             };
             let key = IdempotencyKey::from_stored(format!("staticforms:form.submitted:{id}"));
             assert_eq!(

@@ -256,6 +256,7 @@ mod tests {
             received_at: String::new(),
             submitted_at: None,
             sender_time_replaced: false,
+            route: None,
         }
     }
 

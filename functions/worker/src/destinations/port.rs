@@ -201,6 +201,7 @@ pub(crate) fn test_lead(name: &str, email: &str, fields: serde_json::Value) -> L
         received_at: "2026-11-30T08:00:00.000Z".into(),
         submitted_at: None,
         sender_time_replaced: false,
+        route: None,
     }
 }
 

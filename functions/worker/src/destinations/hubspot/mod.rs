@@ -451,6 +451,7 @@ mod tests {
             received_at: "2026-11-30T08:00:00.000Z".into(),
             submitted_at: submitted_at.map(str::to_owned),
             sender_time_replaced: false,
+            route: None,
         }
     }
 
