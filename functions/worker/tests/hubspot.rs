@@ -771,3 +771,58 @@ async fn an_older_lead_retried_after_a_429_never_overwrites_a_newer_one_written_
         "the newer submission's values stay"
     );
 }
+
+/// A form's route adds to the stack's field map for that form's contacts
+/// only: its `fields` map a form field to a property, its `set` gives a
+/// constant, and neither is repeated in the message.
+#[tokio::test]
+async fn a_forms_route_adds_properties_to_its_contacts_only() {
+    let fake = HubSpotFake::start(TOKEN).await.unwrap();
+    for custom in ["utm_source", "lead_source"] {
+        fake.create_property(custom);
+    }
+    let from_form = |id: &str, form: &str, email: &str| {
+        let body = serde_json::json!({
+            "event": "form.submitted",
+            "data": {
+                "submissionId": id,
+                "apiKey": form,
+                "formData": {"firstName": "Ada", "email": email, "utm": "newsletter"}
+            }
+        });
+        Receipt::new(
+            &FormSubmission::parse(body.to_string().as_bytes()).unwrap(),
+            SystemTime::now(),
+        )
+    };
+    let pricing = from_form("sub_pricing", "pricing_form", "ada@example.com");
+    let contact = from_form("sub_contact", "contact_form", "grace@example.com");
+    let routes = shared::routes::parse(
+        "[[route]]\nform = \"pricing_form\"\n[route.fields]\nutm = \"utm_source\"\n\
+         [route.set]\nlead_source = \"Pricing page\"\n",
+    )
+    .unwrap();
+    let worker = worker(
+        settings(&fake, IdProperty::Email),
+        ledger_of(&[&pricing, &contact]),
+    )
+    .with_routes(aws_edge::routes::RoutesInForce::fixed(Arc::new(routes)));
+
+    let response = worker
+        .handle(inserts(&[&pricing, &contact]), in_seconds(30))
+        .await;
+
+    assert!(response.batch_item_failures.is_empty());
+    let routed = fake.contact_by("email", "ada@example.com").unwrap();
+    assert_eq!(routed.properties["utm_source"], "newsletter");
+    assert_eq!(routed.properties["lead_source"], "Pricing page");
+    assert!(
+        !routed.properties.contains_key("message"),
+        "nothing left for the message: {:?}",
+        routed.properties
+    );
+    let other = fake.contact_by("email", "grace@example.com").unwrap();
+    assert!(!other.properties.contains_key("utm_source"));
+    assert!(!other.properties.contains_key("lead_source"));
+    assert_eq!(other.properties["message"], "utm: newsletter");
+}

@@ -216,6 +216,12 @@ impl HubSpotFake {
         self.state.faults.clear();
     }
 
+    /// Makes `property` known, as if someone created it in the portal (a
+    /// custom property for attribution or a lead source).
+    pub fn create_property(&self, property: &str) {
+        lock(&self.state.known).insert(property.to_owned());
+    }
+
     /// Makes `property` unknown, as if nobody created it in the portal.
     pub fn forget_property(&self, property: &str) {
         lock(&self.state.known).remove(property);
