@@ -6,7 +6,9 @@ address for alarms. Creates the Secrets Manager secrets from values typed
 at a hidden prompt (or read from the environment), builds and deploys with
 SAM, saves the answers in samconfig.toml under a config environment named
 after the stack (ARNs, never a secret value; comments and other stacks'
-answers kept), prints what to paste into the sender, and runs the smoke
+answers kept), stores the routes file (routes.toml, or --routes) in the
+stack as `receipts routes apply` does, after checking it before anything is
+asked or deployed, prints what to paste into the sender, and runs the smoke
 test.
 
 Run with the SAM virtualenv's Python (boto3 and tomlkit come with
@@ -515,10 +517,26 @@ def one_line(error: Exception) -> str:
     return f"unexpected {type(error).__name__}: {error} (run again with --debug for the traceback)"
 
 
-def run(command: list[str], cwd: Path) -> None:
+def run(command: list[str], cwd: Path, failed: str | None = None) -> None:
     say("$ " + " ".join(command))
     if subprocess.run(command, cwd=cwd).returncode != 0:
-        raise Refused(f"{command[0]} {command[1]} failed (see above)")
+        raise Refused(failed or f"{command[0]} {command[1]} failed (see above)")
+
+
+def receipts_command() -> list[str]:
+    """The receipts CLI: RECEIPTS_BIN, else built from this checkout."""
+    return os.environ.get("RECEIPTS_BIN", "").split() or \
+        ["cargo", "run", "--release", "--locked", "--quiet", "-p", "receipts", "--"]
+
+
+def routes_file(flag: Path | None) -> Path | None:
+    """The routes file to store: --routes, else routes.toml when there is one."""
+    if flag is not None:
+        if not flag.is_file():
+            raise Refused(f"--routes {flag}: no such file")
+        return flag
+    default = ROOT / "routes.toml"
+    return default if default.is_file() else None
 
 
 def main(argv=None, stdin=sys.stdin) -> int:
@@ -545,11 +563,18 @@ def main(argv=None, stdin=sys.stdin) -> int:
     parser.add_argument("--no-crm-token", action="store_true", help="http: the CRM takes no bearer token")
     parser.add_argument("--architecture", choices=["arm64", "x86_64"], default="arm64")
     parser.add_argument("--config-file", type=Path, default=ROOT / "samconfig.toml")
+    parser.add_argument("--routes", type=Path, metavar="FILE",
+                        help="the routes file to store in the stack (docs/routes.md); default: routes.toml when there is one")
     parser.add_argument("--no-smoke", action="store_true", help="skip the smoke test after the deploy")
     parser.add_argument("--debug", action="store_true", help="a traceback with every error")
     args = parser.parse_args(argv)
     try:
         check_prerequisites(args.architecture)
+        routes = routes_file(args.routes)
+        if routes is not None:
+            say(f"Checking the routes file {routes.name} first: nothing is asked or deployed with a problem in it.")
+            run([*receipts_command(), "routes", "check", str(routes)], ROOT,
+                failed=f"{routes.name} has problems (each named above); fix them, or move the file away")
         say("A first deployment of staticforms-to-crm. Enter takes the [default].")
         asker = Asker(stdin)
         answers = gather(args, asker)
@@ -602,12 +627,17 @@ def main(argv=None, stdin=sys.stdin) -> int:
             say(f"  Confirm the subscription mail AWS sent to {answers.alarm_email}, or alarms will not reach you.")
         say(f"  Later deploys: make sam ARGS=\"build --config-env {answers.stack_name}\" then "
             f"make sam ARGS=\"deploy --config-env {answers.stack_name}\"")
+        stack = ["--stack", answers.stack_name, "--region", answers.region]
+        if routes is not None:
+            say("")
+            say(f"Routes: storing {routes.name} in the stack; both functions follow it within five minutes.")
+            run([*receipts_command(), *stack, "routes", "apply", str(routes)], ROOT,
+                failed=f"the stack is deployed, but {routes.name} was not stored (see above); "
+                       f"run: receipts {' '.join(stack)} routes apply {routes}")
         if not args.no_smoke:
             say("")
             say("Smoke test: one marked submission through the deployed pipeline.")
-            receipts = os.environ.get("RECEIPTS_BIN", "").split() or \
-                ["cargo", "run", "--release", "--locked", "--quiet", "-p", "receipts", "--"]
-            run([*receipts, "--stack", answers.stack_name, "--region", answers.region, "smoke"], ROOT)
+            run([*receipts_command(), *stack, "smoke"], ROOT)
         return 0
     except Refused as problem:
         print(f"make deploy: {problem}", file=sys.stderr)

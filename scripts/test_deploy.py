@@ -51,6 +51,14 @@ STAND_IN_SAM = textwrap.dedent('''\
     ''')
 
 STAND_IN = "#!/bin/sh\necho \"$(basename \"$0\") $*\" >> \"$SAM_RECORD.others\"\n"
+# The receipts CLI's stand-in refuses a routes file when REFUSE_ROUTES is set,
+# as `receipts routes check` does one with a problem.
+STAND_IN_RECEIPTS = STAND_IN + textwrap.dedent('''\
+    if [ "$1 $2" = "routes check" ] && [ -n "$REFUSE_ROUTES" ]; then
+      echo "$3: [[route]] #1: form: is empty" >&2
+      exit 1
+    fi
+    ''')
 
 
 class Wizard(unittest.TestCase):
@@ -59,8 +67,8 @@ class Wizard(unittest.TestCase):
         bin_dir = self.dir / "bin"
         bin_dir.mkdir()
         (bin_dir / "sam").write_text(STAND_IN_SAM.format(python=sys.executable))
-        for tool in ["cargo-lambda", "receipts"]:
-            (bin_dir / tool).write_text(STAND_IN)
+        (bin_dir / "cargo-lambda").write_text(STAND_IN)
+        (bin_dir / "receipts").write_text(STAND_IN_RECEIPTS)
         for tool in bin_dir.iterdir():
             tool.chmod(0o755)
         self.record = self.dir / "sam-calls.jsonl"
@@ -358,6 +366,36 @@ class Wizard(unittest.TestCase):
         both = self.wizard(*flags, env={"CRM_TOKEN": "t"})
         self.assertEqual(both.returncode, 1)
         self.assertIn("--no-crm-token, and yet a CRM token is given", both.stderr)
+
+    def test_a_routes_file_is_checked_before_anything_and_stored_after_the_deploy(self):
+        routes = self.dir / "routes.toml"
+        routes.write_text('[[route]]\nform = "f"\nname = "Pricing"\n[route.set]\nlead_source = "Pricing page"\n')
+        flags = ["--sender", "tally", "--stack-name", self.stack, "--region", "eu-west-1",
+                 "--destination", "dynamodb", "--alarm-email=", "--routes", str(routes)]
+        refused = self.wizard(*flags, env={"REFUSE_ROUTES": "1"})
+        self.assertEqual(refused.returncode, 1)
+        self.assertEqual(refused.stderr.strip().splitlines()[-1],
+                         "make deploy: routes.toml has problems (each named above); fix them, or move the file away")
+        self.assertEqual(self.sam_calls(), [], "nothing built or deployed")
+        self.assertEqual(self.others(), [f"receipts routes check {routes}"])
+        secrets = boto3.client("secretsmanager", region_name="eu-west-1", endpoint_url=MOTO_URL,
+                               aws_access_key_id="test", aws_secret_access_key="test")
+        names = [s["Name"] for s in secrets.list_secrets()["SecretList"]]
+        self.assertFalse([n for n in names if self.stack in n], "no secret created")
+
+        result = self.wizard(*flags)
+        self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
+        stack = f"--stack {self.stack} --region eu-west-1"
+        self.assertEqual(self.others()[1:], [
+            f"receipts routes check {routes}",
+            f"receipts {stack} routes apply {routes}",
+            f"receipts {stack} smoke",
+        ], "checked first, stored once the stack exists, before the smoke test")
+        self.assertEqual([call[0] for call in self.sam_calls()], ["build", "deploy"])
+
+        missing = self.wizard(*flags[:-1], str(self.dir / "nowhere.toml"))
+        self.assertEqual(missing.returncode, 1)
+        self.assertEqual(missing.stderr.strip(), f"make deploy: --routes {self.dir / 'nowhere.toml'}: no such file")
 
     def test_a_wrong_crm_credential_is_refused_before_anything_is_stored(self):
         rows = [
