@@ -1,7 +1,8 @@
-//! The delivery core: a receipt's lead to the destination, attempts within
-//! the invocation, and the settlement written to the receipt with one log
-//! line per outcome. The stream (`stream`) and the reconciliation pass
-//! (`reconcile`) are its two callers, through `act_all`.
+//! The delivery core: a receipt's lead, by its form's route (`routing`),
+//! to the destination, attempts within the invocation, and the settlement
+//! written to the receipt with one log line per outcome. The stream
+//! (`stream`) and the reconciliation pass (`reconcile`) are its two
+//! callers, through `act_all`.
 //!
 //! A destination that is down, or asks to wait longer than the invocation
 //! has, defers the receipt to the reconciler: one failing CRM never holds a
