@@ -68,7 +68,9 @@ cfn-lint template.yaml
 sam validate --lint --region us-east-1
 # The roles as deployed, after the SAM transform (what SAM attaches included).
 "$SAM_VENV/bin/python" scripts/transform_template.py >"$TOOLS/transformed-template.json"
+"$SAM_VENV/bin/python" scripts/transform_template.py Tracing=Active >"$TOOLS/transformed-template-traced.json"
 TRANSFORMED_TEMPLATE="$TOOLS/transformed-template.json" \
+TRANSFORMED_TEMPLATE_TRACED="$TOOLS/transformed-template-traced.json" \
   cargo test -p integration --locked --test transformed_template -- --ignored 2>&1 | tee -a "$results"
 # This machine has only the x86_64 standard library; users build arm64 (README).
 sam build --parameter-overrides Architecture=x86_64 --beta-features

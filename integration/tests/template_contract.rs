@@ -341,6 +341,98 @@ fn the_tables_are_shaped_as_the_code_writes_them() {
     }
 }
 
+/// Tracing is a choice, off by default; the stream's batching window suits
+/// the destination unless it is set; parallelism is a parameter.
+#[test]
+fn tracing_and_the_streams_pace_are_parameters() {
+    let template = load();
+    let parameters = &template["Parameters"];
+    assert_eq!(parameters["Tracing"]["Default"].as_str(), Some("Disabled"));
+    let tracing = &template["Globals"]["Function"]["Tracing"];
+    for value in ["Disabled", "Active"] {
+        let evaluator = Evaluator::new(&template, &[("Tracing", value)]);
+        assert_eq!(
+            evaluator.evaluate(tracing),
+            Some(Value::String(value.to_owned())),
+            "a plain Ref, which SAM resolves (Disabled attaches no X-Ray policy)"
+        );
+    }
+
+    let mapping = &resource(&template, "ReceiptStreamMapping")["Properties"];
+    let window = |overrides: &[(&str, &str)]| {
+        let evaluator = Evaluator::new(&template, overrides);
+        let value = evaluator
+            .evaluate(&mapping["MaximumBatchingWindowInSeconds"])
+            .unwrap();
+        scalar(&value)
+    };
+    let hubspot = [
+        ("Destination", "hubspot"),
+        (
+            "HubSpotTokenSecretArn",
+            "arn:aws:secretsmanager:us-east-1:123456789012:secret:h",
+        ),
+    ];
+    assert_eq!(window(&[("Destination", "dynamodb")]), "1");
+    assert_eq!(
+        window(&[
+            ("Destination", "http"),
+            ("CrmUrl", "https://crm/{externalId}")
+        ]),
+        "1"
+    );
+    assert_eq!(
+        window(&hubspot),
+        "10",
+        "fuller calls against HubSpot's daily limit"
+    );
+    assert_eq!(window(&[("Destination", "salesforce")]), "10");
+    assert_eq!(
+        window(&[hubspot[0], hubspot[1], ("StreamBatchingWindowSeconds", "0")]),
+        "0",
+        "a window that is set wins"
+    );
+    let pattern = regex_lite::Regex::new(
+        parameters["StreamBatchingWindowSeconds"]["AllowedPattern"]
+            .as_str()
+            .unwrap(),
+    )
+    .unwrap();
+    for good in ["auto", "0", "9", "10", "99", "100", "299", "300"] {
+        assert!(pattern.is_match(good), "{good}");
+    }
+    for bad in ["301", "400", "-1", "", "1s", "0300"] {
+        assert!(!pattern.is_match(bad), "{bad}");
+    }
+
+    let parallel = &parameters["StreamParallelization"];
+    assert_eq!(parallel["Default"].as_u64(), Some(1));
+    assert_eq!(parallel["MinValue"].as_u64(), Some(1));
+    assert_eq!(
+        parallel["MaxValue"].as_u64(),
+        Some(10),
+        "Lambda's own limit"
+    );
+    let evaluator = Evaluator::new(&template, &[("StreamParallelization", "4")]);
+    assert_eq!(
+        scalar(
+            &evaluator
+                .evaluate(&mapping["ParallelizationFactor"])
+                .unwrap()
+        ),
+        "4"
+    );
+}
+
+/// A template scalar as text.
+fn scalar(value: &Value) -> String {
+    match value {
+        Value::String(text) => text.clone(),
+        Value::Number(number) => number.to_string(),
+        other => panic!("not a scalar: {other:?}"),
+    }
+}
+
 fn stream_event(file: &str) -> serde_json::Value {
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../events/").to_owned() + file;
     serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()

@@ -5,20 +5,29 @@
 //! the roles that are deployed.
 //!
 //! `make test` writes the transformed template (scripts/transform_template.py,
-//! with SAM's own translator from .tools/sam-venv) and runs this with
-//! `--ignored`; without it, the test fails and says so.
+//! with SAM's own translator from .tools/sam-venv), once with the defaults
+//! and once with `Tracing=Active`, and runs this with `--ignored`; without
+//! them, the test fails and says so.
 
 use serde_json::{json, Value};
 
 fn transformed() -> Value {
-    let path = std::env::var("TRANSFORMED_TEMPLATE").unwrap_or_else(|_| {
-        panic!("TRANSFORMED_TEMPLATE is not set: make test writes it with scripts/transform_template.py")
+    transformed_from("TRANSFORMED_TEMPLATE")
+}
+
+fn transformed_from(variable: &str) -> Value {
+    let path = std::env::var(variable).unwrap_or_else(|_| {
+        panic!("{variable} is not set: make test writes it with scripts/transform_template.py")
     });
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
     serde_json::from_str(&text).expect("the transformed template is JSON")
 }
 
 fn role(template: &Value, name: &str) -> (Value, Vec<Value>) {
+    role_of(template, name)
+}
+
+fn role_of(template: &Value, name: &str) -> (Value, Vec<Value>) {
     let properties = &template["Resources"][name]["Properties"];
     let statements = properties["Policies"]
         .as_array()
@@ -60,9 +69,12 @@ fn each_deployed_role_has_exactly_the_access_it_needs() {
     );
 
     let basic = "arn:aws:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole";
-    let xray = "arn:aws:iam::aws:policy/AWSXrayWriteOnlyAccess";
     let (managed, statements) = role(&template, "IngestFunctionRole");
-    assert_eq!(managed, json!([basic, xray]), "logs and traces only");
+    assert_eq!(
+        managed,
+        json!([basic]),
+        "logs only: tracing is off by default"
+    );
     assert_eq!(
         statements,
         [
@@ -84,7 +96,11 @@ fn each_deployed_role_has_exactly_the_access_it_needs() {
     // The stream is a plain event source mapping: no
     // AWSLambdaDynamoDBExecutionRole (stream reads on every stream,
     // Resource *); our statement names the receipts stream alone.
-    assert_eq!(managed, json!([basic, xray]), "logs and traces only");
+    assert_eq!(
+        managed,
+        json!([basic]),
+        "logs only: tracing is off by default"
+    );
     let dead_letter = json!({"Action": "sqs:SendMessage", "Effect": "Allow", "Resource": {"Fn::GetAtt": ["DeadLetterQueue", "Arn"]}});
     assert_eq!(
         statements,
@@ -177,5 +193,36 @@ fn the_webhook_route_is_throttled_and_its_query_string_never_logged() {
                 "the access log writes {query_variable}: {format}"
             );
         }
+    }
+}
+
+/// `Tracing=Active` traces both functions and lets them write traces, and
+/// nothing else changes in their roles; by default neither is traced.
+#[test]
+#[ignore = "needs the transformed templates: make test runs it with --ignored"]
+fn tracing_is_a_choice_that_adds_only_its_own_policy() {
+    let off = transformed();
+    let on = transformed_from("TRANSFORMED_TEMPLATE_TRACED");
+    let basic = "arn:aws:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole";
+    let xray = "arn:aws:iam::aws:policy/AWSXrayWriteOnlyAccess";
+    for function in ["IngestFunction", "WorkerFunction"] {
+        let role = format!("{function}Role");
+        assert_eq!(
+            off["Resources"][function]["Properties"]["TracingConfig"],
+            Value::Null
+        );
+        // CloudFormation resolves the parameter to Active.
+        assert_eq!(
+            on["Resources"][function]["Properties"]["TracingConfig"],
+            json!({"Mode": {"Ref": "Tracing"}})
+        );
+        let (managed_off, statements_off) = role_of(&off, &role);
+        let (managed_on, statements_on) = role_of(&on, &role);
+        assert_eq!(managed_off, json!([basic]));
+        assert_eq!(managed_on, json!([basic, xray]));
+        assert_eq!(
+            statements_off, statements_on,
+            "{role}: only the managed policy differs"
+        );
     }
 }
