@@ -15,3 +15,4 @@ pub mod pump;
 pub mod server;
 pub mod stream_event;
 pub mod template;
+pub mod write_meter;
