@@ -586,7 +586,15 @@ async fn a_failed_receipt_redriven_with_the_cli_is_delivered_once_at_the_next_pa
     let seen = shared::receipt::Timestamp::from_stored(text(redriven, "nextAttemptAt"));
     let until = shared::receipt::Timestamp::at(SystemTime::now() + Duration::from_secs(600));
     assert!(matches!(
-        worker.ledger().claim(&key, Some(&seen), &until).await,
+        worker
+            .ledger()
+            .claim(
+                &key,
+                Some(&seen),
+                &until,
+                &shared::receipt::Timestamp::at(SystemTime::now())
+            )
+            .await,
         Ok(worker::ledger::Claim::Taken(_))
     ));
     let (ok, out, _) = receipts_on(&table, &["redrive", "sub_refused"]);

@@ -791,3 +791,183 @@ async fn the_local_pipeline_holds_bots_back_and_routes_forms_by_the_routes_file(
     assert_eq!(leads["count"], 3, "no bot reached the CRM: {leads}");
     stop(pipeline).await;
 }
+
+/// The write units one delivered lead costs, per step, counted by the
+/// metering proxy from the requests the real binaries make against the
+/// receipts table (table and index entries: `devtools::write_meter`).
+/// Each lead's receipt writes, in order, once `leads` leads are in the CRM
+/// and every receipt has `steps` writes.
+async fn metered_steps(
+    destination: &str,
+    leads_path: &str,
+    leads: usize,
+    steps: usize,
+) -> (
+    Vec<Vec<devtools::write_meter::Metered>>,
+    Vec<devtools::write_meter::Metered>,
+) {
+    let meter = devtools::write_meter::WriteMeter::start(&endpoint(DYNAMODB_ENDPOINT))
+        .await
+        .unwrap();
+    let table = unique_name("metered-receipts");
+    let (pipeline, webhook_port, crm_port, _) =
+        start_pipeline_with(destination, &table, &[("DYNAMODB_ENDPOINT", &meter.url())]).await;
+    let http = reqwest::Client::new();
+    for n in 0..leads {
+        let body = format!(
+            r#"{{"event":"form.submitted","timestamp":1795941528,"data":{{"submissionId":"sub_metered_{n}","formData":{{"name":"Ada Lovelace","email":"ada{n}@example.com","message":"Hello"}}}}}}"#
+        );
+        let answer = http
+            .post(format!(
+                "http://127.0.0.1:{webhook_port}/webhooks/staticforms?token=local-demo-token-change-me"
+            ))
+            .header("content-type", "application/json")
+            .body(body)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(answer.status(), 202);
+    }
+    let listed = leads_once_there(
+        &http,
+        &format!("http://127.0.0.1:{crm_port}{leads_path}"),
+        leads as u64,
+        Duration::from_secs(30),
+    )
+    .await;
+    assert_eq!(listed["count"], leads as u64, "{listed}");
+    let receipts_of =
+        |metered: &[devtools::write_meter::Metered]| -> Vec<Vec<devtools::write_meter::Metered>> {
+            (0..leads)
+                .map(|n| {
+                    let key = format!("staticforms:form.submitted:sub_metered_{n}");
+                    metered.iter().filter(|m| m.key == key).cloned().collect()
+                })
+                .collect()
+        };
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let metered = loop {
+        let metered = meter.metered();
+        if receipts_of(&metered)
+            .iter()
+            .all(|writes| writes.len() >= steps)
+            || Instant::now() > deadline
+        {
+            break metered;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    // A pass runs every few seconds: give it one, to see it writes nothing.
+    tokio::time::sleep(Duration::from_secs(6)).await;
+    let after_a_pass = meter.metered();
+    assert_eq!(
+        receipts_of(&after_a_pass),
+        receipts_of(&metered),
+        "a pass writes nothing for delivered receipts"
+    );
+    stop(pipeline).await;
+    let others = after_a_pass
+        .into_iter()
+        .filter(|m| !m.key.starts_with("staticforms:"))
+        .collect();
+    (receipts_of(&metered), others)
+}
+
+/// docs/cost.md's row for one counted step: what, the request, table and
+/// index write units. The page states exactly what the meter counts.
+fn cost_row(step: &str, write: &devtools::write_meter::Metered) -> String {
+    let request = write.operation.split(':').next().unwrap_or_default();
+    format!(
+        "| {step} | `{request}` | {} | {} |",
+        write.table_units, write.index_units
+    )
+}
+
+fn assert_cost_page_says(rows: &[String]) {
+    let page =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/cost.md")).unwrap();
+    for row in rows {
+        assert!(
+            page.contains(row.as_str()),
+            "docs/cost.md must count what the binaries do; missing:\n{row}"
+        );
+    }
+}
+
+/// At most five write units per delivered lead on the happy path, every
+/// index entry counted: ingest's put, the claim, the completion; and
+/// docs/cost.md says so, step by step.
+#[tokio::test]
+async fn a_delivered_lead_costs_five_write_units() {
+    let (receipts, others) = metered_steps("http", "/leads", 3, 3).await;
+    for writes in &receipts {
+        let steps: Vec<(&str, u32, u32)> = writes
+            .iter()
+            .map(|m| (m.operation.as_str(), m.table_units, m.index_units))
+            .collect();
+        assert_eq!(
+            steps,
+            [
+                ("PutItem", 1, 1),
+                ("UpdateItem", 1, 0),
+                ("UpdateItem", 1, 1)
+            ],
+            "ingest's put, the claim, the completion"
+        );
+        assert!(writes.iter().all(|m| m.succeeded));
+        let units: u32 = writes.iter().map(|m| m.units()).sum();
+        assert!(units <= 5, "{units} write units for one lead: {writes:?}");
+    }
+    assert!(others.is_empty(), "no other write: {others:?}");
+    let lead = &receipts[0];
+    let total: u32 = lead.iter().map(|m| m.units()).sum();
+    assert_cost_page_says(&[
+        cost_row("ingest stores the receipt", &lead[0]),
+        cost_row("the worker claims it", &lead[1]),
+        cost_row("the worker completes it", &lead[2]),
+        format!("a delivered lead costs **{total} write units**"),
+    ]);
+}
+
+/// HubSpot by e-mail adds the newest-wins gate: the person's gate item and
+/// a check that the receipt is still RECEIVED, in one transaction (each
+/// write of a transaction costs twice).
+#[tokio::test]
+async fn a_hubspot_contact_by_email_costs_the_gates_transaction_more() {
+    let (receipts, gates) = metered_steps("hubspot", "/contacts", 3, 4).await;
+    assert_eq!(gates.len(), 3, "one gate per person: {gates:?}");
+    for (writes, gate) in receipts.iter().zip(&gates) {
+        let steps: Vec<(&str, u32, u32)> = writes
+            .iter()
+            .map(|m| (m.operation.as_str(), m.table_units, m.index_units))
+            .collect();
+        assert_eq!(
+            steps,
+            [
+                ("PutItem", 1, 1),
+                ("UpdateItem", 1, 0),
+                ("TransactWriteItems:ConditionCheck", 2, 0),
+                ("UpdateItem", 1, 1)
+            ],
+            "the put, the claim, the gate's check of the receipt, the completion"
+        );
+        assert!(gate.key.starts_with("gate#"), "{gate:?}");
+        assert_eq!(
+            (gate.operation.as_str(), gate.table_units, gate.index_units),
+            ("TransactWriteItems:Update", 2, 0)
+        );
+    }
+    let lead = &receipts[0];
+    let total: u32 = lead.iter().chain([&gates[0]]).map(|m| m.units()).sum();
+    assert_cost_page_says(&[
+        cost_row(
+            "HubSpot by e-mail: the person's newest-wins gate",
+            &gates[0],
+        ),
+        cost_row(
+            "HubSpot by e-mail: the gate's check that the receipt is still `RECEIVED`",
+            &lead[2],
+        ),
+        format!("a HubSpot contact by e-mail costs **{total} write units**"),
+    ]);
+}

@@ -398,7 +398,14 @@ async fn forget_names_a_receipt_a_delivery_holds_and_exits_3() {
     let ledger = DynamoLedger::new(worker_client(&moto).await, &table);
     let key = shared::IdempotencyKey::from_stored("staticforms:form.submitted:sub_held".to_owned());
     assert!(matches!(
-        ledger.claim(&key, Some(&seen), &until).await,
+        ledger
+            .claim(
+                &key,
+                Some(&seen),
+                &until,
+                &Timestamp::from_stored("1999-12-31T00:00:00.000Z")
+            )
+            .await,
         Ok(worker::ledger::Claim::Taken(_))
     ));
 

@@ -456,7 +456,11 @@ async fn a_claim_alone_counts_only_while_held_and_a_recorded_outcome_clears_it()
     let seen = Timestamp::from_stored(suspect.next_attempt_at.clone().unwrap());
     let until = Timestamp::from_stored("2026-11-29T09:10:00.000Z");
 
-    let Ok(Claim::Taken(taken)) = ledger.claim(&suspect.key(), Some(&seen), &until).await else {
+    let now = Timestamp::from_stored("2026-11-29T09:00:00.000Z");
+    let Ok(Claim::Taken(taken)) = ledger
+        .claim(&suspect.key(), Some(&seen), &until, &now)
+        .await
+    else {
         panic!("the page's claim");
     };
     let taken = (*taken).unwrap();
@@ -488,6 +492,84 @@ async fn a_claim_alone_counts_only_while_held_and_a_recorded_outcome_clears_it()
     let items = scan(&client, &receipts).await;
     assert!(!items[0].contains_key("unrecordedClaims"));
     assert!(!items[0].contains_key("soloClaims"));
+    assert!(
+        !items[0].contains_key("claimedUntil"),
+        "an outcome ends the claim"
+    );
+}
+
+/// A claim holds a receipt until its end and no longer, and it never moves
+/// the next attempt (the queue index's key): taking it costs no index
+/// write. A second claim of the same receipt, as the stream's retry or a
+/// pass would make it, is lost while the first holds, and taken after.
+#[tokio::test]
+async fn a_claim_holds_until_its_end_and_leaves_the_queue_index_alone() {
+    let client = worker_client(&endpoint(DYNAMODB_ENDPOINT)).await;
+    let receipts = create_table(&client, "ReceiptsTable").await;
+    let ledger = DynamoLedger::new(client.clone(), &receipts);
+    let receipt = receipt_at("sub_claimed", "c@example.com", "m", 1_000);
+    put_receipt(&client, &receipts, &receipt).await;
+    let seen = Timestamp::from_stored(receipt.next_attempt_at.clone().unwrap());
+    let until = Timestamp::from_stored("2026-11-29T09:10:00.000Z");
+    let at = Timestamp::from_stored;
+
+    let first = ledger
+        .claim(
+            &receipt.key(),
+            Some(&seen),
+            &until,
+            &at("2026-11-29T09:00:00.000Z"),
+        )
+        .await;
+    assert!(matches!(first, Ok(Claim::Taken(_))), "{first:?}");
+    let items = scan(&client, &receipts).await;
+    assert_eq!(
+        text(&items[0], "nextAttemptAt"),
+        seen.as_str(),
+        "the index key stays"
+    );
+    assert_eq!(text(&items[0], "claimedUntil"), until.as_str());
+
+    let later = Timestamp::from_stored("2026-11-29T09:20:00.000Z");
+    assert_eq!(
+        ledger
+            .claim(
+                &receipt.key(),
+                Some(&seen),
+                &later,
+                &at("2026-11-29T09:09:59.999Z")
+            )
+            .await,
+        Ok(Claim::Lost),
+        "held until its end"
+    );
+    let other_seen = Timestamp::from_stored("2026-11-29T08:00:00.000Z");
+    assert_eq!(
+        ledger
+            .claim(
+                &receipt.key(),
+                Some(&other_seen),
+                &later,
+                &at("2026-11-29T09:11:00.000Z")
+            )
+            .await,
+        Ok(Claim::Lost),
+        "a stale sighting never claims"
+    );
+    let Ok(Claim::Taken(again)) = ledger
+        .claim(
+            &receipt.key(),
+            Some(&seen),
+            &later,
+            &at("2026-11-29T09:11:00.000Z"),
+        )
+        .await
+    else {
+        panic!("taken again once the first claim ended");
+    };
+    let again = (*again).unwrap();
+    assert_eq!(again.unrecorded_claims, 2, "the claim that died is counted");
+    assert_eq!(again.claimed_until.as_deref(), Some(later.as_str()));
 }
 
 #[tokio::test]

@@ -64,6 +64,9 @@ pub mod attr {
     /// sender's form id; absent when the sender names no form, and on
     /// receipts stored before routes existed.
     pub const FORM_REF: &str = "formRef";
+    /// Until when a delivery holds it (`ReceiptLedger::claim`): not in the
+    /// queue index, so taking and releasing a claim writes no index entry.
+    pub const CLAIMED_UNTIL: &str = "claimedUntil";
 }
 
 /// The attributes of a receipt that hold personal data. Removed when the
@@ -102,6 +105,7 @@ pub const OPERATOR_ATTRIBUTES: &[&str] = &[
     attr::QUARANTINE_RULE,
     attr::RELEASED_AT,
     attr::FORM_REF,
+    attr::CLAIMED_UNTIL,
 ];
 
 /// The sparse global secondary index of the receipts that wait: for an
@@ -276,6 +280,9 @@ pub struct Receipt {
     /// `attr::FORM_REF`: the worker delivers by the route of this form.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub form_ref: Option<String>,
+    /// `attr::CLAIMED_UNTIL`: set by a claim, removed by every outcome.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub claimed_until: Option<String>,
 }
 
 fn is_zero(count: &u32) -> bool {
@@ -318,6 +325,7 @@ impl Receipt {
             quarantine_rule: None,
             released_at: None,
             form_ref: submission.form_id().map(crate::routes::form_ref),
+            claimed_until: None,
         }
     }
 
@@ -557,6 +565,7 @@ mod tests {
         receipt.quarantine_rule = Some("links".into());
         receipt.released_at = Some("t".into());
         receipt.form_ref = Some("0123456789abcdef".into());
+        receipt.claimed_until = Some("t".into());
         receipt
     }
 

@@ -394,12 +394,14 @@ async fn with_no_time_for_an_attempt_the_receipt_waits_for_the_next_pass_untouch
     let after = worker.ledger().get(&receipt.pk).unwrap();
     // No attempt, nothing recorded, no backoff: only the claim, which ends
     // about a minute after this invocation; then the next pass takes it.
-    let claimed_until = after.next_attempt_at.clone().unwrap();
+    // The next attempt (the queue index's key) is untouched.
+    let claimed_until = after.claimed_until.clone().unwrap();
     assert!(claimed_until > before.next_attempt_at.clone().unwrap());
+    assert_eq!(after.next_attempt_at, before.next_attempt_at);
     assert_eq!(after.unrecorded_claims, 1, "one claim, no outcome recorded");
     assert_eq!(
         Receipt {
-            next_attempt_at: before.next_attempt_at.clone(),
+            claimed_until: None,
             unrecorded_claims: 0,
             ..after
         },
@@ -739,8 +741,9 @@ impl ReceiptLedger for CompletedElsewhere {
         key: &shared::IdempotencyKey,
         seen: Option<&shared::receipt::Timestamp>,
         until: &shared::receipt::Timestamp,
+        now: &shared::receipt::Timestamp,
     ) -> Result<Claim, LedgerError> {
-        let claim = self.0.claim(key, seen, until).await;
+        let claim = self.0.claim(key, seen, until, now).await;
         let other = AttemptRecord {
             attempts: 1,
             at: shared::receipt::Timestamp::at(SystemTime::now()),

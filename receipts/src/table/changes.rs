@@ -36,7 +36,7 @@ fn held_until(item: &HashMap<String, AttributeValue>) -> Option<String> {
     let claimed =
         matches!(item.get(attr::UNRECORDED_CLAIMS), Some(AttributeValue::N(n)) if n != "0");
     (text(attr::STATUS) == Some(ReceiptStatus::Received.as_str()) && claimed).then(|| {
-        text(attr::NEXT_ATTEMPT_AT)
+        text(attr::CLAIMED_UNTIL)
             .unwrap_or("the claim's end")
             .to_owned()
     })
@@ -96,8 +96,8 @@ impl ReceiptsTable {
             .key(attr::PK, AttributeValue::S(key.to_owned()))
             .update_expression(format!(
                 "SET #status = :erased, #erasedAt = :now, #expiresAt = :expires \
-                 REMOVE {remove_personal}, #queue, #next, #unrecorded, #solo, #lastError, #lastStatus, \
-                 #failedAt, #reason, #failureStatus"
+                 REMOVE {remove_personal}, #queue, #next, #claimed, #unrecorded, #solo, #lastError, \
+                 #lastStatus, #failedAt, #reason, #failureStatus"
             ))
             .condition_expression(
                 "#status = :received OR #status = :failed OR #status = :quarantined",
@@ -107,6 +107,7 @@ impl ReceiptsTable {
             .expression_attribute_names("#expiresAt", attr::EXPIRES_AT)
             .expression_attribute_names("#queue", attr::QUEUE)
             .expression_attribute_names("#next", attr::NEXT_ATTEMPT_AT)
+            .expression_attribute_names("#claimed", attr::CLAIMED_UNTIL)
             .expression_attribute_names("#unrecorded", attr::UNRECORDED_CLAIMS)
             .expression_attribute_names("#solo", attr::SOLO_CLAIMS)
             .expression_attribute_names("#lastError", attr::LAST_ERROR)
@@ -192,13 +193,15 @@ impl ReceiptsTable {
             )
             .condition_expression(
                 "attribute_exists(#pk) AND (#status = :failed OR (#status = :received AND \
-                 (attribute_not_exists(#next) OR #next <= :now)))",
+                 (attribute_not_exists(#next) OR #next <= :now) AND \
+                 (attribute_not_exists(#claimed) OR #claimed <= :now)))",
             )
             .expression_attribute_names("#pk", attr::PK)
             .expression_attribute_names("#status", attr::STATUS)
             .expression_attribute_names("#attempts", attr::ATTEMPTS)
             .expression_attribute_names("#next", attr::NEXT_ATTEMPT_AT)
             .expression_attribute_names("#queue", attr::QUEUE)
+            .expression_attribute_names("#claimed", attr::CLAIMED_UNTIL)
             .expression_attribute_names("#redrivenAt", attr::REDRIVEN_AT)
             .expression_attribute_names("#failedAt", attr::FAILED_AT)
             .expression_attribute_names("#reason", attr::FAILURE_REASON)
@@ -218,9 +221,15 @@ impl ReceiptsTable {
         }
         // Say why: gone, delivered, erased, or claimed or deferred.
         Ok(match self.get(key, Reading::WithoutPersonalData).await? {
-            Some(receipt) if receipt.status == ReceiptStatus::Received => {
-                Redriven::Waiting(receipt.next_attempt_at.unwrap_or_default())
-            }
+            Some(receipt) if receipt.status == ReceiptStatus::Received => Redriven::Waiting(
+                // Claimed until, or deferred to: whichever is later.
+                receipt
+                    .next_attempt_at
+                    .into_iter()
+                    .chain(receipt.claimed_until)
+                    .max()
+                    .unwrap_or_default(),
+            ),
             Some(receipt) if receipt.status == ReceiptStatus::Erased => Redriven::Erased,
             Some(_) => Redriven::Completed,
             None => Redriven::Missing,

@@ -48,7 +48,8 @@ impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
         seen: Option<&Timestamp>,
         until: &Timestamp,
     ) -> Claimed {
-        claimed(self.ledger.claim(key, seen, until).await)
+        let now = Timestamp::at(self.now());
+        claimed(self.ledger.claim(key, seen, until, &now).await)
     }
 
     /// Claims a suspect this delivery holds (`held`: its claim's end) to
@@ -83,7 +84,7 @@ impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
         let submission_id = suspect.receipt.submission_id.clone();
         let held = suspect
             .receipt
-            .next_attempt_at
+            .claimed_until
             .clone()
             .map(Timestamp::from_stored);
         let enough = deadline.saturating_duration_since(Instant::now()) > self.safety_margin() * 2;

@@ -72,6 +72,7 @@ impl MemoryLedger {
             Some(receipt) if receipt.status == ReceiptStatus::Received => {
                 receipt.attempts += attempt.attempts;
                 receipt.last_attempt_at = Some(attempt.at.as_str().to_owned());
+                receipt.claimed_until = None;
                 receipt.unrecorded_claims = 0;
                 receipt.solo_claims = 0;
                 change(receipt);
@@ -110,13 +111,18 @@ impl ReceiptLedger for MemoryLedger {
         key: &IdempotencyKey,
         seen: Option<&Timestamp>,
         until: &Timestamp,
+        now: &Timestamp,
     ) -> Result<Claim, LedgerError> {
         match self.lock().get_mut(key.as_str()) {
             Some(receipt)
                 if receipt.status == ReceiptStatus::Received
-                    && receipt.next_attempt_at.as_deref() == seen.map(Timestamp::as_str) =>
+                    && receipt.next_attempt_at.as_deref() == seen.map(Timestamp::as_str)
+                    && receipt
+                        .claimed_until
+                        .as_deref()
+                        .is_none_or(|held| held < now.as_str()) =>
             {
-                receipt.next_attempt_at = Some(until.as_str().to_owned());
+                receipt.claimed_until = Some(until.as_str().to_owned());
                 receipt.unrecorded_claims += 1;
                 Ok(Claim::Taken(Box::new(Ok(receipt.clone()))))
             }
@@ -132,7 +138,7 @@ impl ReceiptLedger for MemoryLedger {
         match self.lock().get_mut(key.as_str()) {
             Some(receipt)
                 if receipt.status == ReceiptStatus::Received
-                    && receipt.next_attempt_at.as_deref() == Some(held.as_str()) =>
+                    && receipt.claimed_until.as_deref() == Some(held.as_str()) =>
             {
                 receipt.solo_claims += 1;
                 Ok(Claim::Taken(Box::new(Ok(receipt.clone()))))
@@ -319,8 +325,9 @@ impl<L: ReceiptLedger> ReceiptLedger for WatchedLedger<L> {
         key: &IdempotencyKey,
         seen: Option<&Timestamp>,
         until: &Timestamp,
+        now: &Timestamp,
     ) -> Result<Claim, LedgerError> {
-        self.inner.claim(key, seen, until).await
+        self.inner.claim(key, seen, until, now).await
     }
 
     async fn claim_alone(

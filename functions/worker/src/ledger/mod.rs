@@ -65,22 +65,25 @@ pub enum Claim {
 }
 
 pub trait ReceiptLedger: Send + Sync {
-    /// Takes a receipt for one delivery: moves its next attempt to `until`
-    /// if it is still RECEIVED and its next attempt is still `seen` (absent
-    /// on receipts older than attempts). The stream and the pass both claim
-    /// before any CRM call, so they never write one receipt at the same
-    /// time, and a record delivered again after its receipt was settled
-    /// writes nothing. If this container dies, the receipt is due again at
-    /// `until`.
+    /// Takes a receipt for one delivery until `until` (`claimedUntil`) if
+    /// it is still RECEIVED, its next attempt is still `seen` (absent on
+    /// receipts older than attempts), and no other claim holds it at `now`.
+    /// The stream and the pass both claim before any CRM call, so they
+    /// never write one receipt at the same time, and a record delivered
+    /// again after its receipt was settled writes nothing. If this
+    /// container dies, the receipt may be claimed again after `until`. The
+    /// claim leaves the next attempt, and so the queue index, untouched: it
+    /// costs the table's write alone.
     fn claim(
         &self,
         key: &IdempotencyKey,
         seen: Option<&Timestamp>,
         until: &Timestamp,
+        now: &Timestamp,
     ) -> impl Future<Output = Result<Claim, LedgerError>> + Send;
 
-    /// Takes a receipt this delivery already holds (its next attempt is
-    /// still `held`) to deliver it alone, counting the claim against it
+    /// Takes a receipt this delivery already holds (its claim still ends
+    /// at `held`) to deliver it alone, counting the claim against it
     /// (`solo_claims`): a suspect, whose earlier claims went unrecorded.
     /// `Lost` when it was settled or taken meanwhile.
     fn claim_alone(

@@ -69,11 +69,12 @@ impl DynamoLedger {
         names: &[(&str, &str)],
         values: Vec<(&str, AttributeValue)>,
     ) -> Result<Marked, LedgerError> {
-        // Every recorded outcome clears the counts of unrecorded claims.
+        // Every recorded outcome ends the claim and clears the counts of
+        // unrecorded claims.
         let remove = if remove.is_empty() {
-            " REMOVE #unrecorded, #solo".to_owned()
+            " REMOVE #claimed, #unrecorded, #solo".to_owned()
         } else {
-            format!("{remove}, #unrecorded, #solo")
+            format!("{remove}, #claimed, #unrecorded, #solo")
         };
         let expression = format!(
             "SET #attempts = if_not_exists(#attempts, :zero) + :attempts, #lastAttemptAt = :at, {set}{remove}"
@@ -88,6 +89,7 @@ impl DynamoLedger {
             .expression_attribute_names("#status", attr::STATUS)
             .expression_attribute_names("#attempts", attr::ATTEMPTS)
             .expression_attribute_names("#lastAttemptAt", attr::LAST_ATTEMPT_AT)
+            .expression_attribute_names("#claimed", attr::CLAIMED_UNTIL)
             .expression_attribute_names("#unrecorded", attr::UNRECORDED_CLAIMS)
             .expression_attribute_names("#solo", attr::SOLO_CLAIMS)
             .expression_attribute_values(":received", s(ReceiptStatus::Received.as_str()))
@@ -217,20 +219,26 @@ impl ReceiptLedger for DynamoLedger {
         key: &IdempotencyKey,
         seen: Option<&Timestamp>,
         until: &Timestamp,
+        now: &Timestamp,
     ) -> Result<Claim, LedgerError> {
+        // The claim is its own attribute, outside the queue index: taking
+        // it rewrites no index entry (the next attempt stays as it is).
+        let free = "(attribute_not_exists(#claimed) OR #claimed < :now)";
         let mut request = self
             .client
             .update_item()
             .table_name(&self.table)
             .key(attr::PK, s(key.as_str()))
             .update_expression(
-                "SET #next = :until, #unrecorded = if_not_exists(#unrecorded, :zero) + :one",
+                "SET #claimed = :until, #unrecorded = if_not_exists(#unrecorded, :zero) + :one",
             )
             .expression_attribute_names("#status", attr::STATUS)
             .expression_attribute_names("#next", attr::NEXT_ATTEMPT_AT)
+            .expression_attribute_names("#claimed", attr::CLAIMED_UNTIL)
             .expression_attribute_names("#unrecorded", attr::UNRECORDED_CLAIMS)
             .expression_attribute_values(":received", s(ReceiptStatus::Received.as_str()))
             .expression_attribute_values(":until", s(until.as_str()))
+            .expression_attribute_values(":now", s(now.as_str()))
             .expression_attribute_values(":zero", n(0))
             .expression_attribute_values(":one", n(1))
             // The receipt as stored, payload included: the index holds keys
@@ -238,11 +246,11 @@ impl ReceiptLedger for DynamoLedger {
             .return_values(ReturnValue::AllNew);
         request = match seen {
             Some(seen) => request
-                .condition_expression("#status = :received AND #next = :seen")
+                .condition_expression(format!("#status = :received AND #next = :seen AND {free}"))
                 .expression_attribute_values(":seen", s(seen.as_str())),
-            None => {
-                request.condition_expression("#status = :received AND attribute_not_exists(#next)")
-            }
+            None => request.condition_expression(format!(
+                "#status = :received AND attribute_not_exists(#next) AND {free}"
+            )),
         };
         claimed(request.send().await, key)
     }
@@ -258,9 +266,9 @@ impl ReceiptLedger for DynamoLedger {
             .table_name(&self.table)
             .key(attr::PK, s(key.as_str()))
             .update_expression("SET #solo = if_not_exists(#solo, :zero) + :one")
-            .condition_expression("#status = :received AND #next = :held")
+            .condition_expression("#status = :received AND #claimed = :held")
             .expression_attribute_names("#status", attr::STATUS)
-            .expression_attribute_names("#next", attr::NEXT_ATTEMPT_AT)
+            .expression_attribute_names("#claimed", attr::CLAIMED_UNTIL)
             .expression_attribute_names("#solo", attr::SOLO_CLAIMS)
             .expression_attribute_values(":received", s(ReceiptStatus::Received.as_str()))
             .expression_attribute_values(":held", s(held.as_str()))
