@@ -1,5 +1,5 @@
 # The two commands (see README): `make run` and `make test`.
-.PHONY: run test check proptest watch invoke invoke-stop deploy sam smoke chaos
+.PHONY: run test check proptest watch invoke invoke-stop deploy sam smoke chaos bench
 
 run:
 	@scripts/run.sh
@@ -45,6 +45,12 @@ sam:
 smoke:
 	@test -n "$(STACK)" || { echo "make smoke STACK=<stack name> [REGION=<region>]" >&2; exit 2; }
 	@cargo run --release --locked --quiet -p receipts -- --stack "$(STACK)" $(if $(REGION),--region "$(REGION)") smoke
+
+# A load test of the local pipeline: accepted/s, answer and delivery times,
+# CRM calls and DynamoDB write units per lead.
+# make bench [N=200] [RATE=50] [CRM_DELAY_MS=50]   (RATE=0: as fast as accepted)
+bench:
+	@N="$(N)" RATE="$(RATE)" CRM_DELAY_MS="$(CRM_DELAY_MS)" scripts/bench.sh
 
 # The promise, demonstrated: submissions while both functions are killed at
 # random and the CRM fails at random; every one must end as one lead.

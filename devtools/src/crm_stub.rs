@@ -31,6 +31,9 @@ pub struct StoredLead {
     pub authorization: Option<String>,
     /// How many successful upserts wrote this lead.
     pub writes: u32,
+    /// When it was first written, in milliseconds since the Unix epoch:
+    /// `make bench` measures from a submission to here.
+    pub first_written_ms: u64,
 }
 
 /// One request the stub received, successful or not.
@@ -334,6 +337,9 @@ async fn upsert(
         None => {
             let mut leads = lock(&state.leads);
             let writes = leads.get(&external_id).map_or(0, |lead| lead.writes) + 1;
+            let first_written_ms = leads
+                .get(&external_id)
+                .map_or_else(now_ms, |lead| lead.first_written_ms);
             leads.insert(
                 external_id.clone(),
                 StoredLead {
@@ -341,6 +347,7 @@ async fn upsert(
                     idempotency_key: header("idempotency-key"),
                     authorization: header("authorization"),
                     writes,
+                    first_written_ms,
                 },
             );
             if state.log_upserts {
@@ -366,14 +373,30 @@ async fn read(State(state): State<Arc<StubState>>, Path(external_id): Path<Strin
     }
 }
 
-/// Every lead the stub holds, by external id, with how often it was written.
+/// Every lead the stub holds, by external id, with how often and when it
+/// was first written, and the upsert calls received (answered or not).
 async fn list(State(state): State<Arc<StubState>>) -> Response {
     let leads = lock(&state.leads);
     let mut ids: Vec<&String> = leads.keys().collect();
     ids.sort();
     let listed: Vec<Value> = ids
         .into_iter()
-        .map(|id| serde_json::json!({"externalId": id, "writes": leads[id].writes, "lead": leads[id].body}))
+        .map(|id| {
+            serde_json::json!({
+                "externalId": id,
+                "writes": leads[id].writes,
+                "firstWrittenMs": leads[id].first_written_ms,
+                "lead": leads[id].body
+            })
+        })
         .collect();
-    Json(serde_json::json!({"count": listed.len(), "leads": listed})).into_response()
+    let calls = lock(&state.calls).len();
+    Json(serde_json::json!({"count": listed.len(), "calls": calls, "leads": listed}))
+        .into_response()
+}
+
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |since| since.as_millis() as u64)
 }

@@ -135,6 +135,16 @@ async fn run() -> Result<(), String> {
 
     let crm_address = SocketAddr::from(([127, 0, 0, 1], crm_port));
     let crm = LocalCrm::start(&setting("DESTINATION", "http"), crm_address).await?;
+    // `make bench`: a CRM that takes this long to answer each call.
+    if let Ok(delay) = std::env::var("CRM_DELAY_MS") {
+        let delay: u64 = delay
+            .parse()
+            .map_err(|_| "CRM_DELAY_MS must be whole milliseconds".to_owned())?;
+        match &crm {
+            LocalCrm::Stub(stub) => stub.set_delay(Duration::from_millis(delay)),
+            _ => return Err("CRM_DELAY_MS is for DESTINATION=http (the CRM stub)".to_owned()),
+        }
+    }
 
     let mut common_env = local::function_env(&dynamodb_endpoint, &receipts_table);
     // `receipts routes apply` against the local table shows in seconds, not
