@@ -105,6 +105,20 @@ pub fn metrics_namespace(get: &impl Fn(&str) -> Option<String>) -> Result<String
         .map_err(|reason| invalid(METRICS_NAMESPACE, reason))
 }
 
+/// `METRICS_NAMESPACE` and `OBSERVABILITY` (`full`, the default, or
+/// `lean`): where both functions' metrics go and how many they emit.
+pub fn metrics(
+    get: &impl Fn(&str) -> Option<String>,
+) -> Result<crate::metrics::Metrics, ConfigError> {
+    use crate::metrics::{Metrics, Observability, OBSERVABILITY};
+    let observability = match get(OBSERVABILITY) {
+        None => Observability::default(),
+        Some(raw) => Observability::parse(&raw)
+            .ok_or_else(|| invalid(OBSERVABILITY, "expected full or lean"))?,
+    };
+    Ok(Metrics::new(metrics_namespace(get)?, observability))
+}
+
 /// Ten years: the upper bound of the worker's delays, long enough for any
 /// honest setting and short enough that adding it to a date cannot overflow.
 pub const TEN_YEARS_SECONDS: u64 = 3650 * 24 * 60 * 60;
@@ -287,6 +301,28 @@ mod tests {
             );
             assert_eq!(got.map(|d| d.as_secs()), expected, "{raw:?}");
         }
+    }
+
+    #[test]
+    fn observability_is_full_unless_lean_is_asked() {
+        use crate::metrics::{Observability, OBSERVABILITY};
+        let read = |value: Option<&'static str>| {
+            metrics(&move |name: &str| {
+                (name == OBSERVABILITY)
+                    .then_some(value)
+                    .flatten()
+                    .map(str::to_owned)
+            })
+        };
+        assert_eq!(read(None).unwrap().observability(), Observability::Full);
+        assert_eq!(
+            read(Some("lean")).unwrap().observability(),
+            Observability::Lean
+        );
+        assert_eq!(
+            read(Some("quiet")),
+            Err(invalid(OBSERVABILITY, "expected full or lean"))
+        );
     }
 
     /// Five minutes unless set lower: never longer, so a routes change

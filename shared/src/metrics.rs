@@ -45,6 +45,9 @@ pub struct MetricSpec {
     pub name: &'static str,
     pub unit: Unit,
     pub dimensions: &'static [&'static str],
+    /// Emitted with `OBSERVABILITY=lean` too: an alarm for a lead that
+    /// could be lost or stuck reads it. The others only explain.
+    pub in_lean: bool,
 }
 
 pub const FUNCTION: &str = "Function";
@@ -62,11 +65,13 @@ pub mod catalog {
         name: "Deliveries",
         unit: Unit::Count,
         dimensions: &[FUNCTION, OUTCOME],
+        in_lean: true,
     };
     pub const DELIVERY_DURATION: MetricSpec = MetricSpec {
         name: "DeliveryDuration",
         unit: Unit::Milliseconds,
         dimensions: &[FUNCTION, OUTCOME],
+        in_lean: false,
     };
     /// ingest: one per submission stored QUARANTINED, by the kind of rule
     /// it broke (`honeypot`, `blocked-domain`, `links`): never a field's
@@ -75,35 +80,41 @@ pub mod catalog {
         name: "Quarantined",
         unit: Unit::Count,
         dimensions: &[FUNCTION, RULE],
+        in_lean: false,
     };
     /// worker: one per stream record or receipt a pass took, by outcome.
     pub const RECORDS: MetricSpec = MetricSpec {
         name: "Records",
         unit: Unit::Count,
         dimensions: &[FUNCTION, OUTCOME],
+        in_lean: false,
     };
     /// worker: how long the destination took, per delivery's last attempt.
     pub const DESTINATION_LATENCY: MetricSpec = MetricSpec {
         name: "DestinationLatency",
         unit: Unit::Milliseconds,
         dimensions: &[FUNCTION, DESTINATION],
+        in_lean: false,
     };
     pub const DESTINATION_ATTEMPTS: MetricSpec = MetricSpec {
         name: "DestinationAttempts",
         unit: Unit::Count,
         dimensions: &[FUNCTION, DESTINATION],
+        in_lean: false,
     };
     /// 401/403 that a fresh token did not cure: a configuration fault.
     pub const DESTINATION_AUTH_ERRORS: MetricSpec = MetricSpec {
         name: "DestinationAuthErrors",
         unit: Unit::Count,
         dimensions: &[FUNCTION, DESTINATION],
+        in_lean: true,
     };
     /// 429 answers.
     pub const DESTINATION_RATE_LIMITED: MetricSpec = MetricSpec {
         name: "DestinationRateLimited",
         unit: Unit::Count,
         dimensions: &[FUNCTION, DESTINATION],
+        in_lean: false,
     };
     /// The reconciliation pass: receipts waiting, the oldest one's age, and
     /// what the pass delivered or gave up on.
@@ -111,11 +122,13 @@ pub mod catalog {
         name: "PendingReceipts",
         unit: Unit::Count,
         dimensions: &[FUNCTION],
+        in_lean: false,
     };
     pub const OLDEST_PENDING_AGE: MetricSpec = MetricSpec {
         name: "OldestPendingAgeSeconds",
         unit: Unit::Seconds,
         dimensions: &[FUNCTION],
+        in_lean: true,
     };
     /// FAILED receipts waiting for a person, counted by every pass: its
     /// alarm stays on while one exists.
@@ -123,16 +136,19 @@ pub mod catalog {
         name: "FailedReceipts",
         unit: Unit::Count,
         dimensions: &[FUNCTION],
+        in_lean: true,
     };
     pub const REDELIVERED: MetricSpec = MetricSpec {
         name: "Redelivered",
         unit: Unit::Count,
         dimensions: &[FUNCTION],
+        in_lean: false,
     };
     pub const GAVE_UP: MetricSpec = MetricSpec {
         name: "GaveUp",
         unit: Unit::Count,
         dimensions: &[FUNCTION],
+        in_lean: false,
     };
 
     pub const ALL: &[MetricSpec] = &[
@@ -229,6 +245,90 @@ pub fn namespace(raw: Option<&str>) -> Result<String, &'static str> {
         );
     }
     Ok(raw.to_owned())
+}
+
+/// How much the functions measure (`OBSERVABILITY`, the template's
+/// `Observability`): `Full` emits every metric of the catalog; `Lean` only
+/// those an alarm for a lead that could be lost or stuck reads
+/// (`MetricSpec::in_lean`), so a small stack pays for few metrics.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Observability {
+    #[default]
+    Full,
+    Lean,
+}
+
+/// The variable that chooses the mode.
+pub const OBSERVABILITY: &str = "OBSERVABILITY";
+
+impl Observability {
+    pub const ALL: [Observability; 2] = [Observability::Full, Observability::Lean];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Observability::Full => "full",
+            Observability::Lean => "lean",
+        }
+    }
+
+    pub fn parse(raw: &str) -> Option<Self> {
+        Self::ALL
+            .into_iter()
+            .find(|mode| mode.as_str() == raw.trim())
+    }
+
+    /// Whether this mode emits `spec`.
+    pub fn emits(self, spec: &MetricSpec) -> bool {
+        self == Observability::Full || spec.in_lean
+    }
+}
+
+/// Where a function's metrics go, and how many it emits: the one way the
+/// functions emit a metric.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Metrics {
+    namespace: String,
+    observability: Observability,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Metrics::new(DEFAULT_NAMESPACE, Observability::Full)
+    }
+}
+
+impl Metrics {
+    pub fn new(namespace: impl Into<String>, observability: Observability) -> Self {
+        Metrics {
+            namespace: namespace.into(),
+            observability,
+        }
+    }
+
+    pub fn namespace(&self) -> &str {
+        &self.namespace
+    }
+
+    pub fn observability(&self) -> Observability {
+        self.observability
+    }
+
+    /// Emits those of `metrics` this mode emits, as one line; none, no line.
+    pub fn emit(
+        &self,
+        dimensions: &[(&str, &str)],
+        metrics: &[(MetricSpec, Values)],
+        properties: &[(&str, Value)],
+    ) {
+        let kept: Vec<(MetricSpec, Values)> = metrics
+            .iter()
+            .filter(|(spec, _)| self.observability.emits(spec))
+            .cloned()
+            .collect();
+        if !kept.is_empty() {
+            emit(&self.namespace, dimensions, &kept, properties);
+        }
+    }
 }
 
 /// Emits `metrics` (which must share one dimension set) as one EMF line
@@ -426,5 +526,77 @@ mod tests {
             assert!(metric.dimensions.contains(&FUNCTION), "{}", metric.name);
             assert!(metric.dimensions.len() <= 2, "{}", metric.name);
         }
+    }
+
+    /// Lean emits what the alarms for a lost or stuck lead read, and
+    /// nothing that only explains; full emits everything.
+    #[test]
+    fn each_mode_emits_its_share_of_the_catalog() {
+        let lean: Vec<&str> = catalog::ALL
+            .iter()
+            .filter(|spec| Observability::Lean.emits(spec))
+            .map(|spec| spec.name)
+            .collect();
+        assert_eq!(
+            lean,
+            [
+                "Deliveries",
+                "DestinationAuthErrors",
+                "OldestPendingAgeSeconds",
+                "FailedReceipts"
+            ]
+        );
+        assert!(catalog::ALL
+            .iter()
+            .all(|spec| Observability::Full.emits(spec)));
+        assert_eq!(Observability::parse(" lean "), Some(Observability::Lean));
+        assert_eq!(Observability::parse("full"), Some(Observability::Full));
+        assert_eq!(Observability::parse("minimal"), None);
+        assert_eq!(Observability::default(), Observability::Full);
+    }
+
+    /// A lean sink drops what lean does not emit, and writes no line when
+    /// nothing is left.
+    #[test]
+    fn a_lean_sink_writes_only_the_lean_metrics() {
+        use std::sync::{Arc, Mutex};
+        #[derive(Clone, Default)]
+        struct Lines(Arc<Mutex<Vec<u8>>>);
+        impl std::io::Write for Lines {
+            fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+                self.0.lock().unwrap().extend_from_slice(bytes);
+                Ok(bytes.len())
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        let lines = Lines::default();
+        let writer = lines.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_writer(move || writer.clone())
+            .with_ansi(false)
+            .finish();
+        tracing::subscriber::with_default(subscriber, || {
+            let lean = Metrics::new("Test/Lean", Observability::Lean);
+            let dimensions = [(FUNCTION, "ingest"), (OUTCOME, "accepted")];
+            lean.emit(
+                &dimensions,
+                &[
+                    (catalog::DELIVERIES, 1.0.into()),
+                    (catalog::DELIVERY_DURATION, 12.0.into()),
+                ],
+                &[],
+            );
+            lean.emit(
+                &dimensions,
+                &[(catalog::DELIVERY_DURATION, 12.0.into())],
+                &[],
+            );
+        });
+        let text = String::from_utf8(lines.0.lock().unwrap().clone()).unwrap();
+        assert_eq!(text.lines().count(), 1, "{text}");
+        assert!(text.contains("Deliveries"), "{text}");
+        assert!(!text.contains("DeliveryDuration"), "{text}");
     }
 }

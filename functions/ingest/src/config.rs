@@ -54,8 +54,9 @@ pub struct Config {
     pub max_body_bytes: usize,
     /// `DYNAMODB_ENDPOINT`: a local DynamoDB-protocol server, or AWS's.
     pub dynamodb_endpoint: Option<String>,
-    /// `METRICS_NAMESPACE`: where the EMF metrics go.
-    pub metrics_namespace: String,
+    /// `METRICS_NAMESPACE` and `OBSERVABILITY`: where the EMF metrics go,
+    /// and which are emitted.
+    pub metrics: shared::metrics::Metrics,
     /// `RECEIPT_RETENTION_DAYS`: a signed body older than this is a replay
     /// of a receipt that has expired (`Sender::is_replay_past_retention`).
     pub retention: shared::Retention,
@@ -120,7 +121,7 @@ impl Config {
                 .ok_or_else(|| invalid(IDEMPOTENCY_KEY, "expected required or derive"))?,
         };
         let dynamodb_endpoint = dynamodb_endpoint(&get)?;
-        let metrics_namespace = shared::config::metrics_namespace(&get)?;
+        let metrics = shared::config::metrics(&get)?;
         let retention = shared::config::retention_days(&get)?;
         let routes_reread = shared::config::routes_reread(&get)?;
 
@@ -132,7 +133,7 @@ impl Config {
             key_header,
             max_body_bytes,
             dynamodb_endpoint,
-            metrics_namespace,
+            metrics,
             retention,
             routes_reread,
         })

@@ -82,7 +82,7 @@ pub struct Ingest<S> {
     max_body_bytes: usize,
     retention: shared::Retention,
     clock: Clock,
-    metrics_namespace: String,
+    metrics: shared::metrics::Metrics,
     routes: RoutesInForce,
 }
 
@@ -98,7 +98,7 @@ impl<S: ReceiptStore> Ingest<S> {
             max_body_bytes: config.max_body_bytes,
             retention: config.retention,
             clock: shared::clock::system(),
-            metrics_namespace: config.metrics_namespace.clone(),
+            metrics: config.metrics.clone(),
             routes: RoutesInForce::fixed(Arc::default()),
         }
     }
@@ -305,8 +305,7 @@ impl<S> Ingest<S> {
     /// `Quarantined` by the kind of rule broken: the field's name stays in
     /// the receipt, its value nowhere.
     fn measure_quarantine(&self, rule: &SpamRule) {
-        shared::metrics::emit(
-            &self.metrics_namespace,
+        self.metrics.emit(
             &[
                 (shared::metrics::FUNCTION, "ingest"),
                 (shared::metrics::RULE, rule.kind()),
@@ -324,8 +323,7 @@ impl<S> Ingest<S> {
             Ok(outcome) => *outcome,
             Err(error) => error.outcome(),
         };
-        shared::metrics::emit(
-            &self.metrics_namespace,
+        self.metrics.emit(
             &[
                 (shared::metrics::FUNCTION, "ingest"),
                 (shared::metrics::OUTCOME, outcome.code()),

@@ -45,8 +45,9 @@ pub struct Config {
     pub reconcile_after: Duration,
     /// `DYNAMODB_ENDPOINT`: a local DynamoDB-protocol server, or AWS's.
     pub dynamodb_endpoint: Option<String>,
-    /// `METRICS_NAMESPACE`: where the EMF metrics go.
-    pub metrics_namespace: String,
+    /// `METRICS_NAMESPACE` and `OBSERVABILITY`: where the EMF metrics go,
+    /// and which are emitted.
+    pub metrics: shared::metrics::Metrics,
     /// `ROUTES_REREAD_SECONDS`: how often the routes are read again.
     pub routes_reread: Duration,
 }
@@ -122,7 +123,7 @@ impl Config {
             delivery,
             reconcile_after,
             dynamodb_endpoint: dynamodb_endpoint(&get)?,
-            metrics_namespace: shared::config::metrics_namespace(&get)?,
+            metrics: shared::config::metrics(&get)?,
             routes_reread: shared::config::routes_reread(&get)?,
         })
     }

@@ -34,7 +34,7 @@ async fn main() -> Result<(), Error> {
         .with_routes(routes.into_force(config.routes_reread).await)
         .with_delivery_rules(config.delivery)
         .with_reconcile_after(config.reconcile_after)
-        .with_metrics_namespace(config.metrics_namespace);
+        .with_metrics(config.metrics);
     let worker = &worker;
 
     run(service_fn(move |event: LambdaEvent<Value>| async move {

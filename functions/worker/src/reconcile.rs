@@ -212,8 +212,7 @@ impl<D: Destination, L: ReceiptLedger + PendingQueue> Worker<D, L> {
         };
         // No pending receipt is an age of zero, so the alarm clears.
         let age = report.oldest_pending_age_seconds.unwrap_or(0);
-        shared::metrics::emit(
-            self.metrics_namespace(),
+        self.metrics().emit(
             &[(shared::metrics::FUNCTION, "worker")],
             &[
                 (catalog::PENDING_RECEIPTS, (pending as f64).into()),
@@ -229,8 +228,7 @@ impl<D: Destination, L: ReceiptLedger + PendingQueue> Worker<D, L> {
 
     /// One EMF line per pass: what it delivered or gave up on.
     fn measure_pass(&self, report: &PassReport) {
-        shared::metrics::emit(
-            self.metrics_namespace(),
+        self.metrics().emit(
             &[(shared::metrics::FUNCTION, "worker")],
             &[
                 (catalog::REDELIVERED, (report.delivered as f64).into()),

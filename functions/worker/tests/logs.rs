@@ -169,8 +169,9 @@ async fn rate_limits_auth_errors_and_a_pass_are_measured() {
     for receipt in [&busy, &locked_out, &waiting] {
         ledger.insert(receipt.clone());
     }
-    let worker = Worker::new(HttpCrm::new(crm.leads_url(), None).unwrap(), ledger, 8)
-        .with_metrics_namespace("Acme/Leads");
+    let worker = Worker::new(HttpCrm::new(crm.leads_url(), None).unwrap(), ledger, 8).with_metrics(
+        shared::metrics::Metrics::new("Acme/Leads", shared::metrics::Observability::Full),
+    );
 
     let records = vec![
         stream_event::record("INSERT", &busy, "1"),

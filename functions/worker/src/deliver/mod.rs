@@ -67,7 +67,7 @@ pub struct Worker<D, L> {
     rules: DeliveryRules,
     reconcile_after: Duration,
     clock: Clock,
-    metrics_namespace: String,
+    metrics: shared::metrics::Metrics,
     routes: RoutesInForce,
 }
 
@@ -81,7 +81,7 @@ impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
             rules: DeliveryRules::default(),
             reconcile_after: DEFAULT_RECONCILE_AFTER,
             clock: shared::clock::system(),
-            metrics_namespace: shared::metrics::DEFAULT_NAMESPACE.to_owned(),
+            metrics: shared::metrics::Metrics::default(),
             routes: RoutesInForce::fixed(Default::default()),
         }
     }
@@ -101,8 +101,9 @@ impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
         self
     }
 
-    pub fn with_metrics_namespace(mut self, namespace: impl Into<String>) -> Self {
-        self.metrics_namespace = namespace.into();
+    /// Where the metrics go and which are emitted (`OBSERVABILITY`).
+    pub fn with_metrics(mut self, metrics: shared::metrics::Metrics) -> Self {
+        self.metrics = metrics;
         self
     }
 
@@ -145,8 +146,8 @@ impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
         (self.clock)()
     }
 
-    pub(crate) fn metrics_namespace(&self) -> &str {
-        &self.metrics_namespace
+    pub(crate) fn metrics(&self) -> &shared::metrics::Metrics {
+        &self.metrics
     }
 
     /// Acts on what records or stored receipts were decoded into, no two of
@@ -209,8 +210,7 @@ impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
             outcomes[slot] = self.deliver_alone(*suspect, via, deadline).await;
         }
         for outcome in &outcomes {
-            shared::metrics::emit(
-                &self.metrics_namespace,
+            self.metrics.emit(
                 &[(FUNCTION, "worker"), (OUTCOME, outcome.code())],
                 &[(catalog::RECORDS, 1.0.into())],
                 &[],
@@ -404,8 +404,7 @@ impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
                     | DestinationError::CredentialsUnavailable(_)
                     | DestinationError::Misconfigured { .. })
             );
-            shared::metrics::emit(
-                &self.metrics_namespace,
+            self.metrics.emit(
                 &[(FUNCTION, "worker"), (DESTINATION, self.destination.name())],
                 &[
                     (catalog::DESTINATION_LATENCY, Values::Many(latencies_ms)),
