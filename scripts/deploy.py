@@ -121,6 +121,7 @@ class Answers:
     crm_url: str = ""
     salesforce_login_url: str = ""
     architecture: str = "arm64"
+    observability: str = "lean"
     # Secret ARNs (existing, or created from the values below).
     secret_arns: dict[str, str] = field(default_factory=dict)
     # Secret values: sent to Secrets Manager, never written or printed.
@@ -155,7 +156,7 @@ def check_crm_url(url):
 
 def gather(args, asker: Asker) -> Answers:
     """The answers: each flag given is taken, each one missing is asked."""
-    a = Answers(architecture=args.architecture)
+    a = Answers(architecture=args.architecture, observability=args.observability)
     a.sender = args.sender or asker.ask(
         "Who sends the form submissions: staticforms, tally, typeform or webflow.",
         "Sender", "staticforms", one_of(SENDERS))
@@ -430,7 +431,7 @@ def create_secrets(a: Answers, secrets_client) -> None:
 
 
 def parameter_overrides(a: Answers) -> dict[str, str]:
-    overrides = {"Architecture": a.architecture}
+    overrides = {"Architecture": a.architecture, "Observability": a.observability}
     if a.sender == "staticforms":
         overrides["WebhookAuth"] = AUTH_MODES[a.auth]
         overrides["IdempotencyKeyHeader"] = "derive"
@@ -562,6 +563,10 @@ def main(argv=None, stdin=sys.stdin) -> int:
     parser.add_argument("--crm-token-secret-arn", help="an existing secret instead of CRM_TOKEN")
     parser.add_argument("--no-crm-token", action="store_true", help="http: the CRM takes no bearer token")
     parser.add_argument("--architecture", choices=["arm64", "x86_64"], default="arm64")
+    parser.add_argument("--observability", choices=["lean", "full"], default="lean",
+                        help="lean (recommended for a small stack): every alarm for a lead that could be lost "
+                             "or stuck, no dashboard and no metric that only explains; full adds them "
+                             "(docs/cost.md)")
     parser.add_argument("--config-file", type=Path, default=ROOT / "samconfig.toml")
     parser.add_argument("--routes", type=Path, metavar="FILE",
                         help="the routes file to store in the stack (docs/routes.md); default: routes.toml when there is one")
@@ -585,6 +590,9 @@ def main(argv=None, stdin=sys.stdin) -> int:
             webflow_key_placeholder(answers, secrets_client)
         elif answers.webflow_webhook == "api":
             answers.secret_arns["WebhookSecretArn"] = args.webhook_secret_arn
+        if answers.observability == "lean":
+            say("Observability: lean, every alarm for a lead that could be lost or stuck, without the "
+                "dashboard and the metrics that only explain (--observability full adds them; docs/cost.md).")
         check_credentials(answers)
         create_secrets(answers, secrets_client)
         overrides = parameter_overrides(answers)

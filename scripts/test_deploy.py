@@ -151,6 +151,8 @@ class Wizard(unittest.TestCase):
         self.assertEqual(deploy[deploy.index("--config-env") + 1], self.stack)
         self.assertEqual(self.overrides(deploy), {
             "Architecture": "'x86_64'",
+            # Recommended for a first, small stack: docs/cost.md.
+            "Observability": "'lean'",
             "WebhookAuth": "'query:token'",
             "IdempotencyKeyHeader": "'derive'",
             "Destination": "'hubspot'",
@@ -352,6 +354,21 @@ class Wizard(unittest.TestCase):
             self.assertEqual(len(result.stderr.strip().splitlines()), 1, f"{what}: {result.stderr}")
             self.assertNotIn("Traceback", result.stderr, what)
             self.assertEqual(self.sam_calls(), [], what)
+
+    def test_observability_is_lean_unless_full_is_asked(self):
+        flags = ["--sender", "tally", "--stack-name", self.stack, "--region", "eu-west-1",
+                 "--destination", "dynamodb", "--alarm-email="]
+        lean = self.wizard(*flags)
+        self.assertEqual(lean.returncode, 0, lean.stdout + lean.stderr)
+        self.assertIn("Observability: lean", lean.stdout)
+        self.assertEqual(self.overrides(self.sam_calls()[1])["Observability"], "'lean'")
+        other = self.stack + "-full"
+        flags[flags.index(self.stack)] = other
+        full = self.wizard(*flags, "--observability", "full")
+        self.assertEqual(full.returncode, 0, full.stdout + full.stderr)
+        self.assertNotIn("Observability: lean", full.stdout)
+        self.assertEqual(self.overrides(self.sam_calls()[3])["Observability"], "'full'")
+        self.assertIn("Observability='full'", self.saved(other)["deploy"]["parameters"]["parameter_overrides"])
 
     def test_an_http_crm_without_a_token_deploys_from_flags_alone(self):
         flags = ["--sender", "staticforms", "--stack-name", self.stack, "--region", "eu-west-1", "--auth", "url",

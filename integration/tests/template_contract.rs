@@ -1134,6 +1134,125 @@ const NAMESPACE: &str = "StaticFormsToCrm/test-stack";
 /// Two stacks in one account never share metrics, so never alarms or
 /// dashboards: the namespace carries the stack's name, and a dashboard
 /// body names no other namespace of ours.
+/// The alarms a stack has in each observability mode, and the metrics
+/// (from our namespace) each reads.
+fn alarms_in(template: &Value, observability: &str) -> Vec<(String, Vec<String>)> {
+    let evaluator = Evaluator::new(template, &[("Observability", observability)]);
+    let mut alarms = Vec::new();
+    for (id, resource) in template["Resources"].as_mapping().unwrap() {
+        if resource["Type"].as_str() != Some("AWS::CloudWatch::Alarm") {
+            continue;
+        }
+        if let Some(condition) = resource["Condition"].as_str() {
+            if !evaluator.condition(condition) {
+                continue;
+            }
+        }
+        let properties = evaluator.evaluate(&resource["Properties"]).unwrap();
+        let properties: serde_json::Value = serde_json::to_value(&properties).unwrap();
+        let metrics: Vec<serde_json::Value> = match properties["Metrics"].as_array() {
+            Some(stats) => stats
+                .iter()
+                .filter_map(|m| m.get("MetricStat").map(|s| s["Metric"].clone()))
+                .collect(),
+            None => vec![properties.clone()],
+        };
+        let ours = metrics
+            .iter()
+            .filter(|m| m["Namespace"] == NAMESPACE)
+            .map(|m| m["MetricName"].as_str().unwrap().to_owned())
+            .collect();
+        alarms.push((id.as_str().unwrap().to_owned(), ours));
+    }
+    alarms.sort();
+    alarms
+}
+
+/// `Observability=lean` keeps every alarm for a lead that could be lost or
+/// stuck and every metric those read (the catalog's `in_lean`), and drops
+/// the dashboard and the alarms that only explain; both functions are told
+/// the mode.
+#[test]
+fn lean_observability_keeps_every_alarm_for_a_lost_or_stuck_lead() {
+    let template = load();
+    let names = |alarms: &[(String, Vec<String>)]| -> Vec<String> {
+        alarms.iter().map(|(name, _)| name.clone()).collect()
+    };
+    let full = alarms_in(&template, "full");
+    let lean = alarms_in(&template, "lean");
+    assert_eq!(
+        names(&lean),
+        [
+            "DeadLetterQueueDepthAlarm",
+            "DestinationAuthAlarm",
+            "FailedReceiptsAlarm",
+            "IngestErrorsAlarm",
+            "MismatchedKeyAlarm",
+            "OldestPendingAlarm",
+            "ReceiptStoreErrorsAlarm",
+            "RefusedDeliveriesAlarm",
+            "WebhookSecretsUnavailableAlarm",
+            "WorkerErrorsAlarm",
+        ],
+        "a lead lost at the sender (refused, unstored, no secrets), stuck here (pending, FAILED, \
+         the dead-letter queue, errors) or refused by the CRM's auth"
+    );
+    let mut dropped: Vec<String> = names(&full)
+        .into_iter()
+        .filter(|name| !names(&lean).contains(name))
+        .collect();
+    dropped.sort();
+    assert_eq!(
+        dropped,
+        [
+            "FailedLeadsAlarm",
+            "KeyReusedAlarm",
+            "StreamIteratorAgeAlarm"
+        ]
+    );
+    for (alarm, metrics) in &lean {
+        for metric in metrics {
+            let spec = shared::metrics::catalog::ALL
+                .iter()
+                .find(|spec| spec.name == metric)
+                .unwrap();
+            assert!(
+                shared::metrics::Observability::Lean.emits(spec),
+                "{alarm} reads {metric}, which lean does not emit"
+            );
+        }
+    }
+    let lean_evaluator = Evaluator::new(&template, &[("Observability", "lean")]);
+    let full_evaluator = Evaluator::new(&template, &[]);
+    assert!(!lean_evaluator.condition("FullObservability"));
+    assert!(
+        full_evaluator.condition("FullObservability"),
+        "full by default"
+    );
+    assert_eq!(
+        resource_condition(&template, "Dashboard"),
+        Some("FullObservability")
+    );
+    assert_eq!(
+        template["Outputs"]["DashboardUrl"]["Condition"].as_str(),
+        Some("FullObservability")
+    );
+    for function in ["IngestFunction", "WorkerFunction"] {
+        for mode in ["full", "lean"] {
+            let env = Evaluator::new(&template, &[("Observability", mode)]).environment(function);
+            assert_eq!(
+                env.get(shared::metrics::OBSERVABILITY).map(String::as_str),
+                Some(mode),
+                "{function}"
+            );
+        }
+    }
+}
+
+fn resource_condition<'a>(template: &'a Value, name: &str) -> Option<&'a str> {
+    resource(template, name)["Condition"].as_str()
+}
+
 #[test]
 fn each_stack_has_its_own_metrics_namespace() {
     let template = load();
