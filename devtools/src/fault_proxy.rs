@@ -11,7 +11,7 @@ use axum::http::{HeaderMap, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::Router;
 
-use crate::server::{Listener, Server};
+use crate::server::{forward, Listener, Server};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[repr(u8)]
@@ -92,30 +92,5 @@ async fn handle(
         2 => return dynamodb_error(StatusCode::BAD_REQUEST, "ThrottlingException"),
         _ => {}
     }
-    let url = format!(
-        "{}{}",
-        state.upstream,
-        uri.path_and_query().map_or("/", |p| p.as_str())
-    );
-    let mut request = state.client.request(method, url).body(body);
-    for (name, value) in &headers {
-        if name != "host" && name != "content-length" {
-            request = request.header(name, value);
-        }
-    }
-    match request.send().await {
-        Ok(upstream) => {
-            let status = upstream.status();
-            let headers = upstream.headers().clone();
-            let body = upstream.bytes().await.unwrap_or_default();
-            let mut response = (status, body).into_response();
-            for (name, value) in &headers {
-                if name != "content-length" && name != "transfer-encoding" {
-                    response.headers_mut().insert(name, value.clone());
-                }
-            }
-            response
-        }
-        Err(_) => StatusCode::BAD_GATEWAY.into_response(),
-    }
+    forward(&state.client, &state.upstream, method, &uri, &headers, body).await
 }

@@ -2,7 +2,8 @@
 //! its state only: a lock that survives a panicked test, a server on a
 //! loopback port that stops when dropped, and a queue of faults, each
 //! answering a number of calls, that tests fill by method and a person
-//! fills over HTTP (`POST /faults`, `DELETE /faults`).
+//! fills over HTTP (`POST /faults`, `DELETE /faults`); and `forward`, for
+//! a proxy in front of a real local server.
 
 use std::collections::VecDeque;
 use std::net::SocketAddr;
@@ -20,6 +21,45 @@ pub fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// Forwards a request to `upstream` as it came (but for `Host` and
+/// `Content-Length`, which the client sets) and answers with what it
+/// answered; 502 when it cannot be reached.
+pub async fn forward(
+    client: &reqwest::Client,
+    upstream: &str,
+    method: axum::http::Method,
+    uri: &axum::http::Uri,
+    headers: &axum::http::HeaderMap,
+    body: axum::body::Bytes,
+) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    let url = format!(
+        "{upstream}{}",
+        uri.path_and_query().map_or("/", |p| p.as_str())
+    );
+    let mut request = client.request(method, url).body(body);
+    for (name, value) in headers {
+        if name != "host" && name != "content-length" {
+            request = request.header(name, value);
+        }
+    }
+    match request.send().await {
+        Ok(answer) => {
+            let status = answer.status();
+            let headers = answer.headers().clone();
+            let body = answer.bytes().await.unwrap_or_default();
+            let mut response = (status, body).into_response();
+            for (name, value) in &headers {
+                if name != "content-length" && name != "transfer-encoding" {
+                    response.headers_mut().insert(name, value.clone());
+                }
+            }
+            response
+        }
+        Err(_) => StatusCode::BAD_GATEWAY.into_response(),
+    }
 }
 
 /// A bound port, before its routes exist (a fake whose answers carry its

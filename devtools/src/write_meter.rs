@@ -23,8 +23,8 @@ use std::sync::{Arc, Mutex};
 
 use axum::body::Bytes;
 use axum::extract::State;
-use axum::http::{HeaderMap, Method, StatusCode, Uri};
-use axum::response::{IntoResponse, Response};
+use axum::http::{HeaderMap, Method, Uri};
+use axum::response::Response;
 use axum::Router;
 use serde_json::{json, Map, Value};
 
@@ -446,32 +446,7 @@ async fn forward(
     headers: &HeaderMap,
     body: Bytes,
 ) -> Response {
-    let url = format!(
-        "{}{}",
-        state.upstream,
-        uri.path_and_query().map_or("/", |p| p.as_str())
-    );
-    let mut request = state.client.request(method, url).body(body);
-    for (name, value) in headers {
-        if name != "host" && name != "content-length" {
-            request = request.header(name, value);
-        }
-    }
-    match request.send().await {
-        Ok(upstream) => {
-            let status = upstream.status();
-            let headers = upstream.headers().clone();
-            let body = upstream.bytes().await.unwrap_or_default();
-            let mut response = (status, body).into_response();
-            for (name, value) in &headers {
-                if name != "content-length" && name != "transfer-encoding" {
-                    response.headers_mut().insert(name, value.clone());
-                }
-            }
-            response
-        }
-        Err(_) => StatusCode::BAD_GATEWAY.into_response(),
-    }
+    crate::server::forward(&state.client, &state.upstream, method, uri, headers, body).await
 }
 
 #[cfg(test)]
