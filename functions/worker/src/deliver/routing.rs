@@ -2,19 +2,23 @@
 //! receipt names its form by `formRef`, and the lead takes that route's
 //! `fields` and `set` before any newest-wins gate or CRM call. A receipt
 //! that names a form while no routes could be read yet is not delivered by
-//! a guess: nothing is sent and it is delivered again later, as when its
-//! gate cannot be read.
+//! a guess: nothing is sent, and it is deferred (`routes-unreadable`, no
+//! attempt counted) for a later pass, so its claim is recorded and it
+//! never becomes a suspect for a fault that is not its own.
 
 use std::sync::Arc;
 use std::time::Instant;
 
-use tracing::Level;
+use shared::refresh::Unavailable;
 
 use super::Worker;
-use crate::decide::Delivery;
-use crate::destinations::port::Destination;
+use crate::decide::{settle, Delivery};
+use crate::destinations::port::{Destination, DestinationError};
 use crate::ledger::ReceiptLedger;
-use crate::outcome::{OutcomeLine, RecordOutcome, Via};
+use crate::outcome::{RecordOutcome, Via};
+
+/// Why a receipt waits while the routes cannot be read: its `lastError`.
+pub const ROUTES_UNREADABLE: &str = "routes-unreadable";
 
 /// Deliveries by their slot in the batch.
 pub(super) type Slotted<T> = Vec<(usize, T)>;
@@ -48,25 +52,48 @@ impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
                     routed.push((slot, delivery));
                 }
                 Err(unavailable) => {
-                    let reason = unavailable.to_string();
-                    let mut line = OutcomeLine::new(
-                        Some(&delivery.receipt.submission_id),
-                        self.destination.name(),
-                        via,
-                        0,
-                        started,
-                    );
-                    line.reason = Some(&reason);
-                    line.detail = Some("routes");
-                    line.log(
-                        Level::WARN,
-                        RecordOutcome::FailedRetryable.code(),
-                        "receipt delivery handled; the routes could not be read, so nothing was sent",
-                    );
-                    waiting.push((slot, RecordOutcome::FailedRetryable));
+                    waiting.push((
+                        slot,
+                        self.wait_for_routes(delivery, unavailable, via, started)
+                            .await,
+                    ));
                 }
             }
         }
         (routed, waiting)
+    }
+
+    /// Defers a delivery whose form's route cannot be known yet, as a
+    /// retryable answer with no attempt made: due again after the base
+    /// backoff, and FAILED `gave-up` only past the delivery age limit.
+    async fn wait_for_routes(
+        &self,
+        delivery: Delivery,
+        unavailable: &Unavailable,
+        via: Via,
+        started: Instant,
+    ) -> RecordOutcome {
+        tracing::warn!(
+            submission_id = %delivery.receipt.submission_id,
+            error = %unavailable,
+            "the routes could not be read; the receipt waits, nothing sent"
+        );
+        let settlement = settle(
+            &Err(DestinationError::retryable(ROUTES_UNREADABLE)),
+            delivery.started,
+            self.now(),
+            delivery.receipt.attempts,
+            &self.rules,
+            fastrand::f64(),
+        );
+        self.record(
+            &delivery.receipt.key(),
+            Some(&delivery.receipt.submission_id),
+            settlement,
+            0,
+            via,
+            started,
+        )
+        .await
     }
 }
