@@ -81,7 +81,7 @@ struct Destination {
     write_units: f64,
 }
 
-const DESTINATIONS: [Destination; 3] = [
+const DESTINATIONS: [Destination; 4] = [
     Destination {
         name: "`http` (no token)",
         parameters: &[
@@ -90,6 +90,12 @@ const DESTINATIONS: [Destination; 3] = [
         ],
         credential_secrets: 0,
         write_units: 5.0,
+    },
+    Destination {
+        name: "`dynamodb`",
+        parameters: &[("Destination", "dynamodb")],
+        credential_secrets: 0,
+        write_units: 9.0,
     },
     Destination {
         name: "`salesforce`",

@@ -698,3 +698,84 @@ async fn the_newest_wins_gate_lets_only_newer_submissions_through_and_holds_no_e
     );
     assert!(gates().await.is_empty(), "the gate stays deleted");
 }
+
+/// The `dynamodb` destination's write units per delivered lead, counted by
+/// the write meter around ingest's store, the worker's ledger and its
+/// leads table (the adapters the binaries run): the receipt's put, claim
+/// and completion, and the lead's row written in one transaction with a
+/// check that the receipt is still RECEIVED. docs/cost.md states them.
+#[tokio::test]
+async fn a_lead_in_the_leads_table_costs_its_rows_transaction_more() {
+    let meter = devtools::write_meter::WriteMeter::start(&endpoint(DYNAMODB_ENDPOINT))
+        .await
+        .unwrap();
+    let ReceiptsWithIngest {
+        client,
+        table: receipts,
+        ingest,
+    } = receipts_with_ingest(&meter.url()).await;
+    let leads = create_table(&client, "LeadsTable").await;
+    let delivered = ingest
+        .handle(delivery_with_key(
+            body("sub_metered", "ada@example.com"),
+            "staticforms:form.submitted:sub_metered",
+        ))
+        .await;
+    assert_eq!(delivered.status(), 202);
+    let worker_client = worker_client(&meter.url()).await;
+    let worker = Worker::new(
+        LeadsTable::new(
+            worker_client.clone(),
+            &leads,
+            LeadKey::Submission,
+            &receipts,
+        ),
+        DynamoLedger::new(worker_client, &receipts),
+        8,
+    );
+    let stored: Receipt =
+        serde_dynamo::from_item(scan(&client, &receipts).await.remove(0)).unwrap();
+    let event = stream_event::event(vec![stream_event::record("INSERT", &stored, "1")]);
+    let answer = invoke_worker(&worker, event).await.unwrap();
+    assert_eq!(answer["batchItemFailures"], serde_json::json!([]));
+
+    let metered = meter.metered();
+    let steps: Vec<(&str, &str, u32, u32)> = metered
+        .iter()
+        .map(|m| {
+            let on = if m.table == receipts {
+                "receipt"
+            } else {
+                "lead"
+            };
+            (on, m.operation.as_str(), m.table_units, m.index_units)
+        })
+        .collect();
+    assert_eq!(
+        steps,
+        [
+            ("receipt", "PutItem", 1, 1),
+            ("receipt", "UpdateItem", 1, 0),
+            ("receipt", "TransactWriteItems:ConditionCheck", 2, 0),
+            ("lead", "TransactWriteItems:Put", 2, 0),
+            ("receipt", "UpdateItem", 1, 1),
+        ],
+        "the put, the claim, the row's check and the row, the completion"
+    );
+    let total: u32 = metered.iter().map(|m| m.units()).sum();
+    let page =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/cost.md")).unwrap();
+    for row in [
+        format!(
+            "| `dynamodb`: the lead's row | `TransactWriteItems` | {} | {} |",
+            metered[3].table_units, metered[3].index_units
+        ),
+        format!(
+            "| `dynamodb`: the row's check that the receipt is still `RECEIVED` | `TransactWriteItems` | {} | {} |",
+            metered[2].table_units, metered[2].index_units
+        ),
+        format!("a lead in the `dynamodb` destination's table costs **{total} write units**"),
+    ] {
+        assert!(page.contains(&row), "docs/cost.md must say: {row}");
+    }
+}
