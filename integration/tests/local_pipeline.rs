@@ -873,6 +873,14 @@ async fn metered_steps(
     (receipts_of(&metered), others)
 }
 
+/// Each write as (request, table units, index units).
+fn steps_of(writes: &[devtools::write_meter::Metered]) -> Vec<(&str, u32, u32)> {
+    writes
+        .iter()
+        .map(|m| (m.operation.as_str(), m.table_units, m.index_units))
+        .collect()
+}
+
 /// docs/cost.md's row for one counted step: what, the request, table and
 /// index write units. The page states exactly what the meter counts.
 fn cost_row(step: &str, write: &devtools::write_meter::Metered) -> String {
@@ -901,12 +909,8 @@ fn assert_cost_page_says(rows: &[String]) {
 async fn a_delivered_lead_costs_five_write_units() {
     let (receipts, others) = metered_steps("http", "/leads", 3, 3).await;
     for writes in &receipts {
-        let steps: Vec<(&str, u32, u32)> = writes
-            .iter()
-            .map(|m| (m.operation.as_str(), m.table_units, m.index_units))
-            .collect();
         assert_eq!(
-            steps,
+            steps_of(writes),
             [
                 ("PutItem", 1, 1),
                 ("UpdateItem", 1, 0),
@@ -937,12 +941,8 @@ async fn a_hubspot_contact_by_email_costs_the_gates_transaction_more() {
     let (receipts, gates) = metered_steps("hubspot", "/contacts", 3, 4).await;
     assert_eq!(gates.len(), 3, "one gate per person: {gates:?}");
     for (writes, gate) in receipts.iter().zip(&gates) {
-        let steps: Vec<(&str, u32, u32)> = writes
-            .iter()
-            .map(|m| (m.operation.as_str(), m.table_units, m.index_units))
-            .collect();
         assert_eq!(
-            steps,
+            steps_of(writes),
             [
                 ("PutItem", 1, 1),
                 ("UpdateItem", 1, 0),
