@@ -110,17 +110,25 @@ impl Outcome {
     }
 }
 
+/// What the store says of the receipt already under a delivery's key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Existing<'a> {
+    pub fingerprint: Option<&'a str>,
+    /// Stored by `receipts import` (`receipt::IMPORTED`).
+    pub imported: bool,
+}
+
 /// What an existing receipt means for this delivery. Every receipt this
 /// code writes has a fingerprint; one without (written by hand, or by
 /// another tool) cannot show that the content is the same, so it is not
 /// acknowledged as a duplicate: answering 2xx for content that may not be
 /// stored would fail open. The receipt stays untouched.
 /// Expiry does not matter: TTL is storage cleanup, not a correctness boundary.
-pub fn existing_receipt_outcome(
-    stored_fingerprint: Option<&str>,
-    incoming_fingerprint: &str,
-) -> Outcome {
-    match stored_fingerprint {
+/// An imported receipt holds what the sender's API listed, not its
+/// webhook's bytes, so its webhook is a duplicate whatever it carries.
+pub fn existing_receipt_outcome(existing: Existing<'_>, incoming_fingerprint: &str) -> Outcome {
+    match existing.fingerprint {
+        _ if existing.imported => Outcome::Duplicate,
         Some(stored) if stored == incoming_fingerprint => Outcome::Duplicate,
         Some(_) => Outcome::KeyReusedForDifferentPayload,
         None => Outcome::ReceiptWithoutFingerprint,
@@ -183,21 +191,44 @@ mod tests {
         let incoming = PayloadFingerprint::of(&json!({"submissionId": "s1"}));
         let other = PayloadFingerprint::of(&json!({"submissionId": "s2"}));
         let rows = [
-            ("same content", Some(incoming.as_str()), Outcome::Duplicate),
+            (
+                "same content",
+                Some(incoming.as_str()),
+                false,
+                Outcome::Duplicate,
+            ),
             (
                 "different content",
                 Some(other.as_str()),
+                false,
                 Outcome::KeyReusedForDifferentPayload,
             ),
             (
                 "receipt without fingerprint: fails closed",
                 None,
+                false,
                 Outcome::ReceiptWithoutFingerprint,
             ),
+            (
+                "imported, the same content",
+                Some(incoming.as_str()),
+                true,
+                Outcome::Duplicate,
+            ),
+            (
+                "imported, other bytes: the listed submission is this one",
+                Some(other.as_str()),
+                true,
+                Outcome::Duplicate,
+            ),
         ];
-        for (name, stored, expected) in rows {
+        for (name, fingerprint, imported, expected) in rows {
+            let existing = Existing {
+                fingerprint,
+                imported,
+            };
             assert_eq!(
-                existing_receipt_outcome(stored, incoming.as_str()),
+                existing_receipt_outcome(existing, incoming.as_str()),
                 expected,
                 "{name}"
             );

@@ -67,7 +67,15 @@ pub mod attr {
     /// Until when a delivery holds it (`ReceiptLedger::claim`): not in the
     /// queue index, so taking and releasing a claim writes no index entry.
     pub const CLAIMED_UNTIL: &str = "claimedUntil";
+    /// Where it came from when not from a webhook: [`super::IMPORTED`].
+    pub const SOURCE: &str = "source";
 }
+
+/// The `source` of a receipt `receipts import` stored from the sender's
+/// own list of submissions. Its webhook, arriving late, is a duplicate
+/// whatever its bytes: the import stored what the sender listed, which
+/// may differ from what its webhook carries.
+pub const IMPORTED: &str = "import";
 
 /// The attributes of a receipt that hold personal data. Removed when the
 /// lead is delivered (unless `KEEP_PAYLOAD_AFTER_DELIVERY`) and when a
@@ -106,6 +114,7 @@ pub const OPERATOR_ATTRIBUTES: &[&str] = &[
     attr::RELEASED_AT,
     attr::FORM_REF,
     attr::CLAIMED_UNTIL,
+    attr::SOURCE,
 ];
 
 /// The sparse global secondary index of the receipts that wait: for an
@@ -283,6 +292,9 @@ pub struct Receipt {
     /// `attr::CLAIMED_UNTIL`: set by a claim, removed by every outcome.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub claimed_until: Option<String>,
+    /// `attr::SOURCE`: [`IMPORTED`], or absent for a webhook's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
 }
 
 fn is_zero(count: &u32) -> bool {
@@ -326,7 +338,21 @@ impl Receipt {
             released_at: None,
             form_ref: submission.form_id().map(crate::routes::form_ref),
             claimed_until: None,
+            source: None,
         }
+    }
+
+    /// A new receipt for a submission the sender lists but never delivered
+    /// here (`receipts import`): as its webhook's, marked [`IMPORTED`].
+    pub fn imported(submission: &FormSubmission, received_at: SystemTime) -> Self {
+        Receipt {
+            source: Some(IMPORTED.to_owned()),
+            ..Receipt::new(submission, received_at)
+        }
+    }
+
+    pub fn is_imported(&self) -> bool {
+        self.source.as_deref() == Some(IMPORTED)
     }
 
     /// A new receipt held back by `rule`: QUARANTINED, in no queue (the
@@ -566,6 +592,7 @@ mod tests {
         receipt.released_at = Some("t".into());
         receipt.form_ref = Some("0123456789abcdef".into());
         receipt.claimed_until = Some("t".into());
+        receipt.source = Some(IMPORTED.into());
         receipt
     }
 

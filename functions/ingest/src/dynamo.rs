@@ -91,9 +91,7 @@ impl ReceiptStore for DynamoReceiptStore {
             Err(SdkError::ServiceError(failure)) => match failure.err() {
                 PutItemError::ConditionalCheckFailedException(existing) => {
                     match existing.item() {
-                        Some(item) => Ok(PutOutcome::AlreadyExists {
-                            payload_fingerprint: fingerprint_of(item),
-                        }),
+                        Some(item) => Ok(already_exists(item)),
                         // A server that ignores ReturnValuesOnConditionCheckFailure
                         // (dynalite, older DynamoDB Local): read it, rather than
                         // take a receipt we did not see for one without a
@@ -119,15 +117,15 @@ impl DynamoReceiptStore {
             .get_item()
             .table_name(&self.table)
             .key(attr::PK, AttributeValue::S(pk.to_owned()))
-            .projection_expression(attr::PAYLOAD_FINGERPRINT)
+            .projection_expression(format!("{}, #source", attr::PAYLOAD_FINGERPRINT))
+            // `source` is one of DynamoDB's reserved words.
+            .expression_attribute_names("#source", attr::SOURCE)
             .consistent_read(true)
             .send()
             .await;
         match read {
             Ok(output) => match output.item() {
-                Some(item) => Ok(PutOutcome::AlreadyExists {
-                    payload_fingerprint: fingerprint_of(item),
-                }),
+                Some(item) => Ok(already_exists(item)),
                 // Gone between the put and the read (TTL): a retry stores it.
                 None => Err(StoreError::Unavailable("ReceiptGoneDuringRead".to_owned())),
             },
@@ -172,10 +170,16 @@ fn value_size(value: &AttributeValue) -> usize {
     }
 }
 
-fn fingerprint_of(item: &HashMap<String, AttributeValue>) -> Option<String> {
-    match item.get(attr::PAYLOAD_FINGERPRINT) {
+/// What the stored `item` says of itself: its fingerprint, and whether it
+/// was imported.
+fn already_exists(item: &HashMap<String, AttributeValue>) -> PutOutcome {
+    let text = |name| match item.get(name) {
         Some(AttributeValue::S(text)) => Some(text.clone()),
         _ => None,
+    };
+    PutOutcome::AlreadyExists {
+        payload_fingerprint: text(attr::PAYLOAD_FINGERPRINT),
+        imported: text(attr::SOURCE).as_deref() == Some(shared::receipt::IMPORTED),
     }
 }
 

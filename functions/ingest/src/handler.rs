@@ -13,7 +13,7 @@ use serde_json::json;
 use shared::clock::Clock;
 use shared::envelope::is_json_media_type;
 use shared::idempotency::{KeyHeader, HEADER_NAME as IDEMPOTENCY_KEY_HEADER};
-use shared::outcome::existing_receipt_outcome;
+use shared::outcome::{existing_receipt_outcome, Existing};
 use shared::spam::SpamRule;
 use shared::{
     EnvelopeError, FormSubmission, IdempotencyKey, KeyError, Outcome, Receipt, SubmissionId,
@@ -213,8 +213,12 @@ impl<S: ReceiptStore> Ingest<S> {
             },
             PutOutcome::AlreadyExists {
                 payload_fingerprint,
+                imported,
             } => match existing_receipt_outcome(
-                payload_fingerprint.as_deref(),
+                Existing {
+                    fingerprint: payload_fingerprint.as_deref(),
+                    imported,
+                },
                 &receipt.payload_fingerprint,
             ) {
                 Outcome::Duplicate => Ok(Outcome::Duplicate),

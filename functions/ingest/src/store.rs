@@ -13,7 +13,11 @@ pub enum PutOutcome {
     /// The receipt is now durable.
     Stored,
     /// A receipt with this key already exists; it was not changed.
-    AlreadyExists { payload_fingerprint: Option<String> },
+    AlreadyExists {
+        payload_fingerprint: Option<String>,
+        /// Stored by `receipts import` (`shared::receipt::IMPORTED`).
+        imported: bool,
+    },
 }
 
 /// Why the store could not decide. The texts are error codes, never data.
@@ -45,6 +49,13 @@ pub struct MemoryReceiptStore {
 }
 
 impl MemoryReceiptStore {
+    /// A store that holds `receipt` already (an import, a test's setup).
+    pub fn holding(receipt: Receipt) -> Self {
+        let store = MemoryReceiptStore::default();
+        store.lock().insert(receipt.pk.clone(), receipt);
+        store
+    }
+
     pub fn receipts(&self) -> Vec<Receipt> {
         self.lock().values().cloned().collect()
     }
@@ -63,6 +74,7 @@ impl ReceiptStore for MemoryReceiptStore {
         if let Some(existing) = receipts.get(&receipt.pk) {
             return Ok(PutOutcome::AlreadyExists {
                 payload_fingerprint: Some(existing.payload_fingerprint.clone()),
+                imported: existing.is_imported(),
             });
         }
         receipts.insert(receipt.pk.clone(), receipt.clone());

@@ -94,7 +94,8 @@ async fn a_failed_condition_is_an_existing_receipt_with_its_fingerprint() {
     assert_eq!(
         store.put_if_absent(&receipt()).await,
         Ok(PutOutcome::AlreadyExists {
-            payload_fingerprint: Some("abc123".to_owned())
+            payload_fingerprint: Some("abc123".to_owned()),
+            imported: false,
         })
     );
 }
@@ -120,7 +121,7 @@ async fn a_failed_condition_without_the_old_item_reads_the_receipt() {
                 && input.key().and_then(|k| k.get("pk"))
                     == Some(&s("staticforms:form.submitted:sub_9"))
                 && input.consistent_read() == Some(true)
-                && input.projection_expression() == Some("payloadFingerprint")
+                && input.projection_expression() == Some("payloadFingerprint, #source")
         })
         .then_output(|| {
             GetItemOutput::builder()
@@ -132,7 +133,8 @@ async fn a_failed_condition_without_the_old_item_reads_the_receipt() {
     assert_eq!(
         store.put_if_absent(&receipt()).await,
         Ok(PutOutcome::AlreadyExists {
-            payload_fingerprint: Some("abc123".to_owned())
+            payload_fingerprint: Some("abc123".to_owned()),
+            imported: false,
         })
     );
     assert_eq!(read.num_calls(), 1);

@@ -351,6 +351,7 @@ async fn a_receipt_too_large_to_store_is_413_naming_the_limit() {
 async fn an_existing_receipt_without_fingerprint_is_not_acknowledged() {
     let store = ScriptedStore::new(Ok(PutOutcome::AlreadyExists {
         payload_fingerprint: None,
+        imported: false,
     }));
     let ingest = ingest_with(store, &bearer_config()).await;
     let response = ingest.handle(delivery("sub_1")).await;
@@ -696,4 +697,33 @@ async fn the_worker_fixture_holds_the_receipt_ingest_stores() {
         serde_json::from_value(stream["Records"][0]["dynamodb"]["NewImage"].clone()).unwrap();
     let in_fixture: shared::Receipt = serde_dynamo::from_item(image).unwrap();
     assert_eq!(in_fixture, stored);
+}
+
+/// `receipts import` stored what the sender's API listed, which is not
+/// its webhook's bytes: the webhook, arriving late, is a duplicate (200),
+/// never a reused key (422), and the imported receipt stays as it was.
+#[tokio::test]
+async fn a_webhook_for_an_imported_submission_is_a_duplicate_whatever_its_bytes() {
+    let listed =
+        shared::FormSubmission::parse(body_json("sub_imported", "listed@example.com").as_bytes())
+            .unwrap();
+    let imported = shared::Receipt::imported(&listed, SystemTime::now());
+    let ingest = ingest_with(
+        MemoryReceiptStore::holding(imported.clone()),
+        &bearer_config(),
+    )
+    .await;
+
+    let late = ingest.handle(delivery("sub_imported")).await;
+
+    assert_eq!(late.status(), 200);
+    assert_eq!(
+        json_body(&late),
+        serde_json::json!({"accepted": true, "duplicate": true})
+    );
+    assert_eq!(ingest.store().receipts(), vec![imported]);
+    // A receipt a webhook stored keeps the rule: other bytes are a reused key.
+    let webhook = shared::Receipt::new(&listed, SystemTime::now());
+    let ingest = ingest_with(MemoryReceiptStore::holding(webhook), &bearer_config()).await;
+    assert_eq!(ingest.handle(delivery("sub_imported")).await.status(), 422);
 }

@@ -11,6 +11,7 @@
 //! and in `profile`; the catalog test (integration/tests/catalog.rs) then
 //! names every file outside the code that must list it.
 
+pub mod listing;
 pub mod signature;
 pub mod staticforms;
 pub mod tally;
@@ -61,6 +62,9 @@ pub struct Profile {
     pub submitted_at: fn(&Value) -> Option<String>,
     /// A delivery as it would send one (`receipts smoke`, the samples).
     pub sample: fn(&Sample) -> Value,
+    /// Its API's list of a form's submissions, when it has one
+    /// (`receipts audit` and `import`).
+    pub api: Option<&'static listing::SenderApi>,
 }
 
 /// What a sample delivery says: a submission with a name, an e-mail and a
@@ -136,6 +140,11 @@ impl Sender {
 
     pub fn accepted_status(self) -> u16 {
         self.profile().accepted_status
+    }
+
+    /// Its submissions API, when it has one.
+    pub fn api(self) -> Option<&'static listing::SenderApi> {
+        self.profile().api
     }
 
     pub fn signature(self) -> Option<&'static Signature> {

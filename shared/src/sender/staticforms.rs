@@ -27,6 +27,7 @@ pub const PROFILE: Profile = Profile {
     answers,
     submitted_at,
     sample,
+    api: None,
 };
 
 /// Fields of `data` that carry the sender's credentials. Static Forms puts the

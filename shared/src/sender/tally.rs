@@ -8,6 +8,7 @@ use serde_json::Value;
 
 use serde_json::json;
 
+use super::listing::{self, ApiRequest, Listed, ListingError, Page, PageAsk, SenderApi};
 use super::signature::{Encoding, Signature};
 use super::{
     canonical_field, parse_shaped, timestamp_at, Answers, FormSubmission, Profile, Sample, Sender,
@@ -28,6 +29,7 @@ pub const PROFILE: Profile = Profile {
     answers,
     submitted_at,
     sample,
+    api: Some(&API),
 };
 
 /// `Tally-Signature: base64(HMAC-SHA256(secret, body))`, keyed by the
@@ -118,6 +120,127 @@ fn sample(sample: &Sample) -> Value {
             {"key": "name", "label": "Name", "type": "INPUT_TEXT", "value": sample.name},
             {"key": "email", "label": "Email", "type": "INPUT_EMAIL", "value": sample.email},
             {"key": "message", "label": "Message", "type": "TEXTAREA", "value": sample.message}]}
+    })
+}
+
+/// Tally's API: `GET /forms/{formId}/submissions` with `filter=completed`,
+/// `startDate`, `endDate` and `page` (1, 2, ... while `hasMore`), each
+/// answer by its question's id beside the form's `questions`
+/// (https://developers.tally.so/api-reference/endpoint/forms/submissions/list,
+/// https://developers.tally.so/documentation/fetching-form-submissions). A
+/// listed submission's `id` is the `data.submissionId` (and `responseId`)
+/// of its webhook. 100 requests a minute; a bearer API key made under
+/// Settings, API keys, acting as the user who made it.
+pub const API: SenderApi = SenderApi {
+    base_url: "https://api.tally.so",
+    pace: std::time::Duration::from_millis(600),
+    token_help: "a Tally API key (Settings, API keys); it reads what its user can",
+    definition: None,
+    page: page_request,
+    read_page,
+};
+
+fn page_request(ask: &PageAsk) -> ApiRequest {
+    ApiRequest {
+        path: format!("/forms/{}/submissions", ask.form),
+        query: vec![
+            ("filter", "completed".to_owned()),
+            ("startDate", listing::api_time(ask.since)),
+            ("endDate", listing::api_time(ask.until)),
+            ("page", ask.cursor.unwrap_or("1").to_owned()),
+        ],
+    }
+}
+
+/// Choice types whose webhook value is its options' text.
+const CHOICES: [&str; 5] = [
+    "MULTIPLE_CHOICE",
+    "DROPDOWN",
+    "MULTI_SELECT",
+    "RANKING",
+    "CHECKBOXES",
+];
+
+fn read_page(body: &[u8], ask: &PageAsk, _: Option<&Value>) -> Result<Page, ListingError> {
+    let page = listing::json_of(body)?;
+    let listed = page
+        .get("submissions")
+        .and_then(Value::as_array)
+        .ok_or(ListingError::Missing("submissions"))?;
+    let questions = page
+        .get("questions")
+        .and_then(Value::as_array)
+        .map_or(&[][..], Vec::as_slice);
+    let mut submissions = Vec::new();
+    let mut partial = 0;
+    for item in listed {
+        if item.get("isCompleted") == Some(&Value::Bool(false)) {
+            partial += 1;
+            continue;
+        }
+        let Some(id) = item.get("id").and_then(Value::as_str) else {
+            return Err(ListingError::Missing("submissions[].id"));
+        };
+        submissions.push(Listed {
+            submission_id: id.to_owned(),
+            submitted_at: listing::time_at(item, "submittedAt"),
+            webhook_body: webhook_of(item, id, ask.form, questions),
+        });
+    }
+    let number: u64 = ask.cursor.and_then(|c| c.parse().ok()).unwrap_or(1);
+    let next = (page.get("hasMore") == Some(&Value::Bool(true))).then(|| (number + 1).to_string());
+    Ok(Page {
+        submissions,
+        partial,
+        next,
+    })
+}
+
+/// A listed submission as its `FORM_RESPONSE` webhook carries it: each
+/// response a field keyed `question_<questionId>` (the webhook's key)
+/// under its question's title and type; hidden fields (an object of name
+/// and value) one field each, under their names.
+fn webhook_of(item: &Value, id: &str, form: &str, questions: &[Value]) -> Value {
+    let at = item.get("submittedAt").cloned().unwrap_or(Value::Null);
+    let mut fields = Vec::new();
+    let responses = item.get("responses").and_then(Value::as_array);
+    for response in responses.into_iter().flatten() {
+        let question_id = response
+            .get("questionId")
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        let question = questions
+            .iter()
+            .find(|q| q.get("id").and_then(Value::as_str) == Some(question_id));
+        let text = |name: &str| {
+            question
+                .and_then(|q| q.get(name))
+                .and_then(Value::as_str)
+                .unwrap_or("")
+        };
+        let kind = text("type");
+        let key = format!("question_{question_id}");
+        let answer = response.get("answer").cloned().unwrap_or(Value::Null);
+        match answer {
+            Value::Object(hidden) if kind == "HIDDEN_FIELDS" => {
+                for (name, value) in hidden {
+                    fields.push(json!({"key": format!("{key}_{name}"), "label": name, "type": kind, "value": value}));
+                }
+            }
+            Value::Array(options)
+                if CHOICES.contains(&kind) && options.iter().all(Value::is_string) =>
+            {
+                let texts: Vec<&str> = options.iter().filter_map(Value::as_str).collect();
+                fields.push(json!({"key": key, "label": text("title"), "type": kind, "value": texts.join(", ")}));
+            }
+            value => fields
+                .push(json!({"key": key, "label": text("title"), "type": kind, "value": value})),
+        }
+    }
+    json!({
+        "eventId": format!("import-{id}"), "eventType": PROFILE.event, "createdAt": at,
+        "data": {"responseId": id, "submissionId": id, "respondentId": item.get("respondentId"),
+                 "formId": form, "createdAt": at, "fields": fields}
     })
 }
 
@@ -283,5 +406,120 @@ mod tests {
             signed,
             vec![("tally-signature", TALLY_SIGNATURE.to_owned())]
         );
+    }
+
+    /// A page as Tally's API documents it (the example on "Fetching form
+    /// submissions"), with an e-mail question, a choice, hidden fields and
+    /// a partial submission added.
+    fn api_page(has_more: bool) -> Value {
+        json!({
+            "page": 1, "limit": 50, "hasMore": has_more,
+            "totalNumberOfSubmissionsPerFilter": {"all": 3, "completed": 2, "partial": 1},
+            "questions": [
+                {"id": "EKOE2N", "type": "INPUT_TEXT", "title": "First name", "fields": [
+                    {"uuid": "21dd98ef-4c54-4e77-bcc6-7ec79409b3ea", "type": "INPUT_FIELD", "questionType": "INPUT_TEXT", "title": "First name"}]},
+                {"id": "w4Q4Xn", "type": "INPUT_EMAIL", "title": "Work address", "fields": []},
+                {"id": "3qL4Gm", "type": "MULTIPLE_CHOICE", "title": "Plan", "fields": []},
+                {"id": "mVGEg3", "type": "HIDDEN_FIELDS", "title": "Hidden fields", "fields": []}
+            ],
+            "submissions": [
+                {"id": "GG6z5L", "formId": "mexJoq", "respondentId": "jzQdR9", "isCompleted": true,
+                 "submittedAt": "2024-12-30T09:02:01.000Z", "responses": [
+                    {"id": "4r5rAWb", "questionId": "EKOE2N", "answer": "Filip"},
+                    {"id": "5s6sBXc", "questionId": "w4Q4Xn", "answer": "filip@example.com"},
+                    {"id": "6t7tCYd", "questionId": "3qL4Gm", "answer": ["Business"]},
+                    {"id": "7u8uDZe", "questionId": "mVGEg3", "answer": {"utm_campaign": "newsletter"}}]},
+                {"id": "2WXeKV", "formId": "mexJoq", "respondentId": "kzQdR0", "isCompleted": false,
+                 "submittedAt": "2024-12-30T08:57:52.000Z", "responses": []}
+            ]
+        })
+    }
+
+    fn ask(cursor: Option<&str>) -> PageAsk<'_> {
+        let at = |s| std::time::UNIX_EPOCH + std::time::Duration::from_secs(s);
+        PageAsk {
+            form: "mexJoq",
+            since: at(1_735_000_000),
+            until: at(1_735_600_000),
+            cursor,
+        }
+    }
+
+    #[test]
+    fn the_api_is_asked_for_completed_submissions_in_the_window_page_by_page() {
+        let first = page_request(&ask(None));
+        assert_eq!(first.path, "/forms/mexJoq/submissions");
+        assert_eq!(
+            first.query,
+            vec![
+                ("filter", "completed".to_owned()),
+                ("startDate", "2024-12-24T00:26:40Z".to_owned()),
+                ("endDate", "2024-12-30T23:06:40Z".to_owned()),
+                ("page", "1".to_owned()),
+            ]
+        );
+        assert_eq!(
+            page_request(&ask(Some("3"))).query[3],
+            ("page", "3".to_owned())
+        );
+        let body = api_page(true).to_string();
+        assert_eq!(
+            read_page(body.as_bytes(), &ask(Some("3")), None)
+                .unwrap()
+                .next
+                .as_deref(),
+            Some("4")
+        );
+        let last = api_page(false).to_string();
+        assert_eq!(
+            read_page(last.as_bytes(), &ask(None), None).unwrap().next,
+            None
+        );
+        assert_eq!(
+            read_page(b"{}", &ask(None), None),
+            Err(ListingError::Missing("submissions"))
+        );
+        assert_eq!(
+            read_page(b"<html>", &ask(None), None),
+            Err(ListingError::NotJson)
+        );
+    }
+
+    /// The listed submission is the webhook Tally would have sent: the
+    /// same key, and the same lead as that webhook's.
+    #[test]
+    fn a_listed_submission_is_its_webhook() {
+        let body = api_page(false).to_string();
+        let page = read_page(body.as_bytes(), &ask(None), None).unwrap();
+        assert_eq!(page.partial, 1);
+        assert_eq!(page.submissions.len(), 1);
+        let listed = &page.submissions[0];
+        let submission = listed.submission(Sender::Tally).unwrap();
+        assert_eq!(
+            crate::IdempotencyKey::for_submission(Sender::Tally, &submission.submission_id)
+                .as_str(),
+            "tally:FORM_RESPONSE:GG6z5L"
+        );
+        assert_eq!(submission.form_id(), Some("mexJoq"));
+        assert_eq!(
+            listed
+                .submitted_at
+                .map(crate::receipt::format_timestamp)
+                .as_deref(),
+            Some("2024-12-30T09:02:01.000Z")
+        );
+        let webhook = json!({
+            "eventId": "e1", "eventType": "FORM_RESPONSE", "createdAt": "2024-12-30T09:02:02.000Z",
+            "data": {"responseId": "GG6z5L", "submissionId": "GG6z5L", "respondentId": "jzQdR9",
+                     "formId": "mexJoq", "formName": "Contact", "createdAt": "2024-12-30T09:02:01.000Z", "fields": [
+                {"key": "question_EKOE2N", "label": "First name", "type": "INPUT_TEXT", "value": "Filip"},
+                {"key": "question_w4Q4Xn", "label": "Work address", "type": "INPUT_EMAIL", "value": "filip@example.com"},
+                {"key": "question_3qL4Gm", "label": "Plan", "type": "MULTIPLE_CHOICE", "value": ["b"],
+                 "options": [{"id": "a", "text": "Starter"}, {"id": "b", "text": "Business"}]},
+                {"key": "question_mVGEg3_utm_campaign", "label": "utm_campaign", "type": "HIDDEN_FIELDS", "value": "newsletter"}]}
+        });
+        assert_eq!(answers(&submission.payload), answers(&webhook));
+        assert_eq!(answers(&webhook).fields["email"], "filip@example.com");
+        assert_eq!(submitted_at(&submission.payload), submitted_at(&webhook));
     }
 }

@@ -11,6 +11,7 @@ use serde_json::Value;
 
 use serde_json::json;
 
+use super::listing::{self, ApiRequest, Listed, ListingError, Page, PageAsk, SenderApi};
 use super::signature::{Encoding, Signature};
 use super::{
     canonical_field, parse_shaped, timestamp_at, Answers, FormSubmission, Profile, Sample, Sender,
@@ -32,6 +33,7 @@ pub const PROFILE: Profile = Profile {
     answers,
     submitted_at,
     sample,
+    api: Some(&API),
 };
 
 /// `Typeform-Signature: sha256=base64(HMAC-SHA256(secret, body))`
@@ -154,6 +156,139 @@ fn sample(sample: &Sample) -> Value {
                 {"type": "email", "email": sample.email, "field": {"id": "email", "type": "email", "ref": "email"}},
                 {"type": "text", "text": sample.message, "field": {"id": "message", "type": "long_text", "ref": "message"}}]}
     })
+}
+
+/// Typeform's Responses API: `GET /forms/{form_id}/responses` with
+/// `response_type=completed`, `since`, `until`, `page_size` and, for each
+/// next page, `before` the last token listed (newest first; `page_count`
+/// counts the pages left), and `GET /forms/{form_id}` for the questions'
+/// titles a webhook's `definition` carries
+/// (https://www.typeform.com/developers/responses/reference/retrieve-responses/,
+/// https://www.typeform.com/developers/create/reference/retrieve-form/). A
+/// response's `token` is its webhook's `form_response.token`. Two requests
+/// a second; a personal access token with the `responses:read` and
+/// `forms:read` scopes. The EU data centre's API is
+/// `https://api.eu.typeform.com` (`SENDER_API_BASE_URL`).
+pub const API: SenderApi = SenderApi {
+    base_url: "https://api.typeform.com",
+    pace: std::time::Duration::from_millis(500),
+    token_help: "a Typeform personal access token (Account, Personal tokens) with responses:read and forms:read",
+    definition: Some(definition_request),
+    page: page_request,
+    read_page,
+};
+
+/// The most responses a page may hold.
+const PAGE_SIZE: &str = "1000";
+
+fn definition_request(form: &str) -> ApiRequest {
+    ApiRequest {
+        path: format!("/forms/{form}"),
+        query: Vec::new(),
+    }
+}
+
+fn page_request(ask: &PageAsk) -> ApiRequest {
+    let mut query = vec![
+        ("response_type", "completed".to_owned()),
+        ("since", listing::api_time(ask.since)),
+        ("until", listing::api_time(ask.until)),
+        ("page_size", PAGE_SIZE.to_owned()),
+    ];
+    if let Some(token) = ask.cursor {
+        query.push(("before", token.to_owned()));
+    }
+    ApiRequest {
+        path: format!("/forms/{}/responses", ask.form),
+        query,
+    }
+}
+
+fn read_page(body: &[u8], ask: &PageAsk, form: Option<&Value>) -> Result<Page, ListingError> {
+    let page = listing::json_of(body)?;
+    let items = page
+        .get("items")
+        .and_then(Value::as_array)
+        .ok_or(ListingError::Missing("items"))?;
+    let definition = definition_of(form, ask.form);
+    let mut submissions = Vec::new();
+    let mut partial = 0;
+    for item in items {
+        let submitted = item
+            .get("submitted_at")
+            .and_then(Value::as_str)
+            .is_some_and(|at| !at.is_empty());
+        let completed = item
+            .get("response_type")
+            .and_then(Value::as_str)
+            .is_none_or(|kind| kind == "completed");
+        if !(submitted && completed) {
+            partial += 1;
+            continue;
+        }
+        let Some(token) = item.get("token").and_then(Value::as_str) else {
+            return Err(ListingError::Missing("items[].token"));
+        };
+        let mut response = json!({"form_id": ask.form, "token": token, "definition": definition});
+        for name in [
+            "landed_at",
+            "submitted_at",
+            "hidden",
+            "calculated",
+            "answers",
+        ] {
+            if let Some(value) = item.get(name) {
+                response[name] = value.clone();
+            }
+        }
+        submissions.push(Listed {
+            submission_id: token.to_owned(),
+            submitted_at: listing::time_at(item, "submitted_at"),
+            webhook_body: json!({"event_id": format!("import-{token}"), "event_type": PROFILE.event, "form_response": response}),
+        });
+    }
+    let pages_left = page.get("page_count").and_then(Value::as_u64).unwrap_or(0);
+    let next = match items.last() {
+        Some(last) if pages_left > 1 => {
+            last.get("token").and_then(Value::as_str).map(str::to_owned)
+        }
+        _ => None,
+    };
+    Ok(Page {
+        submissions,
+        partial,
+        next,
+    })
+}
+
+/// A webhook's `definition` from the form's own: its id, title and
+/// questions (a group's questions beside it, as a webhook lists them).
+fn definition_of(form: Option<&Value>, form_id: &str) -> Value {
+    let mut fields = Vec::new();
+    let mut add = |field: &Value| {
+        let mut kept = serde_json::Map::new();
+        for name in ["id", "title", "type", "ref"] {
+            if let Some(value) = field.get(name) {
+                kept.insert(name.to_owned(), value.clone());
+            }
+        }
+        fields.push(Value::Object(kept));
+    };
+    let top = form.and_then(|f| f.get("fields")).and_then(Value::as_array);
+    for field in top.into_iter().flatten() {
+        add(field);
+        let inner = field
+            .pointer("/properties/fields")
+            .and_then(Value::as_array);
+        for field in inner.into_iter().flatten() {
+            add(field);
+        }
+    }
+    let title = form
+        .and_then(|f| f.get("title"))
+        .cloned()
+        .unwrap_or(Value::Null);
+    json!({"id": form_id, "title": title, "fields": fields})
 }
 
 #[cfg(test)]
@@ -326,5 +461,103 @@ mod tests {
         for (presented, body, error) in rows {
             assert_eq!(verify(&presented, body), Err(error), "{presented:?}");
         }
+    }
+
+    /// The same response as `delivery()`, as the Responses API lists it
+    /// (https://www.typeform.com/developers/responses/reference/retrieve-responses/):
+    /// no definition, the answers as a webhook carries them; and one
+    /// response started but never submitted.
+    fn api_page(page_count: u64) -> Value {
+        let response = delivery()["form_response"].clone();
+        json!({"total_items": 2, "page_count": page_count, "items": [
+            {"landing_id": "a3a12ec67a1365927098a606107fac15", "token": "a3a12ec67a1365927098a606107fac15",
+             "response_id": "a3a12ec67a1365927098a606107fac15", "response_type": "completed",
+             "landed_at": response["landed_at"], "submitted_at": response["submitted_at"],
+             "metadata": {"browser": "default", "platform": "other"},
+             "hidden": response["hidden"], "calculated": {"score": 0}, "answers": response["answers"]},
+            {"landing_id": "21085286190ffad1248d17c4135ee56f", "token": "21085286190ffad1248d17c4135ee56f",
+             "response_type": "partial", "landed_at": "2018-01-18T18:20:02Z", "submitted_at": "",
+             "answers": []}
+        ]})
+    }
+
+    /// The form as `GET /forms/{form_id}` returns it
+    /// (https://www.typeform.com/developers/create/reference/retrieve-form/),
+    /// with the phone question inside a group.
+    fn form() -> Value {
+        json!({"id": "lT4Z3j", "title": "Contact form", "fields": [
+            {"id": "JwWggjAKtOkA", "title": "What is your first name?", "type": "short_text", "ref": "first_name", "validations": {"required": true}},
+            {"id": "SMEUb7VJz92Q", "title": "Your email?", "type": "email", "ref": "email"},
+            {"id": "G1", "title": "Reach you", "type": "group", "ref": "reach", "properties": {"fields": [
+                {"id": "PNe8ZKBK8C2Q", "title": "Phone?", "type": "phone_number", "ref": "phone"}]}},
+            {"id": "k6TP9oLGgHjl", "title": "Which plan?", "type": "multiple_choice", "ref": "plan", "properties": {"choices": []}},
+            {"id": "Xy9", "title": "Extras", "type": "multiple_choice", "ref": "extras"}
+        ], "hidden": ["user_id"]})
+    }
+
+    fn ask(cursor: Option<&str>) -> PageAsk<'_> {
+        let at = |s| std::time::UNIX_EPOCH + std::time::Duration::from_secs(s);
+        PageAsk {
+            form: "lT4Z3j",
+            since: at(1_516_000_000),
+            until: at(1_516_400_000),
+            cursor,
+        }
+    }
+
+    #[test]
+    fn the_api_is_asked_for_completed_responses_before_the_last_token() {
+        assert_eq!(definition_request("lT4Z3j").path, "/forms/lT4Z3j");
+        let first = page_request(&ask(None));
+        assert_eq!(first.path, "/forms/lT4Z3j/responses");
+        assert_eq!(
+            first.query,
+            vec![
+                ("response_type", "completed".to_owned()),
+                ("since", "2018-01-15T07:06:40Z".to_owned()),
+                ("until", "2018-01-19T22:13:20Z".to_owned()),
+                ("page_size", "1000".to_owned()),
+            ]
+        );
+        assert_eq!(
+            page_request(&ask(Some("tok"))).query[4],
+            ("before", "tok".to_owned())
+        );
+        let more = api_page(3).to_string();
+        let page = read_page(more.as_bytes(), &ask(None), Some(&form())).unwrap();
+        assert_eq!(
+            page.next.as_deref(),
+            Some("21085286190ffad1248d17c4135ee56f")
+        );
+        let last = api_page(1).to_string();
+        assert_eq!(
+            read_page(last.as_bytes(), &ask(None), Some(&form()))
+                .unwrap()
+                .next,
+            None
+        );
+        assert_eq!(
+            read_page(b"{}", &ask(None), None),
+            Err(ListingError::Missing("items"))
+        );
+    }
+
+    /// The listed response is the webhook Typeform would have sent: the
+    /// same key, and the same lead as `delivery()`'s.
+    #[test]
+    fn a_listed_response_is_its_webhook() {
+        let body = api_page(1).to_string();
+        let page = read_page(body.as_bytes(), &ask(None), Some(&form())).unwrap();
+        assert_eq!(page.partial, 1);
+        assert_eq!(page.submissions.len(), 1);
+        let submission = page.submissions[0].submission(Sender::Typeform).unwrap();
+        let webhook = parse(delivery().to_string().as_bytes()).unwrap();
+        assert_eq!(submission.submission_id, webhook.submission_id);
+        assert_eq!(submission.form_id(), Some("lT4Z3j"));
+        assert_eq!(answers(&submission.payload), answers(&webhook.payload));
+        assert_eq!(
+            submitted_at(&submission.payload),
+            submitted_at(&webhook.payload)
+        );
     }
 }

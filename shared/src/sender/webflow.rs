@@ -31,6 +31,7 @@ pub const PROFILE: Profile = Profile {
     answers,
     submitted_at,
     sample,
+    api: None,
 };
 
 /// `x-webflow-signature: hex(HMAC-SHA256(secret, "<timestamp>:" + body))`
