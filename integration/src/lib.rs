@@ -14,6 +14,8 @@ use devtools::template;
 use lambda_http::{Body, Request};
 use serde_json::Value;
 
+pub mod pipeline;
+
 /// moto's server: DynamoDB with Streams and TTL.
 pub const DYNAMODB_ENDPOINT: &str = "DYNAMODB_ENDPOINT";
 /// dynalite: serialises conditional writes per key (see the race test).
