@@ -180,6 +180,47 @@ pub enum Command {
         #[command(subcommand)]
         action: RoutesAction,
     },
+    /// The sender's own list of completed submissions beside the receipts:
+    /// per day and form, how many are at the sender, received here,
+    /// delivered and missing, then the missing ids (ids only). Exit 4 when
+    /// any is missing.
+    Audit {
+        #[command(flatten)]
+        scope: AuditArgs,
+    },
+    /// Store each submission the sender lists and this stack never
+    /// received, under the key its webhook would have had (a webhook that
+    /// arrives later is a duplicate); the worker delivers them as any.
+    Import {
+        #[command(flatten)]
+        scope: AuditArgs,
+        /// Say what would be imported; store nothing.
+        #[arg(long)]
+        dry_run: bool,
+    },
+}
+
+/// Which of the sender's submissions `audit` and `import` read.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Args)]
+pub struct AuditArgs {
+    /// Submitted at or after T (an RFC 3339 time or an age: 7d).
+    #[arg(long, value_name = "T")]
+    pub since: String,
+    /// Submitted before T (default: now).
+    #[arg(long, value_name = "T")]
+    pub until: Option<String>,
+    /// A form's id at the sender; repeat for more. Default: every form in
+    /// the stored routes.
+    #[arg(long = "form", value_name = "ID")]
+    pub forms: Vec<String>,
+    /// The sender (default: the stack's Sender, else $SENDER).
+    #[arg(long, value_name = "NAME")]
+    pub sender: Option<String>,
+    /// The Secrets Manager secret that holds the sender's API token
+    /// (default: the stack's SenderApiTokenSecretArn output, else the
+    /// token in $SENDER_API_TOKEN). Never the token itself.
+    #[arg(long, value_name = "ARN")]
+    pub api_token_secret_arn: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Subcommand)]
@@ -284,9 +325,13 @@ impl TimeArgs {
 
 /// An RFC 3339 time, or an age before `now`, as receipt timestamp text.
 fn time(raw: &str, now: SystemTime) -> Result<String, BadTime> {
+    instant(raw, now).map(format_timestamp)
+}
+
+/// An RFC 3339 time, or an age before `now`.
+pub fn instant(raw: &str, now: SystemTime) -> Result<SystemTime, BadTime> {
     parse_timestamp(raw)
         .or_else(|| age(raw).ok().and_then(|age| now.checked_sub(age)))
-        .map(format_timestamp)
         .ok_or_else(|| BadTime(raw.to_owned()))
 }
 

@@ -1,6 +1,7 @@
 //! `receipts`: the operator's view of a deployed stack. Lists and counts
 //! receipts, shows one, puts FAILED (or stranded) receipts back in the
-//! reconciler's queue, and smoke-tests the pipeline end to end. It finds
+//! reconciler's queue, smoke-tests the pipeline end to end, and audits the
+//! sender's own list of submissions against the receipts. It finds
 //! its tables through the stack (`--stack`) and never needs the CRM's
 //! secret.
 
@@ -9,6 +10,7 @@ pub mod cli;
 pub mod commands;
 pub mod destinations;
 pub mod leads;
+pub mod sender_api;
 pub mod stack;
 pub mod table;
 pub mod view;

@@ -1,6 +1,7 @@
 //! Start-up and wiring only: arguments, the AWS configuration (region and
 //! profile as the SDK resolves them), the table, then the command. Exit
-//! code 2 for a usage error, 1 for a failure.
+//! code 2 for a usage error, 1 for a failure, 3 for work to run again
+//! later, 4 for submissions `audit` found missing.
 
 use std::process::ExitCode;
 
@@ -37,6 +38,10 @@ async fn main() -> ExitCode {
         Err(Failed::RunAgainLater(message)) => {
             eprintln!("receipts: {message}");
             ExitCode::from(3)
+        }
+        Err(Failed::Missing(message)) => {
+            eprintln!("receipts: {message}");
+            ExitCode::from(4)
         }
     }
 }

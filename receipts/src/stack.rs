@@ -17,6 +17,8 @@ pub mod output {
     pub const WEBHOOK_SECRET_ARN: &str = "WebhookSecretArn";
     /// Only where newest-wins gates are kept (HubSpot contacts by email).
     pub const GATE_KEY_SECRET_ARN: &str = "GateKeySecretArn";
+    /// Only where the stack audits its sender (`SenderApiTokenSecretArn`).
+    pub const SENDER_API_TOKEN_SECRET_ARN: &str = "SenderApiTokenSecretArn";
 }
 
 /// The parameters the commands read.

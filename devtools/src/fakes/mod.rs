@@ -1,9 +1,10 @@
-//! The CRMs' local fakes, built from each vendor's documented requests and
+//! The CRMs' and the senders' APIs' local fakes, built from each vendor's documented requests and
 //! answers, and the one place that names them: `LocalCrm`, the stand-in the
 //! local pipeline starts for `DESTINATION` (the CRM stub for `http`).
 
 pub mod hubspot;
 pub mod salesforce;
+pub mod sender_api;
 
 use std::net::SocketAddr;
 use std::sync::Arc;

@@ -2,6 +2,7 @@
 //! CloudFormation, Secrets Manager and the webhook URL). Results go to
 //! stdout; progress and problems to stderr.
 
+mod audit;
 mod forget;
 mod list;
 mod redrive;
@@ -33,6 +34,9 @@ pub enum Failed {
     /// Done, but not all of it could be: run the command again after what
     /// the message says (`forget` when a delivery held a receipt). Exit 3.
     RunAgainLater(String),
+    /// Done, and it found submissions the stack never received
+    /// (`audit`). Exit 4.
+    Missing(String),
 }
 
 fn run_error(error: impl std::fmt::Display) -> Failed {
@@ -250,6 +254,25 @@ pub async fn run(config: &SdkConfig, target: &Target, command: Command) -> Resul
         Command::Routes {
             action: RoutesAction::Check { .. },
         } => return run_offline(command),
+        Command::Audit { scope } => {
+            let (scope, mut api) =
+                audit::prepare(config, stack.as_ref(), &table, &scope, now).await?;
+            audit::audit(
+                &table,
+                &mut api,
+                &scope,
+                audit::Action::Report,
+                now,
+                &mut out,
+            )
+            .await?;
+        }
+        Command::Import { scope, dry_run } => {
+            let (scope, mut api) =
+                audit::prepare(config, stack.as_ref(), &table, &scope, now).await?;
+            let action = audit::Action::Import { dry_run };
+            audit::audit(&table, &mut api, &scope, action, now, &mut out).await?;
+        }
     }
     Ok(())
 }

@@ -1,0 +1,316 @@
+//! The senders' submission APIs on 127.0.0.1, for `receipts audit` and
+//! `import` in tests and `make run`: one store of submissions, listed in
+//! the shape of whichever sender's endpoint is asked.
+//!
+//! - Tally, `GET /forms/{formId}/submissions` (`filter`, `startDate`,
+//!   `endDate`, `page`; `hasMore`, `questions`, `submissions[]` with
+//!   `responses[]` by `questionId`):
+//!   <https://developers.tally.so/api-reference/endpoint/forms/submissions/list>,
+//!   <https://developers.tally.so/documentation/fetching-form-submissions>.
+//! - Typeform, `GET /forms/{form_id}/responses` (`since`, `until`,
+//!   `page_size`, `before`, `response_type`; `total_items`, `page_count`,
+//!   `items[]` newest first) and `GET /forms/{form_id}` (its `fields`):
+//!   <https://www.typeform.com/developers/responses/reference/retrieve-responses/>,
+//!   <https://www.typeform.com/developers/create/reference/retrieve-form/>.
+//!
+//! What it enforces: the bearer token (401 otherwise), a known form (404).
+//! `POST /faults` with `{"status": 429, "retryAfter": "1", "times": 1}`
+//! makes the next calls fail so; `DELETE /faults` restores it. A page
+//! holds at most `page_size` submissions (Tally's limit 50 unless set).
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::SystemTime;
+
+use axum::extract::{Path, RawQuery, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::{Json, Router};
+use serde::Deserialize;
+use serde_json::{json, Value};
+use shared::receipt::{format_timestamp, parse_timestamp};
+
+use crate::server::{self, lock, FaultQueue, Listener, Server};
+
+/// The token the local fake accepts (`make run`).
+pub const DEMO_SENDER_API_TOKEN: &str = "local-demo-sender-api-token";
+
+/// One submission the sender keeps.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Kept {
+    pub id: String,
+    pub submitted_at: SystemTime,
+    pub name: String,
+    pub email: String,
+    pub message: String,
+    /// Started but never submitted.
+    pub partial: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Fault {
+    pub status: u16,
+    pub retry_after: Option<String>,
+    pub times: Option<u32>,
+}
+
+impl server::Fault for Fault {
+    fn times_mut(&mut self) -> &mut Option<u32> {
+        &mut self.times
+    }
+
+    fn status(&self) -> u16 {
+        self.status
+    }
+}
+
+struct FakeState {
+    token: String,
+    forms: Mutex<BTreeMap<String, Vec<Kept>>>,
+    page_size: Mutex<usize>,
+    faults: Arc<FaultQueue<Fault>>,
+    /// Each request's path and query, and the status answered.
+    calls: Mutex<Vec<(String, u16)>>,
+}
+
+/// A running fake; it stops when dropped.
+pub struct SenderApiFake {
+    state: Arc<FakeState>,
+    server: Server,
+}
+
+impl SenderApiFake {
+    pub async fn start(token: &str) -> std::io::Result<SenderApiFake> {
+        Self::start_on(SocketAddr::from(([127, 0, 0, 1], 0)), token).await
+    }
+
+    pub async fn start_on(address: SocketAddr, token: &str) -> std::io::Result<SenderApiFake> {
+        let listener = Listener::bind(address).await?;
+        let state = Arc::new(FakeState {
+            token: token.to_owned(),
+            forms: Mutex::new(BTreeMap::new()),
+            page_size: Mutex::new(50),
+            faults: FaultQueue::new("sender API fake"),
+            calls: Mutex::new(Vec::new()),
+        });
+        let app = Router::new()
+            .route("/forms/{form}", get(typeform_form))
+            .route("/forms/{form}/responses", get(typeform_responses))
+            .route("/forms/{form}/submissions", get(tally_submissions))
+            .with_state(Arc::clone(&state))
+            .merge(state.faults.routes());
+        Ok(SenderApiFake {
+            state,
+            server: listener.serve(app),
+        })
+    }
+
+    /// For `SENDER_API_BASE_URL`.
+    pub fn base_url(&self) -> String {
+        self.server.url()
+    }
+
+    /// Keeps `kept` as a submission of `form` (a form it knows from now on).
+    pub fn keep(&self, form: &str, kept: Kept) {
+        lock(&self.state.forms)
+            .entry(form.to_owned())
+            .or_default()
+            .push(kept);
+    }
+
+    pub fn set_page_size(&self, size: usize) {
+        *lock(&self.state.page_size) = size.max(1);
+    }
+
+    pub fn fail_next(&self, fault: Fault) {
+        self.state.faults.push(fault);
+    }
+
+    /// Each request's path and query, and the status it got.
+    pub fn calls(&self) -> Vec<(String, u16)> {
+        lock(&self.state.calls).clone()
+    }
+}
+
+/// A request's query, decoded.
+fn params_of(query: Option<String>) -> BTreeMap<String, String> {
+    let url = format!("http://fake/?{}", query.unwrap_or_default());
+    reqwest::Url::parse(&url)
+        .map(|url| url.query_pairs().into_owned().collect())
+        .unwrap_or_default()
+}
+
+/// The answer before the listing: a fault, a refused token, an unknown
+/// form; `Err` holds it.
+fn admit(
+    state: &FakeState,
+    headers: &HeaderMap,
+    form: &str,
+    called: String,
+) -> Result<Vec<Kept>, Box<Response>> {
+    let refused = |status: StatusCode, body: Value| Box::new((status, Json(body)).into_response());
+    let answer = if let Some(fault) = state.faults.next() {
+        let mut response = refused(
+            StatusCode::from_u16(fault.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
+            json!({"message": "Too many requests"}),
+        );
+        if let Some(wait) = fault.retry_after.and_then(|w| w.parse().ok()) {
+            response.headers_mut().insert("retry-after", wait);
+        }
+        Err(response)
+    } else if headers.get("authorization").and_then(|v| v.to_str().ok())
+        != Some(format!("Bearer {}", state.token).as_str())
+    {
+        Err(refused(
+            StatusCode::UNAUTHORIZED,
+            json!({"message": "Unauthorized"}),
+        ))
+    } else {
+        match lock(&state.forms).get(form) {
+            Some(kept) => {
+                let mut kept = kept.clone();
+                kept.sort_by_key(|k| std::cmp::Reverse(k.submitted_at));
+                Ok(kept)
+            }
+            None => Err(refused(
+                StatusCode::NOT_FOUND,
+                json!({"message": "Form not found"}),
+            )),
+        }
+    };
+    let status = answer
+        .as_ref()
+        .map_or_else(|r| r.status().as_u16(), |_| 200);
+    lock(&state.calls).push((called, status));
+    answer
+}
+
+fn called(path: String, params: &BTreeMap<String, String>) -> String {
+    let query: Vec<String> = params.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    format!("{path}?{}", query.join("&"))
+}
+
+fn time_param(params: &BTreeMap<String, String>, name: &str) -> Option<SystemTime> {
+    params.get(name).and_then(|text| parse_timestamp(text))
+}
+
+async fn tally_submissions(
+    State(state): State<Arc<FakeState>>,
+    Path(form): Path<String>,
+    RawQuery(query): RawQuery,
+    headers: HeaderMap,
+) -> Response {
+    let params = params_of(query);
+    let path = called(format!("/forms/{form}/submissions"), &params);
+    let kept = match admit(&state, &headers, &form, path) {
+        Ok(kept) => kept,
+        Err(response) => return *response,
+    };
+    let (since, until) = (
+        time_param(&params, "startDate"),
+        time_param(&params, "endDate"),
+    );
+    let completed_only = params.get("filter").map(String::as_str) == Some("completed");
+    let selected: Vec<&Kept> = kept
+        .iter()
+        .filter(|k| since.is_none_or(|s| k.submitted_at >= s))
+        .filter(|k| until.is_none_or(|u| k.submitted_at <= u))
+        .filter(|k| !(completed_only && k.partial))
+        .collect();
+    let limit = *lock(&state.page_size);
+    let page: usize = params
+        .get("page")
+        .and_then(|p| p.parse().ok())
+        .unwrap_or(1)
+        .max(1);
+    let listed: Vec<Value> = selected
+        .iter()
+        .skip((page - 1) * limit)
+        .take(limit)
+        .map(|k| json!({
+            "id": k.id, "formId": form, "respondentId": format!("r_{}", k.id), "isCompleted": !k.partial,
+            "submittedAt": format_timestamp(k.submitted_at), "responses": [
+                {"id": format!("{}_1", k.id), "questionId": "qName", "answer": k.name},
+                {"id": format!("{}_2", k.id), "questionId": "qEmail", "answer": k.email},
+                {"id": format!("{}_3", k.id), "questionId": "qMessage", "answer": k.message}]}))
+        .collect();
+    let partial = kept.iter().filter(|k| k.partial).count();
+    Json(json!({
+        "page": page, "limit": limit, "hasMore": page * limit < selected.len(),
+        "totalNumberOfSubmissionsPerFilter": {"all": kept.len(), "completed": kept.len() - partial, "partial": partial},
+        "questions": [
+            {"id": "qName", "type": "INPUT_TEXT", "title": "Name", "fields": []},
+            {"id": "qEmail", "type": "INPUT_EMAIL", "title": "Email", "fields": []},
+            {"id": "qMessage", "type": "TEXTAREA", "title": "Message", "fields": []}],
+        "submissions": listed
+    }))
+    .into_response()
+}
+
+async fn typeform_form(
+    State(state): State<Arc<FakeState>>,
+    Path(form): Path<String>,
+    headers: HeaderMap,
+) -> Response {
+    if let Err(response) = admit(&state, &headers, &form, format!("/forms/{form}")) {
+        return *response;
+    }
+    Json(json!({"id": form, "title": "Contact", "fields": [
+        {"id": "fName", "title": "Name", "type": "short_text", "ref": "name"},
+        {"id": "fEmail", "title": "Email", "type": "email", "ref": "email"},
+        {"id": "fMessage", "title": "Message", "type": "long_text", "ref": "message"}]}))
+    .into_response()
+}
+
+async fn typeform_responses(
+    State(state): State<Arc<FakeState>>,
+    Path(form): Path<String>,
+    RawQuery(query): RawQuery,
+    headers: HeaderMap,
+) -> Response {
+    let params = params_of(query);
+    let path = called(format!("/forms/{form}/responses"), &params);
+    let kept = match admit(&state, &headers, &form, path) {
+        Ok(kept) => kept,
+        Err(response) => return *response,
+    };
+    let (since, until) = (time_param(&params, "since"), time_param(&params, "until"));
+    let completed_only = params.get("response_type").map(String::as_str) == Some("completed");
+    let mut selected: Vec<&Kept> = kept
+        .iter()
+        .filter(|k| since.is_none_or(|s| k.submitted_at >= s))
+        .filter(|k| until.is_none_or(|u| k.submitted_at <= u))
+        .filter(|k| !(completed_only && k.partial))
+        .collect();
+    if let Some(before) = params.get("before") {
+        if let Some(at) = selected.iter().position(|k| &k.id == before) {
+            selected.drain(..=at);
+        }
+    }
+    let asked: usize = params
+        .get("page_size")
+        .and_then(|p| p.parse().ok())
+        .unwrap_or(25);
+    let size = asked.min(*lock(&state.page_size)).max(1);
+    let items: Vec<Value> = selected
+        .iter()
+        .take(size)
+        .map(|k| {
+            let field = |id: &str, kind: &str, reference: &str| json!({"id": id, "type": kind, "ref": reference});
+            json!({
+                "landing_id": k.id, "token": k.id, "response_id": k.id,
+                "response_type": if k.partial { "partial" } else { "completed" },
+                "landed_at": format_timestamp(k.submitted_at),
+                "submitted_at": if k.partial { String::new() } else { format_timestamp(k.submitted_at) },
+                "hidden": {}, "answers": [
+                    {"type": "text", "text": k.name, "field": field("fName", "short_text", "name")},
+                    {"type": "email", "email": k.email, "field": field("fEmail", "email", "email")},
+                    {"type": "text", "text": k.message, "field": field("fMessage", "long_text", "message")}]})
+        })
+        .collect();
+    Json(json!({"total_items": selected.len(), "page_count": selected.len().div_ceil(size), "items": items}))
+        .into_response()
+}

@@ -1,0 +1,231 @@
+//! `receipts audit` and `import` through the real binaries: the local
+//! pipeline (ingest, worker, stream pump, CRM stub) on moto, and a fake of
+//! the sender's own submissions API. The sender keeps 5 submissions; 3
+//! reached the stack by webhook; the audit finds exactly the other 2, the
+//! import stores them, the worker delivers them, and nothing is ever
+//! stored or sent twice.
+
+use std::time::{Duration, SystemTime};
+
+use devtools::fakes::sender_api::{Fault, Kept, SenderApiFake};
+use devtools::local::DEMO_SIGNING_SECRET;
+use integration::pipeline::{leads_once_there, start_pipeline_with, stop};
+use integration::{receipts_cli_code, unique_name};
+use serde_json::json;
+use shared::receipt::format_timestamp;
+
+const FORM: &str = "mexJoq";
+/// A token that must never be printed.
+const API_TOKEN: &str = "tly-audit-token-4f9c2a77e1";
+
+/// Submission `n`'s id, e-mail and time.
+fn kept(n: u64, now: SystemTime) -> Kept {
+    Kept {
+        id: format!("aud{n}"),
+        submitted_at: now - Duration::from_secs(3600 - n * 60),
+        name: format!("Person {n}"),
+        email: format!("person{n}@example.com"),
+        message: "Hello".to_owned(),
+        partial: false,
+    }
+}
+
+/// The webhook Tally sends for `kept`
+/// (https://tally.so/help/webhooks, "Example webhook event").
+fn webhook_body(kept: &Kept, event_id: &str) -> String {
+    let at = format_timestamp(kept.submitted_at);
+    json!({
+        "eventId": event_id, "eventType": "FORM_RESPONSE", "createdAt": at,
+        "data": {"responseId": kept.id, "submissionId": kept.id, "respondentId": "r1", "formId": FORM,
+                 "formName": "Contact", "createdAt": at, "fields": [
+            {"key": "question_qName", "label": "Name", "type": "INPUT_TEXT", "value": kept.name},
+            {"key": "question_qEmail", "label": "Email", "type": "INPUT_EMAIL", "value": kept.email},
+            {"key": "question_qMessage", "label": "Message", "type": "TEXTAREA", "value": kept.message}]}
+    })
+    .to_string()
+}
+
+async fn send_webhook(http: &reqwest::Client, port: u16, body: String) -> (u16, serde_json::Value) {
+    let signed = shared::sender::tally::SIGNATURE.sign(
+        DEMO_SIGNING_SECRET.as_bytes(),
+        body.as_bytes(),
+        SystemTime::now(),
+    );
+    let mut request = http
+        .post(format!("http://127.0.0.1:{port}/webhooks/tally"))
+        .header("content-type", "application/json");
+    for (name, value) in signed {
+        request = request.header(name, value);
+    }
+    let response = request.body(body).send().await.unwrap();
+    let status = response.status().as_u16();
+    (status, response.json().await.unwrap_or_default())
+}
+
+/// The CLI with the fake's URL and the token in the environment.
+async fn cli(env: Vec<(&'static str, String)>, args: &[&str]) -> (Option<i32>, String, String) {
+    let args: Vec<String> = args.iter().map(|a| (*a).to_owned()).collect();
+    tokio::task::spawn_blocking(move || {
+        let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        receipts_cli_code(&env, &args)
+    })
+    .await
+    .unwrap()
+}
+
+/// The ids listed under `missing (N):`.
+fn missing_ids(out: &str) -> Vec<String> {
+    out.lines()
+        .skip_while(|line| !line.starts_with("missing ("))
+        .skip(1)
+        .take_while(|line| line.starts_with("  "))
+        .filter_map(|line| line.split_whitespace().last().map(str::to_owned))
+        .collect()
+}
+
+#[tokio::test]
+async fn the_audit_finds_what_the_sender_kept_and_the_import_delivers_it_once() {
+    let now = SystemTime::now();
+    let fake = SenderApiFake::start(API_TOKEN).await.unwrap();
+    fake.set_page_size(2);
+    for n in 1..=5 {
+        fake.keep(FORM, kept(n, now));
+    }
+    let mut partial = kept(6, now);
+    partial.partial = true;
+    fake.keep(FORM, partial);
+
+    let receipts_table = unique_name("audit-receipts");
+    let (pipeline, webhook_port, crm_port, printed) =
+        start_pipeline_with("http", &receipts_table, &[("SENDER", "tally")]).await;
+    let http = reqwest::Client::new();
+    for n in 1..=3 {
+        let (status, _) = send_webhook(&http, webhook_port, webhook_body(&kept(n, now), "e")).await;
+        assert_eq!(status, 202);
+    }
+    let leads_url = format!("http://127.0.0.1:{crm_port}/leads");
+    let leads = leads_once_there(&http, &leads_url, 3, Duration::from_secs(30)).await;
+    assert_eq!(leads["count"], 3, "{leads}");
+
+    let env = vec![
+        ("RECEIPTS_TABLE", receipts_table.clone()),
+        ("SENDER_API_BASE_URL", fake.base_url()),
+        ("SENDER_API_TOKEN", API_TOKEN.to_owned()),
+    ];
+    let scope = ["--since", "2h", "--form", FORM, "--sender", "tally"];
+    let mut printed_by_cli = String::new();
+
+    // One 429 on the way: waited for as its Retry-After says.
+    fake.fail_next(Fault {
+        status: 429,
+        retry_after: Some("1".to_owned()),
+        times: Some(1),
+    });
+    let (code, out, err) = cli(env.clone(), &[&["audit"][..], &scope].concat()).await;
+    printed_by_cli.push_str(&(out.clone() + &err));
+    assert_eq!(code, Some(4), "{out}\n{err}");
+    assert_eq!(missing_ids(&out), vec!["aud4", "aud5"], "{out}");
+    // A partial submission is no lead: not at the sender's count, not missing.
+    assert!(!out.contains("aud6"), "{out}");
+    assert!(err.contains("page 3 read, 5 submissions so far"), "{err}");
+    let pages: Vec<(String, u16)> = fake.calls();
+    assert_eq!(
+        pages.iter().map(|(_, status)| *status).collect::<Vec<_>>(),
+        vec![429, 200, 200, 200],
+        "{pages:?}"
+    );
+
+    let (code, out, err) = cli(env.clone(), &[&["import"][..], &scope].concat()).await;
+    printed_by_cli.push_str(&(out.clone() + &err));
+    assert_eq!(code, Some(0), "{out}\n{err}");
+    assert!(out.contains("imported 2;"), "{out}");
+
+    let leads = leads_once_there(&http, &leads_url, 5, Duration::from_secs(30)).await;
+    assert_eq!(leads["count"], 5, "{leads}");
+    let emails = leads.to_string();
+    for n in 1..=5 {
+        assert!(
+            emails.contains(&format!("person{n}@example.com")),
+            "{leads}"
+        );
+    }
+
+    let (code, out, err) = cli(env.clone(), &[&["audit"][..], &scope].concat()).await;
+    printed_by_cli.push_str(&(out.clone() + &err));
+    assert_eq!(code, Some(0), "{out}\n{err}");
+    assert!(missing_ids(&out).is_empty(), "{out}");
+
+    let (code, out, err) = cli(env.clone(), &[&["import"][..], &scope].concat()).await;
+    printed_by_cli.push_str(&(out.clone() + &err));
+    assert_eq!(code, Some(0), "{out}\n{err}");
+    assert!(out.contains("imported 0;"), "{out}");
+
+    // The imported submission's webhook, late and with its own bytes: a
+    // duplicate, and no second lead.
+    let (status, answer) = send_webhook(
+        &http,
+        webhook_port,
+        webhook_body(&kept(4, now), "late-retry"),
+    )
+    .await;
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer["duplicate"], true, "{answer}");
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let leads = leads_once_there(&http, &leads_url, 5, Duration::from_secs(1)).await;
+    assert_eq!(leads["count"], 5, "{leads}");
+    assert_eq!(leads["calls"], 5, "each lead written once: {leads}");
+
+    let printed_by_pipeline = printed.lock().unwrap().join("\n");
+    for (what, text) in [
+        ("the CLI", &printed_by_cli),
+        ("the pipeline", &printed_by_pipeline),
+    ] {
+        assert!(!text.contains(API_TOKEN), "{what} printed the API token");
+        assert!(
+            !text.contains("person4@example.com"),
+            "{what} printed form data"
+        );
+    }
+    stop(pipeline).await;
+}
+
+/// Without a token, or for a sender that keeps no list, it says what to do
+/// in one line and exits 2, reading nothing.
+#[tokio::test]
+async fn the_audit_says_what_it_needs() {
+    let table = unique_name("audit-usage");
+    let rows: [(Option<&str>, &[&str], &str); 4] = [
+        (
+            None,
+            &["--sender", "tally", "--form", FORM],
+            "SENDER_API_TOKEN",
+        ),
+        (
+            Some("x"),
+            &["--sender", "staticforms", "--form", FORM],
+            "keeps no list of submissions",
+        ),
+        (
+            Some("x"),
+            &["--sender", "tally", "--form", "../x"],
+            "is not a form id",
+        ),
+        (
+            Some("x"),
+            &["--sender", "tally", "--form", FORM, "--until", "3h"],
+            "--since must be before --until",
+        ),
+    ];
+    for (token, args, said) in rows {
+        let mut env = vec![("RECEIPTS_TABLE", table.clone())];
+        if let Some(token) = token {
+            env.push(("SENDER_API_TOKEN", token.to_owned()));
+        }
+        let args = [&["audit", "--since", "2h"][..], args].concat();
+        let (code, out, err) = cli(env, &args).await;
+        assert_eq!(code, Some(2), "{args:?}: {out}{err}");
+        assert!(err.contains(said), "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "one line: {err}");
+    }
+}

@@ -1,0 +1,341 @@
+//! `receipts audit` and `import`: the sender's own list of a window's
+//! completed submissions beside the receipts, by the key each webhook
+//! would have had. What is listed there and not stored here never reached
+//! the stack (the sender gave up, the stack was down or refused it);
+//! `import` stores those under that key, so importing twice, or beside a
+//! late webhook, still stores one receipt. Ids only are printed: never
+//! form data, never the token.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::time::SystemTime;
+
+use aws_config::SdkConfig;
+use shared::receipt::format_timestamp;
+use shared::sender::listing::SENDER_API_BASE_URL;
+use shared::{FormSubmission, Receipt, ReceiptStatus, Sender};
+
+use super::{secret_text, Failed};
+use crate::cli::{instant, AuditArgs};
+use crate::sender_api::SenderApiClient;
+use crate::stack::{output, parameter, Stack};
+use crate::table::ReceiptsTable;
+
+/// `SENDER_API_TOKEN`: the sender's API token, when no secret names it.
+pub const SENDER_API_TOKEN: &str = "SENDER_API_TOKEN";
+
+/// What is compared: one sender's forms over a window.
+pub struct Scope {
+    pub sender: Sender,
+    pub forms: Vec<String>,
+    pub since: SystemTime,
+    pub until: SystemTime,
+}
+
+/// What to do with what is missing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Action {
+    Report,
+    Import { dry_run: bool },
+}
+
+/// The scope and the API client, from the arguments, the stack and the
+/// environment.
+pub async fn prepare(
+    config: &SdkConfig,
+    stack: Option<&Stack>,
+    table: &ReceiptsTable,
+    args: &AuditArgs,
+    now: SystemTime,
+) -> Result<(Scope, SenderApiClient), Failed> {
+    let env = |name| {
+        std::env::var(name)
+            .ok()
+            .filter(|v: &String| !v.trim().is_empty())
+    };
+    let named = match (&args.sender, stack) {
+        (Some(name), _) => Some(name.clone()),
+        (None, Some(stack)) => Some(stack.parameter(parameter::SENDER).to_owned()),
+        (None, None) => env("SENDER"),
+    };
+    let sender = named.as_deref().and_then(Sender::parse).ok_or_else(|| {
+        Failed::Usage(format!(
+            "give --sender {} (or SENDER, or --stack)",
+            Sender::names()
+        ))
+    })?;
+    let Some(api) = sender.api() else {
+        return Err(Failed::Usage(format!(
+            "{} keeps no list of submissions that can be read, so there is nothing to audit against",
+            sender.profile().title
+        )));
+    };
+    let since = instant(&args.since, now).map_err(|error| Failed::Usage(error.to_string()))?;
+    let until = match &args.until {
+        Some(raw) => instant(raw, now).map_err(|error| Failed::Usage(error.to_string()))?,
+        None => now,
+    };
+    if since >= until {
+        return Err(Failed::Usage("--since must be before --until".to_owned()));
+    }
+    let forms = forms(table, &args.forms).await?;
+    let secret_arn = match (&args.api_token_secret_arn, stack) {
+        (Some(arn), _) => Some(arn.clone()),
+        (None, Some(stack)) => stack
+            .output(output::SENDER_API_TOKEN_SECRET_ARN)
+            .ok()
+            .map(str::to_owned),
+        (None, None) => None,
+    };
+    let token = match secret_arn {
+        Some(arn) => secret_text(config, &arn, "the sender's API token secret").await?,
+        None => env(SENDER_API_TOKEN).ok_or_else(|| {
+            Failed::Usage(format!(
+                "no API token: give --api-token-secret-arn ARN (a secret holding {}), or set {SENDER_API_TOKEN}",
+                api.token_help
+            ))
+        })?,
+    };
+    let base_url = env(SENDER_API_BASE_URL);
+    if let Some(url) = &base_url {
+        if !(url.starts_with("https://") || url.starts_with("http://")) {
+            return Err(Failed::Usage(format!(
+                "{SENDER_API_BASE_URL} must start with https:// (it is {url:?})"
+            )));
+        }
+    }
+    let client = SenderApiClient::new(sender, api, base_url, token.trim().to_owned());
+    let scope = Scope {
+        sender,
+        forms,
+        since,
+        until,
+    };
+    Ok((scope, client))
+}
+
+/// The forms named, else every form of the stored routes.
+async fn forms(table: &ReceiptsTable, named: &[String]) -> Result<Vec<String>, Failed> {
+    let forms: Vec<String> = if named.is_empty() {
+        let stored = table.routes().await.map_err(super::run_error)?;
+        stored
+            .map(|stored| stored.routes.routes.into_iter().map(|r| r.form).collect())
+            .unwrap_or_default()
+    } else {
+        named.to_vec()
+    };
+    if forms.is_empty() {
+        return Err(Failed::Usage(
+            "name each form with --form ID (its id at the sender, as in its URL); no routes are stored to take them from".to_owned(),
+        ));
+    }
+    if let Some(bad) = forms.iter().find(|form| !is_form_id(form)) {
+        return Err(Failed::Usage(format!(
+            "{bad:?} is not a form id: letters, digits, - and _ only"
+        )));
+    }
+    Ok(forms)
+}
+
+/// A form id as the senders' APIs take it in a path.
+fn is_form_id(form: &str) -> bool {
+    !form.is_empty()
+        && form.len() <= 64
+        && form
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+}
+
+/// One listed submission, with its key.
+struct Listed {
+    day: String,
+    form: String,
+    at: Option<SystemTime>,
+    id: String,
+    submission: FormSubmission,
+}
+
+#[derive(Debug, Default, Clone, Copy)]
+struct Counts {
+    at_sender: usize,
+    received: usize,
+    delivered: usize,
+    missing: usize,
+}
+
+pub async fn audit(
+    table: &ReceiptsTable,
+    api: &mut SenderApiClient,
+    scope: &Scope,
+    action: Action,
+    now: SystemTime,
+    out: &mut impl Write,
+) -> Result<(), Failed> {
+    let sender = scope.sender.name();
+    let mut listed = Vec::new();
+    let mut unreadable = Vec::new();
+    let mut partial = 0;
+    for form in &scope.forms {
+        let listing = api
+            .list(form, scope.since, scope.until, |pages, so_far| {
+                eprintln!("receipts: {sender} form {form}: page {pages} read, {so_far} submissions so far");
+            })
+            .await
+            .map_err(super::run_error)?;
+        partial += listing.partial;
+        for item in listing.submissions {
+            let day = item
+                .submitted_at
+                .map(format_timestamp)
+                .map_or_else(|| "unknown".to_owned(), |at| at[..10].to_owned());
+            match item.submission(scope.sender) {
+                Ok(submission) => listed.push(Listed {
+                    day,
+                    form: form.clone(),
+                    at: item.submitted_at,
+                    id: item.submission_id,
+                    submission,
+                }),
+                Err(error) => unreadable.push(format!("{form} {:?}: {error}", item.submission_id)),
+            }
+        }
+    }
+    let keys: Vec<String> = listed
+        .iter()
+        .map(|l| Receipt::new(&l.submission, now).pk)
+        .collect();
+    let statuses = table.statuses(&keys).await.map_err(super::run_error)?;
+    let mut rows: BTreeMap<(String, String), Counts> = BTreeMap::new();
+    let mut missing = Vec::new();
+    for (item, key) in listed.iter().zip(&keys) {
+        let counts = rows
+            .entry((item.day.clone(), item.form.clone()))
+            .or_default();
+        counts.at_sender += 1;
+        match statuses.get(key) {
+            Some(status) => {
+                counts.received += 1;
+                if *status == ReceiptStatus::Completed {
+                    counts.delivered += 1;
+                }
+            }
+            None => {
+                counts.missing += 1;
+                missing.push(item);
+            }
+        }
+    }
+    missing.sort_by(|a, b| (&a.day, &a.form, a.at).cmp(&(&b.day, &b.form, b.at)));
+    report(scope, &rows, partial, &missing, &unreadable, out)?;
+    if !unreadable.is_empty() {
+        return Err(Failed::Run(format!(
+            "{} listed submissions could not be read as {sender} webhooks (above)",
+            unreadable.len()
+        )));
+    }
+    match action {
+        Action::Report if missing.is_empty() => Ok(()),
+        Action::Report => Err(Failed::Missing(format!(
+            "{} submissions at {sender} never reached this stack; `receipts import` with the same --since, --until and --form stores them",
+            missing.len()
+        ))),
+        Action::Import { dry_run: true } => {
+            let said = format!("would import {} (dry run: nothing stored)", missing.len());
+            writeln!(out, "{said}").map_err(super::run_error)
+        }
+        Action::Import { dry_run: false } => import(table, &missing, now, out).await,
+    }
+}
+
+async fn import(
+    table: &ReceiptsTable,
+    missing: &[&Listed],
+    now: SystemTime,
+    out: &mut impl Write,
+) -> Result<(), Failed> {
+    let mut stored = 0;
+    for (done, item) in missing.iter().enumerate() {
+        if table
+            .put_imported(&Receipt::imported(&item.submission, now))
+            .await
+            .map_err(super::run_error)?
+        {
+            stored += 1;
+        }
+        if (done + 1) % 100 == 0 {
+            eprintln!("receipts: import: {} of {} done", done + 1, missing.len());
+        }
+    }
+    let meanwhile = missing.len() - stored;
+    writeln!(
+        out,
+        "imported {stored}; {meanwhile} arrived meanwhile and were left as they were"
+    )
+    .map_err(super::run_error)
+}
+
+fn report(
+    scope: &Scope,
+    rows: &BTreeMap<(String, String), Counts>,
+    partial: usize,
+    missing: &[&Listed],
+    unreadable: &[String],
+    out: &mut impl Write,
+) -> Result<(), Failed> {
+    let mut text = format!(
+        "{} from {} to {}\n{:<10}  {:<24}  {:>9}  {:>8}  {:>9}  {:>7}\n",
+        scope.sender.name(),
+        format_timestamp(scope.since),
+        format_timestamp(scope.until),
+        "day",
+        "form",
+        "at sender",
+        "received",
+        "delivered",
+        "missing"
+    );
+    for ((day, form), counts) in rows {
+        text.push_str(&format!(
+            "{day:<10}  {form:<24}  {:>9}  {:>8}  {:>9}  {:>7}\n",
+            counts.at_sender, counts.received, counts.delivered, counts.missing
+        ));
+    }
+    if rows.is_empty() {
+        text.push_str("(no completed submissions at the sender in this window)\n");
+    }
+    if partial > 0 {
+        text.push_str(&format!(
+            "{partial} started but never submitted (no lead; not counted)\n"
+        ));
+    }
+    if !missing.is_empty() {
+        text.push_str(&format!("missing ({}):\n", missing.len()));
+        for item in missing {
+            text.push_str(&format!("  {}  {}  {}\n", item.day, item.form, item.id));
+        }
+    }
+    for line in unreadable {
+        text.push_str(&format!("unreadable: {line}\n"));
+    }
+    out.write_all(text.as_bytes()).map_err(super::run_error)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn form_ids_fit_in_a_path() {
+        for (form, ok) in [
+            ("mexJoq", true),
+            ("lT4Z3j-x_1", true),
+            ("", false),
+            ("a/b", false),
+            ("..", false),
+            ("a?b", false),
+            (&"x".repeat(65), false),
+        ] {
+            assert_eq!(is_form_id(form), ok, "{form}");
+        }
+    }
+}

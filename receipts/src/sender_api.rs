@@ -1,0 +1,295 @@
+//! The sender's own API, read page by page for `receipts audit` and
+//! `import`: the requests and pages are the sender's rules
+//! (`shared::sender::listing`); here are the HTTP calls, paced by the
+//! sender's published limit, waiting as a 429's `Retry-After` says. The
+//! token travels in the `Authorization` header only, and no error or
+//! progress line holds it.
+
+use std::time::{Duration, Instant, SystemTime};
+
+use serde_json::Value;
+use shared::sender::listing::{ApiRequest, Listed, ListingError, PageAsk, SenderApi};
+use shared::Sender;
+
+/// How often a 429 or a 5xx answer is tried again before giving up.
+const TRIES: u32 = 6;
+/// The longest `Retry-After` waited for; a longer one is waited this long.
+const LONGEST_WAIT: Duration = Duration::from_secs(60);
+/// One request's limit.
+const REQUEST_LIMIT: Duration = Duration::from_secs(30);
+
+#[derive(Debug, thiserror::Error)]
+pub enum SenderApiError {
+    #[error("{sender}'s API refused the token (HTTP {status}): it must be {help}")]
+    Refused {
+        sender: &'static str,
+        status: u16,
+        help: &'static str,
+    },
+    #[error("{sender}'s API knows no form {form:?} (HTTP 404), or the token cannot read it")]
+    NoSuchForm { sender: &'static str, form: String },
+    #[error("{sender}'s API answered HTTP {status} to {path}")]
+    Status {
+        sender: &'static str,
+        status: u16,
+        path: String,
+    },
+    #[error("{sender}'s API still answered {status} after {TRIES} tries; run it again later")]
+    GaveUp { sender: &'static str, status: u16 },
+    #[error("{sender}'s API at {base_url} could not be reached ({why})")]
+    Unreachable {
+        sender: &'static str,
+        base_url: String,
+        why: &'static str,
+    },
+    #[error("{sender}'s API answered a page of form {form:?} that cannot be read: {error}")]
+    Unreadable {
+        sender: &'static str,
+        form: String,
+        error: ListingError,
+    },
+}
+
+/// Every completed submission of one form in a window.
+#[derive(Debug, Clone, Default)]
+pub struct FormListing {
+    pub submissions: Vec<Listed>,
+    /// Listed but never submitted (no lead).
+    pub partial: usize,
+    pub pages: usize,
+}
+
+/// One sender's API, with its token.
+pub struct SenderApiClient {
+    sender: Sender,
+    api: &'static SenderApi,
+    base_url: String,
+    token: String,
+    http: reqwest::Client,
+    last_request: Option<Instant>,
+}
+
+impl SenderApiClient {
+    pub fn new(
+        sender: Sender,
+        api: &'static SenderApi,
+        base_url: Option<String>,
+        token: String,
+    ) -> Self {
+        let base_url = base_url
+            .unwrap_or_else(|| api.base_url.to_owned())
+            .trim_end_matches('/')
+            .to_owned();
+        SenderApiClient {
+            sender,
+            api,
+            base_url,
+            token,
+            http: reqwest::Client::builder()
+                .timeout(REQUEST_LIMIT)
+                .build()
+                .unwrap_or_default(),
+            last_request: None,
+        }
+    }
+
+    /// Every completed submission of `form` in `[since, until)`, each page
+    /// said to `progress` (the pages read, the submissions so far).
+    pub async fn list(
+        &mut self,
+        form: &str,
+        since: SystemTime,
+        until: SystemTime,
+        mut progress: impl FnMut(usize, usize),
+    ) -> Result<FormListing, SenderApiError> {
+        let definition = match self.api.definition {
+            Some(request) => Some(self.get::<Value>(form, &request(form)).await?),
+            None => None,
+        };
+        let mut listing = FormListing::default();
+        let mut cursor: Option<String> = None;
+        loop {
+            let ask = PageAsk {
+                form,
+                since,
+                until,
+                cursor: cursor.as_deref(),
+            };
+            let body: Vec<u8> = self.get(form, &(self.api.page)(&ask)).await?;
+            let page = (self.api.read_page)(&body, &ask, definition.as_ref()).map_err(|error| {
+                SenderApiError::Unreadable {
+                    sender: self.sender.name(),
+                    form: form.to_owned(),
+                    error,
+                }
+            })?;
+            listing.pages += 1;
+            listing.partial += page.partial;
+            listing.submissions.extend(
+                page.submissions
+                    .into_iter()
+                    .filter(|listed| listed.is_within(since, until)),
+            );
+            progress(listing.pages, listing.submissions.len());
+            match page.next {
+                // A cursor that does not move would ask for ever.
+                Some(next) if cursor.as_deref() != Some(next.as_str()) => cursor = Some(next),
+                _ => return Ok(listing),
+            }
+        }
+    }
+
+    /// One GET, paced, tried again on a 429 (after its `Retry-After`) or a
+    /// 5xx (after a growing pause).
+    async fn get<T: FromBody>(
+        &mut self,
+        form: &str,
+        request: &ApiRequest,
+    ) -> Result<T, SenderApiError> {
+        let sender = self.sender.name();
+        let mut pause = Duration::from_secs(1);
+        let mut status = 0;
+        let mut url =
+            reqwest::Url::parse(&format!("{}{}", self.base_url, request.path)).map_err(|_| {
+                SenderApiError::Unreachable {
+                    sender,
+                    base_url: self.base_url.clone(),
+                    why: "not a URL",
+                }
+            })?;
+        if !request.query.is_empty() {
+            url.query_pairs_mut().extend_pairs(&request.query);
+        }
+        for _ in 0..TRIES {
+            self.wait_for_pace().await;
+            let sent = self
+                .http
+                .get(url.clone())
+                .bearer_auth(&self.token)
+                .header("accept", "application/json")
+                .send()
+                .await;
+            let response = sent.map_err(|error| SenderApiError::Unreachable {
+                sender,
+                base_url: self.base_url.clone(),
+                why: if error.is_timeout() {
+                    "timed out"
+                } else if error.is_connect() {
+                    "no connection"
+                } else {
+                    "the request failed"
+                },
+            })?;
+            status = response.status().as_u16();
+            match status {
+                200..=299 => {
+                    let bytes =
+                        response
+                            .bytes()
+                            .await
+                            .map_err(|_| SenderApiError::Unreachable {
+                                sender,
+                                base_url: self.base_url.clone(),
+                                why: "the answer broke off",
+                            })?;
+                    return T::from_body(&bytes).ok_or_else(|| SenderApiError::Unreadable {
+                        sender,
+                        form: form.to_owned(),
+                        error: ListingError::NotJson,
+                    });
+                }
+                401 | 403 => {
+                    return Err(SenderApiError::Refused {
+                        sender,
+                        status,
+                        help: self.api.token_help,
+                    })
+                }
+                404 => {
+                    return Err(SenderApiError::NoSuchForm {
+                        sender,
+                        form: form.to_owned(),
+                    })
+                }
+                429 => {
+                    let wait = retry_after(response.headers()).unwrap_or(pause);
+                    tokio::time::sleep(wait.min(LONGEST_WAIT)).await;
+                }
+                500..=599 => tokio::time::sleep(pause).await,
+                _ => {
+                    return Err(SenderApiError::Status {
+                        sender,
+                        status,
+                        path: request.path.clone(),
+                    })
+                }
+            }
+            pause = (pause * 2).min(LONGEST_WAIT);
+        }
+        Err(SenderApiError::GaveUp { sender, status })
+    }
+
+    async fn wait_for_pace(&mut self) {
+        if let Some(last) = self.last_request {
+            let due = last + self.api.pace;
+            let now = Instant::now();
+            if due > now {
+                tokio::time::sleep(due - now).await;
+            }
+        }
+        self.last_request = Some(Instant::now());
+    }
+}
+
+/// What a successful answer is read as: a page's bytes, or the form
+/// definition's JSON.
+trait FromBody: Sized {
+    fn from_body(bytes: &[u8]) -> Option<Self>;
+}
+
+impl FromBody for Vec<u8> {
+    fn from_body(bytes: &[u8]) -> Option<Self> {
+        Some(bytes.to_vec())
+    }
+}
+
+impl FromBody for Value {
+    fn from_body(bytes: &[u8]) -> Option<Self> {
+        serde_json::from_slice(bytes).ok()
+    }
+}
+
+/// A 429's `Retry-After` in seconds (an HTTP date is not waited for: the
+/// growing pause is).
+fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
+    headers
+        .get(reqwest::header::RETRY_AFTER)?
+        .to_str()
+        .ok()?
+        .trim()
+        .parse::<u64>()
+        .ok()
+        .map(Duration::from_secs)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use reqwest::header::{HeaderMap, HeaderValue, RETRY_AFTER};
+
+    #[test]
+    fn retry_after_in_seconds_only() {
+        let rows = [
+            ("2", Some(Duration::from_secs(2))),
+            (" 0 ", Some(Duration::ZERO)),
+            ("Wed, 21 Oct 2026 07:28:00 GMT", None),
+            ("-1", None),
+        ];
+        for (value, expected) in rows {
+            let mut headers = HeaderMap::new();
+            headers.insert(RETRY_AFTER, HeaderValue::from_static(value));
+            assert_eq!(retry_after(&headers), expected, "{value}");
+        }
+        assert_eq!(retry_after(&HeaderMap::new()), None);
+    }
+}
