@@ -229,3 +229,73 @@ async fn the_audit_says_what_it_needs() {
         assert_eq!(err.lines().count(), 1, "one line: {err}");
     }
 }
+
+/// Typeform's listing pages by the last token (`before`), newest first,
+/// after one request for the form's questions; what is imported reads as
+/// the webhook's lead would, with the Typeform key.
+#[tokio::test]
+async fn a_typeform_audit_pages_by_token_and_imports_each_response_once() {
+    let now = SystemTime::now();
+    let fake = SenderApiFake::start(API_TOKEN).await.unwrap();
+    fake.set_page_size(2);
+    for n in 1..=5 {
+        fake.keep("lT4Z3j", kept(n, now));
+    }
+    let client =
+        integration::ingest_client(&integration::endpoint(integration::DYNAMODB_ENDPOINT)).await;
+    let table = integration::create_table(&client, "ReceiptsTable").await;
+    let env = vec![
+        ("RECEIPTS_TABLE", table.clone()),
+        ("SENDER_API_BASE_URL", fake.base_url()),
+        ("SENDER_API_TOKEN", API_TOKEN.to_owned()),
+    ];
+    let scope = ["--since", "2h", "--form", "lT4Z3j", "--sender", "typeform"];
+
+    let (code, out, err) = cli(
+        env.clone(),
+        &[&["import", "--dry-run"][..], &scope].concat(),
+    )
+    .await;
+    assert_eq!(code, Some(0), "{out}\n{err}");
+    assert_eq!(
+        missing_ids(&out),
+        ["aud1", "aud2", "aud3", "aud4", "aud5"],
+        "{out}"
+    );
+    assert!(out.contains("would import 5"), "{out}");
+    assert!(
+        integration::scan(&client, &table).await.is_empty(),
+        "a dry run stores nothing"
+    );
+    let calls: Vec<String> = fake.calls().into_iter().map(|(call, _)| call).collect();
+    assert_eq!(calls[0], "/forms/lT4Z3j", "{calls:?}");
+    assert!(calls[2].contains("before=aud4"), "{calls:?}");
+    assert!(calls[3].contains("before=aud2"), "{calls:?}");
+    assert_eq!(calls.len(), 4, "{calls:?}");
+
+    let (code, out, err) = cli(env.clone(), &[&["import"][..], &scope].concat()).await;
+    assert_eq!(code, Some(0), "{out}\n{err}");
+    assert!(out.contains("imported 5;"), "{out}");
+    let items = integration::scan(&client, &table).await;
+    assert_eq!(items.len(), 5);
+    let receipt: shared::Receipt = serde_dynamo::from_item(
+        items
+            .into_iter()
+            .find(|item| integration::text(item, "pk") == "typeform:form_response:aud3")
+            .expect("aud3's receipt under its webhook's key"),
+    )
+    .unwrap();
+    assert!(receipt.is_imported());
+    let payload: serde_json::Value =
+        serde_json::from_str(receipt.payload.as_deref().unwrap()).unwrap();
+    let answers = shared::Sender::Typeform.answers(&payload);
+    assert_eq!(answers.fields["email"], "person3@example.com");
+    assert_eq!(answers.fields["name"], "Person 3");
+
+    let (code, out, err) = cli(env, &[&["audit"][..], &scope].concat()).await;
+    assert_eq!(code, Some(0), "{out}\n{err}");
+    assert!(
+        out.contains("        5         5          0        0"),
+        "{out}"
+    );
+}
