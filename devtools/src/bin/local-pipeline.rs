@@ -133,6 +133,12 @@ async fn run() -> Result<(), String> {
         Err(_) => {}
     }
 
+    // A sender that keeps its submissions: its API too (`receipts audit`).
+    let sender_api = devtools::fakes::sender_api::SenderApiFake::start_demo(sender).await?;
+    let sender_api_line = sender_api.as_ref().map_or_else(String::new, |api| {
+        format!("  sender API     {} (a local fake holding 2 submissions that never came: docs/local-development.md, \"Audit\")\n", api.base_url())
+    });
+
     let crm_address = SocketAddr::from(([127, 0, 0, 1], crm_port));
     let crm = LocalCrm::start(&setting("DESTINATION", "http"), crm_address).await?;
     // `make bench`: a CRM that takes this long to answer each call.
@@ -270,7 +276,7 @@ async fn run() -> Result<(), String> {
     });
 
     println!(
-        "\nLocal pipeline is up (Ctrl-C stops it):\n  webhook   POST http://127.0.0.1:{webhook_port}{webhook_path} ({how})\n  {}\n  DynamoDB       {dynamodb_endpoint} (table {receipts_table})\n",
+        "\nLocal pipeline is up (Ctrl-C stops it):\n  webhook   POST http://127.0.0.1:{webhook_port}{webhook_path} ({how})\n  {}\n  DynamoDB       {dynamodb_endpoint} (table {receipts_table})\n{sender_api_line}",
         crm.describe(crm_port),
     );
 

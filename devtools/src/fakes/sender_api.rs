@@ -36,6 +36,8 @@ use crate::server::{self, lock, FaultQueue, Listener, Server};
 
 /// The token the local fake accepts (`make run`).
 pub const DEMO_SENDER_API_TOKEN: &str = "local-demo-sender-api-token";
+/// The form whose submissions the demo fake keeps.
+pub const DEMO_FORM: &str = "demoForm";
 
 /// One submission the sender keeps.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -106,6 +108,34 @@ impl SenderApiFake {
             state,
             server: listener.serve(app),
         })
+    }
+
+    /// `make run` with a sender that keeps its submissions (`SENDER=tally`
+    /// or `typeform`): its API on a free port, holding two submissions of
+    /// form [`DEMO_FORM`] whose webhooks never came, for `receipts audit`
+    /// and `import` to find; `None` for a sender without such an API.
+    pub async fn start_demo(sender: shared::Sender) -> Result<Option<SenderApiFake>, String> {
+        if sender.api().is_none() {
+            return Ok(None);
+        }
+        let fake = SenderApiFake::start(DEMO_SENDER_API_TOKEN)
+            .await
+            .map_err(|e| format!("sender API fake: {e}"))?;
+        let now = SystemTime::now();
+        for (n, name) in [(1, "Grace Hopper"), (2, "Alan Turing")] {
+            fake.keep(
+                DEMO_FORM,
+                Kept {
+                    id: format!("never-came-{n}"),
+                    submitted_at: now - std::time::Duration::from_secs(600 * n),
+                    name: name.to_owned(),
+                    email: format!("demo{n}@example.com"),
+                    message: "Sent while the stack was down".to_owned(),
+                    partial: false,
+                },
+            );
+        }
+        Ok(Some(fake))
     }
 
     /// For `SENDER_API_BASE_URL`.
