@@ -10,7 +10,7 @@ pub mod cli;
 pub mod commands;
 pub mod destinations;
 pub mod leads;
-pub mod sender_api;
+
 pub mod stack;
 pub mod table;
 pub mod view;

@@ -5,6 +5,7 @@
 //! The Lambda functions parse their events into these types at the edge and
 //! hand the decisions back to their adapters.
 
+pub mod audit;
 pub mod clock;
 pub mod config;
 pub mod delivery;

@@ -223,8 +223,20 @@ fn called(path: String, params: &BTreeMap<String, String>) -> String {
     format!("{path}?{}", query.join("&"))
 }
 
-fn time_param(params: &BTreeMap<String, String>, name: &str) -> Option<SystemTime> {
-    params.get(name).and_then(|text| parse_timestamp(text))
+/// What a listing selects: submitted between the times its `bounds`
+/// parameters name (both included), and only completed ones if asked.
+fn within<'a>(
+    kept: &'a [Kept],
+    params: &BTreeMap<String, String>,
+    bounds: [&str; 2],
+    completed_only: bool,
+) -> Vec<&'a Kept> {
+    let [since, until] = bounds.map(|name| params.get(name).and_then(|t| parse_timestamp(t)));
+    kept.iter()
+        .filter(|k| since.is_none_or(|s| k.submitted_at >= s))
+        .filter(|k| until.is_none_or(|u| k.submitted_at <= u))
+        .filter(|k| !(completed_only && k.partial))
+        .collect()
 }
 
 async fn tally_submissions(
@@ -239,17 +251,8 @@ async fn tally_submissions(
         Ok(kept) => kept,
         Err(response) => return *response,
     };
-    let (since, until) = (
-        time_param(&params, "startDate"),
-        time_param(&params, "endDate"),
-    );
     let completed_only = params.get("filter").map(String::as_str) == Some("completed");
-    let selected: Vec<&Kept> = kept
-        .iter()
-        .filter(|k| since.is_none_or(|s| k.submitted_at >= s))
-        .filter(|k| until.is_none_or(|u| k.submitted_at <= u))
-        .filter(|k| !(completed_only && k.partial))
-        .collect();
+    let selected = within(&kept, &params, ["startDate", "endDate"], completed_only);
     let limit = *lock(&state.page_size);
     let page: usize = params
         .get("page")
@@ -307,14 +310,8 @@ async fn typeform_responses(
         Ok(kept) => kept,
         Err(response) => return *response,
     };
-    let (since, until) = (time_param(&params, "since"), time_param(&params, "until"));
     let completed_only = params.get("response_type").map(String::as_str) == Some("completed");
-    let mut selected: Vec<&Kept> = kept
-        .iter()
-        .filter(|k| since.is_none_or(|s| k.submitted_at >= s))
-        .filter(|k| until.is_none_or(|u| k.submitted_at <= u))
-        .filter(|k| !(completed_only && k.partial))
-        .collect();
+    let mut selected = within(&kept, &params, ["since", "until"], completed_only);
     if let Some(before) = params.get("before") {
         if let Some(at) = selected.iter().position(|k| &k.id == before) {
             selected.drain(..=at);

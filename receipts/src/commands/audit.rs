@@ -6,31 +6,24 @@
 //! late webhook, still stores one receipt. Ids only are printed: never
 //! form data, never the token.
 
-use std::collections::BTreeMap;
 use std::io::Write;
 use std::time::SystemTime;
 
 use aws_config::SdkConfig;
+use aws_edge::audit::Scope;
+use aws_edge::sender_api::SenderApiClient;
+use shared::audit::Audit;
 use shared::receipt::format_timestamp;
 use shared::sender::listing::SENDER_API_BASE_URL;
-use shared::{FormSubmission, Receipt, ReceiptStatus, Sender};
+use shared::Sender;
 
 use super::{secret_text, Failed};
 use crate::cli::{instant, AuditArgs};
-use crate::sender_api::SenderApiClient;
 use crate::stack::{output, parameter, Stack};
 use crate::table::ReceiptsTable;
 
 /// `SENDER_API_TOKEN`: the sender's API token, when no secret names it.
 pub const SENDER_API_TOKEN: &str = "SENDER_API_TOKEN";
-
-/// What is compared: one sender's forms over a window.
-pub struct Scope {
-    pub sender: Sender,
-    pub forms: Vec<String>,
-    pub since: SystemTime,
-    pub until: SystemTime,
-}
 
 /// What to do with what is missing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -146,23 +139,6 @@ fn is_form_id(form: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
 }
 
-/// One listed submission, with its key.
-struct Listed {
-    day: String,
-    form: String,
-    at: Option<SystemTime>,
-    id: String,
-    submission: FormSubmission,
-}
-
-#[derive(Debug, Default, Clone, Copy)]
-struct Counts {
-    at_sender: usize,
-    received: usize,
-    delivered: usize,
-    missing: usize,
-}
-
 pub async fn audit(
     table: &ReceiptsTable,
     api: &mut SenderApiClient,
@@ -172,67 +148,27 @@ pub async fn audit(
     out: &mut impl Write,
 ) -> Result<(), Failed> {
     let sender = scope.sender.name();
-    let mut listed = Vec::new();
-    let mut unreadable = Vec::new();
-    let mut partial = 0;
-    for form in &scope.forms {
-        let listing = api
-            .list(form, scope.since, scope.until, |pages, so_far| {
-                eprintln!("receipts: {sender} form {form}: page {pages} read, {so_far} submissions so far");
-            })
-            .await
-            .map_err(super::run_error)?;
-        partial += listing.partial;
-        for item in listing.submissions {
-            let day = item
-                .submitted_at
-                .map(format_timestamp)
-                .map_or_else(|| "unknown".to_owned(), |at| at[..10].to_owned());
-            match item.submission(scope.sender) {
-                Ok(submission) => listed.push(Listed {
-                    day,
-                    form: form.clone(),
-                    at: item.submitted_at,
-                    id: item.submission_id,
-                    submission,
-                }),
-                Err(error) => unreadable.push(format!("{form} {:?}: {error}", item.submission_id)),
-            }
-        }
-    }
-    let keys: Vec<String> = listed
-        .iter()
-        .map(|l| Receipt::new(&l.submission, now).pk)
-        .collect();
-    let statuses = table.statuses(&keys).await.map_err(super::run_error)?;
-    let mut rows: BTreeMap<(String, String), Counts> = BTreeMap::new();
-    let mut missing = Vec::new();
-    for (item, key) in listed.iter().zip(&keys) {
-        let counts = rows
-            .entry((item.day.clone(), item.form.clone()))
-            .or_default();
-        counts.at_sender += 1;
-        match statuses.get(key) {
-            Some(status) => {
-                counts.received += 1;
-                if *status == ReceiptStatus::Completed {
-                    counts.delivered += 1;
-                }
-            }
-            None => {
-                counts.missing += 1;
-                missing.push(item);
-            }
-        }
-    }
-    missing.sort_by(|a, b| (&a.day, &a.form, a.at).cmp(&(&b.day, &b.form, b.at)));
-    report(scope, &rows, partial, &missing, &unreadable, out)?;
-    if !unreadable.is_empty() {
+    let audit = aws_edge::audit::audit(
+        api,
+        table.client(),
+        table.name(),
+        scope,
+        |form, pages, so_far| {
+            eprintln!(
+                "receipts: {sender} form {form}: page {pages} read, {so_far} submissions so far"
+            );
+        },
+    )
+    .await
+    .map_err(super::run_error)?;
+    report(scope, &audit, out)?;
+    if !audit.unreadable.is_empty() {
         return Err(Failed::Run(format!(
             "{} listed submissions could not be read as {sender} webhooks (above)",
-            unreadable.len()
+            audit.unreadable.len()
         )));
     }
+    let missing = &audit.missing;
     match action {
         Action::Report if missing.is_empty() => Ok(()),
         Action::Report => Err(Failed::Missing(format!(
@@ -243,45 +179,26 @@ pub async fn audit(
             let said = format!("would import {} (dry run: nothing stored)", missing.len());
             writeln!(out, "{said}").map_err(super::run_error)
         }
-        Action::Import { dry_run: false } => import(table, &missing, now, out).await,
-    }
-}
-
-async fn import(
-    table: &ReceiptsTable,
-    missing: &[&Listed],
-    now: SystemTime,
-    out: &mut impl Write,
-) -> Result<(), Failed> {
-    let mut stored = 0;
-    for (done, item) in missing.iter().enumerate() {
-        if table
-            .put_imported(&Receipt::imported(&item.submission, now))
+        Action::Import { dry_run: false } => {
+            let total = missing.len();
+            let imported = aws_edge::audit::import(table.client(), table.name(), missing, now, |done| {
+                if done % 100 == 0 {
+                    eprintln!("receipts: import: {done} of {total} done");
+                }
+            })
             .await
-            .map_err(super::run_error)?
-        {
-            stored += 1;
-        }
-        if (done + 1) % 100 == 0 {
-            eprintln!("receipts: import: {} of {} done", done + 1, missing.len());
+            .map_err(super::run_error)?;
+            writeln!(
+                out,
+                "imported {}; {} arrived meanwhile and were left as they were",
+                imported.stored, imported.already_there
+            )
+            .map_err(super::run_error)
         }
     }
-    let meanwhile = missing.len() - stored;
-    writeln!(
-        out,
-        "imported {stored}; {meanwhile} arrived meanwhile and were left as they were"
-    )
-    .map_err(super::run_error)
 }
 
-fn report(
-    scope: &Scope,
-    rows: &BTreeMap<(String, String), Counts>,
-    partial: usize,
-    missing: &[&Listed],
-    unreadable: &[String],
-    out: &mut impl Write,
-) -> Result<(), Failed> {
+fn report(scope: &Scope, audit: &Audit, out: &mut impl Write) -> Result<(), Failed> {
     let mut text = format!(
         "{} from {} to {}\n{:<10}  {:<24}  {:>9}  {:>8}  {:>9}  {:>7}\n",
         scope.sender.name(),
@@ -294,28 +211,37 @@ fn report(
         "delivered",
         "missing"
     );
-    for ((day, form), counts) in rows {
+    for ((day, form), counts) in &audit.rows {
         text.push_str(&format!(
             "{day:<10}  {form:<24}  {:>9}  {:>8}  {:>9}  {:>7}\n",
             counts.at_sender, counts.received, counts.delivered, counts.missing
         ));
     }
-    if rows.is_empty() {
+    if audit.rows.is_empty() {
         text.push_str("(no completed submissions at the sender in this window)\n");
     }
-    if partial > 0 {
+    if audit.partial > 0 {
         text.push_str(&format!(
-            "{partial} started but never submitted (no lead; not counted)\n"
+            "{} started but never submitted (no lead; not counted)\n",
+            audit.partial
         ));
     }
-    if !missing.is_empty() {
-        text.push_str(&format!("missing ({}):\n", missing.len()));
-        for item in missing {
-            text.push_str(&format!("  {}  {}  {}\n", item.day, item.form, item.id));
+    if !audit.missing.is_empty() {
+        text.push_str(&format!("missing ({}):\n", audit.missing.len()));
+        for entry in &audit.missing {
+            text.push_str(&format!(
+                "  {}  {}  {}\n",
+                entry.day,
+                entry.form,
+                entry.submission_id()
+            ));
         }
     }
-    for line in unreadable {
-        text.push_str(&format!("unreadable: {line}\n"));
+    for unreadable in &audit.unreadable {
+        text.push_str(&format!(
+            "unreadable: {} {:?}: {}\n",
+            unreadable.form, unreadable.submission_id, unreadable.error
+        ));
     }
     out.write_all(text.as_bytes()).map_err(super::run_error)
 }

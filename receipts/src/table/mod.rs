@@ -16,7 +16,6 @@ use crate::cli::{StatusFilter, Window};
 
 pub mod changes;
 pub mod config;
-pub mod imports;
 
 type Item = HashMap<String, AttributeValue>;
 
@@ -187,6 +186,11 @@ impl ReceiptsTable {
 
     pub fn name(&self) -> &str {
         &self.table
+    }
+
+    /// For the calls the CLI shares with the functions (`aws_edge::audit`).
+    pub fn client(&self) -> &Client {
+        &self.client
     }
 
     /// The key of a Static Forms submission id, or any sender's full key

@@ -1,5 +1,5 @@
-//! The sender's own API, read page by page for `receipts audit` and
-//! `import`: the requests and pages are the sender's rules
+//! The sender's own API, read page by page for the audit (`receipts audit`
+//! and `import`, the worker's scheduled audit): the requests and pages are the sender's rules
 //! (`shared::sender::listing`); here are the HTTP calls, paced by the
 //! sender's published limit, waiting as a 429's `Retry-After` says. The
 //! token travels in the `Authorization` header only, and no error or

@@ -1,0 +1,197 @@
+//! The audit both `receipts audit` and the worker's scheduled audit run:
+//! the sender's completed submissions of each form in a window
+//! ([`SenderApiClient`]), the receipts under their keys (BatchGetItem,
+//! keys and status only), compared by `shared::audit`; and the import of
+//! what is missing, each one a conditional put, so an import run twice or
+//! beside a late webhook stores one receipt.
+
+use std::collections::HashMap;
+use std::time::{Duration, SystemTime};
+
+use aws_sdk_dynamodb::error::{ProvideErrorMetadata, SdkError};
+use aws_sdk_dynamodb::types::{AttributeValue, KeysAndAttributes};
+use aws_sdk_dynamodb::Client;
+use shared::audit::{Audit, Entry, Listing};
+use shared::receipt::attr;
+use shared::{Receipt, ReceiptStatus, Sender};
+
+use crate::sender_api::{SenderApiClient, SenderApiError};
+
+/// BatchGetItem's most keys a request.
+const KEYS_PER_BATCH: usize = 100;
+/// How often keys DynamoDB left unprocessed are asked again.
+const UNPROCESSED_TRIES: u32 = 8;
+
+#[derive(Debug, thiserror::Error)]
+pub enum AuditError {
+    #[error(transparent)]
+    SenderApi(#[from] SenderApiError),
+    /// A DynamoDB call that failed: its operation and error code only.
+    #[error("DynamoDB {operation} failed ({code})")]
+    Store {
+        operation: &'static str,
+        code: String,
+    },
+}
+
+impl AuditError {
+    fn store<E: ProvideErrorMetadata, R>(operation: &'static str, error: SdkError<E, R>) -> Self {
+        let code = match &error {
+            SdkError::ServiceError(failure) => {
+                failure.err().code().unwrap_or("UnknownServiceError")
+            }
+            SdkError::TimeoutError(_) => "Timeout",
+            _ => "Unreachable",
+        };
+        AuditError::Store {
+            operation,
+            code: code.to_owned(),
+        }
+    }
+}
+
+/// What is audited: one sender's forms over `[since, until)`.
+#[derive(Debug, Clone)]
+pub struct Scope {
+    pub sender: Sender,
+    pub forms: Vec<String>,
+    pub since: SystemTime,
+    pub until: SystemTime,
+}
+
+/// Lists each form's submissions at the sender (each page said to
+/// `progress`: the form, pages read, submissions so far) and compares them
+/// with the receipts in `table`.
+pub async fn audit(
+    api: &mut SenderApiClient,
+    client: &Client,
+    table: &str,
+    scope: &Scope,
+    mut progress: impl FnMut(&str, usize, usize),
+) -> Result<Audit, AuditError> {
+    let mut listing = Listing::default();
+    for form in &scope.forms {
+        let listed = api
+            .list(form, scope.since, scope.until, |pages, so_far| {
+                progress(form, pages, so_far)
+            })
+            .await?;
+        listing.add(scope.sender, form, listed.submissions, listed.partial);
+    }
+    let statuses = statuses(client, table, &listing.keys()).await?;
+    Ok(listing.compare(&statuses))
+}
+
+/// What an import did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Imported {
+    pub stored: usize,
+    /// Stored meanwhile by a webhook or another import: left as it was.
+    pub already_there: usize,
+}
+
+/// Stores each of `missing` as an imported receipt unless one is under
+/// its key by then (`progress`: how many are done).
+pub async fn import(
+    client: &Client,
+    table: &str,
+    missing: &[Entry],
+    now: SystemTime,
+    mut progress: impl FnMut(usize),
+) -> Result<Imported, AuditError> {
+    let mut imported = Imported::default();
+    for (done, entry) in missing.iter().enumerate() {
+        let receipt = Receipt::imported(&entry.submission, now);
+        let item: HashMap<String, AttributeValue> =
+            serde_dynamo::to_item(&receipt).map_err(|_| AuditError::Store {
+                operation: "PutItem",
+                code: "ReceiptNotSerialisable".to_owned(),
+            })?;
+        let put = client
+            .put_item()
+            .table_name(table)
+            .set_item(Some(item))
+            .condition_expression("attribute_not_exists(#pk)")
+            .expression_attribute_names("#pk", attr::PK)
+            .send()
+            .await;
+        match put {
+            Ok(_) => imported.stored += 1,
+            Err(SdkError::ServiceError(failure))
+                if failure.err().code() == Some("ConditionalCheckFailedException") =>
+            {
+                imported.already_there += 1
+            }
+            Err(error) => return Err(AuditError::store("PutItem", error)),
+        }
+        progress(done + 1);
+    }
+    Ok(imported)
+}
+
+/// The status of each receipt of `keys` that exists (consistent reads).
+pub async fn statuses(
+    client: &Client,
+    table: &str,
+    keys: &[String],
+) -> Result<HashMap<String, ReceiptStatus>, AuditError> {
+    let mut found = HashMap::new();
+    for batch in keys.chunks(KEYS_PER_BATCH) {
+        let mut asked: Vec<HashMap<String, AttributeValue>> = batch
+            .iter()
+            .map(|key| HashMap::from([(attr::PK.to_owned(), AttributeValue::S(key.clone()))]))
+            .collect();
+        let mut tries = 0;
+        while !asked.is_empty() {
+            if tries == UNPROCESSED_TRIES {
+                return Err(AuditError::Store {
+                    operation: "BatchGetItem",
+                    code: "KeysLeftUnprocessed".to_owned(),
+                });
+            }
+            if tries > 0 {
+                tokio::time::sleep(Duration::from_millis(100 << tries.min(5))).await;
+            }
+            tries += 1;
+            let request = KeysAndAttributes::builder()
+                .set_keys(Some(std::mem::take(&mut asked)))
+                .projection_expression("#pk, #status")
+                .expression_attribute_names("#pk", attr::PK)
+                .expression_attribute_names("#status", attr::STATUS)
+                .consistent_read(true)
+                .build()
+                .map_err(|_| AuditError::Store {
+                    operation: "BatchGetItem",
+                    code: "RequestNotBuilt".to_owned(),
+                })?;
+            let output = client
+                .batch_get_item()
+                .request_items(table, request)
+                .send()
+                .await
+                .map_err(|error| AuditError::store("BatchGetItem", error))?;
+            let items = output
+                .responses
+                .and_then(|mut tables| tables.remove(table))
+                .unwrap_or_default();
+            for item in items {
+                let text = |name| match item.get(name) {
+                    Some(AttributeValue::S(text)) => Some(text.clone()),
+                    _ => None,
+                };
+                let status = text(attr::STATUS).and_then(|status| {
+                    serde_json::from_value(serde_json::Value::String(status)).ok()
+                });
+                if let (Some(key), Some(status)) = (text(attr::PK), status) {
+                    found.insert(key, status);
+                }
+            }
+            asked = output
+                .unprocessed_keys
+                .and_then(|mut tables| tables.remove(table))
+                .map(|left| left.keys)
+                .unwrap_or_default();
+        }
+    }
+    Ok(found)
+}
