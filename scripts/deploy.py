@@ -60,6 +60,11 @@ SENDER_SETUP = {
 # exists: stored after the deploy), or by an OAuth app (signed with the app's
 # client secret, known before).
 WEBFLOW_WEBHOOKS = ["dashboard", "api", "app"]
+# Senders whose own list of submissions the stack can audit
+# (docs/operations.md, "Submissions the sender never delivered").
+AUDITED_SENDERS = {"tally": "Tally API key (Settings > API keys)",
+                   "typeform": "Typeform personal access token with responses:read and forms:read"}
+FORM_IDS = re.compile(r"^[A-Za-z0-9_-]{1,64}(,[A-Za-z0-9_-]{1,64})*$")
 # Destinations whose FieldMap the template reads.
 MAPPED_DESTINATIONS = ["hubspot", "salesforce"]
 REGION = re.compile(r"^[a-z]{2}(-[a-z]+)+-[0-9]$")
@@ -118,6 +123,7 @@ class Answers:
     field_map: str = ""
     destination: str = ""
     alarm_email: str = ""
+    audit_forms: str = ""
     crm_url: str = ""
     salesforce_login_url: str = ""
     architecture: str = "arm64"
@@ -154,7 +160,7 @@ def check_crm_url(url):
     return None if url.count("{externalId}") == 1 else "put {externalId} exactly once where the submission id goes"
 
 
-def gather(args, asker: Asker) -> Answers:
+def gather(args, asker: Asker, routes=None) -> Answers:
     """The answers: each flag given is taken, each one missing is asked."""
     a = Answers(architecture=args.architecture, observability=args.observability)
     a.sender = args.sender or asker.ask(
@@ -237,7 +243,35 @@ def gather(args, asker: Asker) -> Answers:
             "Alarm e-mail", "", check_email)
     if check_email(a.alarm_email):
         raise Refused(f"--alarm-email: {check_email(a.alarm_email)}")
+    offer_audit(a, args, asker, routes)
     return a
+
+
+def offer_audit(a: Answers, args, asker: Asker, routes) -> None:
+    """The scheduled audit, for a sender that keeps its submissions: offered
+    at a terminal, taken from --sender-api-token-secret-arn or
+    SENDER_API_TOKEN otherwise. Its forms: the routes file's, else asked."""
+    given = args.sender_api_token_secret_arn or os.environ.get("SENDER_API_TOKEN")
+    if a.sender not in AUDITED_SENDERS:
+        if args.sender_api_token_secret_arn or args.audit_forms:
+            raise Refused(f"the audit reads Tally's or Typeform's own list of submissions, not {a.sender}'s")
+        return
+    if args.no_audit or not (given or asker.interactive):
+        return
+    secret(a, asker, "SenderApiTokenSecretArn", args.sender_api_token_secret_arn, [
+        ("SENDER_API_TOKEN", f"A daily audit finds submissions the stack never received and alarms: it needs "
+         f"a {AUDITED_SENDERS[a.sender]}; stored in Secrets Manager (empty: no audit; "
+         f"docs/senders/{a.sender}.md#audit).", "Sender API token"),
+    ], optional=True)
+    if "SenderApiTokenSecretArn" not in a.secret_arns and "SenderApiTokenSecretArn" not in a.secret_values:
+        return
+    if routes is not None and not args.audit_forms:
+        return
+    check = lambda forms: None if FORM_IDS.match(forms) else "form ids (letters, digits, - and _), comma-separated"
+    a.audit_forms = args.audit_forms or asker.ask(
+        "The forms to audit: their ids at the sender (in each form's URL), comma-separated.", "Form ids", "", check)
+    if check(a.audit_forms):
+        raise Refused(f"--audit-forms: {check(a.audit_forms)}")
 
 
 def secret(a: Answers, asker: Asker, parameter: str, existing_arn, parts, optional=False):
@@ -415,7 +449,8 @@ def create_secrets(a: Answers, secrets_client) -> None:
     names = {"WebhookSecretArn": WEBFLOW_KEY_SECRET,
              "HubSpotTokenSecretArn": "hubspot-token",
              "SalesforceCredentialsSecretArn": "salesforce-credentials",
-             "CrmTokenSecretArn": "crm-token"}
+             "CrmTokenSecretArn": "crm-token",
+             "SenderApiTokenSecretArn": "sender-api-token"}
     for parameter, value in a.secret_values.items():
         name = f"{a.stack_name}/{names[parameter]}"
         try:
@@ -448,6 +483,8 @@ def parameter_overrides(a: Answers) -> dict[str, str]:
         overrides["CrmUrl"] = a.crm_url
     if a.salesforce_login_url:
         overrides["SalesforceLoginUrl"] = a.salesforce_login_url
+    if a.audit_forms:
+        overrides["AuditForms"] = a.audit_forms
     overrides.update(a.secret_arns)
     return overrides
 
@@ -544,7 +581,7 @@ def main(argv=None, stdin=sys.stdin) -> int:
     parser = argparse.ArgumentParser(
         prog="make deploy", description=__doc__.split("\n\n")[0],
         epilog="Secrets come from the environment, never from flags: HUBSPOT_TOKEN, SALESFORCE_CLIENT_ID, "
-               "SALESFORCE_CLIENT_SECRET, CRM_TOKEN, WEBFLOW_WEBHOOK_SECRET (else a hidden prompt). "
+               "SALESFORCE_CLIENT_SECRET, CRM_TOKEN, WEBFLOW_WEBHOOK_SECRET, SENDER_API_TOKEN (else a hidden prompt). "
                "An empty flag value is given as --alarm-email= .")
     parser.add_argument("--sender", choices=SENDERS, help="who sends the submissions (docs/senders/); asked first")
     parser.add_argument("--stack-name")
@@ -562,6 +599,12 @@ def main(argv=None, stdin=sys.stdin) -> int:
     parser.add_argument("--salesforce-credentials-secret-arn", help="an existing secret instead of SALESFORCE_CLIENT_ID/SECRET")
     parser.add_argument("--crm-token-secret-arn", help="an existing secret instead of CRM_TOKEN")
     parser.add_argument("--no-crm-token", action="store_true", help="http: the CRM takes no bearer token")
+    parser.add_argument("--sender-api-token-secret-arn",
+                        help="tally or typeform: an existing secret holding the sender's API token, for the daily "
+                             "audit (else SENDER_API_TOKEN, else asked at a terminal)")
+    parser.add_argument("--audit-forms", metavar="IDS", help="the forms the audit reads, comma-separated "
+                        "(default: the routes file's)")
+    parser.add_argument("--no-audit", action="store_true", help="do not offer the audit")
     parser.add_argument("--architecture", choices=["arm64", "x86_64"], default="arm64")
     parser.add_argument("--observability", choices=["lean", "full"], default="lean",
                         help="lean (recommended for a small stack): every alarm for a lead that could be lost "
@@ -582,7 +625,7 @@ def main(argv=None, stdin=sys.stdin) -> int:
                 failed=f"{routes.name} has problems (each named above); fix them, or move the file away")
         say("A first deployment of staticforms-to-crm. Enter takes the [default].")
         asker = Asker(stdin)
-        answers = gather(args, asker)
+        answers = gather(args, asker, routes)
         import boto3
         session = boto3.session.Session(region_name=answers.region)
         secrets_client = session.client("secretsmanager")

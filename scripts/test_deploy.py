@@ -370,6 +370,32 @@ class Wizard(unittest.TestCase):
         self.assertEqual(self.overrides(self.sam_calls()[3])["Observability"], "'full'")
         self.assertIn("Observability='full'", self.saved(other)["deploy"]["parameters"]["parameter_overrides"])
 
+    def test_the_audit_is_offered_for_a_sender_that_keeps_its_submissions(self):
+        flags = ["--sender", "typeform", "--stack-name", self.stack, "--region", "eu-west-1",
+                 "--destination", "dynamodb", "--alarm-email="]
+        token = "tfp_audit_token_never_printed_0123456789"
+        result = self.wizard(*flags, "--audit-forms", "lT4Z3j,abc", env={"SENDER_API_TOKEN": token})
+        self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
+        overrides = self.overrides(self.sam_calls()[1])
+        arn, value = self.secret(f"{self.stack}/sender-api-token")
+        self.assertEqual(value, token)
+        self.assertEqual(overrides["SenderApiTokenSecretArn"], f"'{arn}'")
+        self.assertEqual(overrides["AuditForms"], "'lT4Z3j,abc'")
+        self.assertNotIn(token, result.stdout + result.stderr + self.samconfig.read_text())
+
+        # Without a terminal, a token and no forms or routes: the forms are named as missing.
+        other = self.stack + "-noforms"
+        flags[flags.index(self.stack)] = other
+        missing = self.wizard(*flags, env={"SENDER_API_TOKEN": token})
+        self.assertEqual(missing.returncode, 1)
+        self.assertIn("Form ids", missing.stderr)
+        # Static Forms keeps no list to audit.
+        refused = self.wizard("--sender", "staticforms", "--auth", "url", "--stack-name", other,
+                              "--region", "eu-west-1", "--destination", "dynamodb", "--alarm-email=",
+                              "--audit-forms", "abc")
+        self.assertEqual(refused.returncode, 1)
+        self.assertIn("not staticforms's", refused.stderr)
+
     def test_an_http_crm_without_a_token_deploys_from_flags_alone(self):
         flags = ["--sender", "staticforms", "--stack-name", self.stack, "--region", "eu-west-1", "--auth", "url",
                  "--destination", "http", "--crm-url", "https://crm.example.com/leads/{externalId}",
