@@ -299,3 +299,116 @@ async fn a_typeform_audit_pages_by_token_and_imports_each_response_once() {
         "{out}"
     );
 }
+
+/// The worker's scheduled audit, on moto with the token in Secrets
+/// Manager: the window from one period back to 15 minutes ago (a younger
+/// submission is left to its webhook), `MissingSubmissions` per form, the
+/// import with `AUDIT_ACTION=import`, and where it ended stored, so the
+/// next audit starts there and finds nothing missing.
+#[tokio::test(flavor = "current_thread")]
+async fn the_scheduled_audit_emits_missing_submissions_and_imports_them() {
+    use worker::audit::{AuditAction, AuditSettings, Auditor};
+    let captured = devtools::log_capture::CapturedLogs::default();
+    let _guard = captured.install();
+
+    let now = SystemTime::now();
+    let fake = SenderApiFake::start(API_TOKEN).await.unwrap();
+    let at = |minutes_ago: u64| Kept {
+        submitted_at: now - Duration::from_secs(minutes_ago * 60),
+        ..kept(minutes_ago, now)
+    };
+    for minutes_ago in [50, 40, 30, 5] {
+        fake.keep(FORM, at(minutes_ago));
+    }
+    let endpoint = integration::endpoint(integration::DYNAMODB_ENDPOINT);
+    let client = integration::worker_client(&endpoint).await;
+    let table = integration::create_table(&client, "ReceiptsTable").await;
+    // The one submitted 50 minutes ago reached the stack by its webhook.
+    let webhook = shared::sender::tally::parse(webhook_body(&at(50), "e").as_bytes()).unwrap();
+    let stored: std::collections::HashMap<_, _> =
+        serde_dynamo::to_item(shared::Receipt::new(&webhook, now)).unwrap();
+    client
+        .put_item()
+        .table_name(&table)
+        .set_item(Some(stored))
+        .send()
+        .await
+        .unwrap();
+    let secrets = integration::secrets_client(&endpoint).await;
+    let arn = integration::create_secret(&secrets, "tally-api-token", API_TOKEN).await;
+    let settings = AuditSettings {
+        sender: shared::Sender::Tally,
+        token_secret_arn: arn,
+        every: Duration::from_secs(3600),
+        action: AuditAction::Import,
+        forms: vec![FORM.to_owned()],
+        base_url: Some(fake.base_url()),
+    };
+    let auditor = Auditor::new(
+        settings,
+        client.clone(),
+        &table,
+        secrets,
+        shared::metrics::Metrics::default(),
+    );
+
+    let report = auditor.run(now).await.unwrap();
+    assert_eq!(
+        (report.at_sender, report.missing, report.imported),
+        (3, 2, 2),
+        "{report:?}"
+    );
+    let missing_metric = |lines: &[serde_json::Value]| -> Vec<(f64, String)> {
+        lines
+            .iter()
+            .filter(|line| line.get("MissingSubmissions").is_some())
+            .map(|line| {
+                (
+                    line["MissingSubmissions"].as_f64().unwrap(),
+                    line["form"].as_str().unwrap_or_default().to_owned(),
+                )
+            })
+            .collect()
+    };
+    let lines = captured.json_lines().unwrap();
+    assert_eq!(missing_metric(&lines), [(2.0, FORM.to_owned())]);
+    let items = integration::scan(&client, &table).await;
+    let keys: Vec<String> = items
+        .iter()
+        .map(|item| integration::text(item, "pk"))
+        .collect();
+    for id in ["aud50", "aud40", "aud30"] {
+        assert!(
+            keys.contains(&format!("tally:FORM_RESPONSE:{id}")),
+            "{keys:?}"
+        );
+    }
+    assert!(
+        !keys.iter().any(|key| key.ends_with("aud5")),
+        "too young: {keys:?}"
+    );
+    let state = items
+        .iter()
+        .find(|item| integration::text(item, "pk") == shared::audit::AUDIT_STATE_KEY)
+        .expect("where the audit ended");
+    assert_eq!(integration::text(state, "auditedUntil"), report.until);
+
+    // An hour later: from where it ended, so only the young one is read,
+    // and its webhook never came either.
+    let later = auditor.run(now + Duration::from_secs(3600)).await.unwrap();
+    assert_eq!(later.since, report.until);
+    assert_eq!(
+        (later.at_sender, later.missing, later.imported),
+        (1, 1, 1),
+        "{later:?}"
+    );
+    let lines = captured.json_lines().unwrap();
+    assert_eq!(
+        missing_metric(&lines),
+        [(2.0, FORM.to_owned()), (1.0, FORM.to_owned())]
+    );
+    // Nothing new since: nothing read, nothing emitted.
+    let again = auditor.run(now + Duration::from_secs(3600)).await.unwrap();
+    assert_eq!(again.forms, 0, "{again:?}");
+    assert!(!captured.text().contains(API_TOKEN), "the token was logged");
+}

@@ -131,6 +131,24 @@ fn each_deployed_role_has_exactly_the_access_it_needs() {
             json!({"Fn::If": ["UseSalesforce",
                    {"Action": "secretsmanager:GetSecretValue", "Effect": "Allow", "Resource": {"Ref": "SalesforceCredentialsSecretArn"}},
                    {"Ref": "AWS::NoValue"}]}),
+            // The audit, when on: the token; the listed receipts' key and
+            // status; imports under this sender's keys; its own item.
+            json!({"Fn::If": ["AuditsSender",
+                   {"Action": "secretsmanager:GetSecretValue", "Effect": "Allow", "Resource": {"Ref": "SenderApiTokenSecretArn"}},
+                   {"Ref": "AWS::NoValue"}]}),
+            json!({"Fn::If": ["AuditsSender",
+                   {"Action": "dynamodb:BatchGetItem", "Effect": "Allow", "Resource": receipts_arn(),
+                    "Condition": {"ForAllValues:StringEquals": {"dynamodb:Attributes": ["pk", "status"]},
+                                  "StringEqualsIfExists": {"dynamodb:Select": "SPECIFIC_ATTRIBUTES"}}},
+                   {"Ref": "AWS::NoValue"}]}),
+            json!({"Fn::If": ["AuditsSender",
+                   {"Action": "dynamodb:PutItem", "Effect": "Allow", "Resource": receipts_arn(),
+                    "Condition": {"ForAllValues:StringLike": {"dynamodb:LeadingKeys": [{"Fn::Sub": "${Sender}:*"}]}}},
+                   {"Ref": "AWS::NoValue"}]}),
+            json!({"Fn::If": ["AuditsSender",
+                   {"Action": ["dynamodb:GetItem", "dynamodb:PutItem"], "Effect": "Allow", "Resource": receipts_arn(),
+                    "Condition": {"ForAllValues:StringEquals": {"dynamodb:LeadingKeys": ["config#audit"]}}},
+                   {"Ref": "AWS::NoValue"}]}),
         ]
     );
     let mapping = &template["Resources"]["ReceiptStreamMapping"];

@@ -12,6 +12,12 @@ use crate::envelope::EnvelopeError;
 use crate::sender::listing::Listed;
 use crate::{FormSubmission, IdempotencyKey, ReceiptStatus, Sender};
 
+/// The item where the scheduled audit keeps where it ended, in the
+/// receipts table beside the routes (its key is no receipt's).
+pub const AUDIT_STATE_KEY: &str = "config#audit";
+/// Its attribute: the end of the last window audited, as receipt text.
+pub const AUDITED_UNTIL: &str = "auditedUntil";
+
 /// What the sender listed, read as its webhooks.
 #[derive(Debug, Default)]
 pub struct Listing {
@@ -211,6 +217,12 @@ mod tests {
         assert_eq!(audit.unreadable.len(), 1);
         assert_eq!(audit.unreadable[0].submission_id, "..");
         assert_eq!(audit.partial, 1);
+    }
+
+    #[test]
+    fn the_audit_state_is_no_receipt() {
+        assert!(AUDIT_STATE_KEY.starts_with(crate::routes::CONFIG_KEY_PREFIX));
+        assert!(!crate::receipt::is_receipt_key(AUDIT_STATE_KEY));
     }
 
     #[test]

@@ -151,6 +151,16 @@ pub mod catalog {
         in_lean: false,
     };
 
+    /// worker, with the scheduled audit: per audited form (its id a
+    /// property, never a dimension), the submissions the sender lists and
+    /// the stack never received.
+    pub const MISSING_SUBMISSIONS: MetricSpec = MetricSpec {
+        name: "MissingSubmissions",
+        unit: Unit::Count,
+        dimensions: &[FUNCTION],
+        in_lean: true,
+    };
+
     pub const ALL: &[MetricSpec] = &[
         DELIVERIES,
         DELIVERY_DURATION,
@@ -165,6 +175,7 @@ pub mod catalog {
         FAILED_RECEIPTS,
         REDELIVERED,
         GAVE_UP,
+        MISSING_SUBMISSIONS,
     ];
 }
 
@@ -543,7 +554,8 @@ mod tests {
                 "Deliveries",
                 "DestinationAuthErrors",
                 "OldestPendingAgeSeconds",
-                "FailedReceipts"
+                "FailedReceipts",
+                "MissingSubmissions"
             ]
         );
         assert!(catalog::ALL

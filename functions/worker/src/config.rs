@@ -50,6 +50,8 @@ pub struct Config {
     pub metrics: shared::metrics::Metrics,
     /// `ROUTES_REREAD_SECONDS`: how often the routes are read again.
     pub routes_reread: Duration,
+    /// The scheduled audit, when `SENDER_API_TOKEN_SECRET_ARN` is set.
+    pub audit: Option<crate::audit::AuditSettings>,
 }
 
 impl Config {
@@ -125,6 +127,7 @@ impl Config {
             dynamodb_endpoint: dynamodb_endpoint(&get)?,
             metrics: shared::config::metrics(&get)?,
             routes_reread: shared::config::routes_reread(&get)?,
+            audit: crate::audit::AuditSettings::from_lookup(&get)?,
         })
     }
 }

@@ -19,6 +19,8 @@ pub const SCHEDULED_EVENT: &str = "Scheduled Event";
 pub enum Invocation {
     Stream(Event),
     Reconcile,
+    /// The audit's schedule: `{"audit": true}` (`crate::audit`).
+    Audit,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -27,6 +29,11 @@ pub enum InvocationError {
     UnreadableStreamEvent,
     #[error("the event is neither a DynamoDB stream batch nor a scheduled event")]
     Unrecognised,
+    #[error("an audit was asked for, but none is configured (SENDER_API_TOKEN_SECRET_ARN)")]
+    NoAudit,
+    /// The audit failed: one line, no secret, no id.
+    #[error("the audit failed: {0}")]
+    AuditFailed(String),
 }
 
 impl TryFrom<Value> for Invocation {
@@ -37,6 +44,9 @@ impl TryFrom<Value> for Invocation {
             return serde_json::from_value(event)
                 .map(Invocation::Stream)
                 .map_err(|_| InvocationError::UnreadableStreamEvent);
+        }
+        if event.get(crate::audit::AUDIT_EVENT_FIELD) == Some(&Value::Bool(true)) {
+            return Ok(Invocation::Audit);
         }
         if event.get("detail-type").and_then(Value::as_str) == Some(SCHEDULED_EVENT) {
             return Ok(Invocation::Reconcile);
@@ -52,6 +62,17 @@ impl<D: Destination, L: ReceiptLedger + PendingQueue> Worker<D, L> {
         let response = match Invocation::try_from(event)? {
             Invocation::Stream(batch) => serde_json::to_value(self.handle(batch, deadline).await),
             Invocation::Reconcile => serde_json::to_value(self.reconcile(deadline).await),
+            Invocation::Audit => {
+                let auditor = self.auditor().ok_or(InvocationError::NoAudit)?;
+                let report = auditor
+                    .run(std::time::SystemTime::now())
+                    .await
+                    .map_err(|failed| {
+                        tracing::error!(error = %failed, "the audit failed; its window is read again next time");
+                        InvocationError::AuditFailed(failed.to_string())
+                    })?;
+                serde_json::to_value(report)
+            }
         };
         // Both are plain structs of strings and numbers.
         Ok(response.unwrap_or(Value::Null))

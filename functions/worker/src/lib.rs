@@ -2,13 +2,15 @@
 //! into the destination keyed by submission id, then mark the receipt
 //! COMPLETED. The stream delivers at least once; the lead exists once.
 //! On a schedule, the same function runs a reconciliation pass that
-//! delivers the receipts still waiting (`reconcile`).
+//! delivers the receipts still waiting (`reconcile`), and, when configured,
+//! an audit of the sender's own list of submissions (`audit`).
 //!
 //! Decisions are pure functions in `decide`; the delivery core (`deliver`)
 //! acts on them for its two callers, the stream batch (`stream`) and the
 //! pass (`reconcile`), through two ports, `destinations` and `ledger`, each
 //! with its adapters beside it. `main.rs` only wires these parts together.
 
+pub mod audit;
 pub mod config;
 pub mod decide;
 pub mod deliver;

@@ -1,12 +1,13 @@
 //! Start-up and wiring only: logging, configuration, the CRM token (from
 //! Secrets Manager when configured so), the SDK and HTTP clients (built and
 //! connected once, at init), the destination `DESTINATION` names, the
-//! routes stored in the table, then the Lambda event loop for both triggers
-//! (stream batches and the schedule).
+//! routes stored in the table, the scheduled audit when configured, then the
+//! Lambda event loop for every trigger (stream batches and the schedules).
 
 use aws_edge::routes::StoredRoutes;
 use lambda_runtime::{run, service_fn, Error, LambdaEvent};
 use serde_json::Value;
+use worker::audit::Auditor;
 use worker::invocation::deadline_from;
 use worker::ledger::dynamodb::{sdk_loader, DynamoLedger};
 use worker::{Config, Worker};
@@ -28,13 +29,24 @@ async fn main() -> Result<(), Error> {
             tracing::error!(error = %error, "the destination is unavailable; the function cannot start");
         })?;
     let routes = StoredRoutes::new(client.clone(), &config.receipts_table);
+    let auditor = config.audit.map(|settings| {
+        let secrets = aws_sdk_secretsmanager::Client::new(&sdk_config);
+        Auditor::new(
+            settings,
+            client.clone(),
+            &config.receipts_table,
+            secrets,
+            config.metrics.clone(),
+        )
+    });
     let ledger = DynamoLedger::new(client, config.receipts_table);
     ledger.warm_up().await;
     let worker = Worker::new(destination, ledger, config.concurrency)
         .with_routes(routes.into_force(config.routes_reread).await)
         .with_delivery_rules(config.delivery)
         .with_reconcile_after(config.reconcile_after)
-        .with_metrics(config.metrics);
+        .with_metrics(config.metrics)
+        .with_auditor(auditor);
     let worker = &worker;
 
     run(service_fn(move |event: LambdaEvent<Value>| async move {

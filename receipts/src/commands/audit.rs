@@ -14,7 +14,7 @@ use aws_edge::audit::Scope;
 use aws_edge::sender_api::SenderApiClient;
 use shared::audit::Audit;
 use shared::receipt::format_timestamp;
-use shared::sender::listing::SENDER_API_BASE_URL;
+use shared::sender::listing::{is_form_id, SENDER_API_BASE_URL};
 use shared::Sender;
 
 use super::{secret_text, Failed};
@@ -130,15 +130,6 @@ async fn forms(table: &ReceiptsTable, named: &[String]) -> Result<Vec<String>, F
     Ok(forms)
 }
 
-/// A form id as the senders' APIs take it in a path.
-fn is_form_id(form: &str) -> bool {
-    !form.is_empty()
-        && form.len() <= 64
-        && form
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
-}
-
 pub async fn audit(
     table: &ReceiptsTable,
     api: &mut SenderApiClient,
@@ -244,24 +235,4 @@ fn report(scope: &Scope, audit: &Audit, out: &mut impl Write) -> Result<(), Fail
         ));
     }
     out.write_all(text.as_bytes()).map_err(super::run_error)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn form_ids_fit_in_a_path() {
-        for (form, ok) in [
-            ("mexJoq", true),
-            ("lT4Z3j-x_1", true),
-            ("", false),
-            ("a/b", false),
-            ("..", false),
-            ("a?b", false),
-            (&"x".repeat(65), false),
-        ] {
-            assert_eq!(is_form_id(form), ok, "{form}");
-        }
-    }
 }

@@ -103,6 +103,16 @@ pub enum ListingError {
     Missing(&'static str),
 }
 
+/// A form id as the senders' APIs take it in a path: letters, digits, `-`
+/// and `_`, at most 64.
+pub fn is_form_id(form: &str) -> bool {
+    !form.is_empty()
+        && form.len() <= 64
+        && form
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+}
+
 /// The JSON of a page's body.
 pub(crate) fn json_of(body: &[u8]) -> Result<Value, ListingError> {
     serde_json::from_slice(body).map_err(|_| ListingError::NotJson)
@@ -147,6 +157,22 @@ mod tests {
         ];
         for (when, within) in rows {
             assert_eq!(listed(when).is_within(at(100), at(200)), within, "{when:?}");
+        }
+    }
+
+    #[test]
+    fn form_ids_fit_in_a_path() {
+        let long = "x".repeat(65);
+        for (form, ok) in [
+            ("mexJoq", true),
+            ("lT4Z3j-x_1", true),
+            ("", false),
+            ("a/b", false),
+            ("..", false),
+            ("a?b", false),
+            (long.as_str(), false),
+        ] {
+            assert_eq!(is_form_id(form), ok, "{form}");
         }
     }
 

@@ -69,6 +69,7 @@ pub struct Worker<D, L> {
     clock: Clock,
     metrics: shared::metrics::Metrics,
     routes: RoutesInForce,
+    auditor: Option<crate::audit::Auditor>,
 }
 
 impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
@@ -83,7 +84,18 @@ impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
             clock: shared::clock::system(),
             metrics: shared::metrics::Metrics::default(),
             routes: RoutesInForce::fixed(Default::default()),
+            auditor: None,
         }
+    }
+
+    /// The scheduled audit this worker runs when its schedule asks.
+    pub fn with_auditor(mut self, auditor: Option<crate::audit::Auditor>) -> Self {
+        self.auditor = auditor;
+        self
+    }
+
+    pub fn auditor(&self) -> Option<&crate::audit::Auditor> {
+        self.auditor.as_ref()
     }
 
     pub fn with_retry_policy(mut self, retry: RetryPolicy) -> Self {
