@@ -63,7 +63,8 @@ WEBFLOW_WEBHOOKS = ["dashboard", "api", "app"]
 # Senders whose own list of submissions the stack can audit
 # (docs/operations.md, "Submissions the sender never delivered").
 AUDITED_SENDERS = {"tally": "Tally API key (Settings > API keys)",
-                   "typeform": "Typeform personal access token with responses:read and forms:read"}
+                   "typeform": "Typeform personal access token with responses:read and forms:read",
+                   "webflow": "Webflow site token with forms:read and sites:read"}
 FORM_IDS = re.compile(r"^[A-Za-z0-9_-]{1,64}(,[A-Za-z0-9_-]{1,64})*$")
 # Destinations whose FieldMap the template reads.
 MAPPED_DESTINATIONS = ["hubspot", "salesforce"]
@@ -254,7 +255,7 @@ def offer_audit(a: Answers, args, asker: Asker, routes) -> None:
     given = args.sender_api_token_secret_arn or os.environ.get("SENDER_API_TOKEN")
     if a.sender not in AUDITED_SENDERS:
         if args.sender_api_token_secret_arn or args.audit_forms:
-            raise Refused(f"the audit reads Tally's or Typeform's own list of submissions, not {a.sender}'s")
+            raise Refused(f"the audit reads Tally's, Typeform's or Webflow's own list of submissions, not {a.sender}'s")
         return
     if args.no_audit or not (given or asker.interactive):
         return
@@ -600,7 +601,7 @@ def main(argv=None, stdin=sys.stdin) -> int:
     parser.add_argument("--crm-token-secret-arn", help="an existing secret instead of CRM_TOKEN")
     parser.add_argument("--no-crm-token", action="store_true", help="http: the CRM takes no bearer token")
     parser.add_argument("--sender-api-token-secret-arn",
-                        help="tally or typeform: an existing secret holding the sender's API token, for the daily "
+                        help="tally, typeform or webflow: an existing secret holding the sender's API token, for the daily "
                              "audit (else SENDER_API_TOKEN, else asked at a terminal)")
     parser.add_argument("--audit-forms", metavar="IDS", help="the forms the audit reads, comma-separated "
                         "(default: the routes file's)")

@@ -114,15 +114,15 @@ impl SenderApiClient {
                 since,
                 until,
                 cursor: cursor.as_deref(),
+                definition: definition.as_ref(),
             };
             let body: Vec<u8> = self.get(form, &(self.api.page)(&ask)).await?;
-            let page = (self.api.read_page)(&body, &ask, definition.as_ref()).map_err(|error| {
-                SenderApiError::Unreadable {
+            let page =
+                (self.api.read_page)(&body, &ask).map_err(|error| SenderApiError::Unreadable {
                     sender: self.sender.name(),
                     form: form.to_owned(),
                     error,
-                }
-            })?;
+                })?;
             listing.pages += 1;
             listing.partial += page.partial;
             listing.submissions.extend(

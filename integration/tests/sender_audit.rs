@@ -412,3 +412,58 @@ async fn the_scheduled_audit_emits_missing_submissions_and_imports_them() {
     assert_eq!(again.forms, 0, "{again:?}");
     assert!(!captured.text().contains(API_TOKEN), "the token was logged");
 }
+
+/// Webflow's listing: the token's one site first, then the form's pages by
+/// offset, with no date filter (the window is applied here); what is
+/// imported reads as the webhook's lead would.
+#[tokio::test]
+async fn a_webflow_audit_reads_the_sites_form_by_offset_and_applies_the_window() {
+    let now = SystemTime::now();
+    let fake = SenderApiFake::start(API_TOKEN).await.unwrap();
+    fake.set_page_size(2);
+    let form = "65429eadebe8a9f3a30f62d0";
+    for n in 1..=4 {
+        fake.keep(form, kept(n, now));
+    }
+    // Outside the window: listed by Webflow, neither counted nor imported.
+    fake.keep(
+        form,
+        Kept {
+            submitted_at: now - Duration::from_secs(5 * 3600),
+            ..kept(9, now)
+        },
+    );
+    let client =
+        integration::ingest_client(&integration::endpoint(integration::DYNAMODB_ENDPOINT)).await;
+    let table = integration::create_table(&client, "ReceiptsTable").await;
+    let env = vec![
+        ("RECEIPTS_TABLE", table.clone()),
+        ("SENDER_API_BASE_URL", fake.base_url()),
+        ("SENDER_API_TOKEN", API_TOKEN.to_owned()),
+    ];
+    let scope = ["--since", "2h", "--form", form, "--sender", "webflow"];
+    let (code, out, err) = cli(env.clone(), &[&["import"][..], &scope].concat()).await;
+    assert_eq!(code, Some(0), "{out}\n{err}");
+    assert_eq!(missing_ids(&out), ["aud1", "aud2", "aud3", "aud4"], "{out}");
+    assert!(out.contains("imported 4;"), "{out}");
+    let calls: Vec<String> = fake.calls().into_iter().map(|(call, _)| call).collect();
+    assert_eq!(calls[0], "/v2/sites", "{calls:?}");
+    assert!(
+        calls[3].ends_with("/submissions?limit=100&offset=4"),
+        "{calls:?}"
+    );
+    let items = integration::scan(&client, &table).await;
+    let receipt: shared::Receipt = serde_dynamo::from_item(
+        items
+            .into_iter()
+            .find(|item| integration::text(item, "pk") == "webflow:form_submission:aud2")
+            .expect("aud2's receipt under its webhook's key"),
+    )
+    .unwrap();
+    let payload: serde_json::Value =
+        serde_json::from_str(receipt.payload.as_deref().unwrap()).unwrap();
+    let answers = shared::Sender::Webflow.answers(&payload);
+    assert_eq!(answers.fields["email"], "person2@example.com");
+    let (code, out, err) = cli(env, &[&["audit"][..], &scope].concat()).await;
+    assert_eq!(code, Some(0), "{out}\n{err}");
+}

@@ -13,6 +13,11 @@
 //!   <https://www.typeform.com/developers/responses/reference/retrieve-responses/>,
 //!   <https://www.typeform.com/developers/create/reference/retrieve-form/>.
 //!
+//! - Webflow, `GET /v2/sites` (the token's one site, [`FAKE_SITE`]) and
+//!   `GET /v2/sites/{site_id}/forms/{form_id}/submissions` (`offset`,
+//!   `limit`; `formSubmissions[]`, `pagination.total`), no date filter:
+//!   <https://developers.webflow.com/data/reference/forms/form-submissions/list-submissions>.
+//!
 //! What it enforces: the bearer token (401 otherwise), a known form (404).
 //! `POST /faults` with `{"status": 429, "retryAfter": "1", "times": 1}`
 //! makes the next calls fail so; `DELETE /faults` restores it. A page
@@ -36,6 +41,8 @@ use crate::server::{self, lock, FaultQueue, Listener, Server};
 
 /// The token the local fake accepts (`make run`).
 pub const DEMO_SENDER_API_TOKEN: &str = "local-demo-sender-api-token";
+/// The one site the fake's Webflow token reads.
+pub const FAKE_SITE: &str = "65427cf400e02b306eaa049c";
 /// The form whose submissions the demo fake keeps.
 pub const DEMO_FORM: &str = "demoForm";
 
@@ -102,6 +109,11 @@ impl SenderApiFake {
             .route("/forms/{form}", get(typeform_form))
             .route("/forms/{form}/responses", get(typeform_responses))
             .route("/forms/{form}/submissions", get(tally_submissions))
+            .route("/v2/sites", get(webflow_sites))
+            .route(
+                "/v2/sites/{site}/forms/{form}/submissions",
+                get(webflow_submissions),
+            )
             .with_state(Arc::clone(&state))
             .merge(state.faults.routes());
         Ok(SenderApiFake {
@@ -340,4 +352,58 @@ async fn typeform_responses(
         .collect();
     Json(json!({"total_items": selected.len(), "page_count": selected.len().div_ceil(size), "items": items}))
         .into_response()
+}
+
+async fn webflow_sites(State(state): State<Arc<FakeState>>, headers: HeaderMap) -> Response {
+    // Any known form admits the token check; the sites list names none.
+    let form = lock(&state.forms)
+        .keys()
+        .next()
+        .cloned()
+        .unwrap_or_default();
+    if let Err(response) = admit(&state, &headers, &form, "/v2/sites".to_owned()) {
+        return *response;
+    }
+    Json(json!({"sites": [{"id": FAKE_SITE, "displayName": "Fake site"}]})).into_response()
+}
+
+async fn webflow_submissions(
+    State(state): State<Arc<FakeState>>,
+    Path((site, form)): Path<(String, String)>,
+    RawQuery(query): RawQuery,
+    headers: HeaderMap,
+) -> Response {
+    let params = params_of(query);
+    let path = called(
+        format!("/v2/sites/{site}/forms/{form}/submissions"),
+        &params,
+    );
+    let known_site = if site == FAKE_SITE { form.as_str() } else { "" };
+    let kept = match admit(&state, &headers, known_site, path) {
+        Ok(kept) => kept,
+        Err(response) => return *response,
+    };
+    let completed: Vec<&Kept> = kept.iter().filter(|k| !k.partial).collect();
+    let number = |name: &str, default: usize| {
+        params
+            .get(name)
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(default)
+    };
+    let limit = number("limit", 100).min(*lock(&state.page_size)).max(1);
+    let offset = number("offset", 0);
+    let listed: Vec<Value> = completed
+        .iter()
+        .skip(offset)
+        .take(limit)
+        .map(|k| {
+            json!({
+            "id": k.id, "displayName": "Contact", "siteId": FAKE_SITE, "workspaceId": "w1",
+            "dateSubmitted": format_timestamp(k.submitted_at),
+            "formResponse": {"Name": k.name, "email": k.email, "Message": k.message}})
+        })
+        .collect();
+    Json(json!({"formSubmissions": listed,
+                "pagination": {"limit": limit, "offset": offset, "total": completed.len()}}))
+    .into_response()
 }

@@ -77,7 +77,7 @@ impl AuditSettings {
             .ok_or_else(|| {
                 invalid(
                     SENDER,
-                    "the audit needs a sender whose submissions can be listed: tally or typeform",
+                    "the audit needs a sender whose submissions can be listed: tally, typeform or webflow",
                 )
             })?;
         let hours = match get(AUDIT_EVERY_HOURS) {
@@ -382,9 +382,8 @@ mod tests {
         assert_eq!(full.every, Duration::from_secs(6 * 3600));
         assert_eq!(full.action, AuditAction::Import);
         assert_eq!(full.forms, ["lT4Z3j", "abc"]);
-        let refused: [(&[(&str, &str)], &str); 6] = [
+        let refused: [(&[(&str, &str)], &str); 5] = [
             (&[(SENDER, "staticforms")], SENDER),
-            (&[(SENDER, "webflow")], SENDER),
             (
                 &[(SENDER, "tally"), (AUDIT_EVERY_HOURS, "0")],
                 AUDIT_EVERY_HOURS,

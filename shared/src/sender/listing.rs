@@ -29,8 +29,8 @@ pub struct SenderApi {
     /// Where its token is made and what it needs, for docs and errors.
     pub token_help: &'static str,
     /// A request made once per form before its pages (Typeform's form
-    /// definition, which names its questions); its answer is given to
-    /// `read_page`.
+    /// definition, which names its questions; the site Webflow's token
+    /// reads); its answer is in each page's `PageAsk::definition`.
     pub definition: Option<fn(&str) -> ApiRequest>,
     /// The request for a page (`ask.cursor` `None`: the first).
     pub page: fn(&PageAsk) -> ApiRequest,
@@ -38,9 +38,8 @@ pub struct SenderApi {
     pub read_page: ReadPage,
 }
 
-/// Reads a page's body, given what was asked and the form's definition
-/// when the API has one.
-pub type ReadPage = fn(&[u8], &PageAsk, Option<&Value>) -> Result<Page, ListingError>;
+/// Reads a page's body, given what was asked.
+pub type ReadPage = fn(&[u8], &PageAsk) -> Result<Page, ListingError>;
 
 /// `SENDER_API_BASE_URL`: another base URL for the sender's API.
 pub const SENDER_API_BASE_URL: &str = "SENDER_API_BASE_URL";
@@ -53,6 +52,8 @@ pub struct PageAsk<'a> {
     pub until: SystemTime,
     /// Where the previous page said the next one starts.
     pub cursor: Option<&'a str>,
+    /// The answer to `SenderApi::definition`, when the API has one.
+    pub definition: Option<&'a Value>,
 }
 
 /// A GET request, relative to the API's base URL.

@@ -161,7 +161,7 @@ const CHOICES: [&str; 5] = [
     "CHECKBOXES",
 ];
 
-fn read_page(body: &[u8], ask: &PageAsk, _: Option<&Value>) -> Result<Page, ListingError> {
+fn read_page(body: &[u8], ask: &PageAsk) -> Result<Page, ListingError> {
     let page = listing::json_of(body)?;
     let listed = page
         .get("submissions")
@@ -442,6 +442,7 @@ mod tests {
             since: at(1_735_000_000),
             until: at(1_735_600_000),
             cursor,
+            definition: None,
         }
     }
 
@@ -464,25 +465,19 @@ mod tests {
         );
         let body = api_page(true).to_string();
         assert_eq!(
-            read_page(body.as_bytes(), &ask(Some("3")), None)
+            read_page(body.as_bytes(), &ask(Some("3")))
                 .unwrap()
                 .next
                 .as_deref(),
             Some("4")
         );
         let last = api_page(false).to_string();
+        assert_eq!(read_page(last.as_bytes(), &ask(None)).unwrap().next, None);
         assert_eq!(
-            read_page(last.as_bytes(), &ask(None), None).unwrap().next,
-            None
-        );
-        assert_eq!(
-            read_page(b"{}", &ask(None), None),
+            read_page(b"{}", &ask(None)),
             Err(ListingError::Missing("submissions"))
         );
-        assert_eq!(
-            read_page(b"<html>", &ask(None), None),
-            Err(ListingError::NotJson)
-        );
+        assert_eq!(read_page(b"<html>", &ask(None)), Err(ListingError::NotJson));
     }
 
     /// The listed submission is the webhook Tally would have sent: the
@@ -490,7 +485,7 @@ mod tests {
     #[test]
     fn a_listed_submission_is_its_webhook() {
         let body = api_page(false).to_string();
-        let page = read_page(body.as_bytes(), &ask(None), None).unwrap();
+        let page = read_page(body.as_bytes(), &ask(None)).unwrap();
         assert_eq!(page.partial, 1);
         assert_eq!(page.submissions.len(), 1);
         let listed = &page.submissions[0];

@@ -204,13 +204,13 @@ fn page_request(ask: &PageAsk) -> ApiRequest {
     }
 }
 
-fn read_page(body: &[u8], ask: &PageAsk, form: Option<&Value>) -> Result<Page, ListingError> {
+fn read_page(body: &[u8], ask: &PageAsk) -> Result<Page, ListingError> {
     let page = listing::json_of(body)?;
     let items = page
         .get("items")
         .and_then(Value::as_array)
         .ok_or(ListingError::Missing("items"))?;
-    let definition = definition_of(form, ask.form);
+    let definition = definition_of(ask.definition, ask.form);
     let mut submissions = Vec::new();
     let mut partial = 0;
     for item in items {
@@ -495,20 +495,22 @@ mod tests {
         ], "hidden": ["user_id"]})
     }
 
-    fn ask(cursor: Option<&str>) -> PageAsk<'_> {
+    fn ask<'a>(cursor: Option<&'a str>, definition: Option<&'a Value>) -> PageAsk<'a> {
         let at = |s| std::time::UNIX_EPOCH + std::time::Duration::from_secs(s);
         PageAsk {
             form: "lT4Z3j",
             since: at(1_516_000_000),
             until: at(1_516_400_000),
             cursor,
+            definition,
         }
     }
 
     #[test]
     fn the_api_is_asked_for_completed_responses_before_the_last_token() {
+        let form = form();
         assert_eq!(definition_request("lT4Z3j").path, "/forms/lT4Z3j");
-        let first = page_request(&ask(None));
+        let first = page_request(&ask(None, None));
         assert_eq!(first.path, "/forms/lT4Z3j/responses");
         assert_eq!(
             first.query,
@@ -520,24 +522,24 @@ mod tests {
             ]
         );
         assert_eq!(
-            page_request(&ask(Some("tok"))).query[4],
+            page_request(&ask(Some("tok"), None)).query[4],
             ("before", "tok".to_owned())
         );
         let more = api_page(3).to_string();
-        let page = read_page(more.as_bytes(), &ask(None), Some(&form())).unwrap();
+        let page = read_page(more.as_bytes(), &ask(None, Some(&form))).unwrap();
         assert_eq!(
             page.next.as_deref(),
             Some("21085286190ffad1248d17c4135ee56f")
         );
         let last = api_page(1).to_string();
         assert_eq!(
-            read_page(last.as_bytes(), &ask(None), Some(&form()))
+            read_page(last.as_bytes(), &ask(None, Some(&form)))
                 .unwrap()
                 .next,
             None
         );
         assert_eq!(
-            read_page(b"{}", &ask(None), None),
+            read_page(b"{}", &ask(None, None)),
             Err(ListingError::Missing("items"))
         );
     }
@@ -546,8 +548,9 @@ mod tests {
     /// same key, and the same lead as `delivery()`'s.
     #[test]
     fn a_listed_response_is_its_webhook() {
+        let form = form();
         let body = api_page(1).to_string();
-        let page = read_page(body.as_bytes(), &ask(None), Some(&form())).unwrap();
+        let page = read_page(body.as_bytes(), &ask(None, Some(&form))).unwrap();
         assert_eq!(page.partial, 1);
         assert_eq!(page.submissions.len(), 1);
         let submission = page.submissions[0].submission(Sender::Typeform).unwrap();

@@ -9,6 +9,7 @@ use serde_json::Value;
 
 use serde_json::json;
 
+use super::listing::{self, ApiRequest, Listed, ListingError, Page, PageAsk, SenderApi};
 use super::signature::{Encoding, Signature, SignedTime};
 use super::{
     canonical_field, parse_shaped, timestamp_at, Answers, FormSubmission, Profile, Sample, Sender,
@@ -31,7 +32,7 @@ pub const PROFILE: Profile = Profile {
     answers,
     submitted_at,
     sample,
-    api: None,
+    api: Some(&API),
 };
 
 /// `x-webflow-signature: hex(HMAC-SHA256(secret, "<timestamp>:" + body))`
@@ -91,6 +92,95 @@ fn sample(sample: &Sample) -> Value {
         "payload": {"name": "sample", "id": sample.id,
             "submittedAt": crate::receipt::format_timestamp(sample.at),
             "data": {"Name": sample.name, "email": sample.email, "Message": sample.message}}
+    })
+}
+
+/// Webflow's Data API: `GET /v2/sites` for the site its token reads (a
+/// site token reads one), then `GET /v2/sites/{site_id}/forms/{form_id}/submissions`
+/// with `offset` and `limit` (at most 100) while `pagination.total` says
+/// more are left; it filters by no date, so every page is read and the
+/// window applied here
+/// (https://developers.webflow.com/data/reference/forms/form-submissions/list-submissions,
+/// https://developers.webflow.com/data/reference/sites/list). A listed
+/// submission's `id` is its webhook's `payload.id`, its `formResponse` the
+/// webhook's `data`. 60 requests a minute on the smallest plans; a site
+/// token with `forms:read` and `sites:read`.
+pub const API: SenderApi = SenderApi {
+    base_url: "https://api.webflow.com",
+    pace: std::time::Duration::from_millis(1000),
+    token_help: "a Webflow site token (Site settings, Apps & Integrations, API access) with forms:read and sites:read",
+    definition: Some(sites_request),
+    page: page_request,
+    read_page,
+};
+
+/// Webflow's most submissions a page.
+const PAGE_SIZE: usize = 100;
+
+fn sites_request(_form: &str) -> ApiRequest {
+    ApiRequest {
+        path: "/v2/sites".to_owned(),
+        query: Vec::new(),
+    }
+}
+
+/// The one site the token reads; none, or several: no site, and the
+/// listing answers 404, which names the form and the token.
+fn site_of(sites: Option<&Value>) -> &str {
+    let listed = sites
+        .and_then(|s| s.get("sites"))
+        .and_then(Value::as_array)
+        .map_or(&[][..], Vec::as_slice);
+    match listed {
+        [site] => site.get("id").and_then(Value::as_str).unwrap_or("no-site"),
+        _ => "no-single-site",
+    }
+}
+
+fn page_request(ask: &PageAsk) -> ApiRequest {
+    ApiRequest {
+        path: format!(
+            "/v2/sites/{}/forms/{}/submissions",
+            site_of(ask.definition),
+            ask.form
+        ),
+        query: vec![
+            ("offset", ask.cursor.unwrap_or("0").to_owned()),
+            ("limit", PAGE_SIZE.to_string()),
+        ],
+    }
+}
+
+fn read_page(body: &[u8], ask: &PageAsk) -> Result<Page, ListingError> {
+    let page = listing::json_of(body)?;
+    let listed = page
+        .get("formSubmissions")
+        .and_then(Value::as_array)
+        .ok_or(ListingError::Missing("formSubmissions"))?;
+    let mut submissions = Vec::new();
+    for item in listed {
+        let Some(id) = item.get("id").and_then(Value::as_str) else {
+            return Err(ListingError::Missing("formSubmissions[].id"));
+        };
+        let text = |name: &str| item.get(name).cloned().unwrap_or(Value::Null);
+        submissions.push(Listed {
+            submission_id: id.to_owned(),
+            submitted_at: listing::time_at(item, "dateSubmitted"),
+            webhook_body: json!({"triggerType": PROFILE.event, "payload": {
+                "name": text("displayName"), "siteId": text("siteId"), "data": text("formResponse"),
+                "submittedAt": text("dateSubmitted"), "id": id, "formId": ask.form}}),
+        });
+    }
+    let offset: usize = ask.cursor.and_then(|c| c.parse().ok()).unwrap_or(0);
+    let total = page
+        .pointer("/pagination/total")
+        .and_then(Value::as_u64)
+        .unwrap_or(0) as usize;
+    let next = offset + listed.len();
+    Ok(Page {
+        submissions,
+        partial: 0,
+        next: (!listed.is_empty() && next < total).then(|| next.to_string()),
     })
 }
 
@@ -245,5 +335,77 @@ mod tests {
             ("x-webflow-signature", upper.as_str()),
         ];
         assert_eq!(verify(&upper, now), Ok(()));
+    }
+
+    /// A page as Webflow's reference documents it (List Form Submissions),
+    /// holding the submission of `delivery()`.
+    fn api_page(total: u64) -> Value {
+        json!({"formSubmissions": [
+            {"id": "6321ca84df3949bfc6752327", "displayName": "Contact Us", "siteId": "65427cf400e02b306eaa049c",
+             "workspaceId": "62749158efef318abc8d5a0f", "dateSubmitted": "2022-09-14T12:35:16.117Z",
+             "formResponse": {"First Name": "Zaphod", "Last Name": "Beeblebrox", "email": "zaphod@heartofgold.ai", "Phone Number": 15550000000_u64}}],
+            "pagination": {"limit": 100, "offset": 0, "total": total}})
+    }
+
+    fn sites() -> Value {
+        json!({"sites": [{"id": "65427cf400e02b306eaa049c", "displayName": "Hitchhiker"}]})
+    }
+
+    fn ask<'a>(cursor: Option<&'a str>, definition: Option<&'a Value>) -> PageAsk<'a> {
+        PageAsk {
+            form: "65429eadebe8a9f3a30f62d0",
+            since: std::time::UNIX_EPOCH,
+            until: std::time::UNIX_EPOCH,
+            cursor,
+            definition,
+        }
+    }
+
+    #[test]
+    fn the_api_is_asked_for_the_sites_forms_page_by_offset() {
+        let sites = sites();
+        assert_eq!(sites_request("f").path, "/v2/sites");
+        let first = page_request(&ask(None, Some(&sites)));
+        assert_eq!(
+            first.path,
+            "/v2/sites/65427cf400e02b306eaa049c/forms/65429eadebe8a9f3a30f62d0/submissions"
+        );
+        assert_eq!(
+            first.query,
+            vec![("offset", "0".to_owned()), ("limit", "100".to_owned())]
+        );
+        let two = json!({"sites": [{"id": "a"}, {"id": "b"}]});
+        assert!(page_request(&ask(None, Some(&two)))
+            .path
+            .contains("/no-single-site/"));
+        let more = api_page(150).to_string();
+        let page = read_page(more.as_bytes(), &ask(Some("100"), None)).unwrap();
+        assert_eq!(page.next.as_deref(), Some("101"));
+        let last = api_page(1).to_string();
+        assert_eq!(
+            read_page(last.as_bytes(), &ask(None, None)).unwrap().next,
+            None
+        );
+        assert_eq!(
+            read_page(b"{}", &ask(None, None)),
+            Err(ListingError::Missing("formSubmissions"))
+        );
+    }
+
+    /// The listed submission is the webhook Webflow would have sent: the
+    /// same key, and the same lead as `delivery()`'s.
+    #[test]
+    fn a_listed_submission_is_its_webhook() {
+        let body = api_page(1).to_string();
+        let page = read_page(body.as_bytes(), &ask(None, None)).unwrap();
+        let submission = page.submissions[0].submission(Sender::Webflow).unwrap();
+        let webhook = parse(delivery().to_string().as_bytes()).unwrap();
+        assert_eq!(submission.submission_id, webhook.submission_id);
+        assert_eq!(submission.form_id(), webhook.form_id());
+        assert_eq!(answers(&submission.payload), answers(&webhook.payload));
+        assert_eq!(
+            submitted_at(&submission.payload),
+            submitted_at(&webhook.payload)
+        );
     }
 }
