@@ -467,3 +467,86 @@ async fn a_webflow_audit_reads_the_sites_form_by_offset_and_applies_the_window()
     let (code, out, err) = cli(env, &[&["audit"][..], &scope].concat()).await;
     assert_eq!(code, Some(0), "{out}\n{err}");
 }
+
+/// The worker binary, configured as the template configures it with
+/// `SenderApiTokenSecretArn` and `AuditAction=import`, answers the audit's
+/// schedule (`{"audit": true}`) with its counts, the token read from
+/// Secrets Manager on moto; without the token, the same event is an error.
+#[tokio::test]
+async fn the_worker_binary_runs_an_audit_when_its_schedule_asks() {
+    use devtools::lambda_emulator::LambdaEmulator;
+    use devtools::local;
+    let now = SystemTime::now();
+    let fake = SenderApiFake::start(API_TOKEN).await.unwrap();
+    for minutes_ago in [40, 30] {
+        fake.keep(
+            FORM,
+            Kept {
+                submitted_at: now - Duration::from_secs(minutes_ago * 60),
+                ..kept(minutes_ago, now)
+            },
+        );
+    }
+    let endpoint = integration::endpoint(integration::DYNAMODB_ENDPOINT);
+    let client = integration::worker_client(&endpoint).await;
+    let table = integration::create_table(&client, "ReceiptsTable").await;
+    let secrets = integration::secrets_client(&endpoint).await;
+    let arn = integration::create_secret(&secrets, "audit-token", API_TOKEN).await;
+    let bin_dir = std::path::PathBuf::from(std::env::var("FUNCTION_BIN_DIR").unwrap_or_else(|_| {
+        panic!("FUNCTION_BIN_DIR is not set: run the suite with `make test`, which builds the functions first")
+    }));
+    let worker_env = |audit: bool| {
+        let mut env = vec![
+            ("DESTINATION", "http".to_owned()),
+            (
+                "CRM_URL",
+                "https://crm.example.com/leads/{externalId}".to_owned(),
+            ),
+            ("AWS_ENDPOINT_URL_SECRETS_MANAGER", endpoint.clone()),
+        ];
+        if audit {
+            env.extend([
+                ("SENDER", "tally".to_owned()),
+                ("SENDER_API_TOKEN_SECRET_ARN", arn.clone()),
+                ("AUDIT_ACTION", "import".to_owned()),
+                ("AUDIT_FORMS", FORM.to_owned()),
+                ("SENDER_API_BASE_URL", fake.base_url()),
+            ]);
+        }
+        env
+    };
+    for audit in [true, false] {
+        let runtime = LambdaEmulator::start("worker").await.unwrap();
+        let _worker = local::spawn_function(
+            &bin_dir,
+            "worker",
+            &runtime,
+            &local::function_env(&endpoint, &table),
+            &worker_env(audit),
+            local::FunctionOutput::Discarded,
+        )
+        .unwrap();
+        let answer = runtime
+            .invoke(json!({"audit": true}), Duration::from_secs(30))
+            .await;
+        if audit {
+            let report = answer
+                .unwrap_or_else(|error| panic!("{error}; init error: {:?}", runtime.init_error()));
+            assert_eq!(report["atSender"], 2, "{report}");
+            assert_eq!(report["missing"], 2, "{report}");
+            assert_eq!(report["imported"], 2, "{report}");
+        } else {
+            let error = answer.expect_err("no audit is configured");
+            assert!(error.contains("SENDER_API_TOKEN_SECRET_ARN"), "{error}");
+        }
+    }
+    let keys: Vec<String> = integration::scan(&client, &table)
+        .await
+        .iter()
+        .map(|item| integration::text(item, "pk"))
+        .collect();
+    assert!(
+        keys.contains(&"tally:FORM_RESPONSE:aud40".to_owned()),
+        "{keys:?}"
+    );
+}
