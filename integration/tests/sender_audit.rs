@@ -74,6 +74,49 @@ async fn cli(env: Vec<(&'static str, String)>, args: &[&str]) -> (Option<i32>, S
     .unwrap()
 }
 
+/// A fresh receipts table on moto, and the CLI's environment to audit it
+/// against `fake`.
+async fn table_and_env(
+    fake: &SenderApiFake,
+) -> (
+    aws_sdk_dynamodb::Client,
+    String,
+    Vec<(&'static str, String)>,
+) {
+    let client =
+        integration::ingest_client(&integration::endpoint(integration::DYNAMODB_ENDPOINT)).await;
+    let table = integration::create_table(&client, "ReceiptsTable").await;
+    let env = cli_env(&table, fake);
+    (client, table, env)
+}
+
+fn cli_env(table: &str, fake: &SenderApiFake) -> Vec<(&'static str, String)> {
+    vec![
+        ("RECEIPTS_TABLE", table.to_owned()),
+        ("SENDER_API_BASE_URL", fake.base_url()),
+        ("SENDER_API_TOKEN", API_TOKEN.to_owned()),
+    ]
+}
+
+/// The receipt stored under `key`, and its answers as the worker reads
+/// them.
+async fn stored_under(
+    client: &aws_sdk_dynamodb::Client,
+    table: &str,
+    key: &str,
+) -> (shared::Receipt, shared::sender::Answers) {
+    let item = integration::scan(client, table)
+        .await
+        .into_iter()
+        .find(|item| integration::text(item, "pk") == key)
+        .unwrap_or_else(|| panic!("no receipt under {key}"));
+    let receipt: shared::Receipt = serde_dynamo::from_item(item).unwrap();
+    let payload: serde_json::Value =
+        serde_json::from_str(receipt.payload.as_deref().unwrap()).unwrap();
+    let answers = shared::Sender::of_key(key).unwrap().answers(&payload);
+    (receipt, answers)
+}
+
 /// The ids listed under `missing (N):`.
 fn missing_ids(out: &str) -> Vec<String> {
     out.lines()
@@ -108,11 +151,7 @@ async fn the_audit_finds_what_the_sender_kept_and_the_import_delivers_it_once() 
     let leads = leads_once_there(&http, &leads_url, 3, Duration::from_secs(30)).await;
     assert_eq!(leads["count"], 3, "{leads}");
 
-    let env = vec![
-        ("RECEIPTS_TABLE", receipts_table.clone()),
-        ("SENDER_API_BASE_URL", fake.base_url()),
-        ("SENDER_API_TOKEN", API_TOKEN.to_owned()),
-    ];
+    let env = cli_env(&receipts_table, &fake);
     let scope = ["--since", "2h", "--form", FORM, "--sender", "tally"];
     let mut printed_by_cli = String::new();
 
@@ -241,14 +280,7 @@ async fn a_typeform_audit_pages_by_token_and_imports_each_response_once() {
     for n in 1..=5 {
         fake.keep("lT4Z3j", kept(n, now));
     }
-    let client =
-        integration::ingest_client(&integration::endpoint(integration::DYNAMODB_ENDPOINT)).await;
-    let table = integration::create_table(&client, "ReceiptsTable").await;
-    let env = vec![
-        ("RECEIPTS_TABLE", table.clone()),
-        ("SENDER_API_BASE_URL", fake.base_url()),
-        ("SENDER_API_TOKEN", API_TOKEN.to_owned()),
-    ];
+    let (client, table, env) = table_and_env(&fake).await;
     let scope = ["--since", "2h", "--form", "lT4Z3j", "--sender", "typeform"];
 
     let (code, out, err) = cli(
@@ -276,19 +308,9 @@ async fn a_typeform_audit_pages_by_token_and_imports_each_response_once() {
     let (code, out, err) = cli(env.clone(), &[&["import"][..], &scope].concat()).await;
     assert_eq!(code, Some(0), "{out}\n{err}");
     assert!(out.contains("imported 5;"), "{out}");
-    let items = integration::scan(&client, &table).await;
-    assert_eq!(items.len(), 5);
-    let receipt: shared::Receipt = serde_dynamo::from_item(
-        items
-            .into_iter()
-            .find(|item| integration::text(item, "pk") == "typeform:form_response:aud3")
-            .expect("aud3's receipt under its webhook's key"),
-    )
-    .unwrap();
+    assert_eq!(integration::scan(&client, &table).await.len(), 5);
+    let (receipt, answers) = stored_under(&client, &table, "typeform:form_response:aud3").await;
     assert!(receipt.is_imported());
-    let payload: serde_json::Value =
-        serde_json::from_str(receipt.payload.as_deref().unwrap()).unwrap();
-    let answers = shared::Sender::Typeform.answers(&payload);
     assert_eq!(answers.fields["email"], "person3@example.com");
     assert_eq!(answers.fields["name"], "Person 3");
 
@@ -433,14 +455,7 @@ async fn a_webflow_audit_reads_the_sites_form_by_offset_and_applies_the_window()
             ..kept(9, now)
         },
     );
-    let client =
-        integration::ingest_client(&integration::endpoint(integration::DYNAMODB_ENDPOINT)).await;
-    let table = integration::create_table(&client, "ReceiptsTable").await;
-    let env = vec![
-        ("RECEIPTS_TABLE", table.clone()),
-        ("SENDER_API_BASE_URL", fake.base_url()),
-        ("SENDER_API_TOKEN", API_TOKEN.to_owned()),
-    ];
+    let (client, table, env) = table_and_env(&fake).await;
     let scope = ["--since", "2h", "--form", form, "--sender", "webflow"];
     let (code, out, err) = cli(env.clone(), &[&["import"][..], &scope].concat()).await;
     assert_eq!(code, Some(0), "{out}\n{err}");
@@ -452,17 +467,8 @@ async fn a_webflow_audit_reads_the_sites_form_by_offset_and_applies_the_window()
         calls[3].ends_with("/submissions?limit=100&offset=4"),
         "{calls:?}"
     );
-    let items = integration::scan(&client, &table).await;
-    let receipt: shared::Receipt = serde_dynamo::from_item(
-        items
-            .into_iter()
-            .find(|item| integration::text(item, "pk") == "webflow:form_submission:aud2")
-            .expect("aud2's receipt under its webhook's key"),
-    )
-    .unwrap();
-    let payload: serde_json::Value =
-        serde_json::from_str(receipt.payload.as_deref().unwrap()).unwrap();
-    let answers = shared::Sender::Webflow.answers(&payload);
+    let (receipt, answers) = stored_under(&client, &table, "webflow:form_submission:aud2").await;
+    assert!(receipt.is_imported());
     assert_eq!(answers.fields["email"], "person2@example.com");
     let (code, out, err) = cli(env, &[&["audit"][..], &scope].concat()).await;
     assert_eq!(code, Some(0), "{out}\n{err}");

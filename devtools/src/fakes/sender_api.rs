@@ -178,7 +178,9 @@ impl SenderApiFake {
 }
 
 /// A request's query, decoded.
-fn params_of(query: Option<String>) -> BTreeMap<String, String> {
+type Params = BTreeMap<String, String>;
+
+fn params_of(query: Option<String>) -> Params {
     let url = format!("http://fake/?{}", query.unwrap_or_default());
     reqwest::Url::parse(&url)
         .map(|url| url.query_pairs().into_owned().collect())
@@ -230,6 +232,20 @@ fn admit(
     answer
 }
 
+/// A listing request's query and the form's submissions, or the answer
+/// given instead (`admit`); `form` is the one looked up.
+fn listing(
+    state: &FakeState,
+    headers: &HeaderMap,
+    form: &str,
+    path: String,
+    query: Option<String>,
+) -> Result<(Params, Vec<Kept>), Box<Response>> {
+    let params = params_of(query);
+    let kept = admit(state, headers, form, called(path, &params))?;
+    Ok((params, kept))
+}
+
 fn called(path: String, params: &BTreeMap<String, String>) -> String {
     let query: Vec<String> = params.iter().map(|(k, v)| format!("{k}={v}")).collect();
     format!("{path}?{}", query.join("&"))
@@ -257,10 +273,9 @@ async fn tally_submissions(
     RawQuery(query): RawQuery,
     headers: HeaderMap,
 ) -> Response {
-    let params = params_of(query);
-    let path = called(format!("/forms/{form}/submissions"), &params);
-    let kept = match admit(&state, &headers, &form, path) {
-        Ok(kept) => kept,
+    let path = format!("/forms/{form}/submissions");
+    let (params, kept) = match listing(&state, &headers, &form, path, query) {
+        Ok(listed) => listed,
         Err(response) => return *response,
     };
     let completed_only = params.get("filter").map(String::as_str) == Some("completed");
@@ -316,10 +331,9 @@ async fn typeform_responses(
     RawQuery(query): RawQuery,
     headers: HeaderMap,
 ) -> Response {
-    let params = params_of(query);
-    let path = called(format!("/forms/{form}/responses"), &params);
-    let kept = match admit(&state, &headers, &form, path) {
-        Ok(kept) => kept,
+    let path = format!("/forms/{form}/responses");
+    let (params, kept) = match listing(&state, &headers, &form, path, query) {
+        Ok(listed) => listed,
         Err(response) => return *response,
     };
     let completed_only = params.get("response_type").map(String::as_str) == Some("completed");
@@ -373,14 +387,10 @@ async fn webflow_submissions(
     RawQuery(query): RawQuery,
     headers: HeaderMap,
 ) -> Response {
-    let params = params_of(query);
-    let path = called(
-        format!("/v2/sites/{site}/forms/{form}/submissions"),
-        &params,
-    );
+    let path = format!("/v2/sites/{site}/forms/{form}/submissions");
     let known_site = if site == FAKE_SITE { form.as_str() } else { "" };
-    let kept = match admit(&state, &headers, known_site, path) {
-        Ok(kept) => kept,
+    let (params, kept) = match listing(&state, &headers, known_site, path, query) {
+        Ok(listed) => listed,
         Err(response) => return *response,
     };
     let completed: Vec<&Kept> = kept.iter().filter(|k| !k.partial).collect();
