@@ -115,7 +115,7 @@ impl AuditSettings {
         let base_url = get(SENDER_API_BASE_URL);
         if base_url
             .as_deref()
-            .is_some_and(|url| !url.starts_with("https://") && !url.starts_with("http://"))
+            .is_some_and(|url| !shared::sender::listing::is_base_url(url))
         {
             return Err(invalid(SENDER_API_BASE_URL, "expected an https:// URL"));
         }
