@@ -423,6 +423,30 @@ mod tests {
             ),
             ("stats", Command::Stats { json: false }),
             (
+                "audit --since 7d --form a --form b --sender tally",
+                Command::Audit {
+                    scope: AuditArgs {
+                        since: "7d".into(),
+                        until: None,
+                        forms: vec!["a".into(), "b".into()],
+                        sender: Some("tally".into()),
+                        api_token_secret_arn: None,
+                    },
+                },
+            ),
+            (
+                "import --since 2026-11-01T00:00:00Z --until 1d --dry-run --api-token-secret-arn arn:x",
+                Command::Import {
+                    scope: AuditArgs {
+                        since: "2026-11-01T00:00:00Z".into(),
+                        until: Some("1d".into()),
+                        api_token_secret_arn: Some("arn:x".into()),
+                        ..AuditArgs::default()
+                    },
+                    dry_run: true,
+                },
+            ),
+            (
                 "forget --email ada@example.com --dry-run",
                 Command::Forget {
                     email: "ada@example.com".into(),
