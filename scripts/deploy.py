@@ -32,14 +32,6 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 
-# Environment variables that may carry secret values in a non-interactive
-# run (flags would show in `ps` and shell history).
-SECRET_VARIABLES = {
-    "hubspot": ["HUBSPOT_TOKEN"],
-    "salesforce": ["SALESFORCE_CLIENT_ID", "SALESFORCE_CLIENT_SECRET"],
-    "http": ["CRM_TOKEN"],
-}
-
 # How Static Forms can prove itself. Its documentation gives a URL only (a
 # token in it); a header works where the plan's webhook settings offer
 # headers. Both deploy IDEMPOTENCY_KEY=derive: the header is checked when
