@@ -12,13 +12,16 @@
 //!   by both functions and read again while they run;
 //! - [`audit`]: the sender's own list of submissions ([`sender_api`], over
 //!   HTTP) beside the receipts, and the import of what is missing, for
-//!   `receipts audit` and the worker's scheduled audit.
+//!   `receipts audit` and the worker's scheduled audit;
+//! - [`endpoint`]: where a request carrying a token may go (https, or http
+//!   to this machine), for every base URL a setting names.
 //!
 //! `shared` holds the rules and knows no AWS; this crate holds no rules.
 
 use std::time::Duration;
 
 pub mod audit;
+pub mod endpoint;
 pub mod routes;
 pub mod sender_api;
 

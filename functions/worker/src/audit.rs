@@ -113,11 +113,9 @@ impl AuditSettings {
             ));
         }
         let base_url = get(SENDER_API_BASE_URL);
-        if base_url
-            .as_deref()
-            .is_some_and(|url| !shared::sender::listing::is_base_url(url))
-        {
-            return Err(invalid(SENDER_API_BASE_URL, "expected an https:// URL"));
+        if let Some(url) = &base_url {
+            aws_edge::endpoint::check_base_url(url, false)
+                .map_err(|problem| invalid(SENDER_API_BASE_URL, problem.to_string()))?;
         }
         Ok(Some(AuditSettings {
             sender,
@@ -376,13 +374,15 @@ mod tests {
             (AUDIT_EVERY_HOURS, "6"),
             (AUDIT_ACTION, "import"),
             (AUDIT_FORMS, "lT4Z3j, abc"),
+            (SENDER_API_BASE_URL, "http://127.0.0.1:9400"),
         ])
         .unwrap()
         .unwrap();
         assert_eq!(full.every, Duration::from_secs(6 * 3600));
         assert_eq!(full.action, AuditAction::Import);
         assert_eq!(full.forms, ["lT4Z3j", "abc"]);
-        let refused: [(&[(&str, &str)], &str); 5] = [
+        assert_eq!(full.base_url.as_deref(), Some("http://127.0.0.1:9400"));
+        let refused: [(&[(&str, &str)], &str); 7] = [
             (&[(SENDER, "staticforms")], SENDER),
             (
                 &[(SENDER, "tally"), (AUDIT_EVERY_HOURS, "0")],
@@ -394,6 +394,18 @@ mod tests {
             ),
             (&[(SENDER, "tally"), (AUDIT_ACTION, "delete")], AUDIT_ACTION),
             (&[(SENDER, "tally"), (AUDIT_FORMS, "a/b")], AUDIT_FORMS),
+            // The token never travels in clear text to another machine.
+            (
+                &[
+                    (SENDER, "tally"),
+                    (SENDER_API_BASE_URL, "http://api.tally.so"),
+                ],
+                SENDER_API_BASE_URL,
+            ),
+            (
+                &[(SENDER, "tally"), (SENDER_API_BASE_URL, "api.tally.so")],
+                SENDER_API_BASE_URL,
+            ),
         ];
         for (pairs, named) in refused {
             let mut pairs = pairs.to_vec();

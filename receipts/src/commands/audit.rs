@@ -14,7 +14,7 @@ use aws_edge::audit::Scope;
 use aws_edge::sender_api::SenderApiClient;
 use shared::audit::Audit;
 use shared::receipt::format_timestamp;
-use shared::sender::listing::{is_base_url, is_form_id, SENDER_API_BASE_URL};
+use shared::sender::listing::{is_form_id, SENDER_API_BASE_URL};
 use shared::Sender;
 
 use super::{secret_text, Failed};
@@ -91,11 +91,8 @@ pub async fn prepare(
     };
     let base_url = env(SENDER_API_BASE_URL);
     if let Some(url) = &base_url {
-        if !is_base_url(url) {
-            return Err(Failed::Usage(format!(
-                "{SENDER_API_BASE_URL} must start with https:// (it is {url:?})"
-            )));
-        }
+        aws_edge::endpoint::check_base_url(url, false)
+            .map_err(|problem| Failed::Usage(format!("{SENDER_API_BASE_URL} {problem}")))?;
     }
     let client = SenderApiClient::new(sender, api, base_url, token.trim().to_owned());
     let scope = Scope {

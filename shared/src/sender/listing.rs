@@ -44,12 +44,6 @@ pub type ReadPage = fn(&[u8], &PageAsk) -> Result<Page, ListingError>;
 /// `SENDER_API_BASE_URL`: another base URL for the sender's API.
 pub const SENDER_API_BASE_URL: &str = "SENDER_API_BASE_URL";
 
-/// Whether `url` can be a `SENDER_API_BASE_URL`: https (http for a local
-/// fake).
-pub fn is_base_url(url: &str) -> bool {
-    url.starts_with("https://") || url.starts_with("http://")
-}
-
 /// What a page is asked for.
 #[derive(Debug, Clone, Copy)]
 pub struct PageAsk<'a> {

@@ -5,6 +5,7 @@
 
 use std::time::{Duration, SystemTime};
 
+use aws_edge::endpoint::BaseUrlProblem;
 use shared::config::{invalid, ConfigError};
 use shared::delivery::parse_retry_after;
 
@@ -98,11 +99,9 @@ pub(crate) fn check_base_url(
     url: &str,
     allow_http: bool,
 ) -> Result<(), ConfigError> {
-    let parsed = reqwest::Url::parse(url).map_err(|_| invalid(name, "is not an absolute URL"))?;
-    if parsed.query().is_some() || parsed.fragment().is_some() {
-        return Err(invalid(name, "must have no query or fragment"));
-    }
-    check_scheme(name, &parsed, allow_http)
+    aws_edge::endpoint::check_base_url(url, allow_http)
+        .map(|_| ())
+        .map_err(|problem| refused(name, problem))
 }
 
 /// https, or http to a loopback host or with `CRM_ALLOW_HTTP=true`.
@@ -111,23 +110,16 @@ pub(crate) fn check_scheme(
     parsed: &reqwest::Url,
     allow_http: bool,
 ) -> Result<(), ConfigError> {
-    let Some(host) = parsed.host_str().filter(|host| !host.is_empty()) else {
-        return Err(invalid(name, "must be an https:// URL with a host"));
-    };
-    let loopback = host.eq_ignore_ascii_case("localhost")
-        || host
-            .trim_start_matches('[')
-            .trim_end_matches(']')
-            .parse::<std::net::IpAddr>()
-            .is_ok_and(|address| address.is_loopback());
-    match parsed.scheme() {
-        "https" => Ok(()),
-        "http" if loopback || allow_http => Ok(()),
-        "http" => Err(invalid(
+    aws_edge::endpoint::check_scheme(parsed, allow_http).map_err(|problem| refused(name, problem))
+}
+
+fn refused(name: &'static str, problem: BaseUrlProblem) -> ConfigError {
+    match problem {
+        BaseUrlProblem::ClearText => invalid(
             name,
             format!("must be https:// (http:// sends the CRM token in clear text; it is allowed for loopback addresses, or with {CRM_ALLOW_HTTP}=true for local runs)"),
-        )),
-        _ => Err(invalid(name, "must be an https:// URL with a host")),
+        ),
+        other => invalid(name, other.to_string()),
     }
 }
 

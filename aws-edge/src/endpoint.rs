@@ -1,0 +1,89 @@
+//! Where a request that carries a token may go: the one rule for every base
+//! URL a setting can name (a CRM's, a sender API's), so a test server or a
+//! region can be named without a token ever crossing a network in clear
+//! text.
+
+/// Why a base URL is refused. Messages never quote the URL.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum BaseUrlProblem {
+    #[error("is not an absolute URL")]
+    NotAbsolute,
+    #[error("must have no query or fragment")]
+    QueryOrFragment,
+    #[error("must be an https:// URL with a host")]
+    NotHttps,
+    /// `http://` to another machine.
+    #[error("must be https:// (http:// sends the token in clear text; it is allowed for loopback addresses)")]
+    ClearText,
+}
+
+/// A base URL: absolute, no query or fragment, https (http only to a
+/// loopback host, or to any host with `allow_http`, for local runs).
+pub fn check_base_url(url: &str, allow_http: bool) -> Result<reqwest::Url, BaseUrlProblem> {
+    let parsed = reqwest::Url::parse(url).map_err(|_| BaseUrlProblem::NotAbsolute)?;
+    if parsed.query().is_some() || parsed.fragment().is_some() {
+        return Err(BaseUrlProblem::QueryOrFragment);
+    }
+    check_scheme(&parsed, allow_http)?;
+    Ok(parsed)
+}
+
+/// https, or http to a loopback host (`localhost`, 127.0.0.0/8, `[::1]`) or
+/// with `allow_http`.
+pub fn check_scheme(parsed: &reqwest::Url, allow_http: bool) -> Result<(), BaseUrlProblem> {
+    let Some(host) = parsed.host_str().filter(|host| !host.is_empty()) else {
+        return Err(BaseUrlProblem::NotHttps);
+    };
+    let loopback = host.eq_ignore_ascii_case("localhost")
+        || host
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|address| address.is_loopback());
+    match parsed.scheme() {
+        "https" => Ok(()),
+        "http" if loopback || allow_http => Ok(()),
+        "http" => Err(BaseUrlProblem::ClearText),
+        _ => Err(BaseUrlProblem::NotHttps),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn base_url_rules() {
+        use BaseUrlProblem::*;
+        let cases: [(&str, bool, Result<(), BaseUrlProblem>); 16] = [
+            ("https://api.tally.so", false, Ok(())),
+            ("https://api.eu.typeform.com/", false, Ok(())),
+            ("http://127.0.0.1:9001", false, Ok(())),
+            ("http://127.1.2.3:9001/base", false, Ok(())),
+            ("http://localhost:9001", false, Ok(())),
+            ("http://LOCALHOST", false, Ok(())),
+            ("http://[::1]:9001", false, Ok(())),
+            ("http://api.example.com", false, Err(ClearText)),
+            ("http://api.example.com", true, Ok(())),
+            // The user-info is not the host.
+            ("http://127.0.0.1@api.example.com", false, Err(ClearText)),
+            ("http://localhost.example.com", false, Err(ClearText)),
+            ("http://10.0.0.1", false, Err(ClearText)),
+            ("ftp://api.example.com", true, Err(NotHttps)),
+            ("api.example.com", false, Err(NotAbsolute)),
+            (
+                "https://api.example.com/?token=x",
+                false,
+                Err(QueryOrFragment),
+            ),
+            ("https://api.example.com/#x", false, Err(QueryOrFragment)),
+        ];
+        for (url, allow_http, expected) in cases {
+            assert_eq!(
+                check_base_url(url, allow_http).map(|_| ()),
+                expected,
+                "{url} (allow_http {allow_http})"
+            );
+        }
+    }
+}
