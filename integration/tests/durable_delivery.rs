@@ -867,6 +867,14 @@ async fn stored_spam_rules_hold_bots_back_and_answer_them_as_people() {
         retry.0, 200,
         "a retry of a held submission is a duplicate: {retry:?}"
     );
+    // The card names the route the receipt's form reference points to.
+    let (ok, out, err) = receipts_on(&table, &["show", "sub_fax"]);
+    assert!(ok, "{err}");
+    assert!(
+        out.contains("form           sf_integration_key (delivered by its route)\n")
+            && out.contains("spam rule      honeypot:fax\n"),
+        "{out}"
+    );
 
     let crm = CrmStub::start().await.unwrap();
     let clock = TestClock::default();

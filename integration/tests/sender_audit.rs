@@ -180,6 +180,19 @@ async fn the_audit_finds_what_the_sender_kept_and_the_import_delivers_it_once() 
     assert_eq!(code, Some(0), "{out}\n{err}");
     assert!(out.contains("imported 2;"), "{out}");
 
+    // The card says where an imported receipt came from; a bare id is
+    // read as the sender's (SENDER), not as a Static Forms id.
+    let mut as_tally = env.clone();
+    as_tally.push(("SENDER", "tally".to_owned()));
+    let (code, out, err) = cli(as_tally, &["show", "aud4"]).await;
+    printed_by_cli.push_str(&(out.clone() + &err));
+    assert_eq!(code, Some(0), "{out}\n{err}");
+    assert!(
+        out.contains(&format!("{:<14} tally:FORM_RESPONSE:aud4\n", "key"))
+            && out.contains(&format!("{:<14} import (", "source")),
+        "{out}"
+    );
+
     let leads = leads_once_there(&http, &leads_url, 5, Duration::from_secs(30)).await;
     assert_eq!(leads["count"], 5, "{leads}");
     let emails = leads.to_string();

@@ -88,7 +88,8 @@ pub enum Command {
     },
     /// One receipt as a card.
     Show {
-        /// A submission id, or a whole key (staticforms:form.submitted:<id>).
+        /// A submission id of the stack's sender (its Sender, else SENDER,
+        /// else staticforms), or a whole key (tally:FORM_RESPONSE:<id>).
         submission_id: String,
         #[arg(long)]
         json: bool,
@@ -105,7 +106,7 @@ pub enum Command {
     /// Warns first about each receipt older than the stack's newest-wins
     /// gates (HubSpot by email), which could overwrite newer data.
     Redrive {
-        /// Submission ids (or whole keys).
+        /// Submission ids of the stack's sender (or whole keys).
         #[arg(
             value_name = "SUBMISSION_ID",
             required_unless_present = "status",
@@ -170,7 +171,7 @@ pub enum Command {
     /// once: a second release, or one racing another, changes nothing and
     /// says so.
     Release {
-        /// Submission ids (or whole keys).
+        /// Submission ids of the stack's sender (or whole keys).
         #[arg(value_name = "SUBMISSION_ID", required = true)]
         ids: Vec<String>,
     },

@@ -100,7 +100,14 @@ pub fn table(receipts: &[Receipt], show_lead: bool) -> String {
 
 /// `receipts show`: a card, one labelled line per recorded fact, times as
 /// dates with how long ago (or how soon). Form data only with `payload`.
-pub fn card(receipt: &Receipt, payload: bool, now: SystemTime) -> String {
+/// `routed_form`: the form whose stored route the receipt's form reference
+/// names (`shared::routes::Routes::route_by_ref`), if one does.
+pub fn card(
+    receipt: &Receipt,
+    payload: bool,
+    now: SystemTime,
+    routed_form: Option<&str>,
+) -> String {
     let when = |text: &str| match parse_timestamp(text) {
         Some(at) => date_with_distance(at, now),
         None => text.to_owned(),
@@ -111,11 +118,34 @@ pub fn card(receipt: &Receipt, payload: bool, now: SystemTime) -> String {
         ("status", receipt.status.as_str().to_owned()),
         ("received", when(&receipt.received_at)),
     ];
+    if receipt.is_imported() {
+        lines.push((
+            "source",
+            "import (the sender's own list: receipts import or the scheduled audit)".to_owned(),
+        ));
+    }
+    if receipt.form_ref.is_some() {
+        let form = match routed_form {
+            Some(form) => format!("{form} (delivered by its route)"),
+            None => "no stored route names it (the stack's FieldMap)".to_owned(),
+        };
+        lines.push(("form", form));
+    }
     if let Some(rule) = &receipt.quarantine_rule {
         lines.push(("spam rule", rule.clone()));
     }
     if receipt.attempts > 0 {
         lines.push(("attempts", receipt.attempts.to_string()));
+    }
+    if receipt.unrecorded_claims > 0 {
+        // Past one, the receipt is delivered alone (a suspect).
+        lines.push((
+            "unrecorded",
+            format!(
+                "{} claims recorded no outcome (a delivery died or could not write)",
+                receipt.unrecorded_claims
+            ),
+        ));
     }
     let optional = [
         ("last attempt", &receipt.last_attempt_at),
@@ -125,6 +155,7 @@ pub fn card(receipt: &Receipt, payload: bool, now: SystemTime) -> String {
         ("redriven", &receipt.redriven_at),
         ("erased", &receipt.erased_at),
         ("released", &receipt.released_at),
+        ("claimed until", &receipt.claimed_until),
     ];
     for (label, value) in optional {
         if let Some(value) = value {
@@ -287,7 +318,7 @@ mod tests {
         assert!(!json.contains("Ada") && !json.contains("payload"), "{json}");
         assert!(json_of(&receipts[1], true)["lead"]["email"] == "ada@example.com");
         let now = UNIX_EPOCH + Duration::from_secs(1_800_003_720);
-        let card_plain = card(&receipts[1], false, now);
+        let card_plain = card(&receipts[1], false, now, None);
         assert!(!card_plain.contains("Ada"), "{card_plain}");
         assert!(
             card_plain.contains("received       2027-01-15 08:00:00 UTC (1h 2m ago)\n"),
@@ -306,15 +337,57 @@ mod tests {
         delivered.status = ReceiptStatus::Completed;
         delivered.expires_at = Some(1_802_592_000);
         assert!(
-            card(&delivered, false, now)
+            card(&delivered, false, now, None)
                 .contains("expires (TTL)  2027-02-14 08:00:00 UTC (in 29days 22h 58m)"),
             "{}",
-            card(&delivered, false, now)
+            card(&delivered, false, now, None)
         );
-        let card_shown = card(&receipts[1], true, now);
+        let card_shown = card(&receipts[1], true, now, None);
         assert!(
             card_shown.contains("form data") && card_shown.contains("ada@example.com"),
             "{card_shown}"
+        );
+    }
+
+    #[test]
+    fn the_card_says_where_a_receipt_came_from_and_who_holds_it() {
+        let now = UNIX_EPOCH + Duration::from_secs(1_800_000_060);
+        let line = |label: &str, value: &str| format!("{label:<14} {value}\n");
+        let plain = receipt("sub_1", ReceiptStatus::Received, 1_800_000_000);
+        let card_plain = card(&plain, false, now, None);
+        for label in ["source", "form", "unrecorded", "claimed until"] {
+            assert!(
+                !card_plain.contains(&format!("{label:<14} ")),
+                "{label}: {card_plain}"
+            );
+        }
+
+        let mut held = plain.clone();
+        held.source = Some(shared::receipt::IMPORTED.to_owned());
+        held.form_ref = Some(shared::routes::form_ref("contact"));
+        held.unrecorded_claims = 2;
+        held.claimed_until = Some("2027-01-15T08:02:00.000Z".to_owned());
+        let routed = card(&held, false, now, Some("contact"));
+        for expected in [
+            line(
+                "source",
+                "import (the sender's own list: receipts import or the scheduled audit)",
+            ),
+            line("form", "contact (delivered by its route)"),
+            line(
+                "unrecorded",
+                "2 claims recorded no outcome (a delivery died or could not write)",
+            ),
+            line("claimed until", "2027-01-15 08:02:00 UTC (in 1m)"),
+        ] {
+            assert!(routed.contains(&expected), "{expected}in {routed}");
+        }
+        assert!(
+            card(&held, false, now, None).contains(&line(
+                "form",
+                "no stored route names it (the stack's FieldMap)"
+            )),
+            "a form reference no route names"
         );
     }
 

@@ -39,6 +39,20 @@ pub enum Failed {
     Missing(String),
 }
 
+/// Whose submission id a bare id (`show <id>`, `redrive <id>`, `release
+/// <id>`) is: the stack's `Sender`, else `SENDER`, else Static Forms (the
+/// template's default). A full key names its own sender.
+fn sender_of_ids(stack: Option<&Stack>) -> shared::Sender {
+    let named = match stack {
+        Some(stack) => Some(stack.parameter(parameter::SENDER).to_owned()),
+        None => std::env::var("SENDER").ok(),
+    };
+    named
+        .as_deref()
+        .and_then(shared::Sender::parse)
+        .unwrap_or(shared::Sender::StaticForms)
+}
+
 fn run_error(error: impl std::fmt::Display) -> Failed {
     Failed::Run(error.to_string())
 }
@@ -122,6 +136,7 @@ pub async fn run(config: &SdkConfig, target: &Target, command: Command) -> Resul
     };
     let dynamodb = aws_sdk_dynamodb::Client::new(config);
     let table = ReceiptsTable::new(dynamodb.clone(), table_name);
+    let ids_sender = sender_of_ids(stack.as_ref());
     let now = SystemTime::now();
     let window = |args: &crate::cli::TimeArgs| {
         args.resolve(now)
@@ -153,7 +168,10 @@ pub async fn run(config: &SdkConfig, target: &Target, command: Command) -> Resul
             submission_id,
             json,
             payload,
-        } => show::show(&table, &submission_id, json, payload, now, &mut out).await?,
+        } => {
+            let key = ReceiptsTable::key_of(&submission_id, ids_sender).map_err(run_error)?;
+            show::show(&table, &key, json, payload, now, &mut out).await?
+        }
         Command::Stats { json } => stats::stats(&table, json, now, &mut out).await?,
         Command::Redrive {
             ids,
@@ -164,7 +182,7 @@ pub async fn run(config: &SdkConfig, target: &Target, command: Command) -> Resul
             let keys: Vec<String> = match status {
                 None => ids
                     .iter()
-                    .map(|id| ReceiptsTable::key_of(id))
+                    .map(|id| ReceiptsTable::key_of(id, ids_sender))
                     .collect::<Result<_, _>>()
                     .map_err(run_error)?,
                 Some(status) => table
@@ -240,7 +258,7 @@ pub async fn run(config: &SdkConfig, target: &Target, command: Command) -> Resul
         Command::Release { ids } => {
             let keys: Vec<String> = ids
                 .iter()
-                .map(|id| ReceiptsTable::key_of(id))
+                .map(|id| ReceiptsTable::key_of(id, ids_sender))
                 .collect::<Result<_, _>>()
                 .map_err(|error| Failed::Usage(error.to_string()))?;
             release::release(&table, &keys, now, &mut out).await?;

@@ -193,18 +193,16 @@ impl ReceiptsTable {
         &self.client
     }
 
-    /// The key of a Static Forms submission id, or any sender's full key
+    /// The key of `sender`'s submission id, or any sender's full key
     /// (`tally:FORM_RESPONSE:2wgx4n`) given as it is.
-    pub fn key_of(id: &str) -> Result<String, TableError> {
+    pub fn key_of(id: &str, sender: shared::Sender) -> Result<String, TableError> {
         if shared::Sender::of_key(id).is_some() {
             return Ok(id.to_owned());
         }
         let id = SubmissionId::parse(id).map_err(|_| TableError::BadId(id.to_owned()))?;
-        Ok(
-            IdempotencyKey::for_submission(shared::Sender::StaticForms, &id)
-                .as_str()
-                .to_owned(),
-        )
+        Ok(IdempotencyKey::for_submission(sender, &id)
+            .as_str()
+            .to_owned())
     }
 
     pub async fn get(&self, key: &str, reading: Reading) -> Result<Option<Receipt>, TableError> {
