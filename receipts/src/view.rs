@@ -98,16 +98,22 @@ pub fn table(receipts: &[Receipt], show_lead: bool) -> String {
     out
 }
 
+/// What the stored routes say of a receipt's form reference
+/// (`shared::routes::Routes::route_by_ref`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RouteOfForm {
+    /// The form whose route delivers it.
+    Routed(String),
+    /// No stored route names it: the stack's FieldMap delivers it.
+    Unrouted,
+    /// The routes could not be read (an operator role held to the
+    /// receipts' attributes may not): why, in one line.
+    Unknown(String),
+}
+
 /// `receipts show`: a card, one labelled line per recorded fact, times as
 /// dates with how long ago (or how soon). Form data only with `payload`.
-/// `routed_form`: the form whose stored route the receipt's form reference
-/// names (`shared::routes::Routes::route_by_ref`), if one does.
-pub fn card(
-    receipt: &Receipt,
-    payload: bool,
-    now: SystemTime,
-    routed_form: Option<&str>,
-) -> String {
+pub fn card(receipt: &Receipt, payload: bool, now: SystemTime, route: &RouteOfForm) -> String {
     let when = |text: &str| match parse_timestamp(text) {
         Some(at) => date_with_distance(at, now),
         None => text.to_owned(),
@@ -125,9 +131,10 @@ pub fn card(
         ));
     }
     if receipt.form_ref.is_some() {
-        let form = match routed_form {
-            Some(form) => format!("{form} (delivered by its route)"),
-            None => "no stored route names it (the stack's FieldMap)".to_owned(),
+        let form = match route {
+            RouteOfForm::Routed(form) => format!("{form} (delivered by its route)"),
+            RouteOfForm::Unrouted => "no stored route names it (the stack's FieldMap)".to_owned(),
+            RouteOfForm::Unknown(why) => format!("unknown: the routes could not be read ({why})"),
         };
         lines.push(("form", form));
     }
@@ -318,7 +325,7 @@ mod tests {
         assert!(!json.contains("Ada") && !json.contains("payload"), "{json}");
         assert!(json_of(&receipts[1], true)["lead"]["email"] == "ada@example.com");
         let now = UNIX_EPOCH + Duration::from_secs(1_800_003_720);
-        let card_plain = card(&receipts[1], false, now, None);
+        let card_plain = card(&receipts[1], false, now, &RouteOfForm::Unrouted);
         assert!(!card_plain.contains("Ada"), "{card_plain}");
         assert!(
             card_plain.contains("received       2027-01-15 08:00:00 UTC (1h 2m ago)\n"),
@@ -337,12 +344,12 @@ mod tests {
         delivered.status = ReceiptStatus::Completed;
         delivered.expires_at = Some(1_802_592_000);
         assert!(
-            card(&delivered, false, now, None)
+            card(&delivered, false, now, &RouteOfForm::Unrouted)
                 .contains("expires (TTL)  2027-02-14 08:00:00 UTC (in 29days 22h 58m)"),
             "{}",
-            card(&delivered, false, now, None)
+            card(&delivered, false, now, &RouteOfForm::Unrouted)
         );
-        let card_shown = card(&receipts[1], true, now, None);
+        let card_shown = card(&receipts[1], true, now, &RouteOfForm::Unrouted);
         assert!(
             card_shown.contains("form data") && card_shown.contains("ada@example.com"),
             "{card_shown}"
@@ -354,7 +361,7 @@ mod tests {
         let now = UNIX_EPOCH + Duration::from_secs(1_800_000_060);
         let line = |label: &str, value: &str| format!("{label:<14} {value}\n");
         let plain = receipt("sub_1", ReceiptStatus::Received, 1_800_000_000);
-        let card_plain = card(&plain, false, now, None);
+        let card_plain = card(&plain, false, now, &RouteOfForm::Unrouted);
         for label in ["source", "form", "unrecorded", "claimed until"] {
             assert!(
                 !card_plain.contains(&format!("{label:<14} ")),
@@ -367,7 +374,12 @@ mod tests {
         held.form_ref = Some(shared::routes::form_ref("contact"));
         held.unrecorded_claims = 2;
         held.claimed_until = Some("2027-01-15T08:02:00.000Z".to_owned());
-        let routed = card(&held, false, now, Some("contact"));
+        let routed = card(
+            &held,
+            false,
+            now,
+            &RouteOfForm::Routed("contact".to_owned()),
+        );
         for expected in [
             line(
                 "source",
@@ -383,11 +395,19 @@ mod tests {
             assert!(routed.contains(&expected), "{expected}in {routed}");
         }
         assert!(
-            card(&held, false, now, None).contains(&line(
+            card(&held, false, now, &RouteOfForm::Unrouted).contains(&line(
                 "form",
                 "no stored route names it (the stack's FieldMap)"
             )),
             "a form reference no route names"
+        );
+        let unknown = RouteOfForm::Unknown("AccessDeniedException".to_owned());
+        assert!(
+            card(&held, false, now, &unknown).contains(&line(
+                "form",
+                "unknown: the routes could not be read (AccessDeniedException)"
+            )),
+            "routes an operator may not read still give a card"
         );
     }
 

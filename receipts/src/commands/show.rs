@@ -5,7 +5,7 @@ use std::time::SystemTime;
 
 use super::{run_error, Failed};
 use crate::table::{Reading, ReceiptsTable};
-use crate::view;
+use crate::view::{self, RouteOfForm};
 
 pub(super) async fn show(
     table: &ReceiptsTable,
@@ -25,27 +25,28 @@ pub(super) async fn show(
     if json {
         let _ = writeln!(out, "{}", view::json_of(&receipt, payload));
     } else {
-        let routed_form = match &receipt.form_ref {
-            Some(reference) => routed_form(table, reference).await?,
-            None => None,
+        let route = match &receipt.form_ref {
+            Some(reference) => route_of(table, reference).await,
+            None => RouteOfForm::Unrouted,
         };
-        let _ = write!(
-            out,
-            "{}",
-            view::card(&receipt, payload, now, routed_form.as_deref())
-        );
+        let _ = write!(out, "{}", view::card(&receipt, payload, now, &route));
     }
     Ok(())
 }
 
-/// The form whose stored route a receipt's form reference names, if one
-/// does: the route the worker delivers it by.
-async fn routed_form(table: &ReceiptsTable, reference: &str) -> Result<Option<String>, Failed> {
-    let stored = table.routes().await.map_err(run_error)?;
-    Ok(stored.and_then(|stored| {
-        stored
-            .routes
-            .route_by_ref(reference)
-            .map(|route| route.form.clone())
-    }))
+/// The route the worker delivers a receipt by, from its form reference. A
+/// card is still shown when the routes cannot be read: an operator role
+/// held to the receipts' own attributes may not read them.
+async fn route_of(table: &ReceiptsTable, reference: &str) -> RouteOfForm {
+    match table.routes().await {
+        Ok(stored) => stored
+            .and_then(|stored| {
+                stored
+                    .routes
+                    .route_by_ref(reference)
+                    .map(|r| r.form.clone())
+            })
+            .map_or(RouteOfForm::Unrouted, RouteOfForm::Routed),
+        Err(error) => RouteOfForm::Unknown(error.to_string()),
+    }
 }
