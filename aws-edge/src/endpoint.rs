@@ -10,6 +10,10 @@ pub enum BaseUrlProblem {
     NotAbsolute,
     #[error("must have no query or fragment")]
     QueryOrFragment,
+    /// A user name or password in the URL: messages name the URL, and a
+    /// token goes in its header.
+    #[error("must carry no user name or password (the token goes in a header)")]
+    Credentials,
     #[error("must be an https:// URL with a host")]
     NotHttps,
     /// `http://` to another machine.
@@ -17,12 +21,16 @@ pub enum BaseUrlProblem {
     ClearText,
 }
 
-/// A base URL: absolute, no query or fragment, https (http only to a
-/// loopback host, or to any host with `allow_http`, for local runs).
+/// A base URL: absolute, no query, fragment or credentials, https (http
+/// only to a loopback host, or to any host with `allow_http`, for local
+/// runs).
 pub fn check_base_url(url: &str, allow_http: bool) -> Result<reqwest::Url, BaseUrlProblem> {
     let parsed = reqwest::Url::parse(url).map_err(|_| BaseUrlProblem::NotAbsolute)?;
     if parsed.query().is_some() || parsed.fragment().is_some() {
         return Err(BaseUrlProblem::QueryOrFragment);
+    }
+    if !parsed.username().is_empty() || parsed.password().is_some() {
+        return Err(BaseUrlProblem::Credentials);
     }
     check_scheme(&parsed, allow_http)?;
     Ok(parsed)
@@ -55,7 +63,7 @@ mod tests {
     #[test]
     fn base_url_rules() {
         use BaseUrlProblem::*;
-        let cases: [(&str, bool, Result<(), BaseUrlProblem>); 16] = [
+        let cases: [(&str, bool, Result<(), BaseUrlProblem>); 18] = [
             ("https://api.tally.so", false, Ok(())),
             ("https://api.eu.typeform.com/", false, Ok(())),
             ("http://127.0.0.1:9001", false, Ok(())),
@@ -66,7 +74,13 @@ mod tests {
             ("http://api.example.com", false, Err(ClearText)),
             ("http://api.example.com", true, Ok(())),
             // The user-info is not the host.
-            ("http://127.0.0.1@api.example.com", false, Err(ClearText)),
+            ("http://127.0.0.1@api.example.com", true, Err(Credentials)),
+            (
+                "https://user:secret@api.example.com",
+                false,
+                Err(Credentials),
+            ),
+            ("https://:secret@api.example.com", false, Err(Credentials)),
             ("http://localhost.example.com", false, Err(ClearText)),
             ("http://10.0.0.1", false, Err(ClearText)),
             ("ftp://api.example.com", true, Err(NotHttps)),
@@ -85,5 +99,9 @@ mod tests {
                 "{url} (allow_http {allow_http})"
             );
         }
+        // The user-info is not the host (the scheme rule alone, as a CRM
+        // URL with credentials in it is checked).
+        let posing = reqwest::Url::parse("http://127.0.0.1@api.example.com").unwrap();
+        assert_eq!(check_scheme(&posing, false), Err(ClearText));
     }
 }
