@@ -1,58 +1,29 @@
-//! Where a request that carries a token may go: the one rule for every base
-//! URL a setting can name (a CRM's, a sender API's), so a test server or a
-//! region can be named without a token ever crossing a network in clear
-//! text.
+//! A base URL a setting names, parsed and judged by the one rule for where
+//! a token may go (`shared::endpoint`: https, or http to this machine; no
+//! query, fragment or credentials).
 
-/// Why a base URL is refused. Messages never quote the URL.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-pub enum BaseUrlProblem {
-    #[error("is not an absolute URL")]
-    NotAbsolute,
-    #[error("must have no query or fragment")]
-    QueryOrFragment,
-    /// A user name or password in the URL: messages name the URL, and a
-    /// token goes in its header.
-    #[error("must carry no user name or password (the token goes in a header)")]
-    Credentials,
-    #[error("must be an https:// URL with a host")]
-    NotHttps,
-    /// `http://` to another machine.
-    #[error("must be https:// (http:// sends the token in clear text; it is allowed for loopback addresses)")]
-    ClearText,
-}
+pub use shared::endpoint::BaseUrlProblem;
+use shared::endpoint::UrlParts;
 
-/// A base URL: absolute, no query, fragment or credentials, https (http
-/// only to a loopback host, or to any host with `allow_http`, for local
-/// runs).
+/// `url` parsed, when the rule allows it (`allow_http`: http to any host,
+/// for local runs).
 pub fn check_base_url(url: &str, allow_http: bool) -> Result<reqwest::Url, BaseUrlProblem> {
     let parsed = reqwest::Url::parse(url).map_err(|_| BaseUrlProblem::NotAbsolute)?;
-    if parsed.query().is_some() || parsed.fragment().is_some() {
-        return Err(BaseUrlProblem::QueryOrFragment);
-    }
-    if !parsed.username().is_empty() || parsed.password().is_some() {
-        return Err(BaseUrlProblem::Credentials);
-    }
-    check_scheme(&parsed, allow_http)?;
+    shared::endpoint::check_base_url(&parts(&parsed), allow_http)?;
     Ok(parsed)
 }
 
-/// https, or http to a loopback host (`localhost`, 127.0.0.0/8, `[::1]`) or
-/// with `allow_http`.
+/// The scheme rule alone, for a URL with more in it (a CRM's upsert URL).
 pub fn check_scheme(parsed: &reqwest::Url, allow_http: bool) -> Result<(), BaseUrlProblem> {
-    let Some(host) = parsed.host_str().filter(|host| !host.is_empty()) else {
-        return Err(BaseUrlProblem::NotHttps);
-    };
-    let loopback = host.eq_ignore_ascii_case("localhost")
-        || host
-            .trim_start_matches('[')
-            .trim_end_matches(']')
-            .parse::<std::net::IpAddr>()
-            .is_ok_and(|address| address.is_loopback());
-    match parsed.scheme() {
-        "https" => Ok(()),
-        "http" if loopback || allow_http => Ok(()),
-        "http" => Err(BaseUrlProblem::ClearText),
-        _ => Err(BaseUrlProblem::NotHttps),
+    shared::endpoint::check_scheme(&parts(parsed), allow_http)
+}
+
+fn parts(parsed: &reqwest::Url) -> UrlParts<'_> {
+    UrlParts {
+        scheme: parsed.scheme(),
+        host: parsed.host_str(),
+        has_credentials: !parsed.username().is_empty() || parsed.password().is_some(),
+        has_query_or_fragment: parsed.query().is_some() || parsed.fragment().is_some(),
     }
 }
 

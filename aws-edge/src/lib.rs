@@ -13,8 +13,8 @@
 //! - [`audit`]: the sender's own list of submissions ([`sender_api`], over
 //!   HTTP) beside the receipts, and the import of what is missing, for
 //!   `receipts audit` and the worker's scheduled audit;
-//! - [`endpoint`]: where a request carrying a token may go (https, or http
-//!   to this machine), for every base URL a setting names.
+//! - [`endpoint`]: a base URL a setting names, parsed and held to
+//!   `shared::endpoint` (https, or http to this machine).
 //!
 //! `shared` holds the rules and knows no AWS; this crate holds no rules.
 

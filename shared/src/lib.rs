@@ -9,6 +9,7 @@ pub mod audit;
 pub mod clock;
 pub mod config;
 pub mod delivery;
+pub mod endpoint;
 pub mod envelope;
 pub mod exact_json;
 pub mod field_map;
