@@ -143,32 +143,7 @@ impl DynamoReceiptStore {
     }
 }
 
-/// DynamoDB's item size limit: 400 KB.
-pub const MAX_ITEM_BYTES: usize = 400 * 1024;
-
-/// An item's size as DynamoDB counts it against [`MAX_ITEM_BYTES`]: each
-/// attribute's name and value in UTF-8 bytes; a number about one byte per
-/// two digits plus one (at most 21); containers 3 bytes plus their contents.
-/// <https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/CapacityUnitCalculations.html>
-pub fn item_size(item: &HashMap<String, AttributeValue>) -> usize {
-    item.iter()
-        .map(|(name, value)| name.len() + value_size(value))
-        .sum()
-}
-
-fn value_size(value: &AttributeValue) -> usize {
-    match value {
-        AttributeValue::S(text) => text.len(),
-        AttributeValue::N(number) => (number.len().div_ceil(2) + 1).min(21),
-        AttributeValue::B(bytes) => bytes.as_ref().len(),
-        AttributeValue::Ss(texts) => texts.iter().map(String::len).sum(),
-        AttributeValue::Ns(numbers) => numbers.iter().map(|n| n.len().div_ceil(2) + 1).sum(),
-        AttributeValue::Bs(blobs) => blobs.iter().map(|b| b.as_ref().len()).sum(),
-        AttributeValue::M(map) => 3 + item_size(map) + map.len(),
-        AttributeValue::L(list) => 3 + list.iter().map(value_size).sum::<usize>() + list.len(),
-        _ => 1,
-    }
-}
+pub use aws_edge::item_size::{item_size, MAX_ITEM_BYTES};
 
 /// What the stored `item` says of itself: its fingerprint, and whether it
 /// was imported.

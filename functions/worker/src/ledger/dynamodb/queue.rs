@@ -3,6 +3,7 @@
 
 use std::collections::HashMap;
 
+use aws_edge::item_size::item_size;
 use aws_sdk_dynamodb::types::AttributeValue;
 use shared::receipt::Timestamp;
 use shared::receipt::{attr, FAILED, PENDING, QUEUE_INDEX};
@@ -45,34 +46,6 @@ impl DynamoLedger {
                 None => return Ok(true),
             }
         }
-    }
-}
-
-/// DynamoDB's size of an item: each attribute's name and value in bytes
-/// (numbers about one byte per two digits).
-fn item_size(item: &HashMap<String, AttributeValue>) -> usize {
-    item.iter()
-        .map(|(name, value)| name.len() + value_size(value))
-        .sum()
-}
-
-fn value_size(value: &AttributeValue) -> usize {
-    match value {
-        AttributeValue::S(text) => text.len(),
-        AttributeValue::N(number) => number.len().div_ceil(2) + 1,
-        AttributeValue::B(blob) => blob.as_ref().len(),
-        AttributeValue::Bool(_) | AttributeValue::Null(_) => 1,
-        AttributeValue::L(list) => 3 + list.iter().map(|v| 1 + value_size(v)).sum::<usize>(),
-        AttributeValue::M(map) => {
-            3 + map
-                .iter()
-                .map(|(k, v)| 1 + k.len() + value_size(v))
-                .sum::<usize>()
-        }
-        AttributeValue::Ss(set) => set.iter().map(String::len).sum(),
-        AttributeValue::Ns(set) => set.iter().map(|n| n.len().div_ceil(2) + 1).sum(),
-        AttributeValue::Bs(set) => set.iter().map(|b| b.as_ref().len()).sum(),
-        _ => 0,
     }
 }
 
