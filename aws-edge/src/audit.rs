@@ -3,7 +3,9 @@
 //! ([`SenderApiClient`]), the receipts under their keys (BatchGetItem,
 //! keys and status only), compared by `shared::audit`; and the import of
 //! what is missing, each one a conditional put, so an import run twice or
-//! beside a late webhook stores one receipt.
+//! beside a late webhook stores one receipt. Only what the receipts still
+//! remember can be missing (`shared::audit::Horizon`), and one submission
+//! that cannot be stored never stops the others.
 
 use std::collections::HashMap;
 use std::time::{Duration, SystemTime};
@@ -11,10 +13,11 @@ use std::time::{Duration, SystemTime};
 use aws_sdk_dynamodb::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_dynamodb::types::{AttributeValue, KeysAndAttributes};
 use aws_sdk_dynamodb::Client;
-use shared::audit::{Audit, Entry, Listing};
+use shared::audit::{Audit, Entry, Horizon, Listing};
 use shared::receipt::attr;
 use shared::{Receipt, ReceiptStatus, Sender};
 
+use crate::item_size::{item_size, MAX_ITEM_BYTES};
 use crate::sender_api::{SenderApiClient, SenderApiError};
 
 /// BatchGetItem's most keys a request.
@@ -50,13 +53,41 @@ impl AuditError {
     }
 }
 
-/// What is audited: one sender's forms over `[since, until)`.
+/// What is audited: one sender's forms over `[since, until)`, against
+/// receipts that remember back to `horizon`.
 #[derive(Debug, Clone)]
 pub struct Scope {
     pub sender: Sender,
+    /// Each once, in the order first named.
     pub forms: Vec<String>,
     pub since: SystemTime,
     pub until: SystemTime,
+    pub horizon: Horizon,
+}
+
+impl Scope {
+    /// A form named twice is audited once.
+    pub fn new(
+        sender: Sender,
+        forms: impl IntoIterator<Item = String>,
+        since: SystemTime,
+        until: SystemTime,
+        horizon: Horizon,
+    ) -> Self {
+        let mut distinct: Vec<String> = Vec::new();
+        for form in forms {
+            if !distinct.contains(&form) {
+                distinct.push(form);
+            }
+        }
+        Scope {
+            sender,
+            forms: distinct,
+            since,
+            until,
+            horizon,
+        }
+    }
 }
 
 /// Lists each form's submissions at the sender (each page said to
@@ -79,19 +110,32 @@ pub async fn audit(
         listing.add(scope.sender, form, listed.submissions, listed.partial);
     }
     let statuses = statuses(client, table, &listing.keys()).await?;
-    Ok(listing.compare(&statuses))
+    Ok(listing.compare(&statuses, scope.horizon))
 }
 
 /// What an import did.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Imported {
     pub stored: usize,
     /// Stored meanwhile by a webhook or another import: left as it was.
     pub already_there: usize,
+    /// Submission ids (never data) that no put can store: over DynamoDB's
+    /// item limit (its webhook was answered 413), or refused for good.
+    pub unimportable: Vec<Unimportable>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unimportable {
+    pub form: String,
+    pub submission_id: String,
+    /// Why, without data: `too large (N bytes)` or DynamoDB's error code.
+    pub why: String,
 }
 
 /// Stores each of `missing` as an imported receipt unless one is under
-/// its key by then (`progress`: how many are done).
+/// its key by then (`progress`: how many are done). One that can never be
+/// stored is counted and passed over; a failure that may pass (throttled,
+/// unreachable) stops the import, to be tried again.
 pub async fn import(
     client: &Client,
     table: &str,
@@ -101,12 +145,29 @@ pub async fn import(
 ) -> Result<Imported, AuditError> {
     let mut imported = Imported::default();
     for (done, entry) in missing.iter().enumerate() {
+        let unimportable = |why: String| Unimportable {
+            form: entry.form.clone(),
+            submission_id: entry.submission_id().to_owned(),
+            why,
+        };
         let receipt = Receipt::imported(&entry.submission, now);
-        let item: HashMap<String, AttributeValue> =
-            serde_dynamo::to_item(&receipt).map_err(|_| AuditError::Store {
-                operation: "PutItem",
-                code: "ReceiptNotSerialisable".to_owned(),
-            })?;
+        let Ok(item) = serde_dynamo::to_item::<_, HashMap<String, AttributeValue>>(&receipt) else {
+            imported
+                .unimportable
+                .push(unimportable("not serialisable".to_owned()));
+            progress(done + 1);
+            continue;
+        };
+        // As ingest: DynamoDB would refuse it with a ValidationException
+        // at every audit, which no retry changes.
+        let bytes = item_size(&item);
+        if bytes > MAX_ITEM_BYTES {
+            imported.unimportable.push(unimportable(format!(
+                "too large ({bytes} bytes; DynamoDB stores at most {MAX_ITEM_BYTES})"
+            )));
+            progress(done + 1);
+            continue;
+        }
         let put = client
             .put_item()
             .table_name(table)
@@ -121,6 +182,13 @@ pub async fn import(
                 if failure.err().code() == Some("ConditionalCheckFailedException") =>
             {
                 imported.already_there += 1
+            }
+            Err(SdkError::ServiceError(failure))
+                if failure.err().code() == Some("ValidationException") =>
+            {
+                imported
+                    .unimportable
+                    .push(unimportable("ValidationException".to_owned()))
             }
             Err(error) => return Err(AuditError::store("PutItem", error)),
         }

@@ -17,6 +17,8 @@ const TRIES: u32 = 6;
 const LONGEST_WAIT: Duration = Duration::from_secs(60);
 /// One request's limit.
 const REQUEST_LIMIT: Duration = Duration::from_secs(30);
+/// The least time worth starting a request with, before a deadline.
+const SHORTEST_REQUEST: Duration = Duration::from_secs(2);
 
 #[derive(Debug, thiserror::Error)]
 pub enum SenderApiError {
@@ -48,6 +50,12 @@ pub enum SenderApiError {
         form: String,
         error: ListingError,
     },
+    /// A listing must end; a cursor that comes back would read for ever.
+    #[error("{sender}'s API gave form {form:?} a page cursor it gave before: the listing is not read to an end, and is read again next time")]
+    CursorRepeated { sender: &'static str, form: String },
+    /// No request is started that could not end before the deadline.
+    #[error("{sender}'s API: no time left before the deadline to read form {form:?} to its end")]
+    OutOfTime { sender: &'static str, form: String },
 }
 
 /// Every completed submission of one form in a window.
@@ -67,6 +75,8 @@ pub struct SenderApiClient {
     token: String,
     http: reqwest::Client,
     last_request: Option<Instant>,
+    /// When set, no request starts that could not end by then.
+    deadline: Option<Instant>,
 }
 
 impl SenderApiClient {
@@ -90,7 +100,46 @@ impl SenderApiClient {
                 .build()
                 .unwrap_or_default(),
             last_request: None,
+            deadline: None,
         }
+    }
+
+    /// No request starts, and no wait is begun, that could not end by
+    /// `deadline`: the listing fails with `OutOfTime` instead, while there
+    /// is time to store what was done.
+    pub fn with_deadline(mut self, deadline: Instant) -> Self {
+        self.deadline = Some(deadline);
+        self
+    }
+
+    /// The time a request may take now: the usual limit, or what is left
+    /// before the deadline; `None` when too little is left to try.
+    fn time_for_a_request(&self, form: &str) -> Result<Duration, SenderApiError> {
+        let Some(deadline) = self.deadline else {
+            return Ok(REQUEST_LIMIT);
+        };
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left < SHORTEST_REQUEST {
+            return Err(SenderApiError::OutOfTime {
+                sender: self.sender.name(),
+                form: form.to_owned(),
+            });
+        }
+        Ok(left.min(REQUEST_LIMIT))
+    }
+
+    /// Sleeps `wait`, unless that would pass the deadline.
+    async fn wait(&self, form: &str, wait: Duration) -> Result<(), SenderApiError> {
+        if let Some(deadline) = self.deadline {
+            if Instant::now() + wait + SHORTEST_REQUEST > deadline {
+                return Err(SenderApiError::OutOfTime {
+                    sender: self.sender.name(),
+                    form: form.to_owned(),
+                });
+            }
+        }
+        tokio::time::sleep(wait).await;
+        Ok(())
     }
 
     /// Every completed submission of `form` in `[since, until)`, each page
@@ -108,6 +157,7 @@ impl SenderApiClient {
         };
         let mut listing = FormListing::default();
         let mut cursor: Option<String> = None;
+        let mut cursors_seen = std::collections::HashSet::new();
         loop {
             let ask = PageAsk {
                 form,
@@ -132,9 +182,16 @@ impl SenderApiClient {
             );
             progress(listing.pages, listing.submissions.len());
             match page.next {
-                // A cursor that does not move would ask for ever.
-                Some(next) if cursor.as_deref() != Some(next.as_str()) => cursor = Some(next),
-                _ => return Ok(listing),
+                None => return Ok(listing),
+                // A cursor that comes back would ask for ever: an error,
+                // never a silently short window.
+                Some(next) if !cursors_seen.insert(next.clone()) => {
+                    return Err(SenderApiError::CursorRepeated {
+                        sender: self.sender.name(),
+                        form: form.to_owned(),
+                    })
+                }
+                Some(next) => cursor = Some(next),
             }
         }
     }
@@ -162,9 +219,11 @@ impl SenderApiClient {
         }
         for _ in 0..TRIES {
             self.wait_for_pace().await;
+            let limit = self.time_for_a_request(form)?;
             let sent = self
                 .http
                 .get(url.clone())
+                .timeout(limit)
                 .bearer_auth(&self.token)
                 .header("accept", "application/json")
                 .send()
@@ -213,9 +272,9 @@ impl SenderApiClient {
                 }
                 429 => {
                     let wait = retry_after(response.headers()).unwrap_or(pause);
-                    tokio::time::sleep(wait.min(LONGEST_WAIT)).await;
+                    self.wait(form, wait.min(LONGEST_WAIT)).await?;
                 }
-                500..=599 => tokio::time::sleep(pause).await,
+                500..=599 => self.wait(form, pause).await?,
                 _ => {
                     return Err(SenderApiError::Status {
                         sender,

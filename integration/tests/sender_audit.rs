@@ -95,6 +95,7 @@ fn cli_env(table: &str, fake: &SenderApiFake) -> Vec<(&'static str, String)> {
         ("RECEIPTS_TABLE", table.to_owned()),
         ("SENDER_API_BASE_URL", fake.base_url()),
         ("SENDER_API_TOKEN", API_TOKEN.to_owned()),
+        ("RECEIPT_RETENTION_DAYS", "30".to_owned()),
     ]
 }
 
@@ -115,6 +116,11 @@ async fn stored_under(
         serde_json::from_str(receipt.payload.as_deref().unwrap()).unwrap();
     let answers = shared::Sender::of_key(key).unwrap().answers(&payload);
     (receipt, answers)
+}
+
+/// An invocation's deadline, as the template's worker has.
+fn a_minute() -> std::time::Instant {
+    std::time::Instant::now() + Duration::from_secs(60)
 }
 
 /// The ids listed under `missing (N):`.
@@ -247,7 +253,7 @@ async fn the_audit_finds_what_the_sender_kept_and_the_import_delivers_it_once() 
 #[tokio::test]
 async fn the_audit_says_what_it_needs() {
     let table = unique_name("audit-usage");
-    let rows: [(Option<&str>, &[&str], &str); 4] = [
+    let rows: [(Option<&str>, &[&str], &str); 5] = [
         (
             None,
             &["--sender", "tally", "--form", FORM],
@@ -268,9 +274,19 @@ async fn the_audit_says_what_it_needs() {
             &["--sender", "tally", "--form", FORM, "--until", "3h"],
             "--since must be before --until",
         ),
+        // With a table alone, how long its receipts are kept is never
+        // guessed: a guess longer than the stack's imports what it removed.
+        (
+            Some("x"),
+            &["--sender", "tally", "--form", FORM],
+            "give --retention-days N",
+        ),
     ];
     for (token, args, said) in rows {
         let mut env = vec![("RECEIPTS_TABLE", table.clone())];
+        if !said.contains("--retention-days") {
+            env.push(("RECEIPT_RETENTION_DAYS", "30".to_owned()));
+        }
         if let Some(token) = token {
             env.push(("SENDER_API_TOKEN", token.to_owned()));
         }
@@ -378,6 +394,7 @@ async fn the_scheduled_audit_emits_missing_submissions_and_imports_them() {
         action: AuditAction::Import,
         forms: vec![FORM.to_owned()],
         base_url: Some(fake.base_url()),
+        retention: shared::Retention::default(),
     };
     let auditor = Auditor::new(
         settings,
@@ -387,7 +404,7 @@ async fn the_scheduled_audit_emits_missing_submissions_and_imports_them() {
         shared::metrics::Metrics::default(),
     );
 
-    let report = auditor.run(now).await.unwrap();
+    let report = auditor.run(now, a_minute()).await.unwrap();
     assert_eq!(
         (report.at_sender, report.missing, report.imported),
         (3, 2, 2),
@@ -430,7 +447,10 @@ async fn the_scheduled_audit_emits_missing_submissions_and_imports_them() {
 
     // An hour later: from where it ended, so only the young one is read,
     // and its webhook never came either.
-    let later = auditor.run(now + Duration::from_secs(3600)).await.unwrap();
+    let later = auditor
+        .run(now + Duration::from_secs(3600), a_minute())
+        .await
+        .unwrap();
     assert_eq!(later.since, report.until);
     assert_eq!(
         (later.at_sender, later.missing, later.imported),
@@ -443,7 +463,10 @@ async fn the_scheduled_audit_emits_missing_submissions_and_imports_them() {
         [(2.0, FORM.to_owned()), (1.0, FORM.to_owned())]
     );
     // Nothing new since: nothing read, nothing emitted.
-    let again = auditor.run(now + Duration::from_secs(3600)).await.unwrap();
+    let again = auditor
+        .run(now + Duration::from_secs(3600), a_minute())
+        .await
+        .unwrap();
     assert_eq!(again.forms, 0, "{again:?}");
     assert!(!captured.text().contains(API_TOKEN), "the token was logged");
 }

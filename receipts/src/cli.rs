@@ -222,6 +222,12 @@ pub struct AuditArgs {
     /// token in $SENDER_API_TOKEN). Never the token itself.
     #[arg(long, value_name = "ARN")]
     pub api_token_secret_arn: Option<String>,
+    /// How many days the stack keeps receipts (its ReceiptRetentionDays),
+    /// for a table without its stack (else $RECEIPT_RETENTION_DAYS). A
+    /// submission older than that is never imported: its receipt may be
+    /// gone on purpose.
+    #[arg(long, value_name = "N")]
+    pub retention_days: Option<u32>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Subcommand)]
@@ -424,7 +430,7 @@ mod tests {
             ),
             ("stats", Command::Stats { json: false }),
             (
-                "audit --since 7d --form a --form b --sender tally",
+                "audit --since 7d --form a --form b --sender tally --retention-days 14",
                 Command::Audit {
                     scope: AuditArgs {
                         since: "7d".into(),
@@ -432,6 +438,7 @@ mod tests {
                         forms: vec!["a".into(), "b".into()],
                         sender: Some("tally".into()),
                         api_token_secret_arn: None,
+                        retention_days: Some(14),
                     },
                 },
             ),

@@ -4,9 +4,20 @@
 //! per day (UTC, by the sender's submission time) and form; the missing
 //! ones kept, in time order, for an import. Ids only: nothing here is
 //! printed or logged but ids and counts.
+//!
+//! An import is a delivery by another door, so it may only find missing
+//! what the receipts still remember. Receipts are removed on purpose (a
+//! delivered one a retention after its delivery, an erased one a retention
+//! after its erasure, a quarantined one a retention after its arrival),
+//! and each of those happened after the submission. So a submission made
+//! within the retention ([`Horizon`]) whose receipt is absent never had
+//! one; an older one without a receipt may have been delivered, erased or
+//! held back as spam, and is counted `expired`, never `missing`. A listed
+//! submission without a time cannot be placed, and is unreadable.
 
-use std::collections::{BTreeMap, HashMap};
-use std::time::SystemTime;
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::fmt;
+use std::time::{Duration, SystemTime};
 
 use crate::envelope::EnvelopeError;
 use crate::sender::listing::Listed;
@@ -18,10 +29,40 @@ pub const AUDIT_STATE_KEY: &str = "config#audit";
 /// Its attribute: the end of the last window audited, as receipt text.
 pub const AUDITED_UNTIL: &str = "auditedUntil";
 
-/// What the sender listed, read as its webhooks.
+/// How far back the receipts remember: a listed submission made before
+/// [`Horizon::oldest`] may have had a receipt that is gone on purpose.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Horizon {
+    pub oldest: SystemTime,
+}
+
+impl Horizon {
+    /// A sender's clock ahead of ours could place a submission later than
+    /// its receipt's arrival: an hour's margin for it. TTL's own lag only
+    /// keeps receipts longer, which cannot make one look missing.
+    pub const CLOCK_MARGIN: Duration = Duration::from_secs(60 * 60);
+
+    /// What receipts kept for `retention` still remember at `now`.
+    pub fn at(now: SystemTime, retention: crate::Retention) -> Self {
+        let oldest = now
+            .checked_sub(retention.as_duration())
+            .map_or(SystemTime::UNIX_EPOCH, |at| at + Self::CLOCK_MARGIN);
+        Horizon { oldest }
+    }
+
+    /// Whether a submission made `at` is within what the receipts remember.
+    pub fn remembers(&self, at: SystemTime) -> bool {
+        at >= self.oldest
+    }
+}
+
+/// What the sender listed, read as its webhooks. A set: a submission
+/// listed twice (a form named twice, an offset page that shifted while a
+/// submission arrived) counts once.
 #[derive(Debug, Default)]
 pub struct Listing {
     entries: Vec<Entry>,
+    seen: HashSet<String>,
     unreadable: Vec<Unreadable>,
     partial: usize,
 }
@@ -29,10 +70,10 @@ pub struct Listing {
 /// One listed submission, under the key its webhook would have had.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Entry {
-    /// `YYYY-MM-DD` (UTC) of its submission, or `unknown`.
+    /// `YYYY-MM-DD` (UTC) of its submission.
     pub day: String,
     pub form: String,
-    pub submitted_at: Option<SystemTime>,
+    pub submitted_at: SystemTime,
     pub key: IdempotencyKey,
     pub submission: FormSubmission,
 }
@@ -43,13 +84,31 @@ impl Entry {
     }
 }
 
-/// A listed submission that is no webhook its sender could send (an id
-/// this stack refuses): neither counted nor importable.
+/// A listed submission that cannot be judged: no webhook its sender could
+/// send (an id this stack refuses), or no time to place it by. Neither
+/// counted nor importable.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Unreadable {
     pub form: String,
     pub submission_id: String,
-    pub error: EnvelopeError,
+    pub why: WhyUnreadable,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum WhyUnreadable {
+    Envelope(EnvelopeError),
+    /// Its time is missing or no time: it could be older than the
+    /// receipts remember, and could outrank newer data if imported.
+    NoTime,
+}
+
+impl fmt::Display for WhyUnreadable {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            WhyUnreadable::Envelope(error) => error.fmt(f),
+            WhyUnreadable::NoTime => f.write_str("the sender gives no readable submission time"),
+        }
+    }
 }
 
 /// One day's and form's counts.
@@ -61,6 +120,8 @@ pub struct Counts {
     /// Its receipt is `COMPLETED`.
     pub delivered: usize,
     pub missing: usize,
+    /// No receipt, and older than the receipts remember: never imported.
+    pub expired: usize,
 }
 
 /// The comparison.
@@ -70,6 +131,8 @@ pub struct Audit {
     pub rows: BTreeMap<(String, String), Counts>,
     /// Oldest first within a day and form.
     pub missing: Vec<Entry>,
+    /// No receipt, and older than the receipts remember.
+    pub expired: usize,
     pub unreadable: Vec<Unreadable>,
     /// Listed as started, never submitted: no lead, not counted.
     pub partial: usize,
@@ -80,20 +143,34 @@ impl Listing {
     pub fn add(&mut self, sender: Sender, form: &str, listed: Vec<Listed>, partial: usize) {
         self.partial += partial;
         for item in listed {
-            match item.submission(sender) {
-                Ok(submission) => self.entries.push(Entry {
-                    day: day_of(item.submitted_at),
-                    form: form.to_owned(),
-                    submitted_at: item.submitted_at,
-                    key: IdempotencyKey::for_submission(sender, &submission.submission_id),
-                    submission,
-                }),
-                Err(error) => self.unreadable.push(Unreadable {
-                    form: form.to_owned(),
-                    submission_id: item.submission_id,
-                    error,
-                }),
+            let unreadable = |why| Unreadable {
+                form: form.to_owned(),
+                submission_id: item.submission_id.clone(),
+                why,
+            };
+            let submission = match item.submission(sender) {
+                Ok(submission) => submission,
+                Err(error) => {
+                    self.unreadable
+                        .push(unreadable(WhyUnreadable::Envelope(error)));
+                    continue;
+                }
+            };
+            let key = IdempotencyKey::for_submission(sender, &submission.submission_id);
+            if !self.seen.insert(key.as_str().to_owned()) {
+                continue;
             }
+            let Some(submitted_at) = item.submitted_at else {
+                self.unreadable.push(unreadable(WhyUnreadable::NoTime));
+                continue;
+            };
+            self.entries.push(Entry {
+                day: day_of(submitted_at),
+                form: form.to_owned(),
+                submitted_at,
+                key,
+                submission,
+            });
         }
     }
 
@@ -105,8 +182,9 @@ impl Listing {
             .collect()
     }
 
-    /// The listing beside the statuses of the receipts that exist.
-    pub fn compare(self, statuses: &HashMap<String, ReceiptStatus>) -> Audit {
+    /// The listing beside the statuses of the receipts that exist, and
+    /// what they remember.
+    pub fn compare(self, statuses: &HashMap<String, ReceiptStatus>, horizon: Horizon) -> Audit {
         let mut audit = Audit {
             partial: self.partial,
             unreadable: self.unreadable,
@@ -124,6 +202,10 @@ impl Listing {
                     if *status == ReceiptStatus::Completed {
                         counts.delivered += 1;
                     }
+                }
+                None if !horizon.remembers(entry.submitted_at) => {
+                    counts.expired += 1;
+                    audit.expired += 1;
                 }
                 None => {
                     counts.missing += 1;
@@ -149,10 +231,10 @@ impl Audit {
     }
 }
 
-fn day_of(at: Option<SystemTime>) -> String {
-    at.map(crate::receipt::format_timestamp)
-        .and_then(|text| text.get(..10).map(str::to_owned))
-        .unwrap_or_else(|| "unknown".to_owned())
+fn day_of(at: SystemTime) -> String {
+    let mut text = crate::receipt::format_timestamp(at);
+    text.truncate(10);
+    text
 }
 
 #[cfg(test)]
@@ -171,6 +253,13 @@ mod tests {
     }
 
     const DAY_ONE: u64 = 1_795_910_400; // 2026-11-29T00:00:00Z
+
+    /// Remembers everything listed in these tests.
+    fn all_remembered() -> Horizon {
+        Horizon {
+            oldest: SystemTime::UNIX_EPOCH,
+        }
+    }
 
     #[test]
     fn counts_per_day_and_form_and_the_missing_in_time_order() {
@@ -200,13 +289,14 @@ mod tests {
             ("tally:FORM_RESPONSE:c".to_owned(), ReceiptStatus::Completed),
             ("tally:FORM_RESPONSE:d".to_owned(), ReceiptStatus::Received),
         ]);
-        let audit = listing.compare(&statuses);
+        let audit = listing.compare(&statuses, all_remembered());
         let row = |day: &str, form: &str| audit.rows[&(day.to_owned(), form.to_owned())];
         let counts = |at_sender, received, delivered, missing| Counts {
             at_sender,
             received,
             delivered,
             missing,
+            expired: 0,
         };
         assert_eq!(row("2026-11-29", "f"), counts(2, 0, 0, 2));
         assert_eq!(row("2026-11-30", "f"), counts(1, 1, 1, 0));
@@ -225,13 +315,77 @@ mod tests {
         assert!(!crate::receipt::is_receipt_key(AUDIT_STATE_KEY));
     }
 
+    /// Untimed, a submission could be older than the receipts remember, and
+    /// once imported it would be ordered by its import time.
     #[test]
-    fn a_submission_without_a_time_is_counted_under_unknown() {
+    fn a_submission_without_a_time_is_unreadable_and_never_missing() {
         let mut listing = Listing::default();
         let mut item = listed("a", 0);
         item.submitted_at = None;
         listing.add(Sender::Tally, "f", vec![item], 0);
-        let audit = listing.compare(&HashMap::new());
-        assert_eq!(audit.missing[0].day, "unknown");
+        let audit = listing.compare(&HashMap::new(), all_remembered());
+        assert!(audit.missing.is_empty());
+        assert_eq!(audit.unreadable[0].why, WhyUnreadable::NoTime);
+        assert!(audit.rows.is_empty());
+    }
+
+    #[test]
+    fn a_submission_listed_twice_counts_once() {
+        let mut listing = Listing::default();
+        listing.add(
+            Sender::Tally,
+            "f",
+            vec![listed("a", DAY_ONE), listed("a", DAY_ONE)],
+            0,
+        );
+        // The same form named twice.
+        listing.add(Sender::Tally, "f", vec![listed("a", DAY_ONE)], 0);
+        assert_eq!(listing.keys(), ["tally:FORM_RESPONSE:a"]);
+        let audit = listing.compare(&HashMap::new(), all_remembered());
+        assert_eq!(audit.missing.len(), 1);
+        assert_eq!(
+            audit.rows[&("2026-11-29".to_owned(), "f".to_owned())].at_sender,
+            1
+        );
+    }
+
+    /// A receipt removed on purpose (delivered, erased, quarantined, each a
+    /// retention after an event later than its submission) must not make
+    /// its submission look missing.
+    #[test]
+    fn only_a_submission_within_the_retention_can_be_missing() {
+        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(DAY_ONE + 40 * 86_400);
+        let horizon = Horizon::at(now, crate::Retention::days(30).unwrap());
+        let days_ago = |days: u64, seconds: i64| {
+            (now - Duration::from_secs(days * 86_400))
+                .duration_since(SystemTime::UNIX_EPOCH)
+                .unwrap()
+                .as_secs()
+                .saturating_add_signed(seconds)
+        };
+        let margin = Horizon::CLOCK_MARGIN.as_secs() as i64;
+        let rows = [
+            ("a day old", days_ago(1, 0), true),
+            ("at the horizon", days_ago(30, margin), true),
+            ("within the clock margin", days_ago(30, margin - 1), false),
+            ("a retention old", days_ago(30, 0), false),
+            ("40 days old", days_ago(40, 0), false),
+        ];
+        for (what, at, missing) in rows {
+            let mut listing = Listing::default();
+            listing.add(Sender::Tally, "f", vec![listed("a", at)], 0);
+            let audit = listing.compare(&HashMap::new(), horizon);
+            assert_eq!(audit.missing.len(), usize::from(missing), "{what}");
+            assert_eq!(audit.expired, usize::from(!missing), "{what}");
+            let counts = audit.rows.values().next().copied().unwrap();
+            assert_eq!(counts.expired, usize::from(!missing), "{what}");
+        }
+        // A receipt still there is received, however old.
+        let mut listing = Listing::default();
+        listing.add(Sender::Tally, "f", vec![listed("a", days_ago(40, 0))], 0);
+        let stored = HashMap::from([("tally:FORM_RESPONSE:a".to_owned(), ReceiptStatus::Erased)]);
+        let audit = listing.compare(&stored, horizon);
+        assert_eq!((audit.expired, audit.missing.len()), (0, 0));
+        assert_eq!(audit.rows.values().next().unwrap().received, 1);
     }
 }

@@ -161,6 +161,17 @@ pub mod catalog {
         in_lean: true,
     };
 
+    /// The scheduled audit, on every run: how many audit periods its
+    /// progress (where the last fully audited window ended) is behind.
+    /// Above 2, or none for a week, its alarm fires: an audit that cannot
+    /// finish, or that stopped running, is never silent.
+    pub const AUDIT_BEHIND_PERIODS: MetricSpec = MetricSpec {
+        name: "AuditBehindPeriods",
+        unit: Unit::Count,
+        dimensions: &[FUNCTION],
+        in_lean: true,
+    };
+
     pub const ALL: &[MetricSpec] = &[
         DELIVERIES,
         DELIVERY_DURATION,
@@ -176,6 +187,7 @@ pub mod catalog {
         REDELIVERED,
         GAVE_UP,
         MISSING_SUBMISSIONS,
+        AUDIT_BEHIND_PERIODS,
     ];
 }
 
@@ -555,7 +567,8 @@ mod tests {
                 "DestinationAuthErrors",
                 "OldestPendingAgeSeconds",
                 "FailedReceipts",
-                "MissingSubmissions"
+                "MissingSubmissions",
+                "AuditBehindPeriods"
             ]
         );
         assert!(catalog::ALL

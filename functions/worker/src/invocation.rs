@@ -65,7 +65,7 @@ impl<D: Destination, L: ReceiptLedger + PendingQueue> Worker<D, L> {
             Invocation::Audit => {
                 let auditor = self.auditor().ok_or(InvocationError::NoAudit)?;
                 let report = auditor
-                    .run(std::time::SystemTime::now())
+                    .run(std::time::SystemTime::now(), deadline)
                     .await
                     .map_err(|failed| {
                         tracing::error!(error = %failed, "the audit failed; its window is read again next time");

@@ -10,12 +10,13 @@ use std::io::Write;
 use std::time::SystemTime;
 
 use aws_config::SdkConfig;
-use aws_edge::audit::Scope;
+use aws_edge::audit::{Imported, Scope};
 use aws_edge::sender_api::SenderApiClient;
-use shared::audit::Audit;
+use shared::audit::{Audit, Horizon};
+use shared::config::RECEIPT_RETENTION_DAYS;
 use shared::receipt::format_timestamp;
 use shared::sender::listing::{is_form_id, SENDER_API_BASE_URL};
-use shared::Sender;
+use shared::{Retention, Sender};
 
 use super::{secret_text, Failed};
 use crate::cli::{instant, AuditArgs};
@@ -94,14 +95,39 @@ pub async fn prepare(
         aws_edge::endpoint::check_base_url(url, false)
             .map_err(|problem| Failed::Usage(format!("{SENDER_API_BASE_URL} {problem}")))?;
     }
+    let retention = retention(stack, args.retention_days, env(RECEIPT_RETENTION_DAYS))?;
     let client = SenderApiClient::new(sender, api, base_url, token.trim().to_owned());
-    let scope = Scope {
-        sender,
-        forms,
-        since,
-        until,
-    };
+    let scope = Scope::new(sender, forms, since, until, Horizon::at(now, retention));
     Ok((scope, client))
+}
+
+/// How long the receipts are kept: the stack's `ReceiptRetentionDays`,
+/// else `--retention-days`, else `RECEIPT_RETENTION_DAYS`. Never assumed:
+/// a guess longer than the stack's would import what it removed on purpose.
+fn retention(
+    stack: Option<&Stack>,
+    flag: Option<u32>,
+    variable: Option<String>,
+) -> Result<Retention, Failed> {
+    let (days, from) = match (stack, flag, variable) {
+        (Some(stack), _, _) => (
+            stack.parameter(parameter::RECEIPT_RETENTION_DAYS).parse().ok(),
+            "the stack's ReceiptRetentionDays",
+        ),
+        (None, Some(days), _) => (Some(days), "--retention-days"),
+        (None, None, Some(raw)) => (raw.trim().parse().ok(), RECEIPT_RETENTION_DAYS),
+        (None, None, None) => {
+            return Err(Failed::Usage(format!(
+                "give --retention-days N (the stack's ReceiptRetentionDays; or set {RECEIPT_RETENTION_DAYS}): only submissions the receipts still remember can be missing"
+            )))
+        }
+    };
+    days.and_then(Retention::days).ok_or_else(|| {
+        Failed::Usage(format!(
+            "{from} must be whole days from 1 to {}",
+            Retention::MAX_DAYS
+        ))
+    })
 }
 
 /// The forms named, else every form of the stored routes.
@@ -176,19 +202,36 @@ pub async fn audit(
             })
             .await
             .map_err(super::run_error)?;
-            writeln!(
-                out,
-                "imported {}; {} arrived meanwhile and were left as they were",
-                imported.stored, imported.already_there
-            )
-            .map_err(super::run_error)
+            report_import(&imported, out)
         }
+    }
+}
+
+fn report_import(imported: &Imported, out: &mut impl Write) -> Result<(), Failed> {
+    let mut text = format!(
+        "imported {}; {} arrived meanwhile and were left as they were\n",
+        imported.stored, imported.already_there
+    );
+    for skipped in &imported.unimportable {
+        text.push_str(&format!(
+            "unimportable: {} {:?}: {}\n",
+            skipped.form, skipped.submission_id, skipped.why
+        ));
+    }
+    out.write_all(text.as_bytes()).map_err(super::run_error)?;
+    if imported.unimportable.is_empty() {
+        Ok(())
+    } else {
+        Err(Failed::Run(format!(
+            "{} listed submissions cannot be stored (above); the others were imported",
+            imported.unimportable.len()
+        )))
     }
 }
 
 fn report(scope: &Scope, audit: &Audit, out: &mut impl Write) -> Result<(), Failed> {
     let mut text = format!(
-        "{} from {} to {}\n{:<10}  {:<24}  {:>9}  {:>8}  {:>9}  {:>7}\n",
+        "{} from {} to {}\n{:<10}  {:<24}  {:>9}  {:>8}  {:>9}  {:>7}  {:>7}\n",
         scope.sender.name(),
         format_timestamp(scope.since),
         format_timestamp(scope.until),
@@ -197,16 +240,24 @@ fn report(scope: &Scope, audit: &Audit, out: &mut impl Write) -> Result<(), Fail
         "at sender",
         "received",
         "delivered",
-        "missing"
+        "missing",
+        "expired"
     );
     for ((day, form), counts) in &audit.rows {
         text.push_str(&format!(
-            "{day:<10}  {form:<24}  {:>9}  {:>8}  {:>9}  {:>7}\n",
-            counts.at_sender, counts.received, counts.delivered, counts.missing
+            "{day:<10}  {form:<24}  {:>9}  {:>8}  {:>9}  {:>7}  {:>7}\n",
+            counts.at_sender, counts.received, counts.delivered, counts.missing, counts.expired
         ));
     }
     if audit.rows.is_empty() {
         text.push_str("(no completed submissions at the sender in this window)\n");
+    }
+    if audit.expired > 0 {
+        text.push_str(&format!(
+            "{} expired: submitted before {}, older than the receipts remember, so their receipts may have been removed on purpose (delivered, erased or held back as spam); never imported\n",
+            audit.expired,
+            format_timestamp(scope.horizon.oldest)
+        ));
     }
     if audit.partial > 0 {
         text.push_str(&format!(
@@ -228,7 +279,7 @@ fn report(scope: &Scope, audit: &Audit, out: &mut impl Write) -> Result<(), Fail
     for unreadable in &audit.unreadable {
         text.push_str(&format!(
             "unreadable: {} {:?}: {}\n",
-            unreadable.form, unreadable.submission_id, unreadable.error
+            unreadable.form, unreadable.submission_id, unreadable.why
         ));
     }
     out.write_all(text.as_bytes()).map_err(super::run_error)

@@ -188,7 +188,13 @@ fn read_page(body: &[u8], ask: &PageAsk) -> Result<Page, ListingError> {
         });
     }
     let number: u64 = ask.cursor.and_then(|c| c.parse().ok()).unwrap_or(1);
-    let next = (page.get("hasMore") == Some(&Value::Bool(true))).then(|| (number + 1).to_string());
+    // Without its end marker a page could end the listing early and the
+    // window be taken as read: an error, read again next time.
+    let has_more = page
+        .get("hasMore")
+        .and_then(Value::as_bool)
+        .ok_or(ListingError::Missing("hasMore"))?;
+    let next = has_more.then(|| (number + 1).to_string());
     Ok(Page {
         submissions,
         partial,

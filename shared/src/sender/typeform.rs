@@ -247,7 +247,12 @@ fn read_page(body: &[u8], ask: &PageAsk) -> Result<Page, ListingError> {
             webhook_body: json!({"event_id": format!("import-{token}"), "event_type": PROFILE.event, "form_response": response}),
         });
     }
-    let pages_left = page.get("page_count").and_then(Value::as_u64).unwrap_or(0);
+    // Without its end marker a page could end the listing early and the
+    // window be taken as read: an error, read again next time.
+    let pages_left = page
+        .get("page_count")
+        .and_then(Value::as_u64)
+        .ok_or(ListingError::Missing("page_count"))?;
     let next = match items.last() {
         Some(last) if pages_left > 1 => {
             last.get("token").and_then(Value::as_str).map(str::to_owned)

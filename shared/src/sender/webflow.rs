@@ -172,10 +172,12 @@ fn read_page(body: &[u8], ask: &PageAsk) -> Result<Page, ListingError> {
         });
     }
     let offset: usize = ask.cursor.and_then(|c| c.parse().ok()).unwrap_or(0);
+    // Without its end marker a page could end the listing early and the
+    // window be taken as read: an error, read again next time.
     let total = page
         .pointer("/pagination/total")
         .and_then(Value::as_u64)
-        .unwrap_or(0) as usize;
+        .ok_or(ListingError::Missing("pagination.total"))? as usize;
     let next = offset + listed.len();
     Ok(Page {
         submissions,
