@@ -5,6 +5,7 @@
 //! token travels in the `Authorization` header only, and no error or
 //! progress line holds it.
 
+use std::collections::HashSet;
 use std::time::{Duration, Instant, SystemTime};
 
 use serde_json::Value;
@@ -50,9 +51,10 @@ pub enum SenderApiError {
         form: String,
         error: ListingError,
     },
-    /// A listing must end; a cursor that comes back would read for ever.
-    #[error("{sender}'s API gave form {form:?} a page cursor it gave before: the listing is not read to an end, and is read again next time")]
-    CursorRepeated { sender: &'static str, form: String },
+    /// A listing must end: a cursor that comes back, or a page that says
+    /// more follows but lists nothing new, would read for ever.
+    #[error("{sender}'s API kept listing form {form:?} without moving on (a page cursor it gave before, or a page with nothing new and more to follow): the window is not read to an end, and is read again next time")]
+    ListingStalled { sender: &'static str, form: String },
     /// No request is started that could not end before the deadline.
     #[error("{sender}'s API: no time left before the deadline to read form {form:?} to its end")]
     OutOfTime { sender: &'static str, form: String },
@@ -157,7 +159,8 @@ impl SenderApiClient {
         };
         let mut listing = FormListing::default();
         let mut cursor: Option<String> = None;
-        let mut cursors_seen = std::collections::HashSet::new();
+        let mut cursors_seen = HashSet::new();
+        let mut ids_seen = HashSet::new();
         loop {
             let ask = PageAsk {
                 form,
@@ -175,24 +178,28 @@ impl SenderApiClient {
                 })?;
             listing.pages += 1;
             listing.partial += page.partial;
+            let new = page
+                .submissions
+                .iter()
+                .filter(|listed| ids_seen.insert(listed.submission_id.clone()))
+                .count();
             listing.submissions.extend(
                 page.submissions
                     .into_iter()
                     .filter(|listed| listed.is_within(since, until)),
             );
             progress(listing.pages, listing.submissions.len());
-            match page.next {
-                None => return Ok(listing),
-                // A cursor that comes back would ask for ever: an error,
-                // never a silently short window.
-                Some(next) if !cursors_seen.insert(next.clone()) => {
-                    return Err(SenderApiError::CursorRepeated {
-                        sender: self.sender.name(),
-                        form: form.to_owned(),
-                    })
-                }
-                Some(next) => cursor = Some(next),
+            let Some(next) = page.next else {
+                return Ok(listing);
+            };
+            // An error, never a silently short window nor an endless one.
+            if !cursors_seen.insert(next.clone()) || new + page.partial == 0 {
+                return Err(SenderApiError::ListingStalled {
+                    sender: self.sender.name(),
+                    form: form.to_owned(),
+                });
             }
+            cursor = Some(next);
         }
     }
 
@@ -335,6 +342,46 @@ fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
 mod tests {
     use super::*;
     use reqwest::header::{HeaderMap, HeaderValue, RETRY_AFTER};
+
+    /// An API on 127.0.0.1 that answers every request with `body`.
+    async fn answering(body: String) -> String {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        tokio::spawn(async move {
+            while let Ok((mut stream, _)) = listener.accept().await {
+                let mut request = [0u8; 4096];
+                let _ = stream.read(&mut request).await;
+                let answer = format!(
+                    "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+                let _ = stream.write_all(answer.as_bytes()).await;
+            }
+        });
+        url
+    }
+
+    /// Tally's pages by number never repeat a cursor; an API that lists
+    /// the same submission on every page and says more follows would be
+    /// read for ever (the CLI has no deadline).
+    #[tokio::test]
+    async fn a_listing_that_does_not_move_on_is_an_error() {
+        let page = serde_json::json!({"page": 1, "hasMore": true, "questions": [],
+            "submissions": [{"id": "a", "isCompleted": true,
+                "submittedAt": "2026-12-01T10:00:00.000Z", "responses": []}]});
+        let url = answering(page.to_string()).await;
+        let api = Sender::Tally.api().unwrap();
+        let mut client = SenderApiClient::new(Sender::Tally, api, Some(url), "t".to_owned());
+        let now = SystemTime::now();
+        let listed = client
+            .list("f", now - Duration::from_secs(86_400), now, |_, _| {})
+            .await;
+        assert!(
+            matches!(listed, Err(SenderApiError::ListingStalled { .. })),
+            "{listed:?}"
+        );
+    }
 
     #[test]
     fn retry_after_in_seconds_only() {

@@ -468,6 +468,15 @@ async fn the_scheduled_audit_emits_missing_submissions_and_imports_them() {
         .await
         .unwrap();
     assert_eq!(again.forms, 0, "{again:?}");
+    // Every run says how far behind it is, the one with nothing to read
+    // too: an audit that stops reporting is what its alarm sees.
+    let lines = captured.json_lines().unwrap();
+    let behind: Vec<f64> = lines
+        .iter()
+        .filter_map(|line| line.get("AuditBehindPeriods").and_then(|v| v.as_f64()))
+        .collect();
+    assert_eq!(behind.len(), 3, "{behind:?}");
+    assert!(behind.iter().all(|periods| *periods < 1.0), "{behind:?}");
     assert!(!captured.text().contains(API_TOKEN), "the token was logged");
 }
 
@@ -591,4 +600,286 @@ async fn the_worker_binary_runs_an_audit_when_its_schedule_asks() {
         keys.contains(&"tally:FORM_RESPONSE:aud40".to_owned()),
         "{keys:?}"
     );
+}
+
+/// The worker binary configured as the template configures an importing
+/// audit of `FORM` against `fake`, on its own local Runtime API.
+struct AuditWorker {
+    runtime: devtools::lambda_emulator::LambdaEmulator,
+    _process: tokio::process::Child,
+    client: aws_sdk_dynamodb::Client,
+    table: String,
+}
+
+impl AuditWorker {
+    async fn start(fake: &SenderApiFake, settings: &[(&'static str, &str)]) -> AuditWorker {
+        use devtools::lambda_emulator::LambdaEmulator;
+        use devtools::local;
+        let endpoint = integration::endpoint(integration::DYNAMODB_ENDPOINT);
+        let client = integration::worker_client(&endpoint).await;
+        let table = integration::create_table(&client, "ReceiptsTable").await;
+        let secrets = integration::secrets_client(&endpoint).await;
+        let arn =
+            integration::create_secret(&secrets, &unique_name("audit-token"), API_TOKEN).await;
+        let bin_dir = std::path::PathBuf::from(std::env::var("FUNCTION_BIN_DIR").unwrap_or_else(|_| {
+            panic!("FUNCTION_BIN_DIR is not set: run the suite with `make test`, which builds the functions first")
+        }));
+        let mut env = vec![
+            ("DESTINATION", "http".to_owned()),
+            (
+                "CRM_URL",
+                "https://crm.example.com/leads/{externalId}".to_owned(),
+            ),
+            ("AWS_ENDPOINT_URL_SECRETS_MANAGER", endpoint.clone()),
+            ("SENDER", "tally".to_owned()),
+            ("SENDER_API_TOKEN_SECRET_ARN", arn),
+            ("AUDIT_ACTION", "import".to_owned()),
+            ("AUDIT_FORMS", FORM.to_owned()),
+            ("SENDER_API_BASE_URL", fake.base_url()),
+        ];
+        env.extend(
+            settings
+                .iter()
+                .map(|(name, value)| (*name, (*value).to_owned())),
+        );
+        let runtime = LambdaEmulator::start("worker").await.unwrap();
+        let process = local::spawn_function(
+            &bin_dir,
+            "worker",
+            &runtime,
+            &local::function_env(&endpoint, &table),
+            &env,
+            local::FunctionOutput::Discarded,
+        )
+        .unwrap();
+        AuditWorker {
+            runtime,
+            _process: process,
+            client,
+            table,
+        }
+    }
+
+    /// The audit's schedule, with `time` for the invocation: its answer.
+    async fn audit(&self, time: Duration) -> Result<serde_json::Value, String> {
+        self.runtime
+            .invoke(json!({"audit": true}), time)
+            .await
+            .map_err(|error| format!("{error}; init error: {:?}", self.runtime.init_error()))
+    }
+
+    async fn store_audited_until(&self, at: SystemTime) {
+        self.client
+            .put_item()
+            .table_name(&self.table)
+            .item(
+                "pk",
+                aws_sdk_dynamodb::types::AttributeValue::S(
+                    shared::audit::AUDIT_STATE_KEY.to_owned(),
+                ),
+            )
+            .item(
+                shared::audit::AUDITED_UNTIL,
+                aws_sdk_dynamodb::types::AttributeValue::S(format_timestamp(at)),
+            )
+            .send()
+            .await
+            .unwrap();
+    }
+
+    /// The receipts' submission ids, sorted.
+    async fn receipt_ids(&self) -> Vec<String> {
+        receipt_ids(&self.client, &self.table).await
+    }
+}
+
+async fn receipt_ids(client: &aws_sdk_dynamodb::Client, table: &str) -> Vec<String> {
+    let mut ids: Vec<String> = integration::scan(client, table)
+        .await
+        .iter()
+        .map(|item| integration::text(item, "pk"))
+        .filter(|key| shared::receipt::is_receipt_key(key))
+        .filter_map(|key| key.rsplit(':').next().map(str::to_owned))
+        .collect();
+    ids.sort();
+    ids
+}
+
+const DAY: u64 = 86_400;
+
+/// Submitted `seconds` ago.
+fn kept_ago(id: &str, seconds: u64, now: SystemTime) -> Kept {
+    Kept {
+        id: id.to_owned(),
+        submitted_at: now - Duration::from_secs(seconds),
+        ..kept(1, now)
+    }
+}
+
+/// Receipts are removed on purpose a retention after their delivery,
+/// erasure or arrival. After that, the sender still lists those
+/// submissions, and no receipt is under their keys: the import must take
+/// them for delivered, erased or spam, never for missing, or it delivers
+/// again what was settled on purpose.
+#[tokio::test]
+async fn an_import_never_reaches_further_back_than_the_receipts_remember() {
+    let now = SystemTime::now();
+    let fake = SenderApiFake::start(API_TOKEN).await.unwrap();
+    for (id, age) in [
+        ("delivered", 35 * DAY),
+        ("erased", 33 * DAY),
+        ("spam", 30 * DAY + 3600 * 6),
+        ("recent", 2 * DAY),
+    ] {
+        fake.keep(FORM, kept_ago(id, age, now));
+    }
+    let (client, table, env) = table_and_env(&fake).await;
+    let scope = ["--since", "40d", "--form", FORM, "--sender", "tally"];
+    let (code, out, err) = cli(env.clone(), &[&["import"][..], &scope].concat()).await;
+    assert_eq!(code, Some(0), "{out}\n{err}");
+    assert_eq!(missing_ids(&out), ["recent"], "{out}");
+    assert!(out.contains("imported 1;"), "{out}");
+    assert!(out.contains("3 expired"), "{out}");
+    assert_eq!(receipt_ids(&client, &table).await, ["recent"]);
+}
+
+/// The scheduled audit after a 40-day pause reads no further back than
+/// the receipts remember (30 days), so what was settled and removed
+/// before is not imported again; what is within is.
+#[tokio::test]
+async fn the_scheduled_audit_after_a_long_pause_imports_only_what_the_receipts_remember() {
+    let now = SystemTime::now();
+    let fake = SenderApiFake::start(API_TOKEN).await.unwrap();
+    fake.keep(FORM, kept_ago("settled", 30 * DAY + 6 * 3600, now));
+    fake.keep(FORM, kept_ago("recent", 2 * 3600, now));
+    let worker = AuditWorker::start(
+        &fake,
+        &[
+            ("AUDIT_EVERY_HOURS", "168"),
+            ("RECEIPT_RETENTION_DAYS", "30"),
+        ],
+    )
+    .await;
+    worker
+        .store_audited_until(now - Duration::from_secs(40 * DAY))
+        .await;
+    let report = worker.audit(Duration::from_secs(60)).await.unwrap();
+    assert_eq!(report["imported"], 1, "{report}");
+    assert_eq!(report["caughtUp"], true, "{report}");
+    assert_eq!(worker.receipt_ids().await, ["recent"]);
+}
+
+/// A backlog whose listing does not fit in one invocation (four days of
+/// one page per submission at Tally's pace, a 10-second function) drains
+/// over a few runs, each answering before its deadline with its progress
+/// stored.
+#[tokio::test]
+async fn an_audit_that_does_not_fit_in_one_invocation_completes_within_a_few_runs() {
+    let now = SystemTime::now();
+    let fake = SenderApiFake::start(API_TOKEN).await.unwrap();
+    fake.set_page_size(1);
+    let mut expected = Vec::new();
+    for day in 0..4 {
+        for n in 0..4 {
+            let id = format!("d{day}n{n}");
+            fake.keep(FORM, kept_ago(&id, (day + 1) * DAY - n * 3600, now));
+            expected.push(id);
+        }
+    }
+    expected.sort();
+    let worker = AuditWorker::start(&fake, &[("AUDIT_EVERY_HOURS", "24")]).await;
+    worker
+        .store_audited_until(now - Duration::from_secs(4 * DAY + 3600))
+        .await;
+    let mut runs = 0;
+    loop {
+        runs += 1;
+        let report = worker
+            .audit(Duration::from_secs(10))
+            .await
+            .unwrap_or_else(|error| {
+                panic!("run {runs} did not answer before its deadline: {error}")
+            });
+        assert!(
+            report["windows"].as_u64().unwrap() >= 1,
+            "run {runs}: {report}"
+        );
+        if report["caughtUp"] == true {
+            break;
+        }
+        assert!(runs < 8, "still behind after {runs} runs: {report}");
+    }
+    assert!(runs > 1, "the backlog was meant not to fit in one run");
+    assert_eq!(worker.receipt_ids().await, expected);
+}
+
+/// A submission too large to store (its webhook was answered 413, so the
+/// sender lists it) is counted and named, and the one listed after it is
+/// imported; an id listed twice and a form named twice audit normally.
+#[tokio::test]
+async fn one_bad_or_repeated_submission_never_blocks_the_rest() {
+    let now = SystemTime::now();
+    let fake = SenderApiFake::start(API_TOKEN).await.unwrap();
+    let mut large = kept_ago("large", 600, now);
+    large.message = "x".repeat(420 * 1024);
+    fake.keep(FORM, large);
+    fake.keep(FORM, kept_ago("after", 300, now));
+    fake.keep(FORM, kept_ago("twice", 200, now));
+    fake.keep(FORM, kept_ago("twice", 200, now));
+    let (client, table, env) = table_and_env(&fake).await;
+    let scope = [
+        "--since", "2h", "--form", FORM, "--form", FORM, "--sender", "tally",
+    ];
+    let (code, out, err) = cli(env.clone(), &[&["audit"][..], &scope].concat()).await;
+    assert_eq!(code, Some(4), "{out}\n{err}");
+    assert_eq!(missing_ids(&out), ["large", "after", "twice"], "{out}");
+    let (code, out, err) = cli(env, &[&["import"][..], &scope].concat()).await;
+    assert_ne!(code, Some(0), "{out}\n{err}");
+    assert!(out.contains("imported 2;"), "{out}");
+    assert!(
+        out.contains(&format!("unimportable: {FORM} \"large\": too large")),
+        "{out}"
+    );
+    assert!(
+        err.contains("1 listed submissions cannot be stored"),
+        "{err}"
+    );
+    assert!(
+        !out.contains("xxxx") && !err.contains("xxxx"),
+        "form data printed"
+    );
+    assert_eq!(receipt_ids(&client, &table).await, ["after", "twice"]);
+}
+
+/// A page without the sender's documented end marker could end the
+/// listing early and the window be taken as read: an error, never a
+/// silently short window.
+#[tokio::test]
+async fn a_page_without_its_end_marker_is_an_error_not_a_short_window() {
+    let now = SystemTime::now();
+    let fake = SenderApiFake::start(API_TOKEN).await.unwrap();
+    fake.set_page_size(1);
+    fake.keep(FORM, kept_ago("a", 600, now));
+    fake.keep(FORM, kept_ago("b", 300, now));
+    fake.drop_end_marker();
+    let (client, table, env) = table_and_env(&fake).await;
+    let scope = ["--since", "2h", "--form", FORM, "--sender", "tally"];
+    let (code, out, err) = cli(env, &[&["import"][..], &scope].concat()).await;
+    assert_ne!(code, Some(0), "{out}\n{err}");
+    assert!(err.contains("hasMore"), "{err}");
+    assert!(receipt_ids(&client, &table).await.is_empty());
+}
+
+/// An `auditedUntil` in the future would make every audit an empty
+/// success until then: no listing, no metric, no alarm. It is an error.
+#[tokio::test]
+async fn an_audited_until_in_the_future_fails_the_audit() {
+    let fake = SenderApiFake::start(API_TOKEN).await.unwrap();
+    fake.keep(FORM, kept_ago("a", 3600, SystemTime::now()));
+    let worker = AuditWorker::start(&fake, &[]).await;
+    worker
+        .store_audited_until(SystemTime::now() + Duration::from_secs(30 * DAY))
+        .await;
+    let error = worker.audit(Duration::from_secs(30)).await.unwrap_err();
+    assert!(error.contains("later than now"), "{error}");
 }

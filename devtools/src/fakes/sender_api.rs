@@ -22,6 +22,8 @@
 //! `POST /faults` with `{"status": 429, "retryAfter": "1", "times": 1}`
 //! makes the next calls fail so; `DELETE /faults` restores it. A page
 //! holds at most `page_size` submissions (Tally's limit 50 unless set).
+//! [`SenderApiFake::drop_end_marker`] makes Tally's pages answer without
+//! `hasMore`, as a changed or broken API might.
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -80,6 +82,8 @@ struct FakeState {
     token: String,
     forms: Mutex<BTreeMap<String, Vec<Kept>>>,
     page_size: Mutex<usize>,
+    /// Tally's pages without `hasMore`.
+    no_end_marker: Mutex<bool>,
     faults: Arc<FaultQueue<Fault>>,
     /// Each request's path and query, and the status answered.
     calls: Mutex<Vec<(String, u16)>>,
@@ -102,6 +106,7 @@ impl SenderApiFake {
             token: token.to_owned(),
             forms: Mutex::new(BTreeMap::new()),
             page_size: Mutex::new(50),
+            no_end_marker: Mutex::new(false),
             faults: FaultQueue::new("sender API fake"),
             calls: Mutex::new(Vec::new()),
         });
@@ -165,6 +170,11 @@ impl SenderApiFake {
 
     pub fn set_page_size(&self, size: usize) {
         *lock(&self.state.page_size) = size.max(1);
+    }
+
+    /// Tally's pages answer without their end marker (`hasMore`) from now.
+    pub fn drop_end_marker(&self) {
+        *lock(&self.state.no_end_marker) = true;
     }
 
     pub fn fail_next(&self, fault: Fault) {
@@ -298,7 +308,7 @@ async fn tally_submissions(
                 {"id": format!("{}_3", k.id), "questionId": "qMessage", "answer": k.message}]}))
         .collect();
     let partial = kept.iter().filter(|k| k.partial).count();
-    Json(json!({
+    let mut answer = json!({
         "page": page, "limit": limit, "hasMore": page * limit < selected.len(),
         "totalNumberOfSubmissionsPerFilter": {"all": kept.len(), "completed": kept.len() - partial, "partial": partial},
         "questions": [
@@ -306,8 +316,13 @@ async fn tally_submissions(
             {"id": "qEmail", "type": "INPUT_EMAIL", "title": "Email", "fields": []},
             {"id": "qMessage", "type": "TEXTAREA", "title": "Message", "fields": []}],
         "submissions": listed
-    }))
-    .into_response()
+    });
+    if *lock(&state.no_end_marker) {
+        if let Some(page) = answer.as_object_mut() {
+            page.remove("hasMore");
+        }
+    }
+    Json(answer).into_response()
 }
 
 async fn typeform_form(

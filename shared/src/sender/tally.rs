@@ -484,6 +484,13 @@ mod tests {
             Err(ListingError::Missing("submissions"))
         );
         assert_eq!(read_page(b"<html>", &ask(None)), Err(ListingError::NotJson));
+        // Without its end marker a page could end the listing early.
+        let mut unmarked = api_page(false);
+        unmarked.as_object_mut().unwrap().remove("hasMore");
+        assert_eq!(
+            read_page(unmarked.to_string().as_bytes(), &ask(None)),
+            Err(ListingError::Missing("hasMore"))
+        );
     }
 
     /// The listed submission is the webhook Tally would have sent: the

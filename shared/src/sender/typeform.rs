@@ -543,6 +543,13 @@ mod tests {
                 .next,
             None
         );
+        // Without its end marker a page could end the listing early.
+        let mut unmarked = api_page(1);
+        unmarked.as_object_mut().unwrap().remove("page_count");
+        assert_eq!(
+            read_page(unmarked.to_string().as_bytes(), &ask(None, Some(&form))),
+            Err(ListingError::Missing("page_count"))
+        );
         assert_eq!(
             read_page(b"{}", &ask(None, None)),
             Err(ListingError::Missing("items"))

@@ -392,6 +392,13 @@ mod tests {
             read_page(b"{}", &ask(None, None)),
             Err(ListingError::Missing("formSubmissions"))
         );
+        // Without its end marker a page could end the listing early.
+        let mut unmarked = api_page(1);
+        unmarked.as_object_mut().unwrap().remove("pagination");
+        assert_eq!(
+            read_page(unmarked.to_string().as_bytes(), &ask(None, None)),
+            Err(ListingError::Missing("pagination.total"))
+        );
     }
 
     /// The listed submission is the webhook Webflow would have sent: the

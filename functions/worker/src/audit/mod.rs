@@ -132,6 +132,7 @@ impl Auditor {
             report.until = format_timestamp(until);
         }
         match result {
+            Ok(false) if report.forms == 0 => return Err(AuditFailed::NoProgress),
             Ok(caught_up) => report.caught_up = caught_up,
             Err(AuditFailed::Audit(AuditError::SenderApi(SenderApiError::OutOfTime {
                 ..
@@ -193,7 +194,7 @@ impl Auditor {
                 if forms_done.contains(form) {
                     continue;
                 }
-                if deadline.saturating_duration_since(Instant::now()) < RESERVE * 2 {
+                if deadline.saturating_duration_since(Instant::now()) < RESERVE + SHORTEST_FORM {
                     return Ok(false);
                 }
                 self.audit_form(&mut reach.api, form, &window, horizon, now, report)

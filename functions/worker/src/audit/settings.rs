@@ -25,7 +25,9 @@ pub const SETTLE: Duration = Duration::from_secs(15 * 60);
 pub const LONGEST_BACKLOG: Duration = Duration::from_secs(31 * 24 * 60 * 60);
 /// Kept back from the invocation's deadline: the last import's puts and
 /// storing the progress.
-pub const RESERVE: Duration = Duration::from_secs(5);
+pub const RESERVE: Duration = Duration::from_secs(3);
+/// The least time, beyond [`RESERVE`], worth starting a form with.
+pub const SHORTEST_FORM: Duration = Duration::from_secs(2);
 /// The attributes of an open window: its end and the forms done in it.
 pub const WINDOW_UNTIL: &str = "windowUntil";
 pub const FORMS_DONE: &str = "formsDone";
