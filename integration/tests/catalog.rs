@@ -90,6 +90,32 @@ fn senders_the_filter_passes(template: &serde_norway::Value) -> Vec<String> {
         .collect()
 }
 
+/// The senders whose receipts the worker may update: those whose key
+/// prefix (`<name>:*`) its `UpdateItem` grant names.
+fn senders_the_worker_may_update(template: &serde_norway::Value) -> Vec<String> {
+    let policies = &template["Resources"]["WorkerFunction"]["Properties"]["Policies"];
+    let statements = policies
+        .as_sequence()
+        .into_iter()
+        .flatten()
+        .flat_map(|policy| {
+            policy["Statement"]
+                .as_sequence()
+                .cloned()
+                .unwrap_or_default()
+        });
+    let update = statements
+        .into_iter()
+        .find(|statement| statement["Action"].as_str() == Some("dynamodb:UpdateItem"))
+        .expect("the worker's UpdateItem statement");
+    update["Condition"]["ForAllValues:StringLike"]["dynamodb:LeadingKeys"]
+        .as_sequence()
+        .expect("its dynamodb:LeadingKeys")
+        .iter()
+        .filter_map(|key| key.as_str()?.strip_suffix(":*").map(str::to_owned))
+        .collect()
+}
+
 #[test]
 fn every_list_of_senders_and_destinations_names_each_catalog_entry() {
     let template = template::load(&template::workspace_template()).unwrap();
@@ -114,6 +140,12 @@ fn every_list_of_senders_and_destinations_names_each_catalog_entry() {
         "ReceiptStreamMapping's filter (a key prefix per sender)",
         &senders(),
         &senders_the_filter_passes(&template),
+    ));
+    problems.extend(differences(
+        "template.yaml",
+        "WorkerFunction's UpdateItem keys (a <sender>:* per sender)",
+        &senders(),
+        &senders_the_worker_may_update(&template),
     ));
     problems.extend(differences(
         "scripts/deploy.py",

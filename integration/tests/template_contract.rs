@@ -535,30 +535,32 @@ fn statements(
 fn each_function_may_do_only_what_it_needs() {
     let template = load();
     let ingest = statements(&template, "IngestFunction", &[]);
-    assert_eq!(ingest.len(), 4);
+    assert_eq!(ingest.len(), 5);
     assert_eq!(
-        ingest[0]["Action"],
-        serde_json::json!(["dynamodb:PutItem", "dynamodb:DescribeTable"]),
-        "a conditional put and the warm-up's DescribeTable"
+        ingest[0]["Action"], "dynamodb:DescribeTable",
+        "the warm-up's DescribeTable"
     );
-    assert_eq!(ingest[0]["Resource"], "ReceiptsTable.Arn");
-    // The put's fallback read: the fingerprint only, never form data.
-    assert_eq!(ingest[1]["Action"], "dynamodb:GetItem");
+    // The conditional put, under the sender's keys (held for every
+    // write in each_write_to_the_receipts_table_is_held_to_its_functions_keys).
+    assert_eq!(ingest[1]["Action"], "dynamodb:PutItem");
     assert_eq!(ingest[1]["Resource"], "ReceiptsTable.Arn");
+    // The put's fallback read: the fingerprint only, never form data.
+    assert_eq!(ingest[2]["Action"], "dynamodb:GetItem");
+    assert_eq!(ingest[2]["Resource"], "ReceiptsTable.Arn");
     assert_eq!(
-        ingest[1]["Condition"]["ForAllValues:StringEquals"]["dynamodb:Attributes"],
+        ingest[2]["Condition"]["ForAllValues:StringEquals"]["dynamodb:Attributes"],
         serde_json::json!([
             shared::receipt::attr::PK,
             shared::receipt::attr::PAYLOAD_FINGERPRINT
         ])
     );
     assert_eq!(
-        ingest[1]["Condition"]["StringEqualsIfExists"]["dynamodb:Select"],
+        ingest[2]["Condition"]["StringEqualsIfExists"]["dynamodb:Select"],
         "SPECIFIC_ATTRIBUTES"
     );
     // The routes: that one item's routes attribute, never a receipt.
-    assert!(reads_the_routes_alone(&ingest[3]), "{}", ingest[3]);
-    let ingest = [ingest[0].clone(), ingest[2].clone()];
+    assert!(reads_the_routes_alone(&ingest[4]), "{}", ingest[4]);
+    let ingest = [ingest[1].clone(), ingest[3].clone()];
     assert_eq!(ingest[1]["Action"], "secretsmanager:GetSecretValue");
     assert_eq!(
         ingest[1]["Resource"], "arn:aws:secretsmanager:us-east-1:123456789012:secret:WebhookSecret",
@@ -571,7 +573,7 @@ fn each_function_may_do_only_what_it_needs() {
         &[("WebhookSecretArn", existing)],
     );
     assert_eq!(
-        with_existing[2]["Resource"], existing,
+        with_existing[3]["Resource"], existing,
         "exactly the given secret"
     );
 
@@ -703,6 +705,115 @@ fn each_function_may_do_only_what_it_needs() {
 
 /// A statement that lets a function read the routes item's routes
 /// attribute and nothing else of the table.
+/// The keys a write statement lets its function write: the patterns of
+/// its `dynamodb:LeadingKeys` condition, or `None` when it has none (any
+/// key at all).
+fn writable_keys(statement: &serde_json::Value) -> Option<Vec<String>> {
+    let condition = &statement["Condition"];
+    ["ForAllValues:StringLike", "ForAllValues:StringEquals"]
+        .iter()
+        .find_map(|operator| condition[*operator]["dynamodb:LeadingKeys"].as_array())
+        .map(|keys| {
+            keys.iter()
+                .map(|key| key.as_str().unwrap_or_default().to_owned())
+                .collect()
+        })
+}
+
+/// Whether IAM's `StringLike` pattern (only a trailing `*` here) takes `key`.
+fn key_matches(pattern: &str, key: &str) -> bool {
+    match pattern.strip_suffix('*') {
+        Some(prefix) => key.starts_with(prefix),
+        None => key == pattern,
+    }
+}
+
+/// Each function may write only its own keys: ingest, which faces the
+/// internet, its sender's receipts; the worker receipts, gates and the
+/// audit's progress. Neither may write the routes (spam rules off, fields
+/// and constants the worker sends), and ingest neither the audit's
+/// progress nor a gate. Checked for every write action, in every
+/// configuration that adds grants.
+#[test]
+fn each_write_to_the_receipts_table_is_held_to_its_functions_keys() {
+    let template = load();
+    let writes = [
+        "dynamodb:PutItem",
+        "dynamodb:UpdateItem",
+        "dynamodb:DeleteItem",
+        "dynamodb:BatchWriteItem",
+    ];
+    let audit_secret = "arn:aws:secretsmanager:us-east-1:123456789012:secret:tally";
+    let configurations: [&[(&str, &str)]; 3] = [
+        &[],
+        &[
+            ("Sender", "tally"),
+            ("SenderApiTokenSecretArn", audit_secret),
+        ],
+        &[("Destination", "dynamodb")],
+    ];
+    let gate = shared::newest::unkeyed_gate_key("ada@example.com");
+    for overrides in configurations {
+        for function in ["IngestFunction", "WorkerFunction"] {
+            let sender = overrides
+                .iter()
+                .find(|(name, _)| *name == "Sender")
+                .map_or("staticforms", |(_, value)| *value);
+            let receipt = format!("{sender}:event:s1");
+            let (may, may_not): (Vec<&str>, Vec<&str>) = match function {
+                "IngestFunction" => (
+                    vec![&receipt],
+                    vec![
+                        shared::routes::ROUTES_KEY,
+                        shared::audit::AUDIT_STATE_KEY,
+                        &gate,
+                        "webflow:event:s1",
+                    ],
+                ),
+                _ => (vec![&receipt, &gate], vec![shared::routes::ROUTES_KEY]),
+            };
+            for statement in statements(&template, function, overrides) {
+                let actions: Vec<String> = match &statement["Action"] {
+                    serde_json::Value::String(action) => vec![action.clone()],
+                    serde_json::Value::Array(list) => list
+                        .iter()
+                        .map(|a| a.as_str().unwrap_or_default().to_owned())
+                        .collect(),
+                    _ => vec![],
+                };
+                if statement["Resource"] != "ReceiptsTable.Arn"
+                    || !actions.iter().any(|a| writes.contains(&a.as_str()))
+                {
+                    continue;
+                }
+                let keys = writable_keys(&statement).unwrap_or_else(|| {
+                    panic!("{function} {overrides:?}: {statement} may write any key")
+                });
+                for key in &may_not {
+                    assert!(
+                        !keys.iter().any(|pattern| key_matches(pattern, key)),
+                        "{function} {overrides:?} may write {key}: {statement}"
+                    );
+                }
+                if actions.iter().any(|a| a == "dynamodb:UpdateItem") {
+                    for key in &may {
+                        assert!(
+                            keys.iter().any(|pattern| key_matches(pattern, key)),
+                            "{function} {overrides:?} may not update {key}: {statement}"
+                        );
+                    }
+                }
+                if function == "IngestFunction" {
+                    assert!(
+                        keys.iter().any(|pattern| key_matches(pattern, &receipt)),
+                        "ingest may not store its receipts: {statement}"
+                    );
+                }
+            }
+        }
+    }
+}
+
 fn reads_the_routes_alone(statement: &serde_json::Value) -> bool {
     let only = &statement["Condition"]["ForAllValues:StringEquals"];
     statement["Action"] == "dynamodb:GetItem"

@@ -78,7 +78,11 @@ fn each_deployed_role_has_exactly_the_access_it_needs() {
     assert_eq!(
         statements,
         [
-            json!({"Action": ["dynamodb:PutItem", "dynamodb:DescribeTable"], "Effect": "Allow", "Resource": receipts_arn()}),
+            json!({"Action": "dynamodb:DescribeTable", "Effect": "Allow", "Resource": receipts_arn()}),
+            // Receipts under its sender's keys only: never the routes, the
+            // audit's progress or a gate.
+            json!({"Action": "dynamodb:PutItem", "Effect": "Allow", "Resource": receipts_arn(),
+                   "Condition": {"ForAllValues:StringLike": {"dynamodb:LeadingKeys": [{"Fn::Sub": "${Sender}:*"}]}}}),
             json!({"Action": "dynamodb:GetItem", "Effect": "Allow", "Resource": receipts_arn(),
                    "Condition": {"ForAllValues:StringEquals": {"dynamodb:Attributes": ["pk", "payloadFingerprint"]},
                                  "StringEqualsIfExists": {"dynamodb:Select": "SPECIFIC_ATTRIBUTES"}}}),
@@ -105,7 +109,12 @@ fn each_deployed_role_has_exactly_the_access_it_needs() {
     assert_eq!(
         statements,
         [
-            json!({"Action": ["dynamodb:UpdateItem", "dynamodb:ConditionCheckItem", "dynamodb:DescribeTable"], "Effect": "Allow", "Resource": receipts_arn()}),
+            json!({"Action": ["dynamodb:ConditionCheckItem", "dynamodb:DescribeTable"], "Effect": "Allow", "Resource": receipts_arn()}),
+            // Receipts of every sender and gates only: never the routes or
+            // the audit's progress (catalog.rs holds the list to Sender::ALL).
+            json!({"Action": "dynamodb:UpdateItem", "Effect": "Allow", "Resource": receipts_arn(),
+                   "Condition": {"ForAllValues:StringLike": {"dynamodb:LeadingKeys":
+                       ["staticforms:*", "tally:*", "typeform:*", "webflow:*", "gate#*"]}}}),
             json!({"Action": "dynamodb:Query", "Effect": "Allow",
                    "Resource": {"Fn::Sub": "${ReceiptsTable.Arn}/index/queue-by-due"}}),
             // The stored routes: that one item's routes attribute only.
