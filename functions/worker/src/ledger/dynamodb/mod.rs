@@ -39,6 +39,11 @@ pub fn sdk_loader() -> aws_config::ConfigLoader {
     })
 }
 
+/// A gate's transaction cancelled by a concurrent one on the same gate is
+/// tried again this many times, after 100, 200, 400 ms (and a jitter).
+pub const GATE_CONFLICT_TRIES: u32 = 3;
+const GATE_CONFLICT_PAUSE: Duration = Duration::from_millis(50);
+
 pub struct DynamoLedger {
     client: Client,
     table: String,
@@ -184,33 +189,58 @@ impl ReceiptLedger for DynamoLedger {
             .expression_attribute_values(":expires", n(expires_at))
             .build()
             .map_err(unbuilt)?;
-        let result = self
-            .client
-            .transact_write_items()
-            .transact_items(
-                TransactWriteItem::builder()
-                    .condition_check(receipt_received)
-                    .build(),
-            )
-            .transact_items(TransactWriteItem::builder().update(gate_update).build())
-            .send()
-            .await;
-        match result {
-            Ok(_) => Ok(true),
-            Err(SdkError::ServiceError(failure)) => match failure.err() {
-                TransactWriteItemsError::TransactionCanceledException(cancelled)
-                    if cancelled
+        // Two leads of one person in one batch take their gates at once;
+        // DynamoDB cancels one with TransactionConflict. Tried again here,
+        // briefly, rather than left claimed until a pass ten minutes on.
+        let mut conflicts = 0;
+        loop {
+            let result = self
+                .client
+                .transact_write_items()
+                .transact_items(
+                    TransactWriteItem::builder()
+                        .condition_check(receipt_received.clone())
+                        .build(),
+                )
+                .transact_items(
+                    TransactWriteItem::builder()
+                        .update(gate_update.clone())
+                        .build(),
+                )
+                .send()
+                .await;
+            let reasons =
+                |cancelled: &aws_sdk_dynamodb::types::error::TransactionCanceledException,
+                 code: &str| {
+                    cancelled
                         .cancellation_reasons()
                         .iter()
-                        .any(|reason| reason.code() == Some("ConditionalCheckFailed")) =>
-                {
-                    Ok(false)
-                }
-                error => Err(LedgerError(
-                    error.code().unwrap_or("UnknownServiceError").to_owned(),
-                )),
-            },
-            Err(_) => Err(LedgerError("store unreachable".to_owned())),
+                        .any(|reason| reason.code() == Some(code))
+                };
+            return match result {
+                Ok(_) => Ok(true),
+                Err(SdkError::ServiceError(failure)) => match failure.err() {
+                    TransactWriteItemsError::TransactionCanceledException(cancelled)
+                        if reasons(cancelled, "ConditionalCheckFailed") =>
+                    {
+                        Ok(false)
+                    }
+                    TransactWriteItemsError::TransactionCanceledException(cancelled)
+                        if reasons(cancelled, "TransactionConflict")
+                            && conflicts < GATE_CONFLICT_TRIES =>
+                    {
+                        conflicts += 1;
+                        let pause = GATE_CONFLICT_PAUSE * (1 << conflicts)
+                            + Duration::from_millis(fastrand::u64(0..25));
+                        tokio::time::sleep(pause).await;
+                        continue;
+                    }
+                    error => Err(LedgerError(
+                        error.code().unwrap_or("UnknownServiceError").to_owned(),
+                    )),
+                },
+                Err(_) => Err(LedgerError("store unreachable".to_owned())),
+            };
         }
     }
 
@@ -425,4 +455,74 @@ pub fn still_received(
         .expression_attribute_names("#status", attr::STATUS)
         .expression_attribute_values(":received", s(ReceiptStatus::Received.as_str()))
         .build()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsOutput;
+    use aws_sdk_dynamodb::types::error::TransactionCanceledException;
+    use aws_sdk_dynamodb::types::CancellationReason;
+    use aws_smithy_mocks::{mock, mock_client, RuleMode};
+
+    fn cancelled(code: &'static str) -> TransactWriteItemsError {
+        TransactWriteItemsError::TransactionCanceledException(
+            TransactionCanceledException::builder()
+                .cancellation_reasons(CancellationReason::builder().code("None").build())
+                .cancellation_reasons(CancellationReason::builder().code(code).build())
+                .meta(
+                    aws_sdk_dynamodb::error::ErrorMetadata::builder()
+                        .code("TransactionCanceledException")
+                        .build(),
+                )
+                .build(),
+        )
+    }
+
+    async fn admit(outcomes: &[&'static str]) -> (Result<bool, LedgerError>, usize) {
+        let mut answers = mock!(Client::transact_write_items).sequence();
+        for outcome in outcomes {
+            answers = match *outcome {
+                "ok" => answers.output(|| TransactWriteItemsOutput::builder().build()),
+                code => answers.error(move || cancelled(code)),
+            };
+        }
+        let rule = answers.build();
+        let client = mock_client!(aws_sdk_dynamodb, RuleMode::Sequential, [&rule]);
+        let ledger = DynamoLedger::new(client, "receipts");
+        let key = IdempotencyKey::from_stored("tally:FORM_RESPONSE:a".to_owned());
+        let pass = GatePass {
+            receipt: &key,
+            stamp: "2026-12-01T10:00:00.000Z",
+            over: "2026-12-01T10:00:00.000Z",
+        };
+        let admitted = ledger.admit_newest("gate#hmac:x", &pass, 1).await;
+        (admitted, rule.num_calls())
+    }
+
+    /// Two leads of one person in one batch: the transaction DynamoDB
+    /// cancelled for the other is tried again at once, not deferred to a
+    /// pass; a gate taken by newer data is an answer, never retried; a
+    /// conflict that does not clear is an error after a few tries.
+    #[tokio::test]
+    async fn a_gate_transaction_in_conflict_is_tried_again_briefly() {
+        let rows: [(&[&str], Result<bool, LedgerError>, usize); 4] = [
+            (&["ok"], Ok(true), 1),
+            (&["TransactionConflict", "ok"], Ok(true), 2),
+            (&["ConditionalCheckFailed"], Ok(false), 1),
+            (
+                &[
+                    "TransactionConflict",
+                    "TransactionConflict",
+                    "TransactionConflict",
+                    "TransactionConflict",
+                ],
+                Err(LedgerError("TransactionCanceledException".to_owned())),
+                GATE_CONFLICT_TRIES as usize + 1,
+            ),
+        ];
+        for (outcomes, expected, calls) in rows {
+            assert_eq!(admit(outcomes).await, (expected, calls), "{outcomes:?}");
+        }
+    }
 }
