@@ -13,8 +13,9 @@ use std::time::{Duration, SystemTime};
 use aws_sdk_dynamodb::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_dynamodb::types::{AttributeValue, KeysAndAttributes};
 use aws_sdk_dynamodb::Client;
-use shared::audit::{Audit, Entry, Horizon, Listing};
-use shared::receipt::attr;
+use shared::audit::{Audit, Entry, ErasedPeople, Horizon, Listing};
+use shared::newest::GateSecret;
+use shared::receipt::{attr, parse_timestamp};
 use shared::{Receipt, ReceiptStatus, Sender};
 
 use crate::item_size::{item_size, MAX_ITEM_BYTES};
@@ -54,7 +55,8 @@ impl AuditError {
 }
 
 /// What is audited: one sender's forms over `[since, until)`, against
-/// receipts that remember back to `horizon`.
+/// receipts that remember back to `horizon`, and the erasure markers found
+/// under `erasure_key` (the stack's gate key; `None`: none can be found).
 #[derive(Debug, Clone)]
 pub struct Scope {
     pub sender: Sender,
@@ -63,6 +65,7 @@ pub struct Scope {
     pub since: SystemTime,
     pub until: SystemTime,
     pub horizon: Horizon,
+    pub erasure_key: Option<GateSecret>,
 }
 
 impl Scope {
@@ -86,7 +89,14 @@ impl Scope {
             since,
             until,
             horizon,
+            erasure_key: None,
         }
+    }
+
+    /// Erasure markers are looked up under `key`.
+    pub fn with_erasure_key(mut self, key: Option<GateSecret>) -> Self {
+        self.erasure_key = key;
+        self
     }
 }
 
@@ -110,7 +120,19 @@ pub async fn audit(
         listing.add(scope.sender, form, listed.submissions, listed.partial);
     }
     let statuses = statuses(client, table, &listing.keys()).await?;
-    Ok(listing.compare(&statuses, scope.horizon))
+    let erased = match &scope.erasure_key {
+        Some(secret) => {
+            let markers = listing.marker_keys(secret);
+            let erased_at = read_attribute(client, table, &markers, attr::ERASED_AT)
+                .await?
+                .into_iter()
+                .filter_map(|(key, at)| Some((key, parse_timestamp(&at)?)))
+                .collect();
+            ErasedPeople::new(secret.clone(), erased_at)
+        }
+        None => ErasedPeople::none(),
+    };
+    Ok(listing.compare(&statuses, scope.horizon, &erased))
 }
 
 /// What an import did.
@@ -203,6 +225,24 @@ pub async fn statuses(
     table: &str,
     keys: &[String],
 ) -> Result<HashMap<String, ReceiptStatus>, AuditError> {
+    Ok(read_attribute(client, table, keys, attr::STATUS)
+        .await?
+        .into_iter()
+        .filter_map(|(key, status)| {
+            let status = serde_json::from_value(serde_json::Value::String(status)).ok()?;
+            Some((key, status))
+        })
+        .collect())
+}
+
+/// The text attribute `name` of each item of `keys` that exists and has it
+/// (consistent reads, keys and that attribute only).
+async fn read_attribute(
+    client: &Client,
+    table: &str,
+    keys: &[String],
+    name: &str,
+) -> Result<HashMap<String, String>, AuditError> {
     let mut found = HashMap::new();
     for batch in keys.chunks(KEYS_PER_BATCH) {
         let mut asked: Vec<HashMap<String, AttributeValue>> = batch
@@ -223,9 +263,9 @@ pub async fn statuses(
             tries += 1;
             let request = KeysAndAttributes::builder()
                 .set_keys(Some(std::mem::take(&mut asked)))
-                .projection_expression("#pk, #status")
+                .projection_expression("#pk, #wanted")
                 .expression_attribute_names("#pk", attr::PK)
-                .expression_attribute_names("#status", attr::STATUS)
+                .expression_attribute_names("#wanted", name)
                 .consistent_read(true)
                 .build()
                 .map_err(|_| AuditError::Store {
@@ -243,15 +283,12 @@ pub async fn statuses(
                 .and_then(|mut tables| tables.remove(table))
                 .unwrap_or_default();
             for item in items {
-                let text = |name| match item.get(name) {
+                let text = |attribute| match item.get(attribute) {
                     Some(AttributeValue::S(text)) => Some(text.clone()),
                     _ => None,
                 };
-                let status = text(attr::STATUS).and_then(|status| {
-                    serde_json::from_value(serde_json::Value::String(status)).ok()
-                });
-                if let (Some(key), Some(status)) = (text(attr::PK), status) {
-                    found.insert(key, status);
+                if let (Some(key), Some(value)) = (text(attr::PK), text(name)) {
+                    found.insert(key, value);
                 }
             }
             asked = output

@@ -320,11 +320,13 @@ async fn a_person_is_kept_only_until_delivered_and_forget_erases_what_is_left() 
         .collect();
     assert_eq!(left, ["submission#sub_grace"], "only Grace's lead is left");
 
-    // Twice is safe.
+    // Twice is safe: nothing left to erase but her marker, left again.
     let (ok, out, err) = forget_ada();
     assert!(ok, "{err}");
     assert!(
-        out.contains("0 receipt(s)") && out.contains("nothing to erase"),
+        out.contains("0 receipt(s)")
+            && out.contains("newest-wins gate: none")
+            && out.contains("erasure marker: left\n"),
         "{out}"
     );
 

@@ -96,8 +96,12 @@ fn cli_env(table: &str, fake: &SenderApiFake) -> Vec<(&'static str, String)> {
         ("SENDER_API_BASE_URL", fake.base_url()),
         ("SENDER_API_TOKEN", API_TOKEN.to_owned()),
         ("RECEIPT_RETENTION_DAYS", "30".to_owned()),
+        ("GATE_KEY", GATE_KEY.to_owned()),
     ]
 }
+
+/// The stack's gate key, which keys erasure markers too.
+const GATE_KEY: &str = "audit-test-gate-key-0123456789abcdef0123456789";
 
 /// The receipt stored under `key`, and its answers as the worker reads
 /// them.
@@ -395,6 +399,7 @@ async fn the_scheduled_audit_emits_missing_submissions_and_imports_them() {
         forms: vec![FORM.to_owned()],
         base_url: Some(fake.base_url()),
         retention: shared::Retention::default(),
+        erasure_key_secret_arn: None,
     };
     let auditor = Auditor::new(
         settings,
@@ -621,6 +626,8 @@ impl AuditWorker {
         let secrets = integration::secrets_client(&endpoint).await;
         let arn =
             integration::create_secret(&secrets, &unique_name("audit-token"), API_TOKEN).await;
+        let gate_key_arn =
+            integration::create_secret(&secrets, &unique_name("gate-key"), GATE_KEY).await;
         let bin_dir = std::path::PathBuf::from(std::env::var("FUNCTION_BIN_DIR").unwrap_or_else(|_| {
             panic!("FUNCTION_BIN_DIR is not set: run the suite with `make test`, which builds the functions first")
         }));
@@ -636,6 +643,7 @@ impl AuditWorker {
             ("AUDIT_ACTION", "import".to_owned()),
             ("AUDIT_FORMS", FORM.to_owned()),
             ("SENDER_API_BASE_URL", fake.base_url()),
+            ("ERASURE_KEY_SECRET_ARN", gate_key_arn),
         ];
         env.extend(
             settings
@@ -882,4 +890,63 @@ async fn an_audited_until_in_the_future_fails_the_audit() {
         .await;
     let error = worker.audit(Duration::from_secs(30)).await.unwrap_err();
     assert!(error.contains("later than now"), "{error}");
+}
+
+/// A person `receipts forget` erased stays erased: their submissions the
+/// sender still lists (made before the erasure, their webhooks never came)
+/// are counted erased and never imported, by `receipts import` and by the
+/// scheduled audit alike; forget says to delete them at the sender too.
+#[tokio::test]
+async fn no_import_brings_back_a_person_forget_erased() {
+    let now = SystemTime::now();
+    let fake = SenderApiFake::start(API_TOKEN).await.unwrap();
+    let person = |id: &str, email: &str, ago: u64| Kept {
+        email: email.to_owned(),
+        ..kept_ago(id, ago, now)
+    };
+    fake.keep(FORM, person("ada1", "ada@example.com", 50 * 60));
+    fake.keep(FORM, person("ada2", "ADA@example.com ", 40 * 60));
+    fake.keep(FORM, person("bob", "bob@example.com", 30 * 60));
+    let worker = AuditWorker::start(&fake, &[("AUDIT_EVERY_HOURS", "1")]).await;
+    let mut env = cli_env(&worker.table, &fake);
+    env.push(("SENDER", "tally".to_owned()));
+
+    let (code, out, err) = cli(
+        env.clone(),
+        &["forget", "--email", "Ada@example.com", "--yes"],
+    )
+    .await;
+    assert_eq!(code, Some(0), "{out}\n{err}");
+    assert!(out.contains("erasure marker: left"), "{out}");
+    assert!(
+        out.contains("Tally still keeps this person's submissions: delete them there too"),
+        "{out}"
+    );
+    assert!(
+        !out.contains("ada@example.com"),
+        "the address printed: {out}"
+    );
+
+    // The scheduled audit: Bob's is imported, Ada's two are not.
+    let report = worker.audit(Duration::from_secs(60)).await.unwrap();
+    assert_eq!(report["erased"], 2, "{report}");
+    assert_eq!(report["imported"], 1, "{report}");
+    assert_eq!(worker.receipt_ids().await, ["bob"]);
+
+    // receipts import, by the same key.
+    let scope = ["--since", "2h", "--form", FORM, "--sender", "tally"];
+    let (code, out, err) = cli(env.clone(), &[&["import"][..], &scope].concat()).await;
+    assert_eq!(code, Some(0), "{out}\n{err}");
+    assert!(out.contains("2 erased"), "{out}");
+    assert!(out.contains("imported 0;"), "{out}");
+    assert_eq!(worker.receipt_ids().await, ["bob"]);
+
+    // Without the key an import cannot tell, so it refuses.
+    let without_key: Vec<_> = env
+        .into_iter()
+        .filter(|(name, _)| *name != "GATE_KEY")
+        .collect();
+    let (code, _, err) = cli(without_key, &[&["import"][..], &scope].concat()).await;
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("gate key"), "{err}");
 }

@@ -15,7 +15,8 @@ pub mod output {
     pub const LEADS_TABLE: &str = "LeadsTableName";
     pub const WEBHOOK_URL: &str = "WebhookUrl";
     pub const WEBHOOK_SECRET_ARN: &str = "WebhookSecretArn";
-    /// Only where newest-wins gates are kept (HubSpot contacts by email).
+    /// Only where newest-wins gates are kept (HubSpot contacts by email)
+    /// or the stack audits its sender (it keys erasure markers too).
     pub const GATE_KEY_SECRET_ARN: &str = "GateKeySecretArn";
     /// Only where the stack audits its sender (`SenderApiTokenSecretArn`).
     pub const SENDER_API_TOKEN_SECRET_ARN: &str = "SenderApiTokenSecretArn";
@@ -29,6 +30,7 @@ pub mod parameter {
     pub const ACCEPTED_FORMS: &str = "AcceptedForms";
     pub const DESTINATION: &str = "Destination";
     pub const LEAD_KEY: &str = "LeadKey";
+    pub const HUBSPOT_ID_PROPERTY: &str = "HubSpotIdProperty";
 }
 
 #[derive(Debug, thiserror::Error)]

@@ -20,8 +20,9 @@ use std::fmt;
 use std::time::{Duration, SystemTime};
 
 use crate::envelope::EnvelopeError;
+use crate::newest::GateSecret;
 use crate::sender::listing::Listed;
-use crate::{FormSubmission, IdempotencyKey, ReceiptStatus, Sender};
+use crate::{FormSubmission, IdempotencyKey, Receipt, ReceiptStatus, Sender};
 
 /// The item where the scheduled audit keeps where it ended, in the
 /// receipts table beside the routes (its key is no receipt's).
@@ -76,6 +77,9 @@ pub struct Entry {
     pub submitted_at: SystemTime,
     pub key: IdempotencyKey,
     pub submission: FormSubmission,
+    /// The normalised e-mail of its lead, to find an erasure by; held in
+    /// memory only, never printed.
+    person: Option<String>,
 }
 
 impl Entry {
@@ -122,6 +126,8 @@ pub struct Counts {
     pub missing: usize,
     /// No receipt, and older than the receipts remember: never imported.
     pub expired: usize,
+    /// No receipt, and its person was erased after it: never imported.
+    pub erased: usize,
 }
 
 /// The comparison.
@@ -133,6 +139,8 @@ pub struct Audit {
     pub missing: Vec<Entry>,
     /// No receipt, and older than the receipts remember.
     pub expired: usize,
+    /// No receipt, and made before its person was erased.
+    pub erased: usize,
     pub unreadable: Vec<Unreadable>,
     /// Listed as started, never submitted: no lead, not counted.
     pub partial: usize,
@@ -164,12 +172,15 @@ impl Listing {
                 self.unreadable.push(unreadable(WhyUnreadable::NoTime));
                 continue;
             };
+            // The lead's address as the worker and forget read it.
+            let person = crate::lead::email_of(&Receipt::imported(&submission, submitted_at));
             self.entries.push(Entry {
                 day: day_of(submitted_at),
                 form: form.to_owned(),
                 submitted_at,
                 key,
                 submission,
+                person,
             });
         }
     }
@@ -182,9 +193,27 @@ impl Listing {
             .collect()
     }
 
-    /// The listing beside the statuses of the receipts that exist, and
-    /// what they remember.
-    pub fn compare(self, statuses: &HashMap<String, ReceiptStatus>, horizon: Horizon) -> Audit {
+    /// The keys of the erasure markers its people would have (each once).
+    pub fn marker_keys(&self, secret: &GateSecret) -> Vec<String> {
+        let mut keys: Vec<String> = self
+            .entries
+            .iter()
+            .filter_map(|entry| entry.person.as_deref())
+            .map(|person| crate::erasure::marker_key(secret, person))
+            .collect();
+        keys.sort_unstable();
+        keys.dedup();
+        keys
+    }
+
+    /// The listing beside the statuses of the receipts that exist, what
+    /// they remember, and who was erased.
+    pub fn compare(
+        self,
+        statuses: &HashMap<String, ReceiptStatus>,
+        horizon: Horizon,
+        erased: &ErasedPeople,
+    ) -> Audit {
         let mut audit = Audit {
             partial: self.partial,
             unreadable: self.unreadable,
@@ -207,6 +236,10 @@ impl Listing {
                     counts.expired += 1;
                     audit.expired += 1;
                 }
+                None if erased.covers(&entry) => {
+                    counts.erased += 1;
+                    audit.erased += 1;
+                }
                 None => {
                     counts.missing += 1;
                     audit.missing.push(entry);
@@ -217,6 +250,38 @@ impl Listing {
             (&a.day, &a.form, a.submitted_at).cmp(&(&b.day, &b.form, b.submitted_at))
         });
         audit
+    }
+}
+
+/// The people `receipts forget` erased, found by their markers.
+#[derive(Debug, Default)]
+pub struct ErasedPeople {
+    secret: Option<GateSecret>,
+    /// By marker key: when the person was erased.
+    erased_at: HashMap<String, SystemTime>,
+}
+
+impl ErasedPeople {
+    /// `erased_at` by marker key, as read under `secret`.
+    pub fn new(secret: GateSecret, erased_at: HashMap<String, SystemTime>) -> Self {
+        ErasedPeople {
+            secret: Some(secret),
+            erased_at,
+        }
+    }
+
+    /// None known: no marker could be read (no key to find them by).
+    pub fn none() -> Self {
+        ErasedPeople::default()
+    }
+
+    fn covers(&self, entry: &Entry) -> bool {
+        let (Some(secret), Some(person)) = (&self.secret, entry.person.as_deref()) else {
+            return false;
+        };
+        self.erased_at
+            .get(&crate::erasure::marker_key(secret, person))
+            .is_some_and(|erased_at| crate::erasure::covers(*erased_at, entry.submitted_at))
     }
 }
 
@@ -289,14 +354,14 @@ mod tests {
             ("tally:FORM_RESPONSE:c".to_owned(), ReceiptStatus::Completed),
             ("tally:FORM_RESPONSE:d".to_owned(), ReceiptStatus::Received),
         ]);
-        let audit = listing.compare(&statuses, all_remembered());
+        let audit = listing.compare(&statuses, all_remembered(), &ErasedPeople::none());
         let row = |day: &str, form: &str| audit.rows[&(day.to_owned(), form.to_owned())];
         let counts = |at_sender, received, delivered, missing| Counts {
             at_sender,
             received,
             delivered,
             missing,
-            expired: 0,
+            ..Counts::default()
         };
         assert_eq!(row("2026-11-29", "f"), counts(2, 0, 0, 2));
         assert_eq!(row("2026-11-30", "f"), counts(1, 1, 1, 0));
@@ -323,7 +388,7 @@ mod tests {
         let mut item = listed("a", 0);
         item.submitted_at = None;
         listing.add(Sender::Tally, "f", vec![item], 0);
-        let audit = listing.compare(&HashMap::new(), all_remembered());
+        let audit = listing.compare(&HashMap::new(), all_remembered(), &ErasedPeople::none());
         assert!(audit.missing.is_empty());
         assert_eq!(audit.unreadable[0].why, WhyUnreadable::NoTime);
         assert!(audit.rows.is_empty());
@@ -341,7 +406,7 @@ mod tests {
         // The same form named twice.
         listing.add(Sender::Tally, "f", vec![listed("a", DAY_ONE)], 0);
         assert_eq!(listing.keys(), ["tally:FORM_RESPONSE:a"]);
-        let audit = listing.compare(&HashMap::new(), all_remembered());
+        let audit = listing.compare(&HashMap::new(), all_remembered(), &ErasedPeople::none());
         assert_eq!(audit.missing.len(), 1);
         assert_eq!(
             audit.rows[&("2026-11-29".to_owned(), "f".to_owned())].at_sender,
@@ -374,7 +439,7 @@ mod tests {
         for (what, at, missing) in rows {
             let mut listing = Listing::default();
             listing.add(Sender::Tally, "f", vec![listed("a", at)], 0);
-            let audit = listing.compare(&HashMap::new(), horizon);
+            let audit = listing.compare(&HashMap::new(), horizon, &ErasedPeople::none());
             assert_eq!(audit.missing.len(), usize::from(missing), "{what}");
             assert_eq!(audit.expired, usize::from(!missing), "{what}");
             let counts = audit.rows.values().next().copied().unwrap();
@@ -384,8 +449,59 @@ mod tests {
         let mut listing = Listing::default();
         listing.add(Sender::Tally, "f", vec![listed("a", days_ago(40, 0))], 0);
         let stored = HashMap::from([("tally:FORM_RESPONSE:a".to_owned(), ReceiptStatus::Erased)]);
-        let audit = listing.compare(&stored, horizon);
+        let audit = listing.compare(&stored, horizon, &ErasedPeople::none());
         assert_eq!((audit.expired, audit.missing.len()), (0, 0));
         assert_eq!(audit.rows.values().next().unwrap().received, 1);
+    }
+
+    /// A person erased after their submission: counted erased, never
+    /// missing, whatever form it came by; their submission after the
+    /// erasure is a new lead, and someone else's is untouched.
+    #[test]
+    fn a_submission_made_before_its_person_was_erased_is_never_missing() {
+        let with_email = |id: &str, email: &str, at: u64| Listed {
+            submission_id: id.to_owned(),
+            submitted_at: Some(SystemTime::UNIX_EPOCH + Duration::from_secs(at)),
+            webhook_body: json!({"eventType": "FORM_RESPONSE",
+                "data": {"submissionId": id, "formId": "f", "fields": [
+                    {"key": "question_e", "label": "Email", "type": "INPUT_EMAIL", "value": email}]}}),
+        };
+        let secret = GateSecret::new(&"k".repeat(GateSecret::MIN_LEN)).unwrap();
+        let erased_at = SystemTime::UNIX_EPOCH + Duration::from_secs(DAY_ONE + 1000);
+        let mut listing = Listing::default();
+        listing.add(
+            Sender::Tally,
+            "f",
+            vec![
+                with_email("before", " Ada@Example.com", DAY_ONE + 10),
+                with_email("after", "ada@example.com", DAY_ONE + 2000),
+                with_email("other", "bob@example.com", DAY_ONE + 10),
+            ],
+            0,
+        );
+        listing.add(
+            Sender::Tally,
+            "g",
+            vec![with_email("elsewhere", "ADA@example.com", DAY_ONE)],
+            0,
+        );
+        let ada = crate::erasure::marker_key(&secret, "ada@example.com");
+        assert_eq!(listing.marker_keys(&secret).len(), 2, "each person once");
+        assert!(listing.marker_keys(&secret).contains(&ada));
+        let erased = ErasedPeople::new(secret, HashMap::from([(ada, erased_at)]));
+        let audit = listing.compare(&HashMap::new(), all_remembered(), &erased);
+        let missing: Vec<&str> = audit.missing.iter().map(Entry::submission_id).collect();
+        assert_eq!(missing, ["other", "after"]);
+        assert_eq!(audit.erased, 2);
+        // Without the key, nobody can be found erased.
+        let mut listing = Listing::default();
+        listing.add(
+            Sender::Tally,
+            "f",
+            vec![with_email("before", "ada@example.com", DAY_ONE)],
+            0,
+        );
+        let audit = listing.compare(&HashMap::new(), all_remembered(), &ErasedPeople::none());
+        assert_eq!(audit.missing.len(), 1);
     }
 }

@@ -11,6 +11,7 @@ pub mod config;
 pub mod delivery;
 pub mod endpoint;
 pub mod envelope;
+pub mod erasure;
 pub mod exact_json;
 pub mod field_map;
 pub mod fingerprint;

@@ -44,12 +44,21 @@ impl GateSecret {
     /// The gate item of one person: `gate#hmac:` and the HMAC-SHA256 of the
     /// normalised e-mail under this key, in lowercase hex.
     pub fn gate_key(&self, normalised_email: &str) -> String {
-        let mut mac = Hmac::<Sha256>::new_from_slice(&self.0).expect("HMAC takes any key length");
-        mac.update(normalised_email.as_bytes());
         format!(
             "{GATE_KEY_PREFIX}hmac:{}",
-            hex::encode(mac.finalize().into_bytes())
+            self.hmac_hex(&[normalised_email])
         )
+    }
+
+    /// The HMAC-SHA256 of `parts`, one after the other, under this key, in
+    /// lowercase hex: the one pseudonym rule for every item keyed by a
+    /// person (a gate, an erasure's marker).
+    pub(crate) fn hmac_hex(&self, parts: &[&str]) -> String {
+        let mut mac = Hmac::<Sha256>::new_from_slice(&self.0).expect("HMAC takes any key length");
+        for part in parts {
+            mac.update(part.as_bytes());
+        }
+        hex::encode(mac.finalize().into_bytes())
     }
 }
 

@@ -128,9 +128,10 @@ pub const OPERATOR_ATTRIBUTES: &[&str] = &[
 /// its claim.
 /// The starts of the receipts table's keys that are no receipts: the
 /// newest-wins gates and the stack's configuration (its routes).
-pub const NOT_RECEIPT_PREFIXES: [&str; 2] = [
+pub const NOT_RECEIPT_PREFIXES: [&str; 3] = [
     crate::newest::GATE_KEY_PREFIX,
     crate::routes::CONFIG_KEY_PREFIX,
+    crate::erasure::ERASURE_KEY_PREFIX,
 ];
 
 /// Whether an item of the receipts table is a receipt.

@@ -14,10 +14,12 @@ use aws_edge::audit::{Imported, Scope};
 use aws_edge::sender_api::SenderApiClient;
 use shared::audit::{Audit, Horizon};
 use shared::config::RECEIPT_RETENTION_DAYS;
+use shared::newest::GateSecret;
 use shared::receipt::format_timestamp;
 use shared::sender::listing::{is_form_id, SENDER_API_BASE_URL};
 use shared::{Retention, Sender};
 
+use super::forget::Gates;
 use super::{secret_text, Failed};
 use crate::cli::{instant, AuditArgs};
 use crate::stack::{output, parameter, Stack};
@@ -128,6 +130,24 @@ fn retention(
             Retention::MAX_DAYS
         ))
     })
+}
+
+/// The key erasure markers are found by: the stack's gate key. Without
+/// it, an import could bring back a person `forget` erased, so only a
+/// report goes on without it (and says so); a stack that keeps no key
+/// keeps no marker either.
+pub fn erasure_key(gates: Gates, action: Action) -> Result<Option<GateSecret>, Failed> {
+    match (gates, action) {
+        (Gates::Keyed(secret), _) => Ok(Some(secret)),
+        (Gates::NotKept, _) => Ok(None),
+        (Gates::KeyUnknown, Action::Report) => {
+            eprintln!("receipts: no gate key (GATE_KEY): people `forget` erased are not recognised in this report");
+            Ok(None)
+        }
+        (Gates::KeyUnknown, Action::Import { .. }) => Err(Failed::Usage(
+            "give the stack's gate key (--stack, GATE_KEY_SECRET_ARN or GATE_KEY): without it an import could bring back a person `forget` erased".to_owned(),
+        )),
+    }
 }
 
 /// The forms named, else every form of the stored routes.
@@ -257,6 +277,12 @@ fn report(scope: &Scope, audit: &Audit, out: &mut impl Write) -> Result<(), Fail
             "{} expired: submitted before {}, older than the receipts remember, so their receipts may have been removed on purpose (delivered, erased or held back as spam); never imported\n",
             audit.expired,
             format_timestamp(scope.horizon.oldest)
+        ));
+    }
+    if audit.erased > 0 {
+        text.push_str(&format!(
+            "{} erased: made before `receipts forget` erased their person; never imported\n",
+            audit.erased
         ));
     }
     if audit.partial > 0 {

@@ -13,13 +13,17 @@
 //! Nothing is changed when a scan stops early, with `--dry-run`, or when the
 //! operator answers no. Each change is conditional, so running it twice, or
 //! beside a delivery, erases what is left and nothing else.
+//!
+//! With the stack's gate key, it also leaves the person's erasure marker
+//! (`shared::erasure`), so no import or audit brings them back from the
+//! sender's own list; and it tells the operator how to delete them there.
 
 use std::io::Write;
 use std::time::SystemTime;
 
 use shared::newest::{unkeyed_gate_key, GateSecret};
 use shared::receipt::format_timestamp;
-use shared::{Receipt, ReceiptStatus, Retention};
+use shared::{Receipt, ReceiptStatus, Retention, Sender};
 
 use super::{run_error, Failed};
 use crate::leads::{LeadRow, LeadsTable};
@@ -37,6 +41,8 @@ pub(super) struct Request {
     /// How long an ERASED receipt stays (for duplicates) before TTL.
     pub retention: Retention,
     pub gates: Gates,
+    /// The stack's sender, which still lists the person's submissions.
+    pub sender: Sender,
 }
 
 /// What forget knows of the stack's newest-wins gates.
@@ -58,6 +64,14 @@ impl Gates {
             keys.push(secret.gate_key(email));
         }
         keys
+    }
+
+    /// The key of `email`'s erasure marker, when the stack's key is known.
+    fn marker_of(&self, email: &str) -> Option<String> {
+        match self {
+            Gates::Keyed(secret) => Some(shared::erasure::marker_key(secret, email)),
+            Gates::NotKept | Gates::KeyUnknown => None,
+        }
     }
 }
 
@@ -228,23 +242,46 @@ pub(super) async fn forget(
             );
         }
     }
-    let nothing = found.receipts.is_empty() && gates.is_empty() && rows.is_empty();
+    let marker = request.gates.marker_of(&request.email);
+    let _ = writeln!(
+        out,
+        "erasure marker: {}",
+        match (&marker, &request.gates) {
+            (Some(_), _) => format!(
+                "{would}left, so no import or audit of the sender's submissions brings this person back"
+            ),
+            (None, Gates::KeyUnknown) => "none without the stack's gate key (give --stack, or set                                           GATE_KEY_SECRET_ARN or GATE_KEY): an import could bring                                           this person back"
+                .to_owned(),
+            (None, _) => "none: this stack keeps no gate key (it neither audits nor keeps gates),                           so nothing imports from the sender unasked; never import this person again"
+                .to_owned(),
+        }
+    );
+    let nothing =
+        found.receipts.is_empty() && gates.is_empty() && rows.is_empty() && marker.is_none();
     if request.dry_run {
         let _ = writeln!(out, "dry run: nothing was changed");
-        crate::destinations::crm_erasure_note(out);
+        erasure_notes(request.sender, out);
         return Ok(());
     }
     if nothing {
         let _ = writeln!(out, "nothing to erase");
-        crate::destinations::crm_erasure_note(out);
+        erasure_notes(request.sender, out);
         return Ok(());
     }
     if request.ask && !confirmed()? {
         return Err(Failed::Run("not confirmed: nothing was changed".to_owned()));
     }
 
-    // Then change it.
+    // Then change it: the marker first, so that an import running meanwhile
+    // already passes this person over.
     let expires_at = request.retention.expiry_after(SystemTime::now());
+    if let Some(marker) = &marker {
+        table
+            .leave_erasure_marker(marker, &now, expires_at)
+            .await
+            .map_err(run_error)?;
+        let _ = writeln!(out, "erasure marker: left");
+    }
     let mut held = Vec::new();
     for receipt in &found.receipts {
         let erased = table
@@ -301,7 +338,7 @@ pub(super) async fn forget(
              is refused, or erased by a second run)"
         );
     }
-    crate::destinations::crm_erasure_note(out);
+    erasure_notes(request.sender, out);
     match held.iter().map(|(_, until)| until.as_str()).max() {
         None => Ok(()),
         Some(latest) => Err(Failed::RunAgainLater(format!(
@@ -310,6 +347,18 @@ pub(super) async fn forget(
             held.len()
         ))),
     }
+}
+
+/// What the operator must still do outside this stack: the CRM, and the
+/// sender, which keeps the person's submissions.
+fn erasure_notes(sender: Sender, out: &mut impl Write) {
+    crate::destinations::crm_erasure_note(out);
+    let _ = writeln!(
+        out,
+        "{} still keeps this person's submissions: delete them there too, {}",
+        sender.profile().title,
+        sender.profile().erasure
+    );
 }
 
 /// Asks on the terminal; anything but y or yes is no.

@@ -202,10 +202,14 @@ pub async fn run(config: &SdkConfig, target: &Target, command: Command) -> Resul
                     .map(|receipt| receipt.pk)
                     .collect(),
             };
+            // Gates are kept by HubSpot by e-mail alone; the gate key also
+            // exists on a stack that audits, for its erasure markers.
+            let keeps_gates = |stack: &Stack| {
+                stack.parameter(parameter::DESTINATION) == "hubspot"
+                    && stack.parameter(parameter::HUBSPOT_ID_PROPERTY) == "email"
+            };
             let gates = match &stack {
-                Some(stack) if stack.output(output::GATE_KEY_SECRET_ARN).is_err() => {
-                    redrive::GateRetention::NotKept
-                }
+                Some(stack) if !keeps_gates(stack) => redrive::GateRetention::NotKept,
                 _ => redrive::GateRetention::MayBeKept(retention_of(stack.as_ref())),
             };
             redrive::redrive(&table, &keys, dry_run, &gates, &mut out).await?;
@@ -233,6 +237,7 @@ pub async fn run(config: &SdkConfig, target: &Target, command: Command) -> Resul
                 max_scan_mb,
                 retention,
                 gates: gate_lookup(config, stack.as_ref()).await?,
+                sender: ids_sender,
             };
             forget::forget(&table, leads.as_ref(), &request, &mut out).await?;
         }
@@ -273,26 +278,32 @@ pub async fn run(config: &SdkConfig, target: &Target, command: Command) -> Resul
             action: RoutesAction::Check { .. },
         } => return run_offline(command),
         Command::Audit { scope } => {
-            let (scope, mut api) =
-                audit::prepare(config, stack.as_ref(), &table, &scope, now).await?;
-            audit::audit(
-                &table,
-                &mut api,
-                &scope,
-                audit::Action::Report,
-                now,
-                &mut out,
-            )
-            .await?;
+            let action = audit::Action::Report;
+            audit_or_import(config, stack.as_ref(), &table, &scope, action, &mut out).await?;
         }
         Command::Import { scope, dry_run } => {
-            let (scope, mut api) =
-                audit::prepare(config, stack.as_ref(), &table, &scope, now).await?;
             let action = audit::Action::Import { dry_run };
-            audit::audit(&table, &mut api, &scope, action, now, &mut out).await?;
+            audit_or_import(config, stack.as_ref(), &table, &scope, action, &mut out).await?;
         }
     }
     Ok(())
+}
+
+/// `audit` and `import`: the scope, the sender's API and the key erasure
+/// markers are found by, then the audit.
+async fn audit_or_import(
+    config: &SdkConfig,
+    stack: Option<&Stack>,
+    table: &ReceiptsTable,
+    args: &crate::cli::AuditArgs,
+    action: audit::Action,
+    out: &mut impl std::io::Write,
+) -> Result<(), Failed> {
+    let now = SystemTime::now();
+    let (scope, mut api) = audit::prepare(config, stack, table, args, now).await?;
+    let gates = gate_lookup(config, stack).await?;
+    let scope = scope.with_erasure_key(audit::erasure_key(gates, action)?);
+    audit::audit(table, &mut api, &scope, action, now, out).await
 }
 
 /// How long the stack keeps a delivered receipt (and a gate):

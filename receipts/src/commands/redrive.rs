@@ -20,7 +20,7 @@ use crate::table::{Reading, ReceiptsTable};
 
 /// What redrive knows of the stack's newest-wins gates.
 pub(super) enum GateRetention {
-    /// The stack keeps none (no `GateKeySecretArn` output).
+    /// The stack keeps none (not HubSpot contacts by e-mail).
     NotKept,
     /// It keeps them (or a table alone cannot tell): gates last this long.
     MayBeKept(Retention),

@@ -175,6 +175,27 @@ impl ReceiptsTable {
         Ok(output.attributes.is_some_and(|old| !old.is_empty()))
     }
 
+    /// Leaves an erasure's marker (`shared::erasure`) under `key`: when the
+    /// person was erased, kept until `expires_at` (as long as receipts).
+    /// A later erasure of the same person moves it later.
+    pub async fn leave_erasure_marker(
+        &self,
+        key: &str,
+        erased_at: &str,
+        expires_at: u64,
+    ) -> Result<(), TableError> {
+        self.client
+            .put_item()
+            .table_name(&self.table)
+            .item(attr::PK, AttributeValue::S(key.to_owned()))
+            .item(attr::ERASED_AT, AttributeValue::S(erased_at.to_owned()))
+            .item(attr::EXPIRES_AT, AttributeValue::N(expires_at.to_string()))
+            .send()
+            .await
+            .map_err(TableError::store)?;
+        Ok(())
+    }
+
     /// Back into the reconciler's queue: RECEIVED, attempts reset, due at
     /// `now`, the age limit counted from now, no expiry (TTL only removes
     /// delivered receipts). Only a receipt that exists, is not COMPLETED,

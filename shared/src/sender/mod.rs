@@ -65,6 +65,10 @@ pub struct Profile {
     /// Its API's list of a form's submissions, when it has one
     /// (`receipts audit` and `import`).
     pub api: Option<&'static listing::SenderApi>,
+    /// How an operator deletes a person's submissions at the sender, which
+    /// keeps them after `receipts forget` erased the person here: forget
+    /// says it, and docs/personal-data.md lists it for every sender.
+    pub erasure: &'static str,
 }
 
 /// What a sample delivery says: a submission with a name, an e-mail and a

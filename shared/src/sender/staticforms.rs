@@ -28,6 +28,7 @@ pub const PROFILE: Profile = Profile {
     submitted_at,
     sample,
     api: None,
+    erasure: "in Static Forms' dashboard (its submissions); it documents no API to delete them",
 };
 
 /// Fields of `data` that carry the sender's credentials. Static Forms puts the

@@ -30,6 +30,7 @@ pub const PROFILE: Profile = Profile {
     submitted_at,
     sample,
     api: Some(&API),
+    erasure: "in Tally's dashboard (the form's submissions), or its API: DELETE /forms/{formId}/submissions/{submissionId} with an API key (https://developers.tally.so/api-reference/endpoint/forms/submissions/delete)",
 };
 
 /// `Tally-Signature: base64(HMAC-SHA256(secret, body))`, keyed by the

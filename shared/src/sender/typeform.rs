@@ -34,6 +34,7 @@ pub const PROFILE: Profile = Profile {
     submitted_at,
     sample,
     api: Some(&API),
+    erasure: "in Typeform's dashboard (the form's responses), or its API: DELETE /forms/{form_id}/responses?included_response_ids=<ids> with a token that may write responses (https://www.typeform.com/developers/responses/reference/delete-responses/)",
 };
 
 /// `Typeform-Signature: sha256=base64(HMAC-SHA256(secret, body))`

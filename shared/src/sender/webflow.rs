@@ -33,6 +33,7 @@ pub const PROFILE: Profile = Profile {
     submitted_at,
     sample,
     api: Some(&API),
+    erasure: "in Webflow's dashboard (the site's form submissions), or its API: DELETE /v2/sites/{site_id}/form_submissions/{form_submission_id} with a token of scope forms:write (https://developers.webflow.com/data/reference/forms/form-submissions/delete-submission)",
 };
 
 /// `x-webflow-signature: hex(HMAC-SHA256(secret, "<timestamp>:" + body))`

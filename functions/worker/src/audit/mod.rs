@@ -33,6 +33,7 @@ use aws_sdk_dynamodb::Client;
 use serde::Serialize;
 use shared::audit::{Horizon, AUDITED_UNTIL, AUDIT_STATE_KEY};
 use shared::metrics::{catalog, Metrics, Values, FUNCTION};
+use shared::newest::GateSecret;
 use shared::receipt::{attr, format_timestamp, parse_timestamp};
 
 /// What an audit did, as the invocation's answer and its log line: counts
@@ -50,6 +51,8 @@ pub struct AuditReport {
     /// Older than the receipts remember, without a receipt: never
     /// imported, since its receipt may be gone on purpose.
     pub expired: usize,
+    /// Made before `receipts forget` erased its person: never imported.
+    pub erased: usize,
     /// Listed, but no webhook this stack accepts (an id it refuses, no
     /// time): never counted, never imported, only said.
     pub unreadable: usize,
@@ -68,6 +71,8 @@ pub struct AuditReport {
 pub enum AuditFailed {
     #[error("the sender's API token could not be read ({0})")]
     Token(String),
+    #[error("the gate key erasures are found by could not be read ({0})")]
+    ErasureKey(String),
     #[error("no forms to audit: set AuditForms, or name them in the routes")]
     NoForms,
     #[error("the routes could not be read ({0})")]
@@ -95,6 +100,7 @@ pub struct Auditor {
 struct Reach {
     forms: Vec<String>,
     api: SenderApiClient,
+    erasure_key: Option<GateSecret>,
 }
 
 impl Auditor {
@@ -151,6 +157,7 @@ impl Auditor {
             missing = report.missing,
             imported = report.imported,
             expired = report.expired,
+            erased = report.erased,
             unreadable = report.unreadable,
             unimportable = report.unimportable,
             since = %report.since,
@@ -190,16 +197,16 @@ impl Auditor {
                 return Err(AuditFailed::NoForms);
             };
             let mut forms_done = window.forms_done.clone();
-            for form in &reach.forms {
-                if forms_done.contains(form) {
+            for form in reach.forms.clone() {
+                if forms_done.contains(&form) {
                     continue;
                 }
                 if deadline.saturating_duration_since(Instant::now()) < RESERVE + SHORTEST_FORM {
                     return Ok(false);
                 }
-                self.audit_form(&mut reach.api, form, &window, horizon, now, report)
+                self.audit_form(reach, &form, &window, horizon, now, report)
                     .await?;
-                forms_done.push(form.clone());
+                forms_done.push(form);
                 progress.open = Some(OpenWindow {
                     until: window.until,
                     forms_done: forms_done.clone(),
@@ -231,14 +238,30 @@ impl Auditor {
             token.trim().to_owned(),
         )
         .with_deadline(deadline.checked_sub(RESERVE).unwrap_or(deadline));
-        Ok(Reach { forms, api })
+        let erasure_key =
+            match &settings.erasure_key_secret_arn {
+                Some(arn) => {
+                    let text = aws_edge::secret_text(&self.secrets, arn)
+                        .await
+                        .map_err(|error| AuditFailed::ErasureKey(error.code().to_owned()))?;
+                    Some(GateSecret::new(&text).ok_or_else(|| {
+                        AuditFailed::ErasureKey("shorter than a gate key".to_owned())
+                    })?)
+                }
+                None => None,
+            };
+        Ok(Reach {
+            forms,
+            api,
+            erasure_key,
+        })
     }
 
     /// One form over one window: compared, its metric emitted, and with
     /// import, what is missing imported.
     async fn audit_form(
         &self,
-        api: &mut SenderApiClient,
+        reach: &mut Reach,
         form: &str,
         window: &Window,
         horizon: Horizon,
@@ -251,9 +274,16 @@ impl Auditor {
             window.since,
             window.until,
             horizon,
-        );
-        let audit =
-            aws_edge::audit::audit(api, &self.client, &self.table, &scope, |_, _, _| {}).await?;
+        )
+        .with_erasure_key(reach.erasure_key.clone());
+        let audit = aws_edge::audit::audit(
+            &mut reach.api,
+            &self.client,
+            &self.table,
+            &scope,
+            |_, _, _| {},
+        )
+        .await?;
         self.metrics.emit(
             &[(FUNCTION, "worker")],
             &[(
@@ -266,6 +296,7 @@ impl Auditor {
         report.at_sender += audit.rows.values().map(|c| c.at_sender).sum::<usize>();
         report.missing += audit.missing.len();
         report.expired += audit.expired;
+        report.erased += audit.erased;
         report.unreadable += audit.unreadable.len();
         if self.settings.action == AuditAction::Import {
             let imported =

@@ -11,6 +11,10 @@ pub const SENDER: &str = "SENDER";
 pub const SENDER_API_TOKEN_SECRET_ARN: &str = "SENDER_API_TOKEN_SECRET_ARN";
 pub const AUDIT_EVERY_HOURS: &str = "AUDIT_EVERY_HOURS";
 pub const AUDIT_ACTION: &str = "AUDIT_ACTION";
+/// The stack's gate key, by which the audit finds the markers `receipts
+/// forget` leaves (`shared::erasure`): no import brings an erased person
+/// back. Its own name: `GATE_KEY_SECRET_ARN` is the HubSpot gates'.
+pub const ERASURE_KEY_SECRET_ARN: &str = "ERASURE_KEY_SECRET_ARN";
 /// Forms to audit, comma-separated; unset: every form in the routes.
 pub const AUDIT_FORMS: &str = "AUDIT_FORMS";
 pub use shared::sender::listing::SENDER_API_BASE_URL;
@@ -53,6 +57,8 @@ pub struct AuditSettings {
     pub base_url: Option<String>,
     /// The receipts' retention: no import reaches further back.
     pub retention: Retention,
+    /// Where the stack's gate key is, to find erasure markers by.
+    pub erasure_key_secret_arn: Option<String>,
 }
 
 impl AuditSettings {
@@ -118,6 +124,9 @@ impl AuditSettings {
             forms,
             base_url,
             retention: retention_days(get)?,
+            erasure_key_secret_arn: get(ERASURE_KEY_SECRET_ARN)
+                .map(|raw| secret_arn(ERASURE_KEY_SECRET_ARN, &raw))
+                .transpose()?,
         }))
     }
 }
