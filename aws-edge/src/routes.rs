@@ -3,7 +3,9 @@
 //! at init and again every `ROUTES_REREAD_SECONDS` (five minutes at most),
 //! so a change takes effect without a deploy. The read asks for the
 //! `routes` attribute alone, which is all the template lets the functions
-//! read of that item.
+//! read of that item. Routes read back are held to `routes check`'s rules
+//! (`shared::routes::check`): stored ones that break them are refused, the
+//! last good ones stay in force, and `RoutesRefused` says so.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -13,6 +15,7 @@ use std::time::Duration;
 use aws_sdk_dynamodb::error::ProvideErrorMetadata;
 use aws_sdk_dynamodb::types::AttributeValue;
 use aws_sdk_dynamodb::Client;
+use shared::metrics::{catalog, Metrics, Values, FUNCTION};
 use shared::receipt::attr;
 use shared::refresh::{Refreshing, Source, SourceError, Unavailable};
 use shared::routes::{stored, Routes, ROUTES_KEY};
@@ -81,6 +84,8 @@ impl RoutesInForce {
 pub struct StoredRoutes {
     client: Client,
     table: String,
+    /// Where a refusal is counted, and for which function.
+    metrics: Option<(Metrics, &'static str)>,
 }
 
 impl StoredRoutes {
@@ -88,7 +93,15 @@ impl StoredRoutes {
         StoredRoutes {
             client,
             table: table.into(),
+            metrics: None,
         }
+    }
+
+    /// Stored routes refused by the rules emit `RoutesRefused` for
+    /// `function`.
+    pub fn with_metrics(mut self, metrics: Metrics, function: &'static str) -> Self {
+        self.metrics = Some((metrics, function));
+        self
     }
 
     pub async fn read(&self) -> Result<Arc<Routes>, RoutesUnreadable> {
@@ -113,12 +126,30 @@ impl StoredRoutes {
         let Some(item) = output.item else {
             return Ok(Arc::default());
         };
-        match item.get(stored::ROUTES) {
+        let routes: Routes = match item.get(stored::ROUTES) {
             Some(AttributeValue::S(json)) => serde_json::from_str(json)
-                .map(Arc::new)
-                .map_err(|_| RoutesUnreadable("not routes JSON".to_owned())),
-            _ => Err(RoutesUnreadable("no routes attribute".to_owned())),
+                .map_err(|_| RoutesUnreadable("not routes JSON".to_owned()))?,
+            _ => return Err(RoutesUnreadable("no routes attribute".to_owned())),
+        };
+        if let Err(problems) = shared::routes::check(&routes) {
+            if let Some((metrics, function)) = &self.metrics {
+                metrics.emit(
+                    &[(FUNCTION, function)],
+                    &[(catalog::ROUTES_REFUSED, Values::One(1.0))],
+                    &[],
+                );
+            }
+            // Route names and keys, never a form id or a value.
+            let first = problems
+                .first()
+                .map(ToString::to_string)
+                .unwrap_or_default();
+            return Err(RoutesUnreadable(format!(
+                "the stored routes break the rules routes check applies ({} problems, the first: {first}); the last good ones stay in force",
+                problems.len()
+            )));
         }
+        Ok(Arc::new(routes))
     }
 
     /// These routes kept in force (`RoutesInForce::read_from`).

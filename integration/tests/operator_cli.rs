@@ -202,3 +202,67 @@ async fn routes_are_applied_shown_by_name_and_never_taken_for_receipts() {
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Routes read back from the table are held to `routes check`'s rules: an
+/// item written some other way (a route sending a constant to the person's
+/// own e-mail field) is refused when read, with its problem named, the
+/// last good routes stay in force, and `RoutesRefused` is counted.
+#[tokio::test(flavor = "current_thread")]
+async fn stored_routes_that_break_the_rules_are_refused_and_the_last_good_kept() {
+    use aws_edge::routes::StoredRoutes;
+    use aws_sdk_dynamodb::types::AttributeValue;
+    let captured = devtools::log_capture::CapturedLogs::default();
+    let _guard = captured.install();
+    let client = ingest_client(&endpoint(DYNAMODB_ENDPOINT)).await;
+    let table = create_table(&client, "ReceiptsTable").await;
+    let good = shared::routes::parse(
+        "[[route]]\nform = \"f1\"\nname = \"Contact\"\n[route.set]\nlead_source = \"web\"\n",
+    )
+    .unwrap();
+    let store = |routes: serde_json::Value| {
+        let client = client.clone();
+        let table = table.clone();
+        async move {
+            client
+                .put_item()
+                .table_name(&table)
+                .item(
+                    "pk",
+                    AttributeValue::S(shared::routes::ROUTES_KEY.to_owned()),
+                )
+                .item("routes", AttributeValue::S(routes.to_string()))
+                .send()
+                .await
+                .unwrap();
+        }
+    };
+    store(serde_json::to_value(&good).unwrap()).await;
+    let stored = StoredRoutes::new(client.clone(), &table)
+        .with_metrics(shared::metrics::Metrics::default(), "worker");
+    let in_force = StoredRoutes::new(client.clone(), &table)
+        .into_force(Duration::ZERO)
+        .await;
+    assert_eq!(*in_force.now().await.unwrap(), good);
+
+    let mut bad = serde_json::to_value(&good).unwrap();
+    bad["routes"][0]["set"]["email"] = serde_json::json!("everyone@example.com");
+    store(bad).await;
+    let refused = stored.read().await.unwrap_err().to_string();
+    assert!(
+        refused.contains("[[route]] #1 \"Contact\": set.email: is the person's own field"),
+        "{refused}"
+    );
+    assert!(!refused.contains("everyone@example.com"), "{refused}");
+    assert_eq!(
+        *in_force.now().await.unwrap(),
+        good,
+        "the last good routes stay in force"
+    );
+    let counted = captured
+        .json_lines()
+        .unwrap()
+        .iter()
+        .filter(|line| line.get("RoutesRefused").is_some())
+        .count();
+    assert_eq!(counted, 1);
+}

@@ -172,6 +172,16 @@ pub mod catalog {
         in_lean: true,
     };
 
+    /// Stored routes that break `routes check`'s rules, refused when read
+    /// (the last good ones stay in force): someone wrote the routes item
+    /// by another way than `receipts routes apply`.
+    pub const ROUTES_REFUSED: MetricSpec = MetricSpec {
+        name: "RoutesRefused",
+        unit: Unit::Count,
+        dimensions: &[FUNCTION],
+        in_lean: true,
+    };
+
     pub const ALL: &[MetricSpec] = &[
         DELIVERIES,
         DELIVERY_DURATION,
@@ -188,6 +198,7 @@ pub mod catalog {
         GAVE_UP,
         MISSING_SUBMISSIONS,
         AUDIT_BEHIND_PERIODS,
+        ROUTES_REFUSED,
     ];
 }
 
@@ -568,7 +579,8 @@ mod tests {
                 "OldestPendingAgeSeconds",
                 "FailedReceipts",
                 "MissingSubmissions",
-                "AuditBehindPeriods"
+                "AuditBehindPeriods",
+                "RoutesRefused"
             ]
         );
         assert!(catalog::ALL

@@ -177,6 +177,68 @@ pub fn parse(text: &str) -> Result<Routes, Vec<RouteProblem>> {
             }]);
         }
     };
+    read_table(&table)
+}
+
+/// Holds stored routes (read back from the table, where anyone with write
+/// access to its item could have put them) to the very rules `parse`
+/// applies to a file: `routes check`'s. A route's `fields` and `set` go to
+/// the CRM and its spam rules decide what is held back, so both functions
+/// keep the last good routes rather than take ones that break them.
+pub fn check(routes: &Routes) -> Result<(), Vec<RouteProblem>> {
+    let refused = |problem: &str| {
+        vec![RouteProblem {
+            place: "the stored routes".to_owned(),
+            key: "routes".to_owned(),
+            problem: problem.to_owned(),
+        }]
+    };
+    let Ok(mut json) = serde_json::to_value(routes) else {
+        return Err(refused("cannot be written as a routes file"));
+    };
+    // The file names its array of routes `route` ([[route]]).
+    if let Some(object) = json.as_object_mut() {
+        if let Some(entries) = object.remove("routes") {
+            object.insert("route".to_owned(), entries);
+        }
+    }
+    match toml_of(json) {
+        Some(toml::Value::Table(table)) if read_table(&table).as_ref() == Ok(routes) => Ok(()),
+        Some(toml::Value::Table(table)) => {
+            read_table(&table).and_then(|_| Err(refused("read back, they are not what was stored")))
+        }
+        _ => Err(refused(
+            "hold a value no routes file can (a null in a list)",
+        )),
+    }
+}
+
+/// A JSON value as TOML: nulls in objects left out, as a file leaves a key
+/// out; `None` for what TOML cannot hold.
+fn toml_of(value: Value) -> Option<toml::Value> {
+    Some(match value {
+        Value::Null => return None,
+        Value::Bool(flag) => toml::Value::Boolean(flag),
+        Value::Number(number) => match number.as_i64() {
+            Some(whole) => toml::Value::Integer(whole),
+            None => toml::Value::Float(number.as_f64()?),
+        },
+        Value::String(text) => toml::Value::String(text),
+        Value::Array(items) => {
+            toml::Value::Array(items.into_iter().map(toml_of).collect::<Option<_>>()?)
+        }
+        Value::Object(entries) => toml::Value::Table(
+            entries
+                .into_iter()
+                .filter(|(_, value)| !value.is_null())
+                .map(|(key, value)| Some((key, toml_of(value)?)))
+                .collect::<Option<_>>()?,
+        ),
+    })
+}
+
+/// A routes file's table read as routes, or everything wrong with it.
+fn read_table(table: &Table) -> Result<Routes, Vec<RouteProblem>> {
     let mut problems = Problems::default();
     for key in table.keys() {
         if key != "spam" && key != "route" {
@@ -625,5 +687,42 @@ form = "lT4Z3j"
         assert!(!said[0].contains('\n'), "{said:?}");
         let twice = problems("[[route]]\nform = \"f\"\nform = \"g\"\n");
         assert!(twice[0].starts_with("the file: line 3: "), "{twice:?}");
+    }
+
+    /// Stored routes are held to the file's rules: what a file may hold
+    /// passes, what `routes check` would refuse is refused with the same
+    /// words.
+    #[test]
+    fn stored_routes_are_held_to_the_files_rules() {
+        assert_eq!(check(&parse(EXAMPLE).unwrap()), Ok(()));
+        assert_eq!(check(&Routes::default()), Ok(()));
+        let mut bad = parse(EXAMPLE).unwrap();
+        bad.routes[0]
+            .fields
+            .insert("budget".to_owned(), "not a property!".to_owned());
+        bad.routes[0].set.insert(
+            "email".to_owned(),
+            Value::String("x@example.com".to_owned()),
+        );
+        let problems: Vec<String> = check(&bad)
+            .unwrap_err()
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        assert_eq!(
+            problems,
+            [
+                format!("[[route]] #1 \"Pricing page\": fields.budget: {NOT_A_PROPERTY}"),
+                "[[route]] #1 \"Pricing page\": set.email: is the person's own field; a constant would give every lead the same".to_owned(),
+            ]
+        );
+        let mut twice = parse(EXAMPLE).unwrap();
+        twice.routes[1].form = twice.routes[0].form.clone();
+        assert!(check(&twice).is_err());
+        let mut null = parse(EXAMPLE).unwrap();
+        null.routes[0]
+            .set
+            .insert("tags".to_owned(), serde_json::json!(["a", null]));
+        assert!(check(&null).is_err());
     }
 }

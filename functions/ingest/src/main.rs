@@ -28,7 +28,8 @@ async fn main() -> Result<(), Error> {
     })?;
 
     let client = client_from_env(config.dynamodb_endpoint.as_deref()).await;
-    let routes = StoredRoutes::new(client.clone(), &config.receipts_table);
+    let routes = StoredRoutes::new(client.clone(), &config.receipts_table)
+        .with_metrics(config.metrics.clone(), "ingest");
     let store = DynamoReceiptStore::new(client, &config.receipts_table);
     store.warm_up().await;
     let ingest = Ingest::new(store, auth, &config)

@@ -28,7 +28,8 @@ async fn main() -> Result<(), Error> {
         .inspect_err(|error| {
             tracing::error!(error = %error, "the destination is unavailable; the function cannot start");
         })?;
-    let routes = StoredRoutes::new(client.clone(), &config.receipts_table);
+    let routes = StoredRoutes::new(client.clone(), &config.receipts_table)
+        .with_metrics(config.metrics.clone(), "worker");
     let auditor = config.audit.map(|settings| {
         let secrets = aws_sdk_secretsmanager::Client::new(&sdk_config);
         Auditor::new(
