@@ -102,7 +102,8 @@ pub fn table(receipts: &[Receipt], show_lead: bool) -> String {
 /// (`shared::routes::Routes::route_by_ref`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum RouteOfForm {
-    /// The form whose route delivers it.
+    /// The route that delivers it, as shown (`route "Pricing page"`,
+    /// `route #2`): never the form id.
     Routed(String),
     /// No stored route names it: the stack's FieldMap delivers it.
     Unrouted,
@@ -132,7 +133,7 @@ pub fn card(receipt: &Receipt, payload: bool, now: SystemTime, route: &RouteOfFo
     }
     if receipt.form_ref.is_some() {
         let form = match route {
-            RouteOfForm::Routed(form) => format!("{form} (delivered by its route)"),
+            RouteOfForm::Routed(route) => format!("delivered by {route}"),
             RouteOfForm::Unrouted => "no stored route names it (the stack's FieldMap)".to_owned(),
             RouteOfForm::Unknown(why) => format!("unknown: the routes could not be read ({why})"),
         };
@@ -378,14 +379,14 @@ mod tests {
             &held,
             false,
             now,
-            &RouteOfForm::Routed("contact".to_owned()),
+            &RouteOfForm::Routed("route \"Contact\"".to_owned()),
         );
         for expected in [
             line(
                 "source",
                 "import (the sender's own list: receipts import or the scheduled audit)",
             ),
-            line("form", "contact (delivered by its route)"),
+            line("form", "delivered by route \"Contact\""),
             line(
                 "unrecorded",
                 "2 claims recorded no outcome (a delivery died or could not write)",

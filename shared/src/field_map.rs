@@ -52,14 +52,27 @@ pub enum Source {
 /// properties holds 32,000 characters; a longer one is cut.
 pub const MAX_TEXT_CHARS: usize = 32_000;
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct FieldMap {
     /// In the order given, so requests and tests are stable.
     entries: Vec<(String, Source)>,
     /// Values for properties the CRM requires, used when the map gives
     /// none (`with_fallbacks`).
     fallbacks: Vec<(String, String)>,
+    /// Where the map came from, for an error that names a property of it:
+    /// `FIELD_MAP`, or a destination's default mapping.
+    origin: &'static str,
 }
+
+/// Two maps are the same when they send the same: where each came from
+/// is only for messages.
+impl PartialEq for FieldMap {
+    fn eq(&self, other: &Self) -> bool {
+        self.entries == other.entries && self.fallbacks == other.fallbacks
+    }
+}
+
+impl Eq for FieldMap {}
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum FieldMapError {
@@ -76,10 +89,12 @@ pub enum FieldMapError {
 }
 
 impl FieldMap {
+    /// A destination's own default mapping.
     pub fn new(entries: Vec<(String, Source)>) -> Self {
         FieldMap {
             entries,
             fallbacks: Vec::new(),
+            origin: "the default mapping",
         }
     }
 
@@ -110,7 +125,10 @@ impl FieldMap {
             }
             entries.push((property, source));
         }
-        Ok(FieldMap::new(entries))
+        Ok(FieldMap {
+            origin: FIELD_MAP,
+            ..FieldMap::new(entries)
+        })
     }
 
     /// Values for properties the CRM requires, sent when the map gives
@@ -313,6 +331,26 @@ impl<'de> serde::Deserialize<'de> for PairList {
         }
         deserializer.deserialize_map(Pairs)
     }
+}
+
+/// Where a property a lead sends came from, for an error that names it (a
+/// CRM without that property): its route by name (`route "Pricing page"`,
+/// or `a route without a name`), else the stack's `FIELD_MAP`; `None` when
+/// neither names it (a default mapping, an id property).
+pub fn property_source(property: &str, route: Option<&Route>, map: &FieldMap) -> Option<String> {
+    if let Some(route) = route {
+        let in_route = route.set.contains_key(property)
+            || route.fields.values().any(|mapped| mapped == property);
+        if in_route {
+            return Some(match &route.name {
+                Some(name) => format!("route {name:?}"),
+                None => "a route without a name".to_owned(),
+            });
+        }
+    }
+    map.properties()
+        .any(|mapped| mapped == property)
+        .then(|| map.origin.to_owned())
 }
 
 #[cfg(test)]
@@ -553,5 +591,43 @@ mod tests {
     fn errors_never_quote_a_value() {
         let error = FieldMap::parse(r#"{"email":{"secret":"s3cr3t"}}"#).unwrap_err();
         assert!(!error.to_string().contains("s3cr3t"), "{error}");
+    }
+
+    #[test]
+    fn a_property_is_traced_to_the_route_or_the_map_that_sends_it() {
+        let routes = crate::routes::parse(
+            "[[route]]\nform = \"a\"\nname = \"Pricing page\"\n[route.fields]\nbudget = \"budget_range\"\n[route.set]\nlead_source = \"web\"\n[[route]]\nform = \"b\"\n[route.set]\nlead_source = \"b\"\n",
+        )
+        .unwrap();
+        let map = FieldMap::parse(r#"{"company_size": "size"}"#).unwrap();
+        let pricing = routes.route("a");
+        let rows = [
+            ("lead_source", pricing, Some("route \"Pricing page\"")),
+            ("budget_range", pricing, Some("route \"Pricing page\"")),
+            ("company_size", pricing, Some("FIELD_MAP")),
+            ("company_size", None, Some("FIELD_MAP")),
+            (
+                "lead_source",
+                routes.route("b"),
+                Some("a route without a name"),
+            ),
+            ("firstname", pricing, None),
+            ("firstname", None, None),
+        ];
+        let default = FieldMap::new(vec![(
+            "phone".to_owned(),
+            Source::Field("phone".to_owned()),
+        )]);
+        assert_eq!(
+            property_source("phone", pricing, &default).as_deref(),
+            Some("the default mapping")
+        );
+        for (property, route, source) in rows {
+            assert_eq!(
+                property_source(property, route, &map).as_deref(),
+                source,
+                "{property}"
+            );
+        }
     }
 }

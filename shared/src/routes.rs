@@ -82,6 +82,19 @@ pub fn form_ref(form: &str) -> String {
 }
 
 impl Routes {
+    /// How a route is shown to an operator: by its name (`"Pricing page"`),
+    /// else its place (`#2`); never by its form id, which for Static Forms
+    /// is the form's apiKey.
+    pub fn shown(&self, route: &Route) -> String {
+        match &route.name {
+            Some(name) => format!("{name:?}"),
+            None => {
+                let number = self.routes.iter().position(|r| r == route).unwrap_or(0) + 1;
+                format!("#{number}")
+            }
+        }
+    }
+
     /// The route of `form`, if it has one.
     pub fn route(&self, form: &str) -> Option<&Route> {
         self.routes.iter().find(|route| route.form == form)
@@ -115,13 +128,7 @@ pub fn changes(old: &Routes, new: &Routes) -> Vec<String> {
     if old.spam != new.spam {
         lines.push("~ spam rules for every form".to_owned());
     }
-    let shown = |route: &Route, routes: &Routes| {
-        let number = routes.routes.iter().position(|r| r == route).unwrap_or(0) + 1;
-        match &route.name {
-            Some(name) => format!("{name:?}"),
-            None => format!("#{number}"),
-        }
-    };
+    let shown = |route: &Route, routes: &Routes| routes.shown(route);
     for route in &old.routes {
         if new.route(&route.form).is_none() {
             lines.push(format!("- route {}", shown(route, old)));

@@ -218,9 +218,9 @@ async fn an_unknown_property_keeps_the_leads_pending_with_hubspots_reason_in_one
             status_of(&worker, receipt),
             (
                 ReceiptStatus::Received,
-                Some("PROPERTY_DOESNT_EXIST".into())
+                Some("PROPERTY_DOESNT_EXIST: company from the default mapping".into())
             ),
-            "our configuration, never the lead's: it waits, with an alarm"
+            "our configuration, never the lead's: it waits, with an alarm, naming the property and where it came from"
         );
     }
     assert_eq!(

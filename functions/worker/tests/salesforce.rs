@@ -437,7 +437,7 @@ async fn a_whole_request_400_refuses_only_the_leads_that_cause_it() {
         let expected = match n {
             2 | 7 => (
                 ReceiptStatus::Received,
-                Some("INVALID_FIELD: Bogus__c".to_owned()),
+                Some("INVALID_FIELD: Bogus__c from FIELD_MAP".to_owned()),
             ),
             5 => (ReceiptStatus::Failed, Some("JSON_PARSER_ERROR".to_owned())),
             _ => (ReceiptStatus::Completed, None),

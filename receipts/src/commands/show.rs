@@ -39,12 +39,13 @@ pub(super) async fn show(
 /// held to the receipts' own attributes may not read them.
 async fn route_of(table: &ReceiptsTable, reference: &str) -> RouteOfForm {
     match table.routes().await {
+        // By the route's name, never its form id (a Static Forms apiKey).
         Ok(stored) => stored
             .and_then(|stored| {
-                stored
-                    .routes
+                let routes = &stored.routes;
+                routes
                     .route_by_ref(reference)
-                    .map(|r| r.form.clone())
+                    .map(|route| format!("route {}", routes.shown(route)))
             })
             .map_or(RouteOfForm::Unrouted, RouteOfForm::Routed),
         Err(error) => RouteOfForm::Unknown(error.to_string()),

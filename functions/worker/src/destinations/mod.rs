@@ -17,6 +17,7 @@ pub mod http;
 pub mod hubspot;
 pub mod leads_table;
 pub mod port;
+mod refusal;
 pub mod salesforce;
 pub mod token;
 

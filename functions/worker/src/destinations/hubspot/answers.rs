@@ -84,11 +84,17 @@ pub(super) fn answer_for(status: u16, retry_after: Option<Duration>, body: &Valu
             let reason = whole_request_reason(body).unwrap_or_else(|| format!("HTTP {status}"));
             if status == 400 && ABOUT_THE_REQUEST.contains(&reason.as_str()) {
                 // A property or id property the portal lacks: our
-                // configuration, never the leads'. They wait, with an alarm.
-                tracing::error!(destination = "hubspot", reason, "HubSpot refused a property of our configuration: check FIELD_MAP and HUBSPOT_ID_PROPERTY; the leads wait");
+                // configuration, never the leads'. They wait, with an alarm,
+                // and the reason names the property (the adapter adds where
+                // it came from: a route, FIELD_MAP).
+                let property = missing_property(body);
+                tracing::error!(destination = "hubspot", reason, property = property.as_deref().unwrap_or(""), "HubSpot has no such contact property: create it in HubSpot, or change the route or FIELD_MAP that sends it (HUBSPOT_ID_PROPERTY for the id); the leads wait");
                 return Called::Whole(Err(DestinationError::Misconfigured {
                     status: Some(status),
-                    reason,
+                    reason: match property {
+                        Some(property) => format!("{reason}: {property}"),
+                        None => reason,
+                    },
                 }));
             }
             Called::Whole(Err(DestinationError::Permanent {
@@ -164,6 +170,18 @@ pub(super) fn whole_request_reason(body: &Value) -> Option<String> {
             .map(str::to_owned)
     };
     token(&body["errors"][0]["code"]).or_else(|| token(&body["category"]))
+}
+
+/// The property a configuration refusal names, from its first error's
+/// `context.propertyName` (HubSpot's error object: `errors[].context`);
+/// only a property's internal name passes, never free text.
+pub(super) fn missing_property(body: &Value) -> Option<String> {
+    body["errors"]
+        .as_array()?
+        .iter()
+        .find_map(|error| error["context"]["propertyName"][0].as_str())
+        .filter(|name| shared::field_map::is_property_name(name))
+        .map(str::to_owned)
 }
 
 /// 400s about the request or the configuration, never about one lead: the

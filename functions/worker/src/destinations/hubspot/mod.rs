@@ -28,6 +28,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Map, Value};
 use shared::field_map::FieldMap;
+
+use super::refusal::traced;
 use shared::newest::GateSecret;
 use shared::{IdempotencyKey, Lead};
 
@@ -424,11 +426,16 @@ impl Destination for HubSpot {
         }
         answers
             .into_iter()
-            .map(|answer| {
-                answer.unwrap_or(Answer {
+            .zip(writes)
+            .map(|(answer, write)| {
+                let answer = answer.unwrap_or(Answer {
                     result: Err(DestinationError::retryable("no answer")),
                     latency: Duration::ZERO,
-                })
+                });
+                Answer {
+                    result: traced(answer.result, write.lead, &self.field_map),
+                    ..answer
+                }
             })
             .collect()
     }
@@ -706,5 +713,43 @@ mod tests {
         assert!(
             matches!(&results[2], (trace, Err(DestinationError::Retryable { .. })) if trace == "s3")
         );
+    }
+
+    /// routes.example.toml's `lead_source`, copied into a portal without
+    /// it: the reason names the property and the route that sends it, not
+    /// a credential problem.
+    #[test]
+    fn a_missing_property_is_traced_to_the_route_or_map_that_sends_it() {
+        let routes = shared::routes::parse(
+            "[[route]]\nform = \"f\"\nname = \"Pricing page\"\n[route.set]\nlead_source = \"Pricing page\"\n",
+        )
+        .unwrap();
+        let mut routed = lead("sub_1", "ada@example.com", None);
+        routed.follow(Arc::new(routes.routes[0].clone()));
+        let body = json!({"category": "VALIDATION_ERROR", "errors": [{"code": "PROPERTY_DOESNT_EXIST",
+            "message": "Property \"lead_source\" does not exist", "context": {"propertyName": ["lead_source"]}}]});
+        let Called::Whole(refused) = answer_for(400, None, &body) else {
+            panic!("a whole-request answer");
+        };
+        let map = default_field_map(None);
+        assert_eq!(
+            traced(refused.clone(), &routed, &map),
+            Err(DestinationError::Misconfigured {
+                status: Some(400),
+                reason: "PROPERTY_DOESNT_EXIST: lead_source from route \"Pricing page\"".into()
+            })
+        );
+        let unrouted = lead("sub_2", "ada@example.com", None);
+        assert_eq!(
+            traced(refused, &unrouted, &map),
+            Err(DestinationError::Misconfigured {
+                status: Some(400),
+                reason: "PROPERTY_DOESNT_EXIST: lead_source".into()
+            }),
+            "a property no route or map sends is named alone"
+        );
+        // Free text never passes as a property.
+        let hostile = json!({"errors": [{"code": "PROPERTY_DOESNT_EXIST", "context": {"propertyName": ["Ada Lovelace"]}}]});
+        assert_eq!(missing_property(&hostile), None);
     }
 }
