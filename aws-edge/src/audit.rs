@@ -77,15 +77,9 @@ impl Scope {
         until: SystemTime,
         horizon: Horizon,
     ) -> Self {
-        let mut distinct: Vec<String> = Vec::new();
-        for form in forms {
-            if !distinct.contains(&form) {
-                distinct.push(form);
-            }
-        }
         Scope {
             sender,
-            forms: distinct,
+            forms: shared::audit::distinct(forms),
             since,
             until,
             horizon,

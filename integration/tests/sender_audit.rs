@@ -483,6 +483,17 @@ async fn the_scheduled_audit_emits_missing_submissions_and_imports_them() {
     assert_eq!(behind.len(), 3, "{behind:?}");
     assert!(behind.iter().all(|periods| *periods < 1.0), "{behind:?}");
     assert!(!captured.text().contains(API_TOKEN), "the token was logged");
+
+    // A progress stored in the future fails the run, and counts as far
+    // behind, so the audit's own alarm fires too.
+    let before = now + Duration::from_secs(3600) - Duration::from_secs(30 * 86_400);
+    assert!(auditor.run(before, a_minute()).await.is_err());
+    let lines = captured.json_lines().unwrap();
+    let last = lines
+        .iter()
+        .filter_map(|line| line.get("AuditBehindPeriods").and_then(|v| v.as_f64()))
+        .next_back();
+    assert_eq!(last, Some(worker::audit::FUTURE_PROGRESS_BEHIND));
 }
 
 /// Webflow's listing: the token's one site first, then the form's pages by
@@ -818,6 +829,7 @@ async fn an_audit_that_does_not_fit_in_one_invocation_completes_within_a_few_run
         assert!(runs < 8, "still behind after {runs} runs: {report}");
     }
     assert!(runs > 1, "the backlog was meant not to fit in one run");
+    eprintln!("the backlog drained in {runs} runs");
     assert_eq!(worker.receipt_ids().await, expected);
 }
 

@@ -253,6 +253,18 @@ impl Listing {
     }
 }
 
+/// Each form once, in the order first named (`--form a --form a`,
+/// `AuditForms=a,a`): a form audited twice lists each submission twice.
+pub fn distinct(forms: impl IntoIterator<Item = String>) -> Vec<String> {
+    let mut distinct: Vec<String> = Vec::new();
+    for form in forms {
+        if !distinct.contains(&form) {
+            distinct.push(form);
+        }
+    }
+    distinct
+}
+
 /// The people `receipts forget` erased, found by their markers.
 #[derive(Debug, Default)]
 pub struct ErasedPeople {

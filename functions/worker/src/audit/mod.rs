@@ -96,6 +96,9 @@ pub struct Auditor {
     metrics: Metrics,
 }
 
+/// `AuditBehindPeriods` for a stored progress in the future.
+pub const FUTURE_PROGRESS_BEHIND: f64 = 1_000_000.0;
+
 /// What a run reads once, when it has a window to audit.
 struct Reach {
     forms: Vec<String>,
@@ -316,15 +319,18 @@ impl Auditor {
         Ok(())
     }
 
-    /// How many periods the audit's progress is behind, on every run.
+    /// How many periods the audit's progress is behind, on every run. A
+    /// progress later than now (which stops every audit until then) counts
+    /// as [`FUTURE_PROGRESS_BEHIND`], so the alarm fires for it too.
     fn emit_behind(&self, progress: &Progress, now: SystemTime) {
         let latest = now.checked_sub(SETTLE).unwrap_or(now);
-        let behind = progress
-            .audited_until
-            .and_then(|until| latest.duration_since(until).ok())
-            .map_or(0.0, |lag| {
+        let behind = match progress.audited_until {
+            None => 0.0,
+            Some(until) if until > now => FUTURE_PROGRESS_BEHIND,
+            Some(until) => latest.duration_since(until).map_or(0.0, |lag| {
                 lag.as_secs_f64() / self.settings.every.as_secs_f64()
-            });
+            }),
+        };
         self.metrics.emit(
             &[(FUNCTION, "worker")],
             &[(catalog::AUDIT_BEHIND_PERIODS, Values::One(behind))],
@@ -346,16 +352,15 @@ impl Auditor {
         } else {
             self.settings.forms.clone()
         };
-        let mut distinct: Vec<String> = Vec::new();
-        for form in forms {
-            if shared::sender::listing::is_form_id(&form) && !distinct.contains(&form) {
-                distinct.push(form);
-            }
-        }
-        if distinct.is_empty() {
+        let forms = shared::audit::distinct(
+            forms
+                .into_iter()
+                .filter(|form| shared::sender::listing::is_form_id(form)),
+        );
+        if forms.is_empty() {
             return Err(AuditFailed::NoForms);
         }
-        Ok(distinct)
+        Ok(forms)
     }
 
     /// The stored progress; text that is no time is an error, never a
