@@ -167,7 +167,7 @@ async fn routes_are_applied_shown_by_name_and_never_taken_for_receipts() {
 
     std::fs::write(
         &file,
-        example.replace("lead_source = \"Newsletter\"", "lead_source = \"News\""),
+        example.replace("hs_lead_status = \"OPEN\"", "hs_lead_status = \"NEW\""),
     )
     .unwrap();
     let (code, out, err) = at(&["routes", "apply", path]);
@@ -186,7 +186,7 @@ async fn routes_are_applied_shown_by_name_and_never_taken_for_receipts() {
     );
     assert!(
         out.contains(
-            "route \"Pricing page\": fields [company_size -> numemployees], set [lead_source]"
+            "route \"Pricing page\": fields [company_size -> numemployees], set [hs_lead_status]"
         ),
         "{out}"
     );
