@@ -12,9 +12,7 @@ use std::time::SystemTime;
 
 use crate::newest::GateSecret;
 
-/// The start of every marker's key: no receipt's (`<sender>:`), no
-/// gate's, no configuration item's.
-pub const ERASURE_KEY_PREFIX: &str = "erased#";
+pub use crate::keys::ERASURE_KEY_PREFIX;
 
 /// The marker of one person: [`ERASURE_KEY_PREFIX`], `hmac:` and the
 /// HMAC-SHA256 of `erased:` and the normalised e-mail under the gate key

@@ -21,14 +21,7 @@ pub const FIELD_MAP: &str = "FIELD_MAP";
 use crate::lead::Lead;
 use crate::routes::Route;
 
-/// A CRM's internal name for a property or field, as `FIELD_MAP`, a
-/// route and the id settings must give it: letters, digits and `_`
-/// (labels have spaces), at most 100 of them.
-pub fn is_property_name(name: &str) -> bool {
-    !name.is_empty()
-        && name.len() <= 100
-        && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
-}
+pub use crate::fields::is_property_name;
 
 /// Where a CRM property's value comes from.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -27,13 +27,8 @@ pub mod attr {
     pub const EMAIL: &str = "email";
 }
 
-/// Form fields that become the lead's own fields; the others are kept as
-/// extra fields.
-const NAME: &str = "name";
-const EMAIL: &str = "email";
-const MESSAGE: &str = "message";
-/// The lead's own fields: a route's constants never replace them.
-pub const OWN_FIELDS: [&str; 3] = [NAME, EMAIL, MESSAGE];
+pub use crate::fields::OWN_FIELDS;
+use crate::fields::{EMAIL, MESSAGE, NAME};
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]

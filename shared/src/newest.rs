@@ -14,11 +14,9 @@ use std::time::Duration;
 use hmac::{Hmac, Mac};
 use sha2::{Digest, Sha256};
 
-use crate::receipt::{format_timestamp, parse_timestamp};
+use crate::time::{format_timestamp, parse_timestamp};
 
-/// The start of every gate item's key. A receipt's key starts with its
-/// sender's name and a colon (`staticforms:`), which never holds `#`.
-pub const GATE_KEY_PREFIX: &str = "gate#";
+pub use crate::keys::GATE_KEY_PREFIX;
 
 /// The gate key itself (local use).
 pub const GATE_KEY: &str = "GATE_KEY";

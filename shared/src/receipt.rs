@@ -2,13 +2,15 @@
 //! partition key is the idempotency key, so the store itself decides which
 //! delivery is first.
 
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::SystemTime;
 
 use serde::{Deserialize, Serialize};
 
 use crate::fingerprint::PayloadFingerprint;
 use crate::idempotency::IdempotencyKey;
+pub use crate::keys::{is_receipt_key, NOT_RECEIPT_PREFIXES};
 use crate::sender::FormSubmission;
+pub use crate::time::{format_timestamp, parse_timestamp, Retention, Timestamp};
 
 /// Attribute names, shared by the adapters' expressions and the template.
 pub mod attr {
@@ -126,21 +128,6 @@ pub const OPERATOR_ATTRIBUTES: &[&str] = &[
 /// waits never reads a payload, and a receipt's payload is written to the
 /// table alone, not again to the index. A pass takes the full receipt from
 /// its claim.
-/// The starts of the receipts table's keys that are no receipts: the
-/// newest-wins gates and the stack's configuration (its routes).
-pub const NOT_RECEIPT_PREFIXES: [&str; 3] = [
-    crate::newest::GATE_KEY_PREFIX,
-    crate::routes::CONFIG_KEY_PREFIX,
-    crate::erasure::ERASURE_KEY_PREFIX,
-];
-
-/// Whether an item of the receipts table is a receipt.
-pub fn is_receipt_key(pk: &str) -> bool {
-    !NOT_RECEIPT_PREFIXES
-        .iter()
-        .any(|prefix| pk.starts_with(prefix))
-}
-
 pub const QUEUE_INDEX: &str = "queue-by-due";
 
 /// The queue of receipts waiting for an attempt. Pending receipts are few
@@ -182,41 +169,6 @@ impl ReceiptStatus {
             ReceiptStatus::Failed => "FAILED",
             ReceiptStatus::Erased => "ERASED",
             ReceiptStatus::Quarantined => "QUARANTINED",
-        }
-    }
-}
-
-/// How long receipts are kept before TTL removes them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Retention {
-    days: u32,
-}
-
-impl Retention {
-    pub const DEFAULT_DAYS: u32 = 30;
-    pub const MAX_DAYS: u32 = 3650;
-
-    /// `None` for zero or more than ten years.
-    pub fn days(days: u32) -> Option<Self> {
-        (1..=Self::MAX_DAYS)
-            .contains(&days)
-            .then_some(Retention { days })
-    }
-
-    pub fn as_duration(self) -> Duration {
-        Duration::from_secs(u64::from(self.days) * 24 * 60 * 60)
-    }
-
-    /// The `expiresAt` of a receipt delivered at `completed_at`.
-    pub fn expiry_after(self, completed_at: SystemTime) -> u64 {
-        epoch_seconds(completed_at + self.as_duration())
-    }
-}
-
-impl Default for Retention {
-    fn default() -> Self {
-        Retention {
-            days: Self::DEFAULT_DAYS,
         }
     }
 }
@@ -337,7 +289,7 @@ impl Receipt {
             erased_at: None,
             quarantine_rule: None,
             released_at: None,
-            form_ref: submission.form_id().map(crate::routes::form_ref),
+            form_ref: submission.form_id().map(crate::keys::form_ref),
             claimed_until: None,
             source: None,
         }
@@ -400,44 +352,10 @@ impl Receipt {
     }
 }
 
-/// A receipt timestamp as stored (`receivedAt`, `nextAttemptAt`...): RFC
-/// 3339, UTC, milliseconds, so that text order is time order. A type of its
-/// own so that a ledger call cannot take a key for a time.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct Timestamp(String);
-
-impl Timestamp {
-    pub fn at(time: SystemTime) -> Self {
-        Timestamp(format_timestamp(time))
-    }
-
-    /// A timestamp read back from a receipt, as it was stored.
-    pub fn from_stored(text: impl Into<String>) -> Self {
-        Timestamp(text.into())
-    }
-
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
-}
-
-/// RFC 3339, UTC, always with milliseconds (`2026-11-29T08:38:48.123Z`).
-pub fn format_timestamp(at: SystemTime) -> String {
-    humantime::format_rfc3339_millis(at).to_string()
-}
-
-/// Reads a timestamp written by [`format_timestamp`] (any RFC 3339 in UTC).
-pub fn parse_timestamp(text: &str) -> Option<SystemTime> {
-    humantime::parse_rfc3339(text).ok()
-}
-
-fn epoch_seconds(at: SystemTime) -> u64 {
-    at.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::{Duration, UNIX_EPOCH};
 
     #[test]
     fn gates_and_configuration_are_no_receipts() {
@@ -674,21 +592,5 @@ mod tests {
             back.payload, None,
             "a receipt without its payload still reads"
         );
-    }
-
-    #[test]
-    fn retention_bounds() {
-        assert_eq!(Retention::days(0), None);
-        assert!(Retention::days(1).is_some());
-        assert!(Retention::days(Retention::MAX_DAYS).is_some());
-        assert_eq!(Retention::days(Retention::MAX_DAYS + 1), None);
-    }
-
-    #[test]
-    fn timestamps_sort_as_text_in_time_order() {
-        let a = UNIX_EPOCH + Duration::from_millis(1_764_403_128_000);
-        let b = a + Duration::from_millis(5);
-        assert!(format_timestamp(a) < format_timestamp(b));
-        assert_eq!(format_timestamp(a), "2025-11-29T07:58:48.000Z");
     }
 }

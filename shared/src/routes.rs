@@ -30,11 +30,8 @@ use toml::Table;
 
 use crate::spam::SpamRules;
 
-/// The start of every key of the receipts table that holds the stack's
-/// configuration: no receipt key starts so (`receipt::is_receipt_key`), and
-/// the stream filter, which passes the senders' prefixes only, never
-/// passes one.
-pub const CONFIG_KEY_PREFIX: &str = "config#";
+pub use crate::keys::{form_ref, CONFIG_KEY_PREFIX};
+
 /// The item that holds the routes in force, as `receipts routes apply`
 /// stores them: `routes` (their JSON), `version` (one more at every
 /// change, so two operators never overwrite each other) and `appliedAt`.
@@ -69,16 +66,6 @@ pub struct Route {
     pub set: Map<String, Value>,
     /// This form's own rules, added to the stack's.
     pub spam: SpamRules,
-}
-
-/// What a receipt says of its form (`receipt::attr::FORM_REF`): the first
-/// 16 hex digits of the SHA-256 of the sender's form id, so the worker
-/// finds the form's route without the receipt holding the id itself (a
-/// Static Forms form id is its `apiKey`, a credential).
-pub fn form_ref(form: &str) -> String {
-    use sha2::{Digest, Sha256};
-    let digest = Sha256::digest(form.as_bytes());
-    hex::encode(&digest[..8])
 }
 
 impl Routes {
@@ -369,7 +356,7 @@ fn route(entry: &Table, number: usize, problems: &mut Problems) -> Route {
         Some(toml::Value::Table(fields)) => {
             for (field, property) in fields {
                 match property.as_str().map(str::trim) {
-                    Some(property) if crate::field_map::is_property_name(property) => {
+                    Some(property) if crate::fields::is_property_name(property) => {
                         route.fields.insert(field.clone(), property.to_owned());
                     }
                     _ => problems.add(&place, &format!("fields.{field}"), NOT_A_PROPERTY),
@@ -392,9 +379,9 @@ fn route(entry: &Table, number: usize, problems: &mut Problems) -> Route {
         None => {}
         Some(toml::Value::Table(set)) => {
             for (property, value) in set {
-                if !crate::field_map::is_property_name(property) {
+                if !crate::fields::is_property_name(property) {
                     problems.add(&place, &format!("set.{property}"), NOT_A_PROPERTY);
-                } else if crate::lead::OWN_FIELDS.contains(&property.as_str()) {
+                } else if crate::fields::OWN_FIELDS.contains(&property.as_str()) {
                     problems.add(
                         &place,
                         &format!("set.{property}"),

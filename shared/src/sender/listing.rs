@@ -121,7 +121,7 @@ pub(crate) fn json_of(body: &[u8]) -> Result<Value, ListingError> {
 
 /// `at` as the APIs take a time: RFC 3339 in UTC, to the second.
 pub(crate) fn api_time(at: SystemTime) -> String {
-    let text = crate::receipt::format_timestamp(at);
+    let text = crate::time::format_timestamp(at);
     // 2026-12-01T10:00:00.000Z -> 2026-12-01T10:00:00Z
     match text.split_once('.') {
         Some((seconds, _)) => format!("{seconds}Z"),
@@ -133,7 +133,7 @@ pub(crate) fn api_time(at: SystemTime) -> String {
 pub(crate) fn time_at(item: &Value, field: &str) -> Option<SystemTime> {
     item.get(field)
         .and_then(Value::as_str)
-        .and_then(crate::receipt::parse_timestamp)
+        .and_then(crate::time::parse_timestamp)
 }
 
 #[cfg(test)]

@@ -182,7 +182,7 @@ impl Sender {
         self,
         payload: &Value,
         now: SystemTime,
-        retention: crate::Retention,
+        retention: crate::time::Retention,
     ) -> bool {
         let signs_body_without_time = self.signature().is_some_and(|sig| sig.time.is_none());
         if !signs_body_without_time {
@@ -190,7 +190,7 @@ impl Sender {
         }
         self.submitted_at(payload)
             .as_deref()
-            .and_then(crate::receipt::parse_timestamp)
+            .and_then(crate::time::parse_timestamp)
             .zip(now.checked_sub(retention.as_duration()))
             .is_some_and(|(submitted, oldest)| submitted < oldest)
     }
@@ -259,8 +259,8 @@ fn timestamp_at(payload: &Value, pointer: &str) -> Option<String> {
     payload
         .pointer(pointer)
         .and_then(Value::as_str)
-        .and_then(crate::receipt::parse_timestamp)
-        .map(crate::receipt::format_timestamp)
+        .and_then(crate::time::parse_timestamp)
+        .map(crate::time::format_timestamp)
 }
 
 /// A submission's answers, ready to become a lead.

@@ -109,7 +109,7 @@ pub fn submitted_at(payload: &Value) -> Option<String> {
     const YEAR_10000: u64 = 253_402_300_800;
     let seconds = payload.get("timestamp")?.as_u64()?;
     (YEAR_2000..YEAR_10000).contains(&seconds).then(|| {
-        crate::receipt::format_timestamp(
+        crate::time::format_timestamp(
             std::time::UNIX_EPOCH + std::time::Duration::from_secs(seconds),
         )
     })

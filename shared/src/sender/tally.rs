@@ -114,7 +114,7 @@ pub fn submitted_at(payload: &Value) -> Option<String> {
 }
 
 fn sample(sample: &Sample) -> Value {
-    let at = crate::receipt::format_timestamp(sample.at);
+    let at = crate::time::format_timestamp(sample.at);
     json!({
         "eventId": format!("ev_{}", sample.id), "eventType": PROFILE.event, "createdAt": at,
         "data": {"responseId": sample.id, "submissionId": sample.id, "formName": "sample", "createdAt": at, "fields": [
@@ -513,7 +513,7 @@ mod tests {
         assert_eq!(
             listed
                 .submitted_at
-                .map(crate::receipt::format_timestamp)
+                .map(crate::time::format_timestamp)
                 .as_deref(),
             Some("2024-12-30T09:02:01.000Z")
         );

@@ -144,7 +144,7 @@ pub fn submitted_at(payload: &Value) -> Option<String> {
 }
 
 fn sample(sample: &Sample) -> Value {
-    let at = crate::receipt::format_timestamp(sample.at);
+    let at = crate::time::format_timestamp(sample.at);
     json!({
         "event_id": format!("ev_{}", sample.id), "event_type": PROFILE.event,
         "form_response": {"token": sample.id, "submitted_at": at,

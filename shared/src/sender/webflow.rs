@@ -91,7 +91,7 @@ fn sample(sample: &Sample) -> Value {
     json!({
         "triggerType": PROFILE.event,
         "payload": {"name": "sample", "id": sample.id,
-            "submittedAt": crate::receipt::format_timestamp(sample.at),
+            "submittedAt": crate::time::format_timestamp(sample.at),
             "data": {"Name": sample.name, "email": sample.email, "Message": sample.message}}
     })
 }

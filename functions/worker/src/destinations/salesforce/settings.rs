@@ -146,14 +146,11 @@ impl SalesforceSettings {
                 ))
             }
         };
-        let object = name(SALESFORCE_OBJECT, super::DEFAULT_OBJECT)?;
-        let external_id_field = name(
-            SALESFORCE_EXTERNAL_ID_FIELD,
-            super::DEFAULT_EXTERNAL_ID_FIELD,
-        )?;
+        let object = name(SALESFORCE_OBJECT, DEFAULT_OBJECT)?;
+        let external_id_field = name(SALESFORCE_EXTERNAL_ID_FIELD, DEFAULT_EXTERNAL_ID_FIELD)?;
         let api_version = salesforce_version(
         &get(SALESFORCE_API_VERSION)
-            .unwrap_or_else(|| super::DEFAULT_API_VERSION.to_owned()),
+            .unwrap_or_else(|| DEFAULT_API_VERSION.to_owned()),
     )
     .ok_or_else(|| {
         invalid(
