@@ -46,10 +46,220 @@ fn module_of(src: &Path, file: &Path) -> String {
         .join("::")
 }
 
-/// The modules each module of `src` imports (`use` lines of its production
-/// part, resolved against the crate's modules, its own children included:
-/// a parent that uses its child and a child that uses its parent import
-/// each other).
+/// A token of Rust source, as far as imports need: identifiers, `::` and
+/// the punctuation of `use` trees.
+#[derive(Debug, Clone, PartialEq)]
+enum Token {
+    Ident(String),
+    PathSep,
+    Open,
+    Close,
+    Comma,
+    End,
+    Other,
+}
+
+/// `code` as tokens, with comments, strings and characters left out (a
+/// URL's `//` or a `crate::` in a message is no import).
+fn tokens(code: &str) -> Vec<Token> {
+    let chars: Vec<char> = code.chars().collect();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        let next = chars.get(i + 1).copied();
+        if c.is_whitespace() {
+            i += 1;
+        } else if c == '/' && next == Some('/') {
+            while i < chars.len() && chars[i] != '\n' {
+                i += 1;
+            }
+        } else if c == '/' && next == Some('*') {
+            i += 2;
+            while i + 1 < chars.len() && !(chars[i] == '*' && chars[i + 1] == '/') {
+                i += 1;
+            }
+            i += 2;
+        } else if c == '"' {
+            i += 1;
+            while i < chars.len() && chars[i] != '"' {
+                i += if chars[i] == '\\' { 2 } else { 1 };
+            }
+            i += 1;
+            out.push(Token::Other);
+        } else if c == 'r' && matches!(next, Some('"') | Some('#')) {
+            // A raw string: r"..." or r#"..."#.
+            let mut hashes = 0;
+            let mut j = i + 1;
+            while chars.get(j) == Some(&'#') {
+                hashes += 1;
+                j += 1;
+            }
+            if chars.get(j) == Some(&'"') {
+                j += 1;
+                loop {
+                    if j >= chars.len() {
+                        break;
+                    }
+                    if chars[j] == '"' && (1..=hashes).all(|k| chars.get(j + k) == Some(&'#')) {
+                        j += 1 + hashes;
+                        break;
+                    }
+                    j += 1;
+                }
+                i = j;
+                out.push(Token::Other);
+            } else {
+                out.push(Token::Ident("r".to_owned()));
+                i += 1;
+            }
+        } else if c == '\'' {
+            // A character ('x', '\n') or a lifetime ('a): skip a character
+            // only when it closes.
+            let close = if next == Some('\\') { i + 3 } else { i + 2 };
+            i = if chars.get(close) == Some(&'\'') {
+                close + 1
+            } else {
+                i + 1
+            };
+            out.push(Token::Other);
+        } else if c.is_alphanumeric() || c == '_' {
+            let start = i;
+            while i < chars.len() && (chars[i].is_alphanumeric() || chars[i] == '_') {
+                i += 1;
+            }
+            out.push(Token::Ident(chars[start..i].iter().collect()));
+        } else {
+            out.push(match (c, next) {
+                (':', Some(':')) => {
+                    i += 1;
+                    Token::PathSep
+                }
+                ('{', _) => Token::Open,
+                ('}', _) => Token::Close,
+                (',', _) => Token::Comma,
+                (';', _) => Token::End,
+                _ => Token::Other,
+            });
+            i += 1;
+        }
+    }
+    out
+}
+
+/// The paths a `use` tree starting at `at` names, each as its segments,
+/// groups expanded (`crate::{a::x, b}` names `crate::a::x` and
+/// `crate::b`); `at` is left after the tree.
+fn use_tree(tokens: &[Token], at: &mut usize, prefix: &[String], out: &mut Vec<Vec<String>>) {
+    let mut path = prefix.to_vec();
+    loop {
+        match tokens.get(*at) {
+            Some(Token::Ident(name)) if name == "as" => {
+                *at += 2;
+                break;
+            }
+            Some(Token::Ident(name)) => {
+                path.push(name.clone());
+                *at += 1;
+            }
+            Some(Token::PathSep) => *at += 1,
+            Some(Token::Open) => {
+                *at += 1;
+                loop {
+                    use_tree(tokens, at, &path, out);
+                    match tokens.get(*at) {
+                        Some(Token::Comma) => *at += 1,
+                        Some(Token::Close) => {
+                            *at += 1;
+                            break;
+                        }
+                        _ => break,
+                    }
+                    if tokens.get(*at) == Some(&Token::Close) {
+                        *at += 1;
+                        break;
+                    }
+                }
+                return;
+            }
+            _ => break,
+        }
+    }
+    if path.len() > prefix.len() {
+        out.push(path);
+    }
+}
+
+/// Every path `code` names a module by: its `use` trees, and every inline
+/// `crate::`, `super::` or `self::` path.
+fn named_paths(code: &str) -> Vec<Vec<String>> {
+    let tokens = tokens(code);
+    let mut paths = Vec::new();
+    let mut i = 0;
+    while i < tokens.len() {
+        match &tokens[i] {
+            Token::Ident(word) if word == "use" => {
+                i += 1;
+                use_tree(&tokens, &mut i, &[], &mut paths);
+            }
+            Token::Ident(word)
+                if ["crate", "super", "self"].contains(&word.as_str())
+                    && tokens.get(i + 1) == Some(&Token::PathSep)
+                    && (i == 0 || tokens[i - 1] != Token::PathSep) =>
+            {
+                let mut path = vec![word.clone()];
+                let mut j = i + 1;
+                while tokens.get(j) == Some(&Token::PathSep) {
+                    match tokens.get(j + 1) {
+                        Some(Token::Ident(name)) => {
+                            path.push(name.clone());
+                            j += 2;
+                        }
+                        _ => break,
+                    }
+                }
+                paths.push(path);
+                i = j;
+            }
+            _ => i += 1,
+        }
+    }
+    paths
+}
+
+/// The items the crate root re-exports (`pub use receipt::{Receipt, ...}`),
+/// by name, with the module they come from: `crate::Receipt` names
+/// `crate::receipt`.
+fn root_reexports(root: &str) -> BTreeMap<String, String> {
+    let tokens = tokens(root);
+    let mut found = BTreeMap::new();
+    let mut i = 0;
+    while i < tokens.len() {
+        if tokens[i] == Token::Ident("pub".to_owned())
+            && tokens.get(i + 1) == Some(&Token::Ident("use".to_owned()))
+        {
+            i += 2;
+            let mut paths = Vec::new();
+            use_tree(&tokens, &mut i, &[], &mut paths);
+            for path in paths {
+                if let (Some(module), Some(item)) = (path.first(), path.last()) {
+                    if path.len() > 1 {
+                        found.insert(item.clone(), format!("crate::{module}"));
+                    }
+                }
+            }
+        } else {
+            i += 1;
+        }
+    }
+    found
+}
+
+/// The modules each module of `src` names in its production part, by any
+/// form: `use` trees (groups expanded), inline `crate::`, `super::` and
+/// `self::` paths, and `use` of its own children (a parent that uses its
+/// child and a child that uses its parent import each other). A name the
+/// crate root re-exports counts as its module's.
 fn import_graph(src: &Path) -> BTreeMap<String, BTreeSet<String>> {
     let files = rust_files(src);
     let modules: BTreeMap<String, PathBuf> = files
@@ -57,39 +267,48 @@ fn import_graph(src: &Path) -> BTreeMap<String, BTreeSet<String>> {
         .filter(|f| !f.ends_with("main.rs"))
         .map(|f| (module_of(src, f), f.clone()))
         .collect();
+    let reexports = modules
+        .get("crate")
+        .map(|root| root_reexports(&production_part(root)))
+        .unwrap_or_default();
     let mut graph = BTreeMap::new();
     for (module, file) in &modules {
         let mut imports = BTreeSet::new();
-        for line in production_part(file).lines() {
-            let line = line.trim_start();
-            let Some(path) = line
-                .strip_prefix("use ")
-                .or_else(|| line.strip_prefix("pub use "))
-                .or_else(|| line.strip_prefix("pub(crate) use "))
-            else {
-                continue;
-            };
-            // `use crate::a::b;` names crate::a::b, not crate::a.
-            let path = path.trim_end().trim_end_matches(';');
-            let parent = module.rsplit_once("::").map_or("crate", |(p, _)| p);
-            let path = if let Some(rest) = path.strip_prefix("super::") {
-                format!("{parent}::{rest}")
-            } else if let Some(rest) = path.strip_prefix("self::") {
-                format!("{module}::{rest}")
-            } else if path.starts_with("crate::") {
-                path.to_owned()
-            } else {
-                let first = path.split("::").next().unwrap_or("");
-                let child = format!("{module}::{first}");
-                if modules.contains_key(&child) {
-                    format!("{module}::{path}")
-                } else {
-                    continue;
+        for segments in named_paths(&production_part(file)) {
+            let mut base: Vec<String> = module.split("::").map(str::to_owned).collect();
+            let mut rest = segments.as_slice();
+            let absolute: Vec<String> = match rest.first().map(String::as_str) {
+                Some("crate") => match (rest.get(1), rest.len()) {
+                    (Some(item), 2) if reexports.contains_key(item) => {
+                        vec![reexports[item].clone()]
+                    }
+                    _ => rest.to_vec(),
+                },
+                Some("super") | Some("self") => {
+                    while let Some(first) = rest.first() {
+                        match first.as_str() {
+                            "super" => {
+                                base.pop();
+                            }
+                            "self" => {}
+                            _ => break,
+                        }
+                        rest = &rest[1..];
+                    }
+                    base.extend(rest.iter().cloned());
+                    base
                 }
+                Some(first) if modules.contains_key(&format!("{module}::{first}")) => {
+                    base.extend(rest.iter().cloned());
+                    base
+                }
+                _ => continue,
             };
+            let path = absolute.join("::");
             let target = modules
                 .keys()
                 .filter(|m| path == **m || path.starts_with(&format!("{m}::")))
+                .filter(|m| m.as_str() != "crate")
                 .max_by_key(|m| m.len());
             if let Some(target) = target {
                 if target != module {
@@ -172,6 +391,56 @@ fn the_cycle_check_finds_a_cycle() {
         "{found:?}"
     );
     assert!(!found.iter().any(|c| c.contains("crate::c")), "{found:?}");
+}
+
+/// The reader sees every import form: a loop of two files, one side an
+/// inline `crate::` path, the other a grouped `use`, is found; the same
+/// names in a comment, a string or a test are not imports.
+#[test]
+fn the_import_reader_finds_a_loop_made_with_an_inline_path() {
+    let dir = std::env::temp_dir().join(format!("import-loop-{}", std::process::id()));
+    std::fs::create_dir_all(dir.join("b")).unwrap();
+    let write = |name: &str, text: &str| std::fs::write(dir.join(name), text).unwrap();
+    write("lib.rs", "mod a;\nmod b;\nmod c;\npub use c::Thing;\n");
+    write("a.rs", "pub fn f() -> u32 {\n    crate::b::g() + 1\n}\n");
+    write(
+        "b/mod.rs",
+        "pub mod inner;\nuse crate::{a::f, c};\npub fn g() -> u32 { 1 }\n",
+    );
+    write(
+        "b/inner.rs",
+        "pub fn h() -> u32 { super::super::c::h() }\npub type T = crate::Thing;\n",
+    );
+    write(
+        "c.rs",
+        "// crate::a::f is named in a comment\npub struct Thing;\npub fn h() -> u32 { let _ = \"crate::a::f\"; 1 }\n#[cfg(test)]\nmod tests { use crate::a::f; }\n",
+    );
+    let graph = import_graph(&dir);
+    std::fs::remove_dir_all(&dir).unwrap();
+    let set = |modules: &[&str]| -> BTreeSet<String> {
+        modules.iter().map(|m| (*m).to_owned()).collect()
+    };
+    assert_eq!(graph["crate::a"], set(&["crate::b"]), "an inline path");
+    assert_eq!(
+        graph["crate::b"],
+        set(&["crate::a", "crate::c"]),
+        "a grouped use"
+    );
+    assert_eq!(
+        graph["crate::b::inner"],
+        set(&["crate::c"]),
+        "super::super, and a name the root re-exports"
+    );
+    assert!(
+        graph["crate::c"].is_empty(),
+        "comments, strings and tests are no imports: {:?}",
+        graph["crate::c"]
+    );
+    let found = cycles(&graph);
+    assert!(
+        found.contains("crate::a -> crate::b -> crate::a"),
+        "{found:?}"
+    );
 }
 
 #[test]
