@@ -342,7 +342,7 @@ mod tests {
             ),
             (
                 "unknown destination",
-                vec![TABLE, (DESTINATION, "pipedrive")],
+                vec![TABLE, (DESTINATION, "no-such-crm")],
                 invalid(
                     DESTINATION,
                     format!("expected {}", DestinationKind::names()),

@@ -76,7 +76,10 @@ impl AuditSettings {
             .ok_or_else(|| {
                 invalid(
                     SENDER,
-                    "the audit needs a sender whose submissions can be listed: tally, typeform or webflow",
+                    format!(
+                        "the audit needs a sender whose submissions can be listed: {}",
+                        Sender::listing_names()
+                    ),
                 )
             })?;
         let hours = match get(AUDIT_EVERY_HOURS) {
