@@ -16,7 +16,8 @@ use aws_sdk_dynamodb::Client;
 use shared::audit::{Audit, Entry, ErasedPeople, Horizon, Listing};
 use shared::newest::GateSecret;
 use shared::receipt::{attr, parse_timestamp};
-use shared::{Receipt, ReceiptStatus, Sender};
+use shared::routes::Routes;
+use shared::{Receipt, ReceiptStatus, Retention, Sender};
 
 use crate::item_size::{item_size, MAX_ITEM_BYTES};
 use crate::sender_api::{SenderApiClient, SenderApiError};
@@ -55,8 +56,9 @@ impl AuditError {
 }
 
 /// What is audited: one sender's forms over `[since, until)`, against
-/// receipts that remember back to `horizon`, and the erasure markers found
-/// under `erasure_key` (the stack's gate key; `None`: none can be found).
+/// receipts kept for `retention` (so remembered back to `horizon`), and the
+/// erasure markers found under `erasure_key` (the stack's gate key;
+/// `None`: none can be found).
 #[derive(Debug, Clone)]
 pub struct Scope {
     pub sender: Sender,
@@ -64,25 +66,29 @@ pub struct Scope {
     pub forms: Vec<String>,
     pub since: SystemTime,
     pub until: SystemTime,
+    pub retention: Retention,
     pub horizon: Horizon,
     pub erasure_key: Option<GateSecret>,
 }
 
 impl Scope {
-    /// A form named twice is audited once.
+    /// A form named twice is audited once; the receipts remember what
+    /// `retention` keeps at `now`.
     pub fn new(
         sender: Sender,
         forms: impl IntoIterator<Item = String>,
         since: SystemTime,
         until: SystemTime,
-        horizon: Horizon,
+        now: SystemTime,
+        retention: Retention,
     ) -> Self {
         Scope {
             sender,
             forms: shared::audit::distinct(forms),
             since,
             until,
-            horizon,
+            retention,
+            horizon: Horizon::at(now, retention),
             erasure_key: None,
         }
     }
@@ -133,6 +139,9 @@ pub async fn audit(
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Imported {
     pub stored: usize,
+    /// Of those stored, held back by a spam rule as their webhooks would
+    /// have been: QUARANTINED, never delivered unless released.
+    pub held_back: usize,
     /// Stored meanwhile by a webhook or another import: left as it was.
     pub already_there: usize,
     /// Submission ids (never data) that no put can store: over DynamoDB's
@@ -149,14 +158,18 @@ pub struct Unimportable {
 }
 
 /// Stores each of `missing` as an imported receipt unless one is under
-/// its key by then (`progress`: how many are done). One that can never be
-/// stored is counted and passed over; a failure that may pass (throttled,
-/// unreachable) stops the import, to be tried again.
+/// its key by then (`progress`: how many are done). An import is a
+/// delivery by another door: one that breaks a spam rule of `routes` is
+/// held back as its webhook would have been (kept `retention`). One that
+/// can never be stored is counted and passed over; a failure that may pass
+/// (throttled, unreachable) stops the import, to be tried again.
 pub async fn import(
     client: &Client,
     table: &str,
     missing: &[Entry],
     now: SystemTime,
+    routes: &Routes,
+    retention: Retention,
     mut progress: impl FnMut(usize),
 ) -> Result<Imported, AuditError> {
     let mut imported = Imported::default();
@@ -166,7 +179,11 @@ pub async fn import(
             submission_id: entry.submission_id().to_owned(),
             why,
         };
-        let receipt = Receipt::imported(&entry.submission, now);
+        let held_by = routes.rule_broken_by(&entry.submission);
+        let receipt = match &held_by {
+            Some(rule) => Receipt::imported_quarantined(&entry.submission, now, rule, retention),
+            None => Receipt::imported(&entry.submission, now),
+        };
         let Ok(item) = serde_dynamo::to_item::<_, HashMap<String, AttributeValue>>(&receipt) else {
             imported
                 .unimportable
@@ -193,7 +210,10 @@ pub async fn import(
             .send()
             .await;
         match put {
-            Ok(_) => imported.stored += 1,
+            Ok(_) => {
+                imported.stored += 1;
+                imported.held_back += usize::from(held_by.is_some());
+            }
             Err(SdkError::ServiceError(failure))
                 if failure.err().code() == Some("ConditionalCheckFailedException") =>
             {

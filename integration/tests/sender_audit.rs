@@ -962,3 +962,51 @@ async fn no_import_brings_back_a_person_forget_erased() {
     assert_eq!(code, Some(2), "{err}");
     assert!(err.contains("gate key"), "{err}");
 }
+
+/// An import is a delivery by another door: a listed submission that
+/// breaks a spam rule in force is stored held back (QUARANTINED, never
+/// delivered unless released), as its webhook would have been.
+#[tokio::test]
+async fn an_import_holds_back_what_a_spam_rule_holds_back() {
+    let now = SystemTime::now();
+    let fake = SenderApiFake::start(API_TOKEN).await.unwrap();
+    fake.keep(FORM, kept_ago("person", 600, now));
+    fake.keep(
+        FORM,
+        Kept {
+            email: "bot@Mail.Mailinator.com".to_owned(),
+            ..kept_ago("bot", 300, now)
+        },
+    );
+    let (client, table, env) = table_and_env(&fake).await;
+    let file = std::env::temp_dir().join(format!("{}.toml", unique_name("spam-routes")));
+    std::fs::write(
+        &file,
+        "[spam]\nblock_email_domains = [\"mailinator.com\"]\n",
+    )
+    .unwrap();
+    let (code, out, err) = cli(env.clone(), &["routes", "apply", file.to_str().unwrap()]).await;
+    std::fs::remove_file(&file).unwrap();
+    assert_eq!(code, Some(0), "{out}\n{err}");
+
+    let scope = ["--since", "2h", "--form", FORM, "--sender", "tally"];
+    let (code, out, err) = cli(env, &[&["import"][..], &scope].concat()).await;
+    assert_eq!(code, Some(0), "{out}\n{err}");
+    assert!(out.contains("imported 2;"), "{out}");
+    assert!(out.contains("1 of those break a spam rule"), "{out}");
+    let status = |id: &str| {
+        let key = format!("tally:FORM_RESPONSE:{id}");
+        let client = client.clone();
+        let table = table.clone();
+        async move {
+            let items = integration::scan(&client, &table).await;
+            let item = items
+                .iter()
+                .find(|item| integration::text(item, "pk") == key)
+                .unwrap_or_else(|| panic!("no receipt under {key}"));
+            integration::text(item, "status")
+        }
+    };
+    assert_eq!(status("bot").await, "QUARANTINED");
+    assert_eq!(status("person").await, "RECEIVED");
+}

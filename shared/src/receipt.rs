@@ -304,6 +304,20 @@ impl Receipt {
         }
     }
 
+    /// An imported submission that breaks a spam rule: held back as its
+    /// webhook would have been, and marked [`IMPORTED`].
+    pub fn imported_quarantined(
+        submission: &FormSubmission,
+        received_at: SystemTime,
+        rule: &crate::spam::SpamRule,
+        retention: Retention,
+    ) -> Self {
+        Receipt {
+            source: Some(IMPORTED.to_owned()),
+            ..Receipt::quarantined(submission, received_at, rule, retention)
+        }
+    }
+
     pub fn is_imported(&self) -> bool {
         self.source.as_deref() == Some(IMPORTED)
     }

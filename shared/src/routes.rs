@@ -95,6 +95,20 @@ impl Routes {
             .find(|route| form_ref(&route.form) == reference)
     }
 
+    /// The spam rule `submission` breaks, if any: one rule for a webhook
+    /// (ingest) and for a submission imported from the sender's own list,
+    /// which is a delivery by another door.
+    pub fn rule_broken_by(
+        &self,
+        submission: &crate::FormSubmission,
+    ) -> Option<crate::spam::SpamRule> {
+        let rules = self.spam_rules(submission.form_id());
+        if rules.is_empty() {
+            return None;
+        }
+        rules.verdict(&submission.sender.answers(&submission.payload))
+    }
+
     /// The rules a submission of `form` is held to: the stack's, and its
     /// route's added to them. Borrowed when the form adds none, so the
     /// common delivery copies nothing.

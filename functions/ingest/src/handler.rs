@@ -234,11 +234,7 @@ impl<S> Ingest<S> {
     /// stack's rules, and its form's route's added to them.
     async fn spam_rule_broken_by(&self, submission: &FormSubmission) -> Option<SpamRule> {
         let routes = self.routes.now().await.unwrap_or_default();
-        let rules = routes.spam_rules(submission.form_id());
-        if rules.is_empty() {
-            return None;
-        }
-        rules.verdict(&submission.sender.answers(&submission.payload))
+        routes.rule_broken_by(submission)
     }
 }
 

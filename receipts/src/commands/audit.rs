@@ -12,7 +12,7 @@ use std::time::SystemTime;
 use aws_config::SdkConfig;
 use aws_edge::audit::{Imported, Scope};
 use aws_edge::sender_api::SenderApiClient;
-use shared::audit::{Audit, Horizon};
+use shared::audit::Audit;
 use shared::config::RECEIPT_RETENTION_DAYS;
 use shared::newest::GateSecret;
 use shared::receipt::format_timestamp;
@@ -99,7 +99,7 @@ pub async fn prepare(
     }
     let retention = retention(stack, args.retention_days, env(RECEIPT_RETENTION_DAYS))?;
     let client = SenderApiClient::new(sender, api, base_url, token.trim().to_owned());
-    let scope = Scope::new(sender, forms, since, until, Horizon::at(now, retention));
+    let scope = Scope::new(sender, forms, since, until, now, retention);
     Ok((scope, client))
 }
 
@@ -215,11 +215,27 @@ pub async fn audit(
         }
         Action::Import { dry_run: false } => {
             let total = missing.len();
-            let imported = aws_edge::audit::import(table.client(), table.name(), missing, now, |done| {
+            // Held to the spam rules in force, as a webhook is: no import
+            // by a guess while they cannot be read.
+            let routes = table
+                .routes()
+                .await
+                .map_err(super::run_error)?
+                .map(|stored| stored.routes)
+                .unwrap_or_default();
+            let imported = aws_edge::audit::import(
+                table.client(),
+                table.name(),
+                missing,
+                now,
+                &routes,
+                scope.retention,
+                |done| {
                 if done % 100 == 0 {
                     eprintln!("receipts: import: {done} of {total} done");
                 }
-            })
+            },
+            )
             .await
             .map_err(super::run_error)?;
             report_import(&imported, out)
@@ -232,6 +248,12 @@ fn report_import(imported: &Imported, out: &mut impl Write) -> Result<(), Failed
         "imported {}; {} arrived meanwhile and were left as they were\n",
         imported.stored, imported.already_there
     );
+    if imported.held_back > 0 {
+        text.push_str(&format!(
+            "{} of those break a spam rule and were held back (QUARANTINED), as their webhooks would have been; `receipts release` delivers one\n",
+            imported.held_back
+        ));
+    }
     for skipped in &imported.unimportable {
         text.push_str(&format!(
             "unimportable: {} {:?}: {}\n",

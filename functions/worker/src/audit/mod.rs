@@ -23,6 +23,7 @@ mod window;
 pub use settings::*;
 pub use window::{next_window, OpenWindow, Progress, ProgressError, Window};
 
+use std::sync::Arc;
 use std::time::{Instant, SystemTime};
 
 use aws_edge::audit::{AuditError, Scope};
@@ -35,6 +36,7 @@ use shared::audit::{Horizon, AUDITED_UNTIL, AUDIT_STATE_KEY};
 use shared::metrics::{catalog, Metrics, Values, FUNCTION};
 use shared::newest::GateSecret;
 use shared::receipt::{attr, format_timestamp, parse_timestamp};
+use shared::routes::Routes;
 
 /// What an audit did, as the invocation's answer and its log line: counts
 /// only.
@@ -53,6 +55,8 @@ pub struct AuditReport {
     pub expired: usize,
     /// Made before `receipts forget` erased its person: never imported.
     pub erased: usize,
+    /// Imported, and held back by a spam rule (QUARANTINED).
+    pub held_back: usize,
     /// Listed, but no webhook this stack accepts (an id it refuses, no
     /// time): never counted, never imported, only said.
     pub unreadable: usize,
@@ -102,6 +106,8 @@ pub const FUTURE_PROGRESS_BEHIND: f64 = 1_000_000.0;
 /// What a run reads once, when it has a window to audit.
 struct Reach {
     forms: Vec<String>,
+    /// The routes in force, whose spam rules an import is held to.
+    routes: Arc<Routes>,
     api: SenderApiClient,
     erasure_key: Option<GateSecret>,
 }
@@ -161,6 +167,7 @@ impl Auditor {
             imported = report.imported,
             expired = report.expired,
             erased = report.erased,
+            held_back = report.held_back,
             unreadable = report.unreadable,
             unimportable = report.unimportable,
             since = %report.since,
@@ -207,8 +214,7 @@ impl Auditor {
                 if deadline.saturating_duration_since(Instant::now()) < RESERVE + SHORTEST_FORM {
                     return Ok(false);
                 }
-                self.audit_form(reach, &form, &window, horizon, now, report)
-                    .await?;
+                self.audit_form(reach, &form, &window, now, report).await?;
                 forms_done.push(form);
                 progress.open = Some(OpenWindow {
                     until: window.until,
@@ -229,7 +235,13 @@ impl Auditor {
     /// The forms and the sender's API client, with the token read now.
     async fn reach(&self, deadline: Instant) -> Result<Reach, AuditFailed> {
         let settings = &self.settings;
-        let forms = self.forms().await?;
+        // No import by a guess: unreadable routes fail the audit, as they
+        // hold a delivery.
+        let routes = StoredRoutes::new(self.client.clone(), &self.table)
+            .read()
+            .await
+            .map_err(|error| AuditFailed::Routes(error.to_string()))?;
+        let forms = self.forms(&routes)?;
         let token = aws_edge::secret_text(&self.secrets, &settings.token_secret_arn)
             .await
             .map_err(|error| AuditFailed::Token(error.code().to_owned()))?;
@@ -255,6 +267,7 @@ impl Auditor {
             };
         Ok(Reach {
             forms,
+            routes,
             api,
             erasure_key,
         })
@@ -267,7 +280,6 @@ impl Auditor {
         reach: &mut Reach,
         form: &str,
         window: &Window,
-        horizon: Horizon,
         now: SystemTime,
         report: &mut AuditReport,
     ) -> Result<(), AuditFailed> {
@@ -276,7 +288,8 @@ impl Auditor {
             [form.to_owned()],
             window.since,
             window.until,
-            horizon,
+            now,
+            self.settings.retention,
         )
         .with_erasure_key(reach.erasure_key.clone());
         let audit = aws_edge::audit::audit(
@@ -302,10 +315,18 @@ impl Auditor {
         report.erased += audit.erased;
         report.unreadable += audit.unreadable.len();
         if self.settings.action == AuditAction::Import {
-            let imported =
-                aws_edge::audit::import(&self.client, &self.table, &audit.missing, now, |_| {})
-                    .await?;
+            let imported = aws_edge::audit::import(
+                &self.client,
+                &self.table,
+                &audit.missing,
+                now,
+                &reach.routes,
+                self.settings.retention,
+                |_| {},
+            )
+            .await?;
             report.imported += imported.stored;
+            report.held_back += imported.held_back;
             report.unimportable += imported.unimportable.len();
             for skipped in &imported.unimportable {
                 tracing::error!(
@@ -338,12 +359,8 @@ impl Auditor {
         );
     }
 
-    async fn forms(&self) -> Result<Vec<String>, AuditFailed> {
+    fn forms(&self, routes: &Routes) -> Result<Vec<String>, AuditFailed> {
         let forms = if self.settings.forms.is_empty() {
-            let routes = StoredRoutes::new(self.client.clone(), &self.table)
-                .read()
-                .await
-                .map_err(|error| AuditFailed::Routes(error.to_string()))?;
             routes
                 .routes
                 .iter()
