@@ -482,6 +482,17 @@ async fn the_scheduled_audit_emits_missing_submissions_and_imports_them() {
         .collect();
     assert_eq!(behind.len(), 3, "{behind:?}");
     assert!(behind.iter().all(|periods| *periods < 1.0), "{behind:?}");
+    // A reconciliation pass reports it too, from the stored progress: two
+    // periods and a half later, with no audit run between, it is behind.
+    let later = now + Duration::from_secs(3600) + Duration::from_secs(2 * 3600 + 1800);
+    auditor.report_progress(later).await;
+    let lines = captured.json_lines().unwrap();
+    let reported = lines
+        .iter()
+        .filter_map(|line| line.get("AuditBehindPeriods").and_then(|v| v.as_f64()))
+        .next_back()
+        .unwrap();
+    assert!(reported > 2.0, "{reported}");
     assert!(!captured.text().contains(API_TOKEN), "the token was logged");
 
     // A progress stored in the future fails the run, and counts as far

@@ -163,7 +163,8 @@ pub mod catalog {
 
     /// The scheduled audit, on every run: how many audit periods its
     /// progress (where the last fully audited window ended) is behind.
-    /// Above 2, or none for a week, its alarm fires: an audit that cannot
+    /// Every reconciliation pass reports it too, from the stored progress.
+    /// Above 2, or none for two hours, its alarm fires: an audit that cannot
     /// finish, or that stopped running, is never silent.
     pub const AUDIT_BEHIND_PERIODS: MetricSpec = MetricSpec {
         name: "AuditBehindPeriods",

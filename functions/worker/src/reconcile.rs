@@ -83,6 +83,11 @@ impl<D: Destination, L: ReceiptLedger + PendingQueue> Worker<D, L> {
             Err(error) => tracing::error!(error = %error, "waiting receipts could not be counted"),
         }
         self.measure_census(&report);
+        // The audit's progress too, at every pass: its alarm then sees an
+        // audit that stopped, not only one that reports itself behind.
+        if let Some(auditor) = self.auditor() {
+            auditor.report_progress(std::time::SystemTime::now()).await;
+        }
 
         let received_before = now.checked_sub(self.reconcile_after()).unwrap_or(now);
         let query = DueQuery {

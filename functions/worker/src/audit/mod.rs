@@ -340,6 +340,17 @@ impl Auditor {
         Ok(())
     }
 
+    /// Says how far behind the audit is, from its stored progress: each
+    /// reconciliation pass does, so an audit that stopped running (its
+    /// schedule off, every run failing) is seen within two periods, not
+    /// only when it next reports. A progress that cannot be read is logged.
+    pub async fn report_progress(&self, now: SystemTime) {
+        match self.progress().await {
+            Ok(progress) => self.emit_behind(&progress, now),
+            Err(error) => tracing::warn!(error = %error, "the audit's progress could not be read"),
+        }
+    }
+
     /// How many periods the audit's progress is behind, on every run. A
     /// progress later than now (which stops every audit until then) counts
     /// as [`FUTURE_PROGRESS_BEHIND`], so the alarm fires for it too.
