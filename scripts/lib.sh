@@ -10,7 +10,13 @@ NODE_PREFIX="$TOOLS/node"
 DYNALITE_VERSION=4.0.0
 SERVER_PIDS=()
 
-say() { printf '==> %s\n' "$*" >&2; }
+# Every step line carries the time since the outermost script started, so a
+# slow CI run shows which stage grew.
+export STARTED_AT=${STARTED_AT:-$(date +%s)}
+say() {
+  local elapsed=$(($(date +%s) - STARTED_AT))
+  printf '==> [%d:%02d] %s\n' $((elapsed / 60)) $((elapsed % 60)) "$*" >&2
+}
 die() { printf 'error: %s\n' "$*" >&2; exit 1; }
 
 need() {
