@@ -1,5 +1,5 @@
 //! The catalogs, `shared::Sender::ALL` and
-//! `worker::destinations::DestinationKind::ALL`, against every list
+//! `shared::destination::DestinationKind::ALL`, against every list
 //! that must name each kind and cannot be derived from them: the
 //! template's `Sender` and `Destination` values, the stream filter's key
 //! prefixes, `make deploy`'s lists, the `events/` samples, the docs. A kind
@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 use devtools::template::{self, filter_matches};
 use shared::{IdempotencyKey, Sender, SubmissionId};
-use worker::destinations::DestinationKind;
+use shared::destination::DestinationKind;
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")

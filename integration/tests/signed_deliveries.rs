@@ -372,7 +372,7 @@ async fn the_crm_destinations_read_their_credentials_from_secrets_manager() {
             api_version: worker::destinations::hubspot::ApiVersion::V3,
             id_property: worker::destinations::hubspot::IdProperty::Email,
             field_map: worker::destinations::hubspot::default_field_map(None),
-            gate_key: Some(worker::destinations::hubspot::GateKeySetting::SecretsManager(gate_arn)),
+            gate_key: Some(shared::newest::GateKeySetting::SecretsManager(gate_arn)),
         },
         TokenSetting::SecretsManager(arn),
         || client.clone(),

@@ -165,22 +165,36 @@ fn the_template_gives_each_function_the_configuration_its_code_requires() {
         let worker = worker::Config::from_lookup(|name| worker_env.get(name).cloned())
             .unwrap_or_else(|e| panic!("worker with {overrides:?}: {e}"));
         assert_eq!(worker.receipts_table, "ReceiptsTable-name");
-        match (destination, worker.destination) {
-            ("http", worker::config::DestinationConfig::Http { token, .. }) => {
+        let settings = &worker.destination;
+        use worker::destinations::{http, hubspot, leads_table, salesforce};
+        match (
+            destination,
+            settings.settings::<http::HttpConfig>(),
+            settings.settings::<leads_table::LeadsTableSettings>(),
+            settings.settings::<hubspot::build::HubSpotConfig>(),
+            settings.settings::<salesforce::build::SalesforceConfig>(),
+        ) {
+            ("http", Some(http::HttpConfig { token, .. }), None, None, None) => {
                 let expected = if extra.contains(&token_secret) {
                     worker::config::TokenSetting::SecretsManager(token_secret.1.to_owned())
                 } else {
                     worker::config::TokenSetting::None
                 };
-                assert_eq!(token, expected);
+                assert_eq!(token, &expected);
             }
-            ("dynamodb", worker::config::DestinationConfig::LeadsTable(settings)) => {
+            ("dynamodb", None, Some(settings), None, None) => {
                 assert_eq!(settings.table, "LeadsTable-name");
             }
-            ("hubspot", worker::config::DestinationConfig::HubSpot { settings, token }) => {
+            (
+                "hubspot",
+                None,
+                None,
+                Some(hubspot::build::HubSpotConfig { settings, token }),
+                None,
+            ) => {
                 assert_eq!(
                     token,
-                    worker::config::TokenSetting::SecretsManager(hubspot_secret.1.to_owned())
+                    &worker::config::TokenSetting::SecretsManager(hubspot_secret.1.to_owned())
                 );
                 let custom = extra.contains(&("HubSpotIdProperty", "staticforms_submission_id"));
                 assert_eq!(
@@ -195,7 +209,7 @@ fn the_template_gives_each_function_the_configuration_its_code_requires() {
                 assert_eq!(
                     settings.gate_key,
                     (!custom).then(|| {
-                        worker::destinations::hubspot::GateKeySetting::SecretsManager(
+                        shared::newest::GateKeySetting::SecretsManager(
                             "arn:aws:secretsmanager:us-east-1:123456789012:secret:GateKeySecret"
                                 .to_owned(),
                         )
@@ -216,14 +230,17 @@ fn the_template_gives_each_function_the_configuration_its_code_requires() {
             }
             (
                 "salesforce",
-                worker::config::DestinationConfig::Salesforce {
+                None,
+                None,
+                None,
+                Some(salesforce::build::SalesforceConfig {
                     settings,
                     credentials,
-                },
+                }),
             ) => {
                 assert_eq!(
                     credentials,
-                    worker::destinations::salesforce::CredentialsSetting::SecretsManager(
+                    &worker::destinations::salesforce::CredentialsSetting::SecretsManager(
                         salesforce_secret.1.to_owned()
                     )
                 );
@@ -236,7 +253,7 @@ fn the_template_gives_each_function_the_configuration_its_code_requires() {
                     "assignment rules only when asked for"
                 );
             }
-            (wanted, got) => panic!("Destination={wanted} configured {got:?}"),
+            (wanted, ..) => panic!("Destination={wanted} configured {settings:?}"),
         }
     }
 }
@@ -976,12 +993,11 @@ fn a_schedule_starts_the_reconciliation_pass() {
         let env =
             Evaluator::new(&template, &[("LeadRetentionDays", days)]).environment("WorkerFunction");
         let config = worker::Config::from_lookup(|name| env.get(name).cloned()).unwrap();
-        match config.destination {
-            worker::config::DestinationConfig::LeadsTable(settings) => {
-                assert_eq!(settings.retention, expected, "LeadRetentionDays={days}")
-            }
-            other => panic!("{other:?}"),
-        }
+        let settings = config
+            .destination
+            .settings::<worker::destinations::leads_table::LeadsTableSettings>()
+            .unwrap_or_else(|| panic!("{:?}", config.destination));
+        assert_eq!(settings.retention, expected, "LeadRetentionDays={days}");
     }
 }
 

@@ -1,55 +1,53 @@
-//! What the operator's CLI says about each destination: the one file of
-//! `receipts` that names them (the worker's catalog, `DestinationKind`,
-//! lists them all). Where the smoke test's lead is cleaned up, and where a
-//! person is erased in a CRM this tool holds no credentials for.
+//! What the operator's CLI says about each destination, read from its
+//! profile in the catalog (`shared::destination`): where the smoke test's
+//! lead is cleaned up, and where a person is erased in a CRM this tool
+//! holds no credentials for.
 
-/// What becomes of the lead the smoke test wrote.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Cleanup {
-    /// The stack's own leads table: this row is deleted.
-    DeleteRow { pk: String },
-    /// A CRM this tool holds no credentials for: what to delete there.
-    Tell(String),
-}
+use shared::destination::{Cleanup, DestinationKind, SmokeLead};
+
+/// The template's default `Destination`, for a stack whose parameter is
+/// empty.
+const DEFAULT_DESTINATION: DestinationKind = DestinationKind::LeadsTable;
 
 /// The smoke lead's clean-up for a stack's `Destination` and `LeadKey`
-/// (empty: the template's defaults, `dynamodb` and `submission`).
+/// (empty: the template's defaults). A destination this tool does not know
+/// (a newer stack) is named by what identifies the lead.
 pub fn smoke_cleanup(
     destination: &str,
     lead_key: &str,
     submission_id: &str,
     smoke_email: &str,
 ) -> Cleanup {
-    match destination {
-        "" | "dynamodb" if lead_key == "email" => Cleanup::DeleteRow {
-            pk: format!("email#{smoke_email}"),
-        },
-        "" | "dynamodb" => Cleanup::DeleteRow {
-            pk: format!("submission#{submission_id}"),
-        },
-        "hubspot" => Cleanup::Tell(format!(
-            "delete the smoke contact in HubSpot: CRM > Contacts, search {smoke_email}, Delete"
-        )),
-        "salesforce" => Cleanup::Tell(format!(
-            "delete the smoke Lead in Salesforce: Leads, search {smoke_email} (submission {submission_id}), Delete"
-        )),
-        _ => Cleanup::Tell(format!(
-            "delete the smoke lead in your CRM: externalId {submission_id}, {smoke_email}"
+    let kind = match destination {
+        "" => Some(DEFAULT_DESTINATION),
+        name => DestinationKind::parse(name),
+    };
+    let lead = SmokeLead {
+        lead_key,
+        submission_id,
+        email: smoke_email,
+    };
+    match kind {
+        Some(kind) => (kind.profile().smoke_cleanup)(&lead),
+        None => Cleanup::Tell(format!(
+            "delete the smoke lead in {destination}: submission {submission_id}, {smoke_email}"
         )),
     }
 }
 
-/// Erasure in the CRM is the CRM's job: where to do it.
+/// Erasure in the CRM is the CRM's job: where to do it, for each
+/// destination that keeps its own copy.
 pub fn crm_erasure_note(out: &mut impl std::io::Write) {
     let _ = writeln!(
         out,
-        "The CRM keeps its own copy; erase the person there too:\n  \
-         HubSpot: POST https://api.hubapi.com/crm/v3/objects/contacts/gdpr-delete with \
-         {{\"idProperty\":\"email\",\"objectId\":\"<address>\"}} (permanent)\n  \
-         Salesforce: delete the Lead (DELETE /services/data/vXX.X/sobjects/Lead/<Id>), then \
-         empty it from the Recycle Bin or use a Bulk API hardDelete job; Privacy Center \
-         automates right-to-be-forgotten requests"
+        "The CRM keeps its own copy; erase the person there too:"
     );
+    for kind in DestinationKind::ALL {
+        let profile = kind.profile();
+        if !profile.erasure.is_empty() {
+            let _ = writeln!(out, "  {}: {}", profile.title, profile.erasure);
+        }
+    }
 }
 
 #[cfg(test)]
@@ -90,15 +88,16 @@ mod tests {
                 "{destination}"
             );
         }
-        for (destination, names) in [
-            ("hubspot", "HubSpot"),
-            ("salesforce", "Salesforce"),
-            ("http", "externalId smoke_1"),
-        ] {
+        // Every other kind, and one this tool does not know, is told, with
+        // what finds the lead.
+        let told = DestinationKind::ALL
+            .into_iter()
+            .filter(|kind| *kind != DEFAULT_DESTINATION)
+            .map(|kind| kind.name())
+            .chain(["a-destination-of-a-newer-stack"]);
+        for destination in told {
             match smoke_cleanup(destination, "", "smoke_1", SMOKE_EMAIL) {
-                Cleanup::Tell(text) => {
-                    assert!(text.contains(names) && text.contains(SMOKE_EMAIL), "{text}")
-                }
+                Cleanup::Tell(text) => assert!(text.contains(SMOKE_EMAIL), "{text}"),
                 other => panic!("{destination}: {other:?}"),
             }
         }
@@ -109,8 +108,15 @@ mod tests {
         let mut out = Vec::new();
         crm_erasure_note(&mut out);
         let text = String::from_utf8(out).unwrap();
-        for crm in ["HubSpot", "Salesforce"] {
-            assert!(text.contains(crm), "{text}");
+        for kind in DestinationKind::ALL {
+            let profile = kind.profile();
+            if !profile.erasure.is_empty() {
+                assert!(text.contains(profile.title), "{text}");
+            }
         }
+        assert!(
+            text.contains("HubSpot") && text.contains("gdpr-delete"),
+            "{text}"
+        );
     }
 }

@@ -9,6 +9,7 @@ pub mod audit;
 pub mod clock;
 pub mod config;
 pub mod delivery;
+pub mod destination;
 pub mod endpoint;
 pub mod envelope;
 pub mod erasure;
@@ -29,8 +30,10 @@ pub mod routes;
 pub mod sender;
 pub mod spam;
 pub mod store_errors;
+pub mod text;
 pub mod time;
 
+pub use destination::DestinationKind;
 pub use envelope::{EnvelopeError, SubmissionId};
 pub use fingerprint::PayloadFingerprint;
 pub use idempotency::{IdempotencyKey, KeyError};

@@ -14,6 +14,7 @@ use std::time::Duration;
 use hmac::{Hmac, Mac};
 use sha2::{Digest, Sha256};
 
+use crate::config::{invalid, secret_arn, ConfigError};
 use crate::time::{format_timestamp, parse_timestamp};
 
 pub use crate::keys::GATE_KEY_PREFIX;
@@ -23,6 +24,62 @@ pub const GATE_KEY: &str = "GATE_KEY";
 /// The Secrets Manager secret holding the gate key (a deployed stack: the
 /// template generates it, and outputs its ARN as `GateKeySecretArn`).
 pub const GATE_KEY_SECRET_ARN: &str = "GATE_KEY_SECRET_ARN";
+
+/// Where the key of the newest-wins gates comes from, for a destination
+/// that keeps them (one record per e-mail address).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum GateKeySetting {
+    /// `GATE_KEY`, for local use.
+    Inline(GateSecret),
+    /// `GATE_KEY_SECRET_ARN`: read from Secrets Manager once, at init.
+    SecretsManager(String),
+}
+
+impl GateKeySetting {
+    /// `GATE_KEY` or `GATE_KEY_SECRET_ARN`, read through `get`: required
+    /// when the destination keeps gates (`keeps_gates`), refused otherwise.
+    /// `mode` names the setting that keeps them (`HUBSPOT_ID_PROPERTY=email`).
+    pub fn from_lookup(
+        get: &impl Fn(&str) -> Option<String>,
+        keeps_gates: bool,
+        mode: &str,
+    ) -> Result<Option<GateKeySetting>, ConfigError> {
+        let setting = match (get(GATE_KEY), get(GATE_KEY_SECRET_ARN)) {
+            (None, None) => None,
+            (Some(text), None) => Some(GateKeySetting::Inline(GateSecret::new(&text).ok_or_else(
+                || {
+                    invalid(
+                        GATE_KEY,
+                        format!("must be at least {} characters", GateSecret::MIN_LEN),
+                    )
+                },
+            )?)),
+            (None, Some(arn)) => Some(GateKeySetting::SecretsManager(secret_arn(
+                GATE_KEY_SECRET_ARN,
+                &arn,
+            )?)),
+            (Some(_), Some(_)) => {
+                return Err(invalid(
+                    GATE_KEY_SECRET_ARN,
+                    format!("set either {GATE_KEY} or {GATE_KEY_SECRET_ARN}, not both"),
+                ))
+            }
+        };
+        match (keeps_gates, setting) {
+            (true, None) => Err(ConfigError::Missing(
+                "GATE_KEY or GATE_KEY_SECRET_ARN (one record per e-mail address keeps newest-wins gates)",
+            )),
+            (false, Some(setting)) => {
+                let name = match setting {
+                    GateKeySetting::Inline(_) => GATE_KEY,
+                    GateKeySetting::SecretsManager(_) => GATE_KEY_SECRET_ARN,
+                };
+                Err(invalid(name, format!("applies only with {mode}; unset it")))
+            }
+            (_, setting) => Ok(setting),
+        }
+    }
+}
 
 /// The stack's key for gate items (`GATE_KEY` or `GATE_KEY_SECRET_ARN`):
 /// text of at least [`GateSecret::MIN_LEN`] characters. Never printed.
@@ -131,6 +188,42 @@ impl SenderTime {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_gate_key_is_required_with_gates_and_refused_without() {
+        let key = "k".repeat(GateSecret::MIN_LEN);
+        let arn = "arn:aws:secretsmanager:us-east-1:1:secret:gate";
+        let mode = "HUBSPOT_ID_PROPERTY=email";
+        type Row<'a> = (
+            Option<&'a str>,
+            Option<&'a str>,
+            bool,
+            Result<Option<GateKeySetting>, ConfigError>,
+        );
+        let rows: Vec<Row> = vec![
+            (Some(&key), None, true, Ok(Some(GateKeySetting::Inline(GateSecret::new(&key).unwrap())))),
+            (None, Some(arn), true, Ok(Some(GateKeySetting::SecretsManager(arn.into())))),
+            (None, None, false, Ok(None)),
+            (None, None, true, Err(ConfigError::Missing("GATE_KEY or GATE_KEY_SECRET_ARN (one record per e-mail address keeps newest-wins gates)"))),
+            (Some(&key), None, false, Err(invalid(GATE_KEY, "applies only with HUBSPOT_ID_PROPERTY=email; unset it"))),
+            (None, Some(arn), false, Err(invalid(GATE_KEY_SECRET_ARN, "applies only with HUBSPOT_ID_PROPERTY=email; unset it"))),
+            (Some("short"), None, true, Err(invalid(GATE_KEY, "must be at least 32 characters"))),
+            (None, Some("gate"), true, Err(invalid(GATE_KEY_SECRET_ARN, "must be a Secrets Manager secret ARN (arn:...)"))),
+            (Some(&key), Some(arn), true, Err(invalid(GATE_KEY_SECRET_ARN, "set either GATE_KEY or GATE_KEY_SECRET_ARN, not both"))),
+        ];
+        for (inline, secret, keeps, expected) in rows {
+            let get = |name: &str| match name {
+                GATE_KEY => inline.map(str::to_owned),
+                GATE_KEY_SECRET_ARN => secret.map(str::to_owned),
+                _ => None,
+            };
+            assert_eq!(
+                GateKeySetting::from_lookup(&get, keeps, mode),
+                expected,
+                "{inline:?} {secret:?} {keeps}"
+            );
+        }
+    }
 
     #[test]
     fn a_sender_time_beyond_the_arrival_plus_the_skew_is_replaced_by_the_arrival() {

@@ -146,10 +146,7 @@ async fn run() -> Result<(), String> {
         let delay: u64 = delay
             .parse()
             .map_err(|_| "CRM_DELAY_MS must be whole milliseconds".to_owned())?;
-        match &crm {
-            LocalCrm::Stub(stub) => stub.set_delay(Duration::from_millis(delay)),
-            _ => return Err("CRM_DELAY_MS is for DESTINATION=http (the CRM stub)".to_owned()),
-        }
+        crm.set_delay(Duration::from_millis(delay))?;
     }
 
     let mut common_env = local::function_env(&dynamodb_endpoint, &receipts_table);

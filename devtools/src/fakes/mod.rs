@@ -5,113 +5,110 @@
 pub mod hubspot;
 pub mod salesforce;
 pub mod sender_api;
+pub mod stand_in;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Duration;
+
+use shared::destination::DestinationKind;
+pub use stand_in::{Counts, LocalDestination};
 
 use crate::crm_stub::CrmStub;
-use crate::local;
 use hubspot::{HubSpotFake, DEMO_HUBSPOT_TOKEN};
 use salesforce::{SalesforceFake, DEMO_SALESFORCE_CLIENT_ID, DEMO_SALESFORCE_CLIENT_SECRET};
 
 /// The local destination `DESTINATION` names.
-pub enum LocalCrm {
-    Stub(CrmStub),
-    HubSpot(Arc<HubSpotFake>),
-    Salesforce(Arc<SalesforceFake>),
+pub struct LocalCrm {
+    kind: DestinationKind,
+    fake: Box<dyn LocalDestination>,
 }
 
-/// Contacts or leads held, and the writes to them.
-pub type Counts = Box<dyn Fn() -> (usize, u64) + Send>;
-
 impl LocalCrm {
-    /// Starts the stand-in `destination` names on `address`.
+    /// Starts the stand-in for `destination` (a `DESTINATION` value) on
+    /// `address`: the one place each kind's fake is found.
     pub async fn start(destination: &str, address: SocketAddr) -> Result<Self, String> {
-        Ok(match destination {
-            "http" => LocalCrm::Stub(
+        let kind = DestinationKind::parse(destination).ok_or_else(|| {
+            format!(
+                "DESTINATION={destination}: expected {}",
+                DestinationKind::names()
+            )
+        })?;
+        let port = address.port();
+        let fake: Box<dyn LocalDestination> = match kind {
+            DestinationKind::Http => Box::new(
                 CrmStub::start_on(address, true)
                     .await
-                    .map_err(|e| format!("CRM stub on port {}: {e}", address.port()))?,
+                    .map_err(|e| format!("CRM stub on port {port}: {e}"))?,
             ),
-            "hubspot" => LocalCrm::HubSpot(Arc::new(
+            DestinationKind::HubSpot => Box::new(Arc::new(
                 HubSpotFake::start_on(address, DEMO_HUBSPOT_TOKEN)
                     .await
-                    .map_err(|e| format!("HubSpot fake on port {}: {e}", address.port()))?,
+                    .map_err(|e| format!("HubSpot fake on port {port}: {e}"))?,
             )),
-            "salesforce" => LocalCrm::Salesforce(Arc::new(
+            DestinationKind::Salesforce => Box::new(Arc::new(
                 SalesforceFake::start_on(
                     address,
                     DEMO_SALESFORCE_CLIENT_ID,
                     DEMO_SALESFORCE_CLIENT_SECRET,
                 )
                 .await
-                .map_err(|e| format!("Salesforce fake on port {}: {e}", address.port()))?,
+                .map_err(|e| format!("Salesforce fake on port {port}: {e}"))?,
             )),
-            other => {
+            DestinationKind::LeadsTable => {
                 return Err(format!(
-                    "DESTINATION={other}: the local pipeline has http, hubspot or salesforce"
+                    "DESTINATION={destination}: the local pipeline delivers to a local CRM; choose one of {}",
+                    DestinationKind::ALL
+                        .iter()
+                        .filter(|kind| **kind != DestinationKind::LeadsTable)
+                        .map(|kind| kind.name())
+                        .collect::<Vec<_>>()
+                        .join(", ")
                 ))
             }
-        })
+        };
+        Ok(LocalCrm { kind, fake })
     }
 
     /// What the worker needs to reach it.
     pub fn worker_env(&self) -> Vec<(&'static str, String)> {
-        match self {
-            LocalCrm::Stub(stub) => vec![
-                ("DESTINATION", "http".to_owned()),
-                ("CRM_URL", stub.leads_url()),
-            ],
-            LocalCrm::HubSpot(fake) => vec![
-                ("DESTINATION", "hubspot".to_owned()),
-                ("HUBSPOT_TOKEN", DEMO_HUBSPOT_TOKEN.to_owned()),
-                ("HUBSPOT_BASE_URL", fake.base_url()),
-                ("GATE_KEY", local::DEMO_GATE_KEY.to_owned()),
-            ],
-            LocalCrm::Salesforce(fake) => vec![
-                ("DESTINATION", "salesforce".to_owned()),
-                ("SALESFORCE_LOGIN_URL", fake.login_url()),
-                ("SALESFORCE_CLIENT_ID", DEMO_SALESFORCE_CLIENT_ID.to_owned()),
-                (
-                    "SALESFORCE_CLIENT_SECRET",
-                    DEMO_SALESFORCE_CLIENT_SECRET.to_owned(),
-                ),
-            ],
-        }
+        let mut env = vec![("DESTINATION", self.kind.name().to_owned())];
+        env.extend(self.fake.worker_env());
+        env
     }
 
     /// Its contacts or records, and the writes to them.
     pub fn counts(&self) -> Counts {
-        match self {
-            LocalCrm::Stub(stub) => {
-                let view = stub.clone_handle();
-                Box::new(move || (view.lead_count(), view.writes()))
-            }
-            LocalCrm::HubSpot(fake) => {
-                let fake = Arc::clone(fake);
-                Box::new(move || {
-                    let contacts = fake.contacts();
-                    let writes = contacts.iter().map(|c| u64::from(c.writes)).sum();
-                    (contacts.len(), writes)
-                })
-            }
-            LocalCrm::Salesforce(fake) => {
-                let fake = Arc::clone(fake);
-                Box::new(move || {
-                    let records = fake.records();
-                    let writes = records.iter().map(|r| u64::from(r.writes)).sum();
-                    (records.len(), writes)
-                })
-            }
-        }
+        self.fake.counts()
     }
 
     /// One line saying where to look.
     pub fn describe(&self, port: u16) -> String {
-        match self {
-            LocalCrm::Stub(_) => format!("CRM stub  GET  http://127.0.0.1:{port}/leads   (POST/DELETE /faults to break and mend it)"),
-            LocalCrm::HubSpot(_) => format!("HubSpot   GET  http://127.0.0.1:{port}/contacts   (a local fake; POST/DELETE /faults to break and mend it)"),
-            LocalCrm::Salesforce(_) => format!("Salesforce GET http://127.0.0.1:{port}/records   (a local fake; POST/DELETE /faults to break and mend it)"),
-        }
+        self.fake.describe(port)
+    }
+
+    /// `make bench`: a CRM that takes `delay` to answer each call.
+    pub fn set_delay(&self, delay: Duration) -> Result<(), String> {
+        self.fake.set_delay(delay)
+    }
+}
+
+impl LocalDestination for CrmStub {
+    fn worker_env(&self) -> Vec<(&'static str, String)> {
+        vec![("CRM_URL", self.leads_url())]
+    }
+
+    fn counts(&self) -> Counts {
+        let view = self.clone_handle();
+        Box::new(move || (view.lead_count(), view.writes()))
+    }
+
+    fn describe(&self, port: u16) -> String {
+        format!("CRM stub  GET  http://127.0.0.1:{port}/leads   (POST/DELETE /faults to break and mend it)")
+    }
+
+    fn set_delay(&self, delay: Duration) -> Result<(), String> {
+        CrmStub::set_delay(self, delay);
+        Ok(())
     }
 }

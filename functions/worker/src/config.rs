@@ -35,7 +35,7 @@ pub const KEEP_PAYLOAD_AFTER_DELIVERY: &str = "KEEP_PAYLOAD_AFTER_DELIVERY";
 pub const DEFAULT_CONCURRENCY: usize = 8;
 pub const MAX_CONCURRENCY: usize = 100;
 
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct Config {
     pub receipts_table: String,
     pub destination: DestinationConfig,
@@ -75,8 +75,7 @@ impl Config {
                 )
             })?,
         };
-        kind.refuse_others(&get)?;
-        let destination = kind.read_settings(&get, allow_http)?;
+        let destination = crate::destinations::read(kind, &get, allow_http)?;
 
         let concurrency = match get(WORKER_CONCURRENCY) {
             None => DEFAULT_CONCURRENCY,
@@ -149,10 +148,11 @@ fn seconds(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::destinations::http::{CRM_TOKEN, CRM_TOKEN_SECRET_ARN, CRM_URL};
+    use crate::destinations::http::{HttpConfig, CRM_TOKEN, CRM_TOKEN_SECRET_ARN, CRM_URL};
+    use crate::destinations::hubspot::build::HubSpotConfig;
     use crate::destinations::hubspot::*;
     use crate::destinations::leads_table::*;
-    use shared::newest::{GateSecret, GATE_KEY};
+    use shared::newest::{GateKeySetting, GateSecret, GATE_KEY};
     use std::collections::HashMap;
 
     /// A case name, the environment, and the error it must give.
@@ -181,7 +181,7 @@ mod tests {
         assert_eq!(http.delivery, DeliveryRules::default());
         assert_eq!(http.reconcile_after, Duration::from_secs(600));
         assert!(
-            matches!(http.destination, DestinationConfig::Http { token: TokenSetting::Inline(ref token), .. } if token.expose() == "t0ken")
+            matches!(http.destination.settings::<HttpConfig>(), Some(HttpConfig { token: TokenSetting::Inline(token), .. }) if token.expose() == "t0ken")
         );
         let arn = "arn:aws:secretsmanager:us-east-1:123456789012:secret:crm-AbCdEf";
         let from_secret = load(&[
@@ -192,11 +192,11 @@ mod tests {
         ])
         .unwrap();
         assert_eq!(
-            from_secret.destination,
-            DestinationConfig::Http {
+            from_secret.destination.settings(),
+            Some(&HttpConfig {
                 url: "https://crm/leads/{externalId}".into(),
                 token: TokenSetting::SecretsManager(arn.into())
-            }
+            })
         );
         let no_token = load(&[
             TABLE,
@@ -205,11 +205,11 @@ mod tests {
         ])
         .unwrap();
         assert!(matches!(
-            no_token.destination,
-            DestinationConfig::Http {
+            no_token.destination.settings(),
+            Some(HttpConfig {
                 token: TokenSetting::None,
                 ..
-            }
+            })
         ));
 
         let by_email = load(&[
@@ -221,8 +221,8 @@ mod tests {
         ])
         .unwrap();
         assert_eq!(
-            by_email.destination,
-            DestinationConfig::LeadsTable(LeadsTableSettings {
+            by_email.destination.settings(),
+            Some(&LeadsTableSettings {
                 table: "leads".into(),
                 lead_key: LeadKey::Email,
                 retention: None,
@@ -251,8 +251,8 @@ mod tests {
         let by_submission =
             load(&[TABLE, (DESTINATION, "dynamodb"), (LEADS_TABLE, "leads")]).unwrap();
         assert!(matches!(
-            by_submission.destination,
-            DestinationConfig::LeadsTable(LeadsTableSettings {
+            by_submission.destination.settings(),
+            Some(LeadsTableSettings {
                 lead_key: LeadKey::Submission,
                 ..
             })
@@ -273,8 +273,9 @@ mod tests {
                 (GATE_KEY, "a-local-gate-key-of-at-least-32-characters"),
             ])
             .unwrap()
-            .destination,
-            DestinationConfig::HubSpot {
+            .destination
+            .settings(),
+            Some(&HubSpotConfig {
                 settings: HubSpotSettings {
                     base_url: "https://api.hubapi.com".into(),
                     api_version: ApiVersion::Dated("2026-09".into()),
@@ -285,7 +286,7 @@ mod tests {
                     )),
                 },
                 token: TokenSetting::SecretsManager(hubspot_arn.into()),
-            }
+            })
         );
         // CRM_ALLOW_HTTP reaches the settings.
         assert!(load(&[

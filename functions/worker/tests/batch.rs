@@ -707,11 +707,11 @@ fn test_token() -> CrmToken {
         _ => None,
     })
     .unwrap();
-    match config.destination {
-        worker::config::DestinationConfig::Http {
+    match config.destination.settings() {
+        Some(worker::destinations::http::HttpConfig {
             token: worker::config::TokenSetting::Inline(token),
             ..
-        } => token,
+        }) => token.clone(),
         _ => unreachable!("http configuration with a token"),
     }
 }

@@ -9,7 +9,8 @@ use devtools::crm_stub::{Answer, CrmStub};
 use devtools::log_capture::CapturedLogs;
 use devtools::stream_event;
 use shared::{FormSubmission, Receipt};
-use worker::config::{DestinationConfig, TokenSetting};
+use worker::config::TokenSetting;
+use worker::destinations::http::HttpConfig;
 use worker::destinations::http::HttpCrm;
 use worker::ledger::memory::MemoryLedger;
 use worker::{Config, Worker};
@@ -46,10 +47,10 @@ async fn logs_one_line_per_record_without_personal_data_or_tokens() {
         _ => None,
     })
     .unwrap();
-    let DestinationConfig::Http {
+    let Some(HttpConfig {
         url,
         token: TokenSetting::Inline(token),
-    } = config.destination
+    }) = config.destination.settings().cloned()
     else {
         unreachable!("an http configuration with an inline token")
     };

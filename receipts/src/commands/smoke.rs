@@ -256,7 +256,7 @@ async fn clean_up(
         SMOKE_EMAIL,
     );
     match plan {
-        crate::destinations::Cleanup::DeleteRow { pk } if !keep => {
+        shared::destination::Cleanup::DeleteRow { pk } if !keep => {
             let table = stack.output(output::LEADS_TABLE).map_err(run_error)?;
             let leads = LeadsTable::new(aws_sdk_dynamodb::Client::new(config), table);
             let row = LeadRow {
@@ -271,10 +271,10 @@ async fn clean_up(
                 row.pk
             );
         }
-        crate::destinations::Cleanup::DeleteRow { pk } => {
+        shared::destination::Cleanup::DeleteRow { pk } => {
             let _ = writeln!(out, "kept the smoke lead ({pk}), as --keep asks");
         }
-        crate::destinations::Cleanup::Tell(what) => {
+        shared::destination::Cleanup::Tell(what) => {
             let _ = writeln!(out, "then {what}");
         }
     }

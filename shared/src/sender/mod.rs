@@ -119,16 +119,12 @@ impl Sender {
 
     /// `a, b or c`, of the senders `keep` keeps, in catalog order.
     fn names_where(keep: impl Fn(Sender) -> bool) -> String {
-        let names: Vec<&str> = Sender::ALL
-            .into_iter()
-            .filter(|s| keep(*s))
-            .map(|s| s.name())
-            .collect();
-        match names.split_last() {
-            Some((last, [])) => (*last).to_owned(),
-            Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
-            None => String::new(),
-        }
+        crate::text::or_list(
+            Sender::ALL
+                .into_iter()
+                .filter(|s| keep(*s))
+                .map(|s| s.name()),
+        )
     }
 
     pub fn parse(raw: &str) -> Option<Self> {

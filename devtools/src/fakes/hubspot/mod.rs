@@ -41,6 +41,8 @@ use axum::Router;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
+use super::stand_in::{Counts, LocalDestination};
+use crate::local;
 use crate::server::{self, lock, FaultQueue, Listener, Server};
 
 /// The token the local HubSpot fake accepts (`DESTINATION=hubspot make run`).
@@ -264,5 +266,28 @@ impl HubSpotFake {
 
     pub fn calls(&self) -> Vec<Call> {
         lock(&self.state.calls).clone()
+    }
+}
+
+impl LocalDestination for Arc<HubSpotFake> {
+    fn worker_env(&self) -> Vec<(&'static str, String)> {
+        vec![
+            ("HUBSPOT_TOKEN", DEMO_HUBSPOT_TOKEN.to_owned()),
+            ("HUBSPOT_BASE_URL", self.base_url()),
+            ("GATE_KEY", local::DEMO_GATE_KEY.to_owned()),
+        ]
+    }
+
+    fn counts(&self) -> Counts {
+        let fake = Arc::clone(self);
+        Box::new(move || {
+            let contacts = fake.contacts();
+            let writes = contacts.iter().map(|c| u64::from(c.writes)).sum();
+            (contacts.len(), writes)
+        })
+    }
+
+    fn describe(&self, port: u16) -> String {
+        format!("HubSpot   GET  http://127.0.0.1:{port}/contacts   (a local fake; POST/DELETE /faults to break and mend it)")
     }
 }

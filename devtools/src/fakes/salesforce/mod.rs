@@ -42,6 +42,7 @@ use axum::Router;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
+use super::stand_in::{Counts, LocalDestination};
 use crate::server::{self, lock, FaultQueue, Listener, Server};
 
 /// The client credentials the local Salesforce fake accepts.
@@ -280,5 +281,31 @@ impl SalesforceFake {
     /// (https://developer.salesforce.com/docs/platform/api-rest/guide/headers-autoassign.md).
     pub fn auto_assign_headers(&self) -> Vec<Option<String>> {
         lock(&self.org.auto_assign).clone()
+    }
+}
+
+impl LocalDestination for Arc<SalesforceFake> {
+    fn worker_env(&self) -> Vec<(&'static str, String)> {
+        vec![
+            ("SALESFORCE_LOGIN_URL", self.login_url()),
+            ("SALESFORCE_CLIENT_ID", DEMO_SALESFORCE_CLIENT_ID.to_owned()),
+            (
+                "SALESFORCE_CLIENT_SECRET",
+                DEMO_SALESFORCE_CLIENT_SECRET.to_owned(),
+            ),
+        ]
+    }
+
+    fn counts(&self) -> Counts {
+        let fake = Arc::clone(self);
+        Box::new(move || {
+            let records = fake.records();
+            let writes = records.iter().map(|r| u64::from(r.writes)).sum();
+            (records.len(), writes)
+        })
+    }
+
+    fn describe(&self, port: u16) -> String {
+        format!("Salesforce GET http://127.0.0.1:{port}/records   (a local fake; POST/DELETE /faults to break and mend it)")
     }
 }

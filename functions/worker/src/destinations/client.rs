@@ -87,8 +87,7 @@ pub async fn json_capped(mut response: reqwest::Response) -> serde_json::Value {
     serde_json::from_slice(&body).unwrap_or(serde_json::Value::Null)
 }
 
-/// `CRM_ALLOW_HTTP=true` allows `http://` to any host: local runs only.
-pub const CRM_ALLOW_HTTP: &str = "CRM_ALLOW_HTTP";
+pub use shared::destination::CRM_ALLOW_HTTP;
 
 pub(crate) use shared::field_map::is_property_name;
 

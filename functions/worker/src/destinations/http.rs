@@ -17,8 +17,12 @@ use shared::config::{invalid, ConfigError};
 
 use crate::destinations::client::{self, check_scheme};
 use crate::destinations::port::{Destination, DestinationError, Upserted};
+use crate::destinations::token::TOKEN_REFRESH_INTERVAL;
 use crate::destinations::token::{token_setting, TokenSetting};
 use crate::destinations::token::{BearerToken, CrmToken, Source, TokenError};
+use crate::destinations::{
+    Boxed, BuildEnv, ConfiguredDestination, DestinationKind, DestinationSettings,
+};
 use crate::secrets::token_and_source;
 
 /// The placeholder in `CRM_URL` replaced by the URL-encoded submission id.
@@ -129,23 +133,55 @@ impl HttpCrm {
     }
 }
 
-/// The upsert URL, with `{externalId}` where the submission id goes.
-pub const CRM_URL: &str = "CRM_URL";
-/// The bearer token inline, for local use.
-pub const CRM_TOKEN: &str = "CRM_TOKEN";
-/// The bearer token's Secrets Manager secret.
-pub const CRM_TOKEN_SECRET_ARN: &str = "CRM_TOKEN_SECRET_ARN";
+pub use shared::destination::http::{CRM_TOKEN, CRM_TOKEN_SECRET_ARN, CRM_URL};
 
 /// `DESTINATION=http`'s settings: the upsert URL and where its token comes
 /// from.
-pub fn settings_from_lookup(
-    get: &impl Fn(&str) -> Option<String>,
-    allow_http: bool,
-) -> Result<(String, TokenSetting), ConfigError> {
-    let url = get(CRM_URL).ok_or(ConfigError::Missing(CRM_URL))?;
-    check_crm_url(url.trim(), allow_http)?;
-    let token = token_setting(get, CRM_TOKEN, CRM_TOKEN_SECRET_ARN)?;
-    Ok((url.trim().to_owned(), token))
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HttpConfig {
+    pub url: String,
+    pub token: TokenSetting,
+}
+
+impl HttpConfig {
+    pub fn from_lookup(
+        get: &impl Fn(&str) -> Option<String>,
+        allow_http: bool,
+    ) -> Result<Self, ConfigError> {
+        let url = get(CRM_URL).ok_or(ConfigError::Missing(CRM_URL))?;
+        check_crm_url(url.trim(), allow_http)?;
+        let token = token_setting(get, CRM_TOKEN, CRM_TOKEN_SECRET_ARN)?;
+        Ok(HttpConfig {
+            url: url.trim().to_owned(),
+            token,
+        })
+    }
+}
+
+impl DestinationSettings for HttpConfig {
+    fn kind(&self) -> DestinationKind {
+        DestinationKind::Http
+    }
+
+    fn build<'a>(
+        self: Box<Self>,
+        env: BuildEnv<'a>,
+    ) -> Boxed<'a, Result<ConfiguredDestination, ConfigError>> {
+        Box::pin(async move {
+            let crm = build(
+                self.url,
+                self.token,
+                || env.secrets_client(),
+                TOKEN_REFRESH_INTERVAL,
+            )
+            .await?;
+            Ok(ConfiguredDestination::new(crm))
+        })
+    }
+
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
 }
 
 /// `CRM_URL` must be an absolute URL with `{externalId}` exactly once, in

@@ -30,6 +30,9 @@ use shared::receipt::parse_timestamp;
 use shared::Retention;
 
 use crate::destinations::port::{Destination, DestinationError, Upserted};
+use crate::destinations::{
+    Boxed, BuildEnv, ConfiguredDestination, DestinationKind, DestinationSettings,
+};
 use crate::ledger::dynamodb::still_received;
 
 /// How the leads table identifies a lead.
@@ -192,13 +195,7 @@ impl Destination for LeadsTable {
     }
 }
 
-/// The leads table.
-pub const LEADS_TABLE: &str = "LEADS_TABLE";
-/// `submission` or `email`: what makes two submissions one lead.
-pub const LEAD_KEY: &str = "LEAD_KEY";
-/// Days a lead is kept after its newest submission; `0` or unset: kept
-/// until deleted.
-pub const LEAD_RETENTION_DAYS: &str = "LEAD_RETENTION_DAYS";
+pub use shared::destination::leads_table::{LEADS_TABLE, LEAD_KEY, LEAD_RETENTION_DAYS};
 
 /// `DESTINATION=dynamodb`'s settings.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -238,6 +235,30 @@ impl LeadsTableSettings {
             lead_key,
             retention,
         })
+    }
+}
+
+impl DestinationSettings for LeadsTableSettings {
+    fn kind(&self) -> DestinationKind {
+        DestinationKind::LeadsTable
+    }
+
+    fn build<'a>(
+        self: Box<Self>,
+        env: BuildEnv<'a>,
+    ) -> Boxed<'a, Result<ConfiguredDestination, ConfigError>> {
+        let table = LeadsTable::new(
+            env.dynamodb.clone(),
+            self.table,
+            self.lead_key,
+            env.receipts_table,
+        )
+        .expiring_after(self.retention);
+        Box::pin(async move { Ok(ConfiguredDestination::new(table)) })
+    }
+
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
     }
 }
 

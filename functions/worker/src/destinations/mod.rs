@@ -1,18 +1,17 @@
-//! Every kind of destination, registered once: its module, its name
-//! (`DESTINATION`, the template's `Destination`), the variables it reads,
-//! its settings and how it is built. The worker's configuration reads a
-//! destination through `DestinationKind::read_settings`, `main` builds it
-//! with `DestinationConfig::build`, and the refusals of another kind's
-//! variables are derived from the variables each kind declares;
-//! `integration/tests/catalog.rs` checks the template, the deploy wizard
-//! and the docs against `DestinationKind::ALL`. A new destination starts
-//! here: its module beside the others (settings, adapter, builder), one
-//! variant in each enum below.
+//! Every kind of destination the worker can deliver to. What each kind is
+//! (its name, variables, deploy surface) is declared once, in
+//! `shared::destination`; its adapter (settings, client, builder) lives in
+//! the module of the same name here, and [`read`] is the one place that
+//! finds it. The worker's configuration reads a destination through
+//! [`read`], `main` builds it with [`DestinationConfig::build`], and the
+//! refusals of another kind's variables come from the catalog.
 //!
 //! The port every adapter implements is `port` (re-exported here); what
-//! the HTTP adapters share is `client` and `token`.
+//! the HTTP adapters share is `client` and `token`; the newest-wins gates'
+//! key, for any kind keyed by e-mail, is `gates`.
 
 pub mod client;
+pub mod gates;
 pub mod http;
 pub mod hubspot;
 pub mod leads_table;
@@ -22,233 +21,182 @@ pub mod salesforce;
 pub mod token;
 
 pub use port::*;
+pub use shared::destination::DestinationKind;
+
+use std::any::Any;
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
 
 use aws_sdk_dynamodb::Client;
 use shared::config::{invalid, ConfigError};
-use shared::field_map::FIELD_MAP;
 use shared::newest::GateSecret;
 use shared::{IdempotencyKey, Lead};
 
-use client::CRM_ALLOW_HTTP;
-use http::{HttpCrm, CRM_TOKEN, CRM_TOKEN_SECRET_ARN, CRM_URL};
-use hubspot::{HubSpot, HubSpotSettings, HUBSPOT_ONLY};
-use leads_table::{LeadsTable, LeadsTableSettings, LEADS_TABLE, LEAD_KEY, LEAD_RETENTION_DAYS};
-use salesforce::{CredentialsSetting, Salesforce, SalesforceSettings, SALESFORCE_ONLY};
-use token::{TokenSetting, TOKEN_REFRESH_INTERVAL};
+/// A future the erased destination returns.
+pub type Boxed<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum DestinationKind {
-    /// Your CRM's upsert URL (`destinations::http`).
-    Http,
-    /// A DynamoDB table the stack creates (`destinations::leads_table`).
-    LeadsTable,
-    /// HubSpot contacts (`destinations::hubspot`).
-    HubSpot,
-    /// Salesforce Leads, or another object (`destinations::salesforce`).
-    Salesforce,
+/// What a destination needs from the stack to be built.
+pub struct BuildEnv<'a> {
+    /// The receipts table (the leads table keeps its rows' receipts there).
+    pub receipts_table: &'a str,
+    pub sdk_config: &'a aws_config::SdkConfig,
+    /// The DynamoDB client (the leads table's, and the receipts table's).
+    pub dynamodb: &'a Client,
 }
 
-impl DestinationKind {
-    pub const ALL: [DestinationKind; 4] = [
-        DestinationKind::Http,
-        DestinationKind::LeadsTable,
-        DestinationKind::HubSpot,
-        DestinationKind::Salesforce,
-    ];
+impl BuildEnv<'_> {
+    pub fn secrets_client(&self) -> aws_sdk_secretsmanager::Client {
+        aws_sdk_secretsmanager::Client::new(self.sdk_config)
+    }
+}
 
-    /// Its one name: `DESTINATION`'s value and the template's.
-    pub fn name(self) -> &'static str {
-        match self {
-            DestinationKind::Http => "http",
-            DestinationKind::LeadsTable => "dynamodb",
-            DestinationKind::HubSpot => "hubspot",
-            DestinationKind::Salesforce => "salesforce",
+/// One kind's settings, as read at init: each adapter's own type, built
+/// into that adapter.
+pub trait DestinationSettings: fmt::Debug + Send + Sync + 'static {
+    fn kind(&self) -> DestinationKind;
+
+    /// The destination, its credentials read once (from Secrets Manager
+    /// when so configured).
+    fn build<'a>(
+        self: Box<Self>,
+        env: BuildEnv<'a>,
+    ) -> Boxed<'a, Result<ConfiguredDestination, ConfigError>>;
+
+    fn as_any(&self) -> &dyn Any;
+}
+
+/// `kind`'s settings, read through `get` (empty values unset): the one
+/// place each kind's adapter is found.
+pub fn read(
+    kind: DestinationKind,
+    get: &dyn Fn(&str) -> Option<String>,
+    allow_http: bool,
+) -> Result<DestinationConfig, ConfigError> {
+    if let Some(variable) = kind.foreign_variable(&get) {
+        return Err(invalid(
+            variable,
+            format!("does not apply to DESTINATION={}; unset it", kind.name()),
+        ));
+    }
+    let settings: Box<dyn DestinationSettings> = match kind {
+        DestinationKind::Http => Box::new(http::HttpConfig::from_lookup(&get, allow_http)?),
+        DestinationKind::LeadsTable => {
+            Box::new(leads_table::LeadsTableSettings::from_lookup(&get)?)
         }
-    }
-
-    pub fn parse(raw: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|kind| kind.name() == raw.trim())
-    }
-
-    /// Every name, for a message: `http, dynamodb, hubspot or salesforce`.
-    pub fn names() -> String {
-        let names: Vec<&str> = Self::ALL.iter().map(|kind| kind.name()).collect();
-        match names.split_last() {
-            Some((last, [])) => (*last).to_owned(),
-            Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
-            None => String::new(),
-        }
-    }
-
-    /// The variables only it reads (besides the ones all kinds share).
-    fn own_variables(self) -> &'static [&'static str] {
-        match self {
-            DestinationKind::Http => &[CRM_URL, CRM_TOKEN, CRM_TOKEN_SECRET_ARN],
-            DestinationKind::LeadsTable => &[LEADS_TABLE, LEAD_KEY, LEAD_RETENTION_DAYS],
-            DestinationKind::HubSpot => HUBSPOT_ONLY,
-            DestinationKind::Salesforce => SALESFORCE_ONLY,
-        }
-    }
-
-    /// The variables it reads with some other kinds: a field map for the
-    /// CRMs that map fields, `CRM_ALLOW_HTTP` for those called over HTTP.
-    fn shared_variables(self) -> &'static [&'static str] {
-        match self {
-            DestinationKind::Http => &[CRM_ALLOW_HTTP],
-            DestinationKind::LeadsTable => &[],
-            DestinationKind::HubSpot | DestinationKind::Salesforce => &[FIELD_MAP, CRM_ALLOW_HTTP],
-        }
-    }
-
-    fn reads(self, variable: &str) -> bool {
-        self.own_variables()
-            .iter()
-            .chain(self.shared_variables())
-            .any(|own| *own == variable)
-    }
-
-    /// This kind's settings, read through `get` (empty values unset).
-    pub fn read_settings(
-        self,
-        get: &impl Fn(&str) -> Option<String>,
-        allow_http: bool,
-    ) -> Result<DestinationConfig, ConfigError> {
-        Ok(match self {
-            DestinationKind::Http => {
-                let (url, token) = http::settings_from_lookup(get, allow_http)?;
-                DestinationConfig::Http { url, token }
-            }
-            DestinationKind::LeadsTable => {
-                DestinationConfig::LeadsTable(LeadsTableSettings::from_lookup(get)?)
-            }
-            DestinationKind::HubSpot => {
-                let (settings, token) = HubSpotSettings::from_lookup(get, allow_http)?;
-                DestinationConfig::HubSpot { settings, token }
-            }
-            DestinationKind::Salesforce => {
-                let (settings, credentials) = SalesforceSettings::from_lookup(get, allow_http)?;
-                DestinationConfig::Salesforce {
-                    settings,
-                    credentials,
-                }
-            }
-        })
-    }
-
-    /// Refuses a variable another kind reads and this one does not: set, it
-    /// says the stack was meant for another destination.
-    pub fn refuse_others(self, get: &impl Fn(&str) -> Option<String>) -> Result<(), ConfigError> {
-        for other in Self::ALL.into_iter().filter(|other| *other != self) {
-            for variable in other.own_variables().iter().chain(other.shared_variables()) {
-                if !self.reads(variable) && get(variable).is_some() {
-                    return Err(invalid(
-                        variable,
-                        format!("does not apply to DESTINATION={}; unset it", self.name()),
-                    ));
-                }
-            }
-        }
-        Ok(())
-    }
+        DestinationKind::HubSpot => Box::new(hubspot::build::HubSpotConfig::from_lookup(
+            &get, allow_http,
+        )?),
+        DestinationKind::Salesforce => Box::new(salesforce::build::SalesforceConfig::from_lookup(
+            &get, allow_http,
+        )?),
+    };
+    Ok(DestinationConfig(settings))
 }
 
 /// A destination's settings, as read at init.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum DestinationConfig {
-    Http {
-        url: String,
-        token: TokenSetting,
-    },
-    LeadsTable(LeadsTableSettings),
-    HubSpot {
-        settings: HubSpotSettings,
-        token: TokenSetting,
-    },
-    Salesforce {
-        settings: SalesforceSettings,
-        credentials: CredentialsSetting,
-    },
-}
+#[derive(Debug)]
+pub struct DestinationConfig(Box<dyn DestinationSettings>);
 
 impl DestinationConfig {
-    pub fn kind(&self) -> DestinationKind {
-        match self {
-            DestinationConfig::Http { .. } => DestinationKind::Http,
-            DestinationConfig::LeadsTable(_) => DestinationKind::LeadsTable,
-            DestinationConfig::HubSpot { .. } => DestinationKind::HubSpot,
-            DestinationConfig::Salesforce { .. } => DestinationKind::Salesforce,
-        }
+    pub fn new(settings: impl DestinationSettings) -> Self {
+        DestinationConfig(Box::new(settings))
     }
 
-    /// The destination, its credentials read once (from Secrets Manager
-    /// when so configured; each kind's builder sits beside its adapter).
-    /// `dynamodb` is the client of the leads table (and the receipts
-    /// table).
+    pub fn kind(&self) -> DestinationKind {
+        self.0.kind()
+    }
+
+    /// The settings, when they are `T`'s (tests look inside).
+    pub fn settings<T: DestinationSettings>(&self) -> Option<&T> {
+        self.0.as_any().downcast_ref()
+    }
+
+    /// The destination, its credentials read once (each kind's builder
+    /// sits beside its adapter). `dynamodb` is the client of the leads
+    /// table (and the receipts table).
     pub async fn build(
         self,
         receipts_table: &str,
         sdk_config: &aws_config::SdkConfig,
         dynamodb: &Client,
     ) -> Result<ConfiguredDestination, ConfigError> {
-        let secrets_client = || aws_sdk_secretsmanager::Client::new(sdk_config);
-        Ok(match self {
-            DestinationConfig::Http { url, token } => ConfiguredDestination::Http(
-                http::build(url, token, secrets_client, TOKEN_REFRESH_INTERVAL).await?,
-            ),
-            DestinationConfig::HubSpot { settings, token } => ConfiguredDestination::HubSpot(
-                hubspot::build::connect(settings, token, secrets_client, TOKEN_REFRESH_INTERVAL)
-                    .await?,
-            ),
-            DestinationConfig::Salesforce {
-                settings,
-                credentials,
-            } => ConfiguredDestination::Salesforce(
-                salesforce::build::connect(
-                    settings,
-                    credentials,
-                    secrets_client,
-                    TOKEN_REFRESH_INTERVAL,
-                )
-                .await?,
-            ),
-            DestinationConfig::LeadsTable(settings) => ConfiguredDestination::LeadsTable(
-                LeadsTable::new(
-                    dynamodb.clone(),
-                    settings.table,
-                    settings.lead_key,
-                    receipts_table,
-                )
-                .expiring_after(settings.retention),
-            ),
-        })
+        self.0
+            .build(BuildEnv {
+                receipts_table,
+                sdk_config,
+                dynamodb,
+            })
+            .await
+    }
+}
+
+/// A [`Destination`] whose futures are boxed, so that any kind fits one
+/// type: the adapters implement `Destination`, and this is derived.
+trait ErasedDestination: Send + Sync {
+    fn newest_gates(&self) -> Option<&GateSecret>;
+    fn name(&self) -> &'static str;
+    fn upsert<'a>(
+        &'a self,
+        lead: &'a Lead,
+        key: &'a IdempotencyKey,
+    ) -> Boxed<'a, Result<Upserted, DestinationError>>;
+    fn upsert_batch<'a>(
+        &'a self,
+        writes: &'a [Write<'a>],
+        concurrency: usize,
+        deadline: CallDeadline,
+    ) -> Boxed<'a, Vec<Answer>>;
+}
+
+impl<D: Destination> ErasedDestination for D {
+    fn newest_gates(&self) -> Option<&GateSecret> {
+        Destination::newest_gates(self)
+    }
+
+    fn name(&self) -> &'static str {
+        Destination::name(self)
+    }
+
+    fn upsert<'a>(
+        &'a self,
+        lead: &'a Lead,
+        key: &'a IdempotencyKey,
+    ) -> Boxed<'a, Result<Upserted, DestinationError>> {
+        Box::pin(Destination::upsert(self, lead, key))
+    }
+
+    fn upsert_batch<'a>(
+        &'a self,
+        writes: &'a [Write<'a>],
+        concurrency: usize,
+        deadline: CallDeadline,
+    ) -> Boxed<'a, Vec<Answer>> {
+        Box::pin(Destination::upsert_batch(
+            self,
+            writes,
+            concurrency,
+            deadline,
+        ))
     }
 }
 
 /// The destination chosen by `DESTINATION`, as one type for the worker.
-pub enum ConfiguredDestination {
-    Http(HttpCrm),
-    LeadsTable(LeadsTable),
-    HubSpot(HubSpot),
-    Salesforce(Salesforce),
+pub struct ConfiguredDestination(Box<dyn ErasedDestination>);
+
+impl ConfiguredDestination {
+    pub fn new(destination: impl Destination + 'static) -> Self {
+        ConfiguredDestination(Box::new(destination))
+    }
 }
 
 impl Destination for ConfiguredDestination {
     fn newest_gates(&self) -> Option<&GateSecret> {
-        match self {
-            ConfiguredDestination::Http(crm) => crm.newest_gates(),
-            ConfiguredDestination::LeadsTable(table) => table.newest_gates(),
-            ConfiguredDestination::HubSpot(hubspot) => hubspot.newest_gates(),
-            ConfiguredDestination::Salesforce(salesforce) => salesforce.newest_gates(),
-        }
+        self.0.newest_gates()
     }
 
     fn name(&self) -> &'static str {
-        match self {
-            ConfiguredDestination::Http(crm) => crm.name(),
-            ConfiguredDestination::LeadsTable(table) => table.name(),
-            ConfiguredDestination::HubSpot(hubspot) => hubspot.name(),
-            ConfiguredDestination::Salesforce(salesforce) => salesforce.name(),
-        }
+        self.0.name()
     }
 
     async fn upsert(
@@ -256,12 +204,7 @@ impl Destination for ConfiguredDestination {
         lead: &Lead,
         key: &IdempotencyKey,
     ) -> Result<Upserted, DestinationError> {
-        match self {
-            ConfiguredDestination::Http(crm) => crm.upsert(lead, key).await,
-            ConfiguredDestination::LeadsTable(table) => table.upsert(lead, key).await,
-            ConfiguredDestination::HubSpot(hubspot) => hubspot.upsert(lead, key).await,
-            ConfiguredDestination::Salesforce(salesforce) => salesforce.upsert(lead, key).await,
-        }
+        self.0.upsert(lead, key).await
     }
 
     async fn upsert_batch(
@@ -270,20 +213,7 @@ impl Destination for ConfiguredDestination {
         concurrency: usize,
         deadline: CallDeadline,
     ) -> Vec<Answer> {
-        match self {
-            ConfiguredDestination::Http(crm) => {
-                crm.upsert_batch(writes, concurrency, deadline).await
-            }
-            ConfiguredDestination::LeadsTable(table) => {
-                table.upsert_batch(writes, concurrency, deadline).await
-            }
-            ConfiguredDestination::HubSpot(hubspot) => {
-                hubspot.upsert_batch(writes, concurrency, deadline).await
-            }
-            ConfiguredDestination::Salesforce(salesforce) => {
-                salesforce.upsert_batch(writes, concurrency, deadline).await
-            }
-        }
+        self.0.upsert_batch(writes, concurrency, deadline).await
     }
 }
 
@@ -291,42 +221,16 @@ impl Destination for ConfiguredDestination {
 mod tests {
     use super::*;
 
-    #[test]
-    fn names_round_trip_and_read_as_one_list() {
-        for kind in DestinationKind::ALL {
-            assert_eq!(DestinationKind::parse(kind.name()), Some(kind));
-        }
-        assert_eq!(DestinationKind::parse("leads_table"), None, "one name each");
-        assert_eq!(
-            DestinationKind::names(),
-            "http, dynamodb, hubspot or salesforce"
-        );
-    }
-
-    /// Each kind refuses every variable only others read, and takes its
-    /// own and the shared ones it reads.
+    /// Each kind refuses every variable only others read, by name, before
+    /// reading its own.
     #[test]
     fn another_kinds_variable_is_refused_by_name() {
-        for kind in DestinationKind::ALL {
-            for other in DestinationKind::ALL {
-                for variable in other.own_variables().iter().chain(other.shared_variables()) {
-                    let set = |name: &str| (name == *variable).then(|| "x".to_owned());
-                    let refused = kind.refuse_others(&set).is_err();
-                    assert_eq!(
-                        refused,
-                        !kind.reads(variable),
-                        "{variable} on {}",
-                        kind.name()
-                    );
-                }
-            }
-        }
-        let field_map = |name: &str| (name == FIELD_MAP).then(|| "{}".to_owned());
-        assert!(DestinationKind::HubSpot.refuse_others(&field_map).is_ok());
+        let field_map =
+            |name: &str| (name == shared::field_map::FIELD_MAP).then(|| "{}".to_owned());
         assert_eq!(
-            DestinationKind::LeadsTable.refuse_others(&field_map),
+            read(DestinationKind::LeadsTable, &field_map, false).map(|c| c.kind()),
             Err(invalid(
-                FIELD_MAP,
+                shared::field_map::FIELD_MAP,
                 "does not apply to DESTINATION=dynamodb; unset it"
             ))
         );

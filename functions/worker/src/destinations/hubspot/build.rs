@@ -5,11 +5,58 @@ use std::time::Duration;
 
 use aws_sdk_secretsmanager::Client;
 use shared::config::ConfigError;
-use shared::newest::{GateSecret, GATE_KEY_SECRET_ARN};
 
-use super::{GateKeySetting, HubSpot, HubSpotSettings, HUBSPOT_BASE_URL, HUBSPOT_TOKEN_SECRET_ARN};
-use crate::destinations::token::TokenSetting;
-use crate::secrets::{secret_text, token_and_source};
+use super::{HubSpot, HubSpotSettings, HUBSPOT_BASE_URL, HUBSPOT_TOKEN_SECRET_ARN};
+use crate::destinations::gates::gate_secret;
+use crate::destinations::token::{TokenSetting, TOKEN_REFRESH_INTERVAL};
+use crate::destinations::{
+    Boxed, BuildEnv, ConfiguredDestination, DestinationKind, DestinationSettings,
+};
+use crate::secrets::token_and_source;
+
+/// `DESTINATION=hubspot`'s settings and where its token comes from, as
+/// read at init.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HubSpotConfig {
+    pub settings: HubSpotSettings,
+    pub token: TokenSetting,
+}
+
+impl HubSpotConfig {
+    pub fn from_lookup(
+        get: &impl Fn(&str) -> Option<String>,
+        allow_http: bool,
+    ) -> Result<Self, ConfigError> {
+        let (settings, token) = HubSpotSettings::from_lookup(get, allow_http)?;
+        Ok(HubSpotConfig { settings, token })
+    }
+}
+
+impl DestinationSettings for HubSpotConfig {
+    fn kind(&self) -> DestinationKind {
+        DestinationKind::HubSpot
+    }
+
+    fn build<'a>(
+        self: Box<Self>,
+        env: BuildEnv<'a>,
+    ) -> Boxed<'a, Result<ConfiguredDestination, ConfigError>> {
+        Box::pin(async move {
+            let hubspot = connect(
+                self.settings,
+                self.token,
+                || env.secrets_client(),
+                TOKEN_REFRESH_INTERVAL,
+            )
+            .await?;
+            Ok(ConfiguredDestination::new(hubspot))
+        })
+    }
+
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+}
 
 /// The `hubspot` destination as `main` builds it, the token as for `http`;
 /// for contacts by email, the gates' key read now.
@@ -19,25 +66,7 @@ pub async fn connect(
     client: impl Fn() -> Client,
     refresh_interval: Duration,
 ) -> Result<HubSpot, ConfigError> {
-    let gate_secret = match &settings.gate_key {
-        None => None,
-        Some(GateKeySetting::Inline(secret)) => Some(secret.clone()),
-        Some(GateKeySetting::SecretsManager(arn)) => {
-            let text = secret_text(&client(), arn)
-                .await
-                .map_err(|error| ConfigError::Invalid {
-                    name: GATE_KEY_SECRET_ARN,
-                    reason: format!("the secret could not be read ({})", error.reason),
-                })?;
-            Some(GateSecret::new(&text).ok_or_else(|| ConfigError::Invalid {
-                name: GATE_KEY_SECRET_ARN,
-                reason: format!(
-                    "the secret holds fewer than {} characters",
-                    GateSecret::MIN_LEN
-                ),
-            })?)
-        }
-    };
+    let gate_secret = gate_secret(settings.gate_key.as_ref(), &client).await?;
     let (token, source) = token_and_source(setting, HUBSPOT_TOKEN_SECRET_ARN, client).await?;
     let hubspot = HubSpot::new(settings, token, gate_secret).map_err(|_| ConfigError::Invalid {
         name: HUBSPOT_BASE_URL,

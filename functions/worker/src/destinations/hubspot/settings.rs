@@ -3,31 +3,17 @@
 //! where the token comes from, and, for contacts by email, where the key of
 //! the newest-wins gates comes from.
 
-use shared::config::{invalid, secret_arn, ConfigError};
+use shared::config::{invalid, ConfigError};
 use shared::field_map::{FieldMap, Source, FIELD_MAP};
-use shared::newest::{GateSecret, GATE_KEY, GATE_KEY_SECRET_ARN};
+use shared::newest::GateKeySetting;
 
 use crate::destinations::client::{check_base_url, is_property_name};
 use crate::destinations::token::{token_setting, TokenSetting};
 
-pub const HUBSPOT_TOKEN: &str = "HUBSPOT_TOKEN";
-pub const HUBSPOT_TOKEN_SECRET_ARN: &str = "HUBSPOT_TOKEN_SECRET_ARN";
-pub const HUBSPOT_BASE_URL: &str = "HUBSPOT_BASE_URL";
-pub const HUBSPOT_API_VERSION: &str = "HUBSPOT_API_VERSION";
-pub const HUBSPOT_ID_PROPERTY: &str = "HUBSPOT_ID_PROPERTY";
-pub const HUBSPOT_MESSAGE_PROPERTY: &str = "HUBSPOT_MESSAGE_PROPERTY";
-
-/// Variables of the `hubspot` destination only.
-pub const HUBSPOT_ONLY: &[&str] = &[
-    HUBSPOT_TOKEN,
-    HUBSPOT_TOKEN_SECRET_ARN,
-    HUBSPOT_BASE_URL,
-    HUBSPOT_API_VERSION,
-    HUBSPOT_ID_PROPERTY,
-    HUBSPOT_MESSAGE_PROPERTY,
-    GATE_KEY,
-    GATE_KEY_SECRET_ARN,
-];
+pub use shared::destination::hubspot::{
+    HUBSPOT_API_VERSION, HUBSPOT_BASE_URL, HUBSPOT_ID_PROPERTY, HUBSPOT_MESSAGE_PROPERTY,
+    HUBSPOT_TOKEN, HUBSPOT_TOKEN_SECRET_ARN,
+};
 
 pub const DEFAULT_BASE_URL: &str = "https://api.hubapi.com";
 
@@ -85,15 +71,6 @@ impl IdProperty {
     }
 }
 
-/// Where the key of the newest-wins gates comes from (contacts by email).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum GateKeySetting {
-    /// `GATE_KEY`, for local use.
-    Inline(GateSecret),
-    /// `GATE_KEY_SECRET_ARN`: read from Secrets Manager once, at init.
-    SecretsManager(String),
-}
-
 /// Everything but the token.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HubSpotSettings {
@@ -103,49 +80,6 @@ pub struct HubSpotSettings {
     pub field_map: FieldMap,
     /// With [`IdProperty::Email`] (and only then): the gates' key.
     pub gate_key: Option<GateKeySetting>,
-}
-
-/// `GATE_KEY` or `GATE_KEY_SECRET_ARN`: required for contacts by email,
-/// refused otherwise (no gates are kept then).
-fn gate_key_setting(
-    get: &impl Fn(&str) -> Option<String>,
-    id_property: &IdProperty,
-) -> Result<Option<GateKeySetting>, ConfigError> {
-    let setting = match (get(GATE_KEY), get(GATE_KEY_SECRET_ARN)) {
-        (None, None) => None,
-        (Some(text), None) => Some(GateKeySetting::Inline(GateSecret::new(&text).ok_or_else(
-            || {
-                invalid(
-                    GATE_KEY,
-                    format!("must be at least {} characters", GateSecret::MIN_LEN),
-                )
-            },
-        )?)),
-        (None, Some(arn)) => Some(GateKeySetting::SecretsManager(secret_arn(
-            GATE_KEY_SECRET_ARN,
-            &arn,
-        )?)),
-        (Some(_), Some(_)) => {
-            return Err(invalid(
-                GATE_KEY_SECRET_ARN,
-                format!("set either {GATE_KEY} or {GATE_KEY_SECRET_ARN}, not both"),
-            ))
-        }
-    };
-    match (id_property, setting) {
-        (IdProperty::Email, None) => Err(ConfigError::Missing(
-            "GATE_KEY or GATE_KEY_SECRET_ARN (HUBSPOT_ID_PROPERTY=email keeps newest-wins gates)",
-        )),
-        (IdProperty::Custom(_), Some(GateKeySetting::Inline(_))) => Err(invalid(
-            GATE_KEY,
-            "applies only with HUBSPOT_ID_PROPERTY=email; unset it",
-        )),
-        (IdProperty::Custom(_), Some(GateKeySetting::SecretsManager(_))) => Err(invalid(
-            GATE_KEY_SECRET_ARN,
-            "applies only with HUBSPOT_ID_PROPERTY=email; unset it",
-        )),
-        (_, setting) => Ok(setting),
-    }
 }
 
 impl HubSpotSettings {
@@ -198,7 +132,11 @@ impl HubSpotSettings {
                 format!("names {bad:?}, which is not a HubSpot property's internal name (letters, digits, _)"),
             ));
         }
-        let gate_key = gate_key_setting(get, &id_property)?;
+        let gate_key = GateKeySetting::from_lookup(
+            get,
+            id_property == IdProperty::Email,
+            "HUBSPOT_ID_PROPERTY=email",
+        )?;
         Ok((
             HubSpotSettings {
                 base_url,
@@ -237,6 +175,7 @@ mod tests {
     use super::*;
     use crate::destinations::client::CRM_ALLOW_HTTP;
     use crate::destinations::hubspot::{ApiVersion, IdProperty};
+    use shared::newest::{GateSecret, GATE_KEY, GATE_KEY_SECRET_ARN};
     use std::collections::HashMap;
 
     fn load(pairs: &[(&str, &str)]) -> Result<(HubSpotSettings, TokenSetting), ConfigError> {
@@ -321,7 +260,7 @@ mod tests {
             ("id property label", with_token(&[(HUBSPOT_ID_PROPERTY, "Submission ID")]), invalid(HUBSPOT_ID_PROPERTY, "expected email or a property's internal name (letters, digits, _)")),
             ("field map text", with_token(&[(FIELD_MAP, "email=email")]), invalid(FIELD_MAP, r#"is not a JSON object of property names to form field names (with sam deploy, quote the FieldMap parameter whole: FieldMap='{"email":"email"}')"#)),
             ("field map label", with_token(&[(FIELD_MAP, r#"{"First Name":"firstName"}"#)]), invalid(FIELD_MAP, "names \"First Name\", which is not a HubSpot property's internal name (letters, digits, _)")),
-            ("email without a gate key", with_token(&[]), ConfigError::Missing("GATE_KEY or GATE_KEY_SECRET_ARN (HUBSPOT_ID_PROPERTY=email keeps newest-wins gates)")),
+            ("email without a gate key", with_token(&[]), ConfigError::Missing("GATE_KEY or GATE_KEY_SECRET_ARN (one record per e-mail address keeps newest-wins gates)")),
             ("short gate key", with_token(&[(GATE_KEY, "pat-local-gate")]), invalid(GATE_KEY, "must be at least 32 characters")),
             ("gate key not an arn", with_token(&[(GATE_KEY_SECRET_ARN, "gate")]), invalid(GATE_KEY_SECRET_ARN, "must be a Secrets Manager secret ARN (arn:...)")),
             ("both gate keys", with_token(&[(GATE_KEY, A_GATE_KEY), (GATE_KEY_SECRET_ARN, GATE_ARN)]), invalid(GATE_KEY_SECRET_ARN, "set either GATE_KEY or GATE_KEY_SECRET_ARN, not both")),

@@ -13,8 +13,58 @@ use super::{
     ClientCredentials, CredentialsSetting, Salesforce, SalesforceSettings,
     SALESFORCE_CREDENTIALS_SECRET_ARN, SALESFORCE_LOGIN_URL,
 };
-use crate::destinations::token::{Source, TokenError};
+use crate::destinations::token::{Source, TokenError, TOKEN_REFRESH_INTERVAL};
+use crate::destinations::{
+    Boxed, BuildEnv, ConfiguredDestination, DestinationKind, DestinationSettings,
+};
 use crate::secrets::secret_text;
+
+/// `DESTINATION=salesforce`'s settings and where its credentials come
+/// from, as read at init.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SalesforceConfig {
+    pub settings: SalesforceSettings,
+    pub credentials: CredentialsSetting,
+}
+
+impl SalesforceConfig {
+    pub fn from_lookup(
+        get: &impl Fn(&str) -> Option<String>,
+        allow_http: bool,
+    ) -> Result<Self, ConfigError> {
+        let (settings, credentials) = SalesforceSettings::from_lookup(get, allow_http)?;
+        Ok(SalesforceConfig {
+            settings,
+            credentials,
+        })
+    }
+}
+
+impl DestinationSettings for SalesforceConfig {
+    fn kind(&self) -> DestinationKind {
+        DestinationKind::Salesforce
+    }
+
+    fn build<'a>(
+        self: Box<Self>,
+        env: BuildEnv<'a>,
+    ) -> Boxed<'a, Result<ConfiguredDestination, ConfigError>> {
+        Box::pin(async move {
+            let salesforce = connect(
+                self.settings,
+                self.credentials,
+                || env.secrets_client(),
+                TOKEN_REFRESH_INTERVAL,
+            )
+            .await?;
+            Ok(ConfiguredDestination::new(salesforce))
+        })
+    }
+
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+}
 
 /// Salesforce's client credentials in a Secrets Manager secret:
 /// `{"client_id": "...", "client_secret": "..."}`.

@@ -64,26 +64,11 @@ pub struct SalesforceSettings {
     pub auto_assign: bool,
 }
 
-pub const SALESFORCE_LOGIN_URL: &str = "SALESFORCE_LOGIN_URL";
-pub const SALESFORCE_AUTO_ASSIGN: &str = "SALESFORCE_AUTO_ASSIGN";
-pub const SALESFORCE_CLIENT_ID: &str = "SALESFORCE_CLIENT_ID";
-pub const SALESFORCE_CLIENT_SECRET: &str = "SALESFORCE_CLIENT_SECRET";
-pub const SALESFORCE_CREDENTIALS_SECRET_ARN: &str = "SALESFORCE_CREDENTIALS_SECRET_ARN";
-pub const SALESFORCE_OBJECT: &str = "SALESFORCE_OBJECT";
-pub const SALESFORCE_EXTERNAL_ID_FIELD: &str = "SALESFORCE_EXTERNAL_ID_FIELD";
-pub const SALESFORCE_API_VERSION: &str = "SALESFORCE_API_VERSION";
-
-/// Variables of the `salesforce` destination only.
-pub const SALESFORCE_ONLY: &[&str] = &[
-    SALESFORCE_LOGIN_URL,
-    SALESFORCE_CLIENT_ID,
-    SALESFORCE_CLIENT_SECRET,
-    SALESFORCE_CREDENTIALS_SECRET_ARN,
+pub use shared::destination::salesforce::{
+    SALESFORCE_API_VERSION, SALESFORCE_AUTO_ASSIGN, SALESFORCE_CLIENT_ID, SALESFORCE_CLIENT_SECRET,
+    SALESFORCE_CREDENTIALS_SECRET_ARN, SALESFORCE_EXTERNAL_ID_FIELD, SALESFORCE_LOGIN_URL,
     SALESFORCE_OBJECT,
-    SALESFORCE_EXTERNAL_ID_FIELD,
-    SALESFORCE_API_VERSION,
-    SALESFORCE_AUTO_ASSIGN,
-];
+};
 
 /// Where Salesforce's client credentials come from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -241,6 +226,7 @@ pub fn with_lead_requirements(map: FieldMap) -> FieldMap {
 mod tests {
     use super::*;
     use crate::destinations::client::CRM_ALLOW_HTTP;
+    use crate::destinations::salesforce::build::SalesforceConfig;
     use std::collections::HashMap;
 
     fn load(
@@ -341,7 +327,6 @@ mod tests {
     #[test]
     fn the_worker_configuration_hands_them_over() {
         use crate::config::{Config, DESTINATION, RECEIPTS_TABLE};
-        use crate::destinations::DestinationConfig;
         use shared::config::invalid;
         use shared::newest::GATE_KEY;
         let config = |extra: &[(&'static str, &'static str)]| {
@@ -356,8 +341,9 @@ mod tests {
         assert_eq!(
             config(&[(SALESFORCE_CREDENTIALS_SECRET_ARN, ARN)])
                 .unwrap()
-                .destination,
-            DestinationConfig::Salesforce {
+                .destination
+                .settings::<SalesforceConfig>(),
+            Some(&SalesforceConfig {
                 settings: SalesforceSettings {
                     login_url: "https://acme.my.salesforce.com".into(),
                     api_version: "v67.0".into(),
@@ -367,7 +353,7 @@ mod tests {
                     auto_assign: false,
                 },
                 credentials: CredentialsSetting::SecretsManager(ARN.into()),
-            }
+            })
         );
         let inline = [
             (SALESFORCE_CLIENT_ID, "3MVG9"),

@@ -1,0 +1,59 @@
+//! `DESTINATION=http`: your CRM's upsert URL, called with a PUT per lead
+//! (the worker's `destinations::http`).
+
+use super::{Check, Cleanup, Gates, Profile, Secret, SecretValue, Setting, SmokeLead, Source};
+
+/// The upsert URL, with `{externalId}` where the submission id goes.
+pub const CRM_URL: &str = "CRM_URL";
+/// The bearer token inline, for local use.
+pub const CRM_TOKEN: &str = "CRM_TOKEN";
+/// The bearer token's Secrets Manager secret.
+pub const CRM_TOKEN_SECRET_ARN: &str = "CRM_TOKEN_SECRET_ARN";
+
+const TOKEN: Secret = Secret {
+    parameter: "CrmTokenSecretArn",
+    flag: "--crm-token-secret-arn",
+    name: "crm-token",
+    optional: true,
+    values: &[SecretValue {
+        variable: CRM_TOKEN,
+        key: None,
+        why: "The CRM's bearer token, stored in Secrets Manager (empty: none).",
+        prompt: "CRM token",
+    }],
+};
+
+pub const PROFILE: Profile = Profile {
+    name: "http",
+    title: "Your CRM (http)",
+    summary: "your CRM's upsert URL",
+    variables: &[CRM_URL, CRM_TOKEN, CRM_TOKEN_SECRET_ARN],
+    maps_fields: false,
+    over_http: true,
+    gates: Gates::Never,
+    settings: &[
+        Setting {
+            variable: CRM_URL,
+            source: Source::Asked {
+                parameter: "CrmUrl",
+                flag: "--crm-url",
+                why: "Your CRM's upsert URL, with {externalId} where the submission id goes.",
+                prompt: "CRM URL",
+                check: Check::UpsertUrl,
+            },
+        },
+        Setting {
+            variable: CRM_TOKEN_SECRET_ARN,
+            source: Source::Secret(&TOKEN),
+        },
+    ],
+    smoke_cleanup,
+    erasure: "delete the person's lead through your CRM's own API or console",
+};
+
+fn smoke_cleanup(lead: &SmokeLead<'_>) -> Cleanup {
+    Cleanup::Tell(format!(
+        "delete the smoke lead in your CRM: externalId {}, {}",
+        lead.submission_id, lead.email
+    ))
+}
