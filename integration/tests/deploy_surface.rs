@@ -1,0 +1,261 @@
+//! Each destination's deploy surface, as its profile declares it
+//! (`shared::destination`), against the template: for every kind and every
+//! mode that changes what it reads (one record per e-mail address or not,
+//! a field map or not), the worker's environment holds each variable the
+//! profile says a parameter or resource feeds, the gate key exactly when
+//! the kind keeps gates, `FIELD_MAP` exactly when it maps fields and one is
+//! given, no variable of another kind, and the worker's own configuration
+//! reads it as that kind. Walks the catalog, so a new kind is checked
+//! without a row of its own; the doctored-template test shows that deleting
+//! any one variable, grant or condition membership fails. Needs no server.
+
+use devtools::template::{self, Evaluator};
+use serde_norway::Value;
+use shared::destination::{Check, DestinationKind, Gates, Source};
+use shared::field_map::FIELD_MAP;
+use shared::newest::GATE_KEY_SECRET_ARN;
+
+const WORKER: &str = "WorkerFunction";
+
+fn arn(parameter: &str) -> String {
+    format!("arn:aws:secretsmanager:us-east-1:123456789012:secret:{parameter}")
+}
+
+/// One way to deploy a kind: its parameters, and what its worker must get.
+struct Mode {
+    label: String,
+    kind: DestinationKind,
+    overrides: Vec<(String, String)>,
+    keeps_gates: bool,
+    field_map: bool,
+}
+
+/// Every mode of every kind that changes its surface.
+fn modes() -> Vec<Mode> {
+    let mut modes = Vec::new();
+    for kind in DestinationKind::ALL {
+        let profile = kind.profile();
+        let gate_modes: Vec<Option<(&str, &str, bool)>> = match profile.gates {
+            Gates::Never => vec![None],
+            Gates::When {
+                parameter, value, ..
+            } => vec![
+                Some((parameter, value, true)),
+                Some((parameter, "a_unique_property", false)),
+            ],
+        };
+        for gates in gate_modes {
+            // A field map excludes the optional parameters that stand for
+            // one (HubSpotMessageProperty): each is a mode of its own.
+            for field_map in [false, true] {
+                let mut overrides = vec![("Destination".to_owned(), profile.name.to_owned())];
+                if let Some((parameter, value, _)) = gates {
+                    overrides.push((parameter.to_owned(), value.to_owned()));
+                }
+                for setting in profile.settings {
+                    let value = match setting.source {
+                        Source::Secret(secret) => arn(secret.parameter),
+                        Source::Asked { check, .. } => match check {
+                            Check::UpsertUrl => "https://crm.example.com/leads/{externalId}",
+                            Check::Https => "https://acme.my.salesforce.com",
+                        }
+                        .to_owned(),
+                        Source::Optional(_) if !field_map => "a_property".to_owned(),
+                        _ => continue,
+                    };
+                    overrides.push((setting.source.parameter().unwrap().to_owned(), value));
+                }
+                if field_map {
+                    overrides.push(("FieldMap".to_owned(), r#"{"email":"email"}"#.to_owned()));
+                }
+                let keeps_gates = gates.is_some_and(|(_, _, keeps)| keeps);
+                modes.push(Mode {
+                    label: format!(
+                        "Destination={}{}{}",
+                        profile.name,
+                        gates.map_or(String::new(), |(p, v, _)| format!(", {p}={v}")),
+                        if field_map { ", FieldMap" } else { "" }
+                    ),
+                    kind,
+                    overrides,
+                    keeps_gates,
+                    field_map: field_map && profile.maps_fields,
+                });
+            }
+        }
+    }
+    modes
+}
+
+/// What `template` gets wrong for each mode, one line each.
+fn surface_problems(template: &Value) -> Vec<String> {
+    let mut problems = Vec::new();
+    for mode in modes() {
+        let overrides: Vec<(&str, &str)> = mode
+            .overrides
+            .iter()
+            .map(|(name, value)| (name.as_str(), value.as_str()))
+            .collect();
+        let evaluator = Evaluator::new(template, &overrides);
+        let env = evaluator.environment(WORKER);
+        let place = &mode.label;
+        let profile = mode.kind.profile();
+        for setting in profile.settings {
+            let expected = match setting.source {
+                Source::Resource(_) => None,
+                Source::Optional(parameter) => {
+                    match overrides.iter().find(|(p, _)| *p == parameter) {
+                        Some((_, value)) => Some(Some((*value).to_owned())),
+                        None => Some(None),
+                    }
+                }
+                Source::Parameter(parameter) => {
+                    let given = overrides.iter().find(|(p, _)| *p == parameter);
+                    let default = template["Parameters"][parameter]["Default"].clone();
+                    let value = given
+                        .map(|(_, v)| (*v).to_owned())
+                        .or_else(|| match default {
+                            Value::String(text) => Some(text),
+                            Value::Number(number) => Some(number.to_string()),
+                            Value::Bool(flag) => Some(flag.to_string()),
+                            _ => None,
+                        });
+                    Some(value)
+                }
+                Source::Asked { parameter, .. } => Some(
+                    overrides
+                        .iter()
+                        .find(|(p, _)| *p == parameter)
+                        .map(|(_, v)| (*v).to_owned()),
+                ),
+                Source::Secret(secret) => Some(Some(arn(secret.parameter))),
+            };
+            let got = env.get(setting.variable).cloned();
+            match expected {
+                // A resource: present, whatever its name.
+                None if got.is_none() => problems.push(format!(
+                    "{place}: {} is not set (the profile says {:?} feeds it)",
+                    setting.variable, setting.source
+                )),
+                Some(expected) if got != expected => problems.push(format!(
+                    "{place}: {} is {got:?}, and the profile's {:?} gives {expected:?}",
+                    setting.variable,
+                    setting.source.parameter().unwrap_or_default()
+                )),
+                _ => {}
+            }
+        }
+        let gate_key = env.contains_key(GATE_KEY_SECRET_ARN);
+        if gate_key != mode.keeps_gates {
+            problems.push(format!(
+                "{place}: {GATE_KEY_SECRET_ARN} is {}set, and the profile {} gates",
+                if gate_key { "" } else { "not " },
+                if mode.keeps_gates {
+                    "keeps"
+                } else {
+                    "keeps no"
+                }
+            ));
+        }
+        let field_map = env.contains_key(FIELD_MAP);
+        if field_map != mode.field_map {
+            problems.push(format!(
+                "{place}: {FIELD_MAP} is {}set, and the profile {} fields",
+                if field_map { "" } else { "not " },
+                if profile.maps_fields {
+                    "maps"
+                } else {
+                    "maps no"
+                }
+            ));
+        }
+        for other in DestinationKind::ALL {
+            for variable in other.profile().variables {
+                if !mode.kind.reads(variable) && env.contains_key(*variable) {
+                    problems.push(format!(
+                        "{place}: {variable} ({}'s) is set",
+                        other.profile().name
+                    ));
+                }
+            }
+        }
+        match worker::Config::from_lookup(|name| env.get(name).cloned()) {
+            Ok(config) if config.destination.kind() == mode.kind => {}
+            Ok(config) => problems.push(format!(
+                "{place}: the worker reads {:?}",
+                config.destination.kind()
+            )),
+            Err(error) => problems.push(format!("{place}: the worker refuses it: {error}")),
+        }
+    }
+    problems
+}
+
+#[test]
+fn each_destination_gets_the_variables_its_profile_declares() {
+    let template = template::load(&template::workspace_template()).unwrap();
+    assert!(modes().len() >= DestinationKind::ALL.len() * 2);
+    let problems = surface_problems(&template);
+    assert!(
+        problems.is_empty(),
+        "template.yaml:\n{}",
+        problems.join("\n")
+    );
+}
+
+/// The worker's environment in `template`, without `variable`.
+fn without_variable(template: &Value, variable: &str) -> Value {
+    let mut doctored = template.clone();
+    let variables = doctored["Resources"][WORKER]["Properties"]["Environment"]["Variables"]
+        .as_mapping_mut()
+        .unwrap();
+    assert!(
+        variables.remove(variable).is_some(),
+        "the template sets no {variable}"
+    );
+    doctored
+}
+
+/// `condition`, made false: no kind is a member any more.
+fn without_condition(template: &Value, condition: &str) -> Value {
+    let mut doctored = template.clone();
+    let conditions = doctored["Conditions"].as_mapping_mut().unwrap();
+    assert!(
+        conditions.contains_key(condition),
+        "no condition {condition}"
+    );
+    conditions.insert(
+        Value::String(condition.to_owned()),
+        serde_norway::from_str("!Equals [a, b]").unwrap(),
+    );
+    doctored
+}
+
+/// Deleting any one variable a profile declares, or the gate or field-map
+/// condition, fails the check above with a line naming it.
+#[test]
+fn a_deleted_variable_or_condition_is_named() {
+    let template = template::load(&template::workspace_template()).unwrap();
+    let mut variables: Vec<&str> = DestinationKind::ALL
+        .iter()
+        .flat_map(|kind| kind.profile().settings.iter().map(|s| s.variable))
+        .collect();
+    variables.extend([GATE_KEY_SECRET_ARN, FIELD_MAP]);
+    for variable in variables {
+        let problems = surface_problems(&without_variable(&template, variable));
+        assert!(
+            problems.iter().any(|p| p.contains(variable)),
+            "deleting {variable} went unnoticed: {problems:?}"
+        );
+    }
+    for (condition, variable) in [
+        ("KeepsNewestGates", GATE_KEY_SECRET_ARN),
+        ("HasFieldMap", FIELD_MAP),
+    ] {
+        let problems = surface_problems(&without_condition(&template, condition));
+        assert!(
+            problems.iter().any(|p| p.contains(variable)),
+            "emptying {condition} went unnoticed: {problems:?}"
+        );
+    }
+}
