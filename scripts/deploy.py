@@ -37,10 +37,15 @@ ROOT = Path(__file__).resolve().parent.parent
 # headers. Both deploy IDEMPOTENCY_KEY=derive: the header is checked when
 # present and the key derived from the body when not.
 AUTH_MODES = {"url": "query:token", "header": "bearer"}
+# The senders and destinations, with what each asks, as the Rust catalog
+# declares them (shared::sender, shared::destination): written by
+# `cargo run -p devtools --bin catalog`, held equal to the code by
+# integration/tests/catalog.rs. No list of kinds is kept here.
+CATALOG = json.loads((ROOT / "scripts" / "catalog.json").read_text())
 # Who sends the submissions (the template's Sender). Static Forms is asked
 # how it authenticates; the others sign with their own scheme, so the
 # stack's default needs no question (docs/senders/).
-SENDERS = ["staticforms", "tally", "typeform", "webflow"]
+SENDERS = [sender["name"] for sender in CATALOG["senders"]]
 SENDER_SETUP = {
     "tally": "In Tally: the form > Integrations > Webhooks: Endpoint URL {url}, Signing secret: the secret",
     "typeform": "In Typeform: the form > Connect > Webhooks: add {url}, then Edit > Secret: the secret",
@@ -53,15 +58,18 @@ SENDER_SETUP = {
 # client secret, known before).
 WEBFLOW_WEBHOOKS = ["dashboard", "api", "app"]
 # Senders whose own list of submissions the stack can audit
-# (docs/operations.md, "Submissions the sender never delivered").
-AUDITED_SENDERS = {"tally": "Tally API key (Settings > API keys)",
-                   "typeform": "Typeform personal access token with responses:read and forms:read",
-                   "webflow": "Webflow site token with forms:read and sites:read"}
+# (docs/operations.md, "Submissions the sender never delivered"), and the
+# token each needs.
+AUDITED_SENDERS = {s["name"]: s["audit_token"] for s in CATALOG["senders"] if s["audit_token"]}
 FORM_IDS = re.compile(r"^[A-Za-z0-9_-]{1,64}(,[A-Za-z0-9_-]{1,64})*$")
+DESTINATION = {destination["name"]: destination for destination in CATALOG["destinations"]}
+DESTINATIONS = list(DESTINATION)
 # Destinations whose FieldMap the template reads.
-MAPPED_DESTINATIONS = ["hubspot", "salesforce"]
+MAPPED_DESTINATIONS = [name for name, d in DESTINATION.items() if d["maps_fields"]]
 REGION = re.compile(r"^[a-z]{2}(-[a-z]+)+-[0-9]$")
-DESTINATIONS = ["dynamodb", "hubspot", "salesforce", "http"]
+# The secrets of the senders' side, by template parameter; each
+# destination's come from the catalog.
+SENDER_SECRET_NAMES = {"WebhookSecretArn": "webflow-signing-key", "SenderApiTokenSecretArn": "sender-api-token"}
 STACK_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9-]{0,127}$")
 EMAIL = re.compile(r"^[^\s@]+@[^\s@]+$")
 
@@ -117,8 +125,8 @@ class Answers:
     destination: str = ""
     alarm_email: str = ""
     audit_forms: str = ""
-    crm_url: str = ""
-    salesforce_login_url: str = ""
+    # The destination's asked parameters (CrmUrl, SalesforceLoginUrl, ...).
+    asked: dict[str, str] = field(default_factory=dict)
     architecture: str = "arm64"
     observability: str = "lean"
     # Secret ARNs (existing, or created from the values below).
@@ -151,6 +159,10 @@ def check_crm_url(url):
     if not url.startswith("https://"):
         return "an https:// URL"
     return None if url.count("{externalId}") == 1 else "put {externalId} exactly once where the submission id goes"
+
+
+# The checks the catalog names for an asked value.
+CHECKS = {"https": check_https, "upsert_url": check_crm_url}
 
 
 def gather(args, asker: Asker, routes=None) -> Answers:
@@ -186,7 +198,7 @@ def gather(args, asker: Asker, routes=None) -> Answers:
     elif args.auth:
         raise Refused(f"--auth is Static Forms' choice; {a.sender} signs its deliveries itself")
     a.destination = args.destination or asker.ask(
-        "Where leads go: dynamodb (a table in the stack), hubspot, salesforce, or http (your CRM's upsert URL).",
+        "Where leads go: " + ", ".join(f"{name} ({d['summary']})" for name, d in DESTINATION.items()) + ".",
         "Destination", "dynamodb", one_of(DESTINATIONS))
     auth_problem = one_of(AUTH_MODES)(a.auth) if a.sender == "staticforms" else None
     for problem in (check_stack(a.stack_name), auth_problem, one_of(DESTINATIONS)(a.destination)):
@@ -194,40 +206,15 @@ def gather(args, asker: Asker, routes=None) -> Answers:
             raise Refused(problem)
     if args.field_map:
         if a.destination not in MAPPED_DESTINATIONS:
-            raise Refused(f"--field-map applies to hubspot and salesforce, not {a.destination}")
+            raise Refused(f"--field-map applies to {' and '.join(MAPPED_DESTINATIONS)}, not {a.destination}")
         a.field_map = read_field_map(args.field_map)
     if a.sender == "webflow" and a.webflow_webhook == "app":
         # The app's client secret signs, so the stack cannot generate it.
         secret(a, asker, "WebhookSecretArn", args.webhook_secret_arn, [
             ("WEBFLOW_WEBHOOK_SECRET", "Webflow's signing key: the webhook's secretKey (site token) or your "
-             "OAuth app's client secret; stored in Secrets Manager.", "Webflow signing key"),
+             "OAuth app's client secret; stored in Secrets Manager.", "Webflow signing key", None),
         ])
-    if a.destination == "hubspot":
-        secret(a, asker, "HubSpotTokenSecretArn", args.hubspot_token_secret_arn, [
-            ("HUBSPOT_TOKEN", "A HubSpot service key (Settings > Integrations > Service Keys) or private app "
-             "token with crm.objects.contacts.write; stored in Secrets Manager.", "HubSpot token"),
-        ])
-    elif a.destination == "salesforce":
-        a.salesforce_login_url = args.salesforce_login_url or asker.ask(
-            "Your org's My Domain URL.", "Salesforce login URL", "", check_https)
-        secret(a, asker, "SalesforceCredentialsSecretArn", args.salesforce_credentials_secret_arn, [
-            ("SALESFORCE_CLIENT_ID", "The External Client App's consumer key (client credentials flow).", "Client id"),
-            ("SALESFORCE_CLIENT_SECRET", "Its consumer secret; both are stored in Secrets Manager.", "Client secret"),
-        ])
-    elif a.destination == "http":
-        a.crm_url = args.crm_url or asker.ask(
-            "Your CRM's upsert URL, with {externalId} where the submission id goes.", "CRM URL", "", check_crm_url)
-        if check_crm_url(a.crm_url):
-            raise Refused(f"--crm-url: {check_crm_url(a.crm_url)}")
-        if args.no_crm_token:
-            if args.crm_token_secret_arn or os.environ.get("CRM_TOKEN"):
-                raise Refused("--no-crm-token, and yet a CRM token is given: choose one")
-        else:
-            secret(a, asker, "CrmTokenSecretArn", args.crm_token_secret_arn, [
-                ("CRM_TOKEN", "The CRM's bearer token, stored in Secrets Manager (empty: none).", "CRM token"),
-            ], optional=True)
-    elif args.no_crm_token:
-        raise Refused(f"--no-crm-token applies to the http destination, not {a.destination}")
+    ask_destination(a, args, asker)
     if args.alarm_email is not None:
         a.alarm_email = args.alarm_email
     else:
@@ -253,8 +240,8 @@ def offer_audit(a: Answers, args, asker: Asker, routes) -> None:
         return
     secret(a, asker, "SenderApiTokenSecretArn", args.sender_api_token_secret_arn, [
         ("SENDER_API_TOKEN", f"A daily audit finds submissions the stack never received and alarms: it needs "
-         f"a {AUDITED_SENDERS[a.sender]}; stored in Secrets Manager (empty: no audit; "
-         f"docs/senders/{a.sender}.md#audit).", "Sender API token"),
+         f"{AUDITED_SENDERS[a.sender]}; stored in Secrets Manager (empty: no audit; "
+         f"docs/senders/{a.sender}.md#audit).", "Sender API token", None),
     ], optional=True)
     if "SenderApiTokenSecretArn" not in a.secret_arns and "SenderApiTokenSecretArn" not in a.secret_values:
         return
@@ -267,22 +254,58 @@ def offer_audit(a: Answers, args, asker: Asker, routes) -> None:
         raise Refused(f"--audit-forms: {check(a.audit_forms)}")
 
 
+def flag_value(args, flag: str):
+    """The value of a flag the catalog names (`--crm-url`)."""
+    return getattr(args, flag.removeprefix("--").replace("-", "_"), None)
+
+
+def ask_destination(a: Answers, args, asker: Asker) -> None:
+    """What the chosen destination needs, as its catalog entry says: each
+    asked parameter (a flag, else a question) and each secret (an existing
+    one's ARN as a flag, else its values from the environment or a hidden
+    prompt). A flag of another destination is refused."""
+    chosen = DESTINATION[a.destination]
+    for name, other in DESTINATION.items():
+        if name == a.destination:
+            continue
+        flags = [asked["flag"] for asked in other["asked"]] + [s["flag"] for s in other["secrets"]]
+        flags += [f"--no-{s['name']}" for s in other["secrets"] if s["optional"]]
+        for flag in flags:
+            if flag_value(args, flag):
+                raise Refused(f"{flag} applies to the {name} destination, not {a.destination}")
+    for asked in chosen["asked"]:
+        check = CHECKS[asked["check"]]
+        value = flag_value(args, asked["flag"]) or asker.ask(asked["why"], asked["prompt"], "", check)
+        if check(value):
+            raise Refused(f"{asked['flag']}: {check(value)}")
+        a.asked[asked["parameter"]] = value
+    for stored in chosen["secrets"]:
+        existing = flag_value(args, stored["flag"])
+        parts = [(v["variable"], v["why"], v["prompt"], v["key"]) for v in stored["values"]]
+        if stored["optional"] and flag_value(args, f"--no-{stored['name']}"):
+            if existing or any(os.environ.get(v["variable"]) for v in stored["values"]):
+                raise Refused(f"--no-{stored['name']}, and yet a {stored['values'][0]['prompt']} is given: "
+                              "choose one")
+            continue
+        secret(a, asker, stored["parameter"], existing, parts, optional=stored["optional"])
+
+
 def secret(a: Answers, asker: Asker, parameter: str, existing_arn, parts, optional=False):
     """An existing secret's ARN, or the values of a new one: from the
-    environment, else a hidden prompt."""
+    environment, else a hidden prompt. Several values are stored as one
+    JSON object, each under its key; one value is the secret whole."""
     if existing_arn:
         a.secret_arns[parameter] = existing_arn
         return
     values = {}
-    for variable, why, prompt in parts:
+    for variable, why, prompt, key in parts:
         value = os.environ.get(variable) or asker.ask(why, prompt, "", hidden=True)
         if not value and not optional:
             raise Refused(f"{prompt} is required: type it, set {variable}, or give the secret's ARN as a flag")
-        values[variable] = value
+        values[key or variable] = value
     if any(values.values()):
-        a.secret_values[parameter] = json.dumps(
-            {"client_id": values["SALESFORCE_CLIENT_ID"], "client_secret": values["SALESFORCE_CLIENT_SECRET"]}
-        ) if parameter == "SalesforceCredentialsSecretArn" else next(iter(values.values()))
+        keyed = all(key for *_, key in parts)
+        a.secret_values[parameter] = json.dumps(values) if keyed else next(iter(values.values()))
 
 
 # Where the credential checks call: the CRMs' own hosts, or (tests only) a
@@ -321,7 +344,7 @@ def check_credentials(a: Answers) -> None:
     credentials = a.secret_values.get("SalesforceCredentialsSecretArn")
     if credentials:
         values = json.loads(credentials)
-        base = override or a.salesforce_login_url.rstrip("/")
+        base = override or a.asked.get("SalesforceLoginUrl", "").rstrip("/")
         body = urllib.parse.urlencode({"grant_type": "client_credentials", **values}).encode()
         request = urllib.request.Request(f"{base}/services/oauth2/token", data=body, method="POST")
         verdict(*_checked(request), "Salesforce", "the client credentials",
@@ -399,7 +422,7 @@ def check_prerequisites(architecture: str) -> None:
         raise Refused("; ".join(problems))
 
 
-WEBFLOW_KEY_SECRET = "webflow-signing-key"
+WEBFLOW_KEY_SECRET = SENDER_SECRET_NAMES["WebhookSecretArn"]
 
 
 def webflow_key_placeholder(a: Answers, secrets_client) -> None:
@@ -439,11 +462,8 @@ def store_webflow_key(a: Answers, secrets_client, asker: Asker, url: str) -> Non
 def create_secrets(a: Answers, secrets_client) -> None:
     """One secret per credential, named after the stack; a second run puts
     the new value into the same secret."""
-    names = {"WebhookSecretArn": WEBFLOW_KEY_SECRET,
-             "HubSpotTokenSecretArn": "hubspot-token",
-             "SalesforceCredentialsSecretArn": "salesforce-credentials",
-             "CrmTokenSecretArn": "crm-token",
-             "SenderApiTokenSecretArn": "sender-api-token"}
+    names = dict(SENDER_SECRET_NAMES)
+    names.update({s["parameter"]: s["name"] for d in CATALOG["destinations"] for s in d["secrets"]})
     for parameter, value in a.secret_values.items():
         name = f"{a.stack_name}/{names[parameter]}"
         try:
@@ -472,10 +492,7 @@ def parameter_overrides(a: Answers) -> dict[str, str]:
         overrides["FieldMap"] = a.field_map
     if a.alarm_email:
         overrides["AlarmEmail"] = a.alarm_email
-    if a.crm_url:
-        overrides["CrmUrl"] = a.crm_url
-    if a.salesforce_login_url:
-        overrides["SalesforceLoginUrl"] = a.salesforce_login_url
+    overrides.update(a.asked)
     if a.audit_forms:
         overrides["AuditForms"] = a.audit_forms
     overrides.update(a.secret_arns)
@@ -573,9 +590,10 @@ def routes_file(flag: Path | None) -> Path | None:
 def main(argv=None, stdin=sys.stdin) -> int:
     parser = argparse.ArgumentParser(
         prog="make deploy", description=__doc__.split("\n\n")[0],
-        epilog="Secrets come from the environment, never from flags: HUBSPOT_TOKEN, SALESFORCE_CLIENT_ID, "
-               "SALESFORCE_CLIENT_SECRET, CRM_TOKEN, WEBFLOW_WEBHOOK_SECRET, SENDER_API_TOKEN (else a hidden prompt). "
-               "An empty flag value is given as --alarm-email= .")
+        epilog="Secrets come from the environment, never from flags: "
+               + ", ".join([v["variable"] for d in CATALOG["destinations"] for s in d["secrets"] for v in s["values"]]
+                           + ["WEBFLOW_WEBHOOK_SECRET", "SENDER_API_TOKEN"])
+               + " (else a hidden prompt). An empty flag value is given as --alarm-email= .")
     parser.add_argument("--sender", choices=SENDERS, help="who sends the submissions (docs/senders/); asked first")
     parser.add_argument("--stack-name")
     parser.add_argument("--region")
@@ -586,12 +604,15 @@ def main(argv=None, stdin=sys.stdin) -> int:
     parser.add_argument("--destination", choices=DESTINATIONS)
     parser.add_argument("--field-map", metavar="FILE", help="hubspot or salesforce: a JSON file of CRM property to form field")
     parser.add_argument("--alarm-email", help="empty for none: --alarm-email=")
-    parser.add_argument("--crm-url")
-    parser.add_argument("--salesforce-login-url")
-    parser.add_argument("--hubspot-token-secret-arn", help="an existing secret instead of HUBSPOT_TOKEN")
-    parser.add_argument("--salesforce-credentials-secret-arn", help="an existing secret instead of SALESFORCE_CLIENT_ID/SECRET")
-    parser.add_argument("--crm-token-secret-arn", help="an existing secret instead of CRM_TOKEN")
-    parser.add_argument("--no-crm-token", action="store_true", help="http: the CRM takes no bearer token")
+    for name, destination in DESTINATION.items():
+        for asked in destination["asked"]:
+            parser.add_argument(asked["flag"], help=f"{name}: {asked['why']}")
+        for stored in destination["secrets"]:
+            holds = "/".join(v["variable"] for v in stored["values"])
+            parser.add_argument(stored["flag"], help=f"{name}: an existing secret instead of {holds}")
+            if stored["optional"]:
+                parser.add_argument(f"--no-{stored['name']}", action="store_true",
+                                    help=f"{name}: none ({stored['values'][0]['prompt']} is optional)")
     parser.add_argument("--sender-api-token-secret-arn",
                         help="tally, typeform or webflow: an existing secret holding the sender's API token, for the daily "
                              "audit (else SENDER_API_TOKEN, else asked at a terminal)")

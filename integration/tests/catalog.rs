@@ -2,10 +2,13 @@
 //! `shared::destination::DestinationKind::ALL`, against every list
 //! that must name each kind and cannot be derived from them: the
 //! template's `Sender` and `Destination` values, the stream filter's key
-//! prefixes, `make deploy`'s lists, the `events/` samples, the docs. A kind
-//! added to a catalog and missed anywhere here fails `make check` with a
-//! message naming the file and the missing entry; and every kind's secrets
-//! against the grants that let it read them. Needs no server.
+//! prefixes, `make deploy`'s catalog (scripts/catalog.json, written from
+//! the code), the `events/` samples, the docs (each destination's page
+//! documents every variable it reads). A kind added to a catalog and
+//! missed anywhere here fails `make check` with a message naming the file
+//! and the missing entry. Each kind's deploy surface is checked in
+//! deploy_surface.rs, its secrets' grants in secret_grants.rs. Needs no
+//! server.
 
 use std::path::{Path, PathBuf};
 
@@ -44,21 +47,6 @@ fn differences(file: &str, what: &str, catalog: &[&str], found: &[String]) -> Ve
         .filter(|f| !catalog.contains(&f.as_str()))
         .map(|f| format!("{file}: {what} names {f:?}, which no catalog entry is"));
     lacking.chain(unknown).collect()
-}
-
-/// The strings of a Python list assigned to `name` on one line
-/// (`SENDERS = ["staticforms", ...]`).
-fn python_list(text: &str, name: &str) -> Vec<String> {
-    let line = text
-        .lines()
-        .find(|line| line.starts_with(&format!("{name} = [")))
-        .unwrap_or_else(|| panic!("scripts/deploy.py has no {name} = [...] line"));
-    let inside = &line[line.find('[').unwrap() + 1..line.rfind(']').unwrap()];
-    inside
-        .split(',')
-        .map(|item| item.trim().trim_matches('"').to_owned())
-        .filter(|item| !item.is_empty())
-        .collect()
 }
 
 fn allowed_values(template: &serde_norway::Value, parameter: &str) -> Vec<String> {
@@ -148,18 +136,20 @@ fn every_list_of_senders_and_destinations_names_each_catalog_entry() {
         &senders(),
         &senders_the_worker_may_update(&template),
     ));
-    problems.extend(differences(
-        "scripts/deploy.py",
-        "SENDERS",
-        &senders(),
-        &python_list(&deploy, "SENDERS"),
-    ));
-    problems.extend(differences(
-        "scripts/deploy.py",
-        "DESTINATIONS",
-        &destinations(),
-        &python_list(&deploy, "DESTINATIONS"),
-    ));
+    // make deploy reads the catalog from scripts/catalog.json.
+    if read(devtools::catalog::CATALOG_JSON) != devtools::catalog::catalog_json() {
+        problems.push(format!(
+            "{}: differs from the catalog; write it again: cargo run -p devtools --bin catalog > {0}",
+            devtools::catalog::CATALOG_JSON
+        ));
+    }
+    for list in ["SENDERS = [\"", "DESTINATIONS = [\""] {
+        if deploy.contains(list) {
+            problems.push(format!(
+                "scripts/deploy.py: keeps its own list ({list}...); read it from CATALOG"
+            ));
+        }
+    }
     // A sample delivery per sender (Static Forms': the first one written).
     let samples: Vec<String> = senders()
         .into_iter()
@@ -189,6 +179,30 @@ fn every_list_of_senders_and_destinations_names_each_catalog_entry() {
         &destinations(),
         &pages,
     ));
+    let senders_table = read("docs/senders/README.md");
+    let sender_rows: Vec<String> = senders()
+        .into_iter()
+        .filter(|name| senders_table.contains(&format!("| `{name}`")))
+        .map(str::to_owned)
+        .collect();
+    problems.extend(differences(
+        "docs/senders/README.md",
+        "the senders table",
+        &senders(),
+        &sender_rows,
+    ));
+    // Every variable a destination reads is documented on its page.
+    for kind in DestinationKind::ALL {
+        let page = format!("docs/destinations/{}.md", kind.name());
+        let Some(text) = exists(page.clone()).map(|_| read(&page)) else {
+            continue;
+        };
+        for variable in kind.profile().variables {
+            if !text.contains(variable) {
+                problems.push(format!("{page}: does not document {variable}"));
+            }
+        }
+    }
     let rows: Vec<String> = destinations()
         .into_iter()
         .filter(|name| readme.contains(&format!("| `{name}`")))
@@ -216,10 +230,6 @@ fn a_missing_or_unknown_entry_is_named_with_its_file() {
             "template.yaml: Sender lacks \"tally\"",
             "template.yaml: Sender names \"no-such-sender\", which no catalog entry is",
         ]
-    );
-    assert_eq!(
-        python_list("X = 1\nSENDERS = [\"a\", \"b\"]\n", "SENDERS"),
-        ["a", "b"]
     );
     // A sender the filter does not pass is missing from its list.
     let template = template::load(&template::workspace_template()).unwrap();

@@ -1,0 +1,95 @@
+//! The catalog as data for the tools that are not Rust: `make deploy`
+//! (scripts/deploy.py) reads `scripts/catalog.json`, which
+//! `cargo run -p devtools --bin catalog` writes from the senders' and the
+//! destinations' profiles, and integration/tests/catalog.rs holds equal to
+//! them. A deploy needs no Rust toolchain to read it.
+
+use serde_json::{json, Value};
+use shared::destination::{Check, DestinationKind, Source};
+use shared::Sender;
+
+/// Where the file lives, from the workspace root.
+pub const CATALOG_JSON: &str = "scripts/catalog.json";
+
+/// The catalog, as `scripts/catalog.json` holds it (pretty, with a final
+/// newline).
+pub fn catalog_json() -> String {
+    let mut text = serde_json::to_string_pretty(&catalog()).expect("the catalog is JSON");
+    text.push('\n');
+    text
+}
+
+fn catalog() -> Value {
+    let senders: Vec<Value> = Sender::ALL
+        .into_iter()
+        .map(|sender| {
+            let profile = sender.profile();
+            json!({
+                "name": profile.name,
+                "title": profile.title,
+                "webhook_settings": profile.webhook_settings,
+                "signs": profile.signature.is_some(),
+                "audit_token": profile.api.map(|api| api.token_help),
+            })
+        })
+        .collect();
+    let destinations: Vec<Value> = DestinationKind::ALL
+        .into_iter()
+        .map(|kind| {
+            let profile = kind.profile();
+            let asked: Vec<Value> = profile
+                .settings
+                .iter()
+                .filter_map(|setting| match setting.source {
+                    Source::Asked {
+                        parameter,
+                        flag,
+                        why,
+                        prompt,
+                        check,
+                    } => Some(json!({
+                        "parameter": parameter,
+                        "flag": flag,
+                        "why": why,
+                        "prompt": prompt,
+                        "check": match check {
+                            Check::Https => "https",
+                            Check::UpsertUrl => "upsert_url",
+                        },
+                    })),
+                    _ => None,
+                })
+                .collect();
+            let secrets: Vec<Value> = kind
+                .secrets()
+                .map(|secret| {
+                    json!({
+                        "parameter": secret.parameter,
+                        "flag": secret.flag,
+                        "name": secret.name,
+                        "optional": secret.optional,
+                        "values": secret.values.iter().map(|value| json!({
+                            "variable": value.variable,
+                            "key": value.key,
+                            "why": value.why,
+                            "prompt": value.prompt,
+                        })).collect::<Vec<Value>>(),
+                    })
+                })
+                .collect();
+            json!({
+                "name": profile.name,
+                "title": profile.title,
+                "summary": profile.summary,
+                "maps_fields": profile.maps_fields,
+                "asked": asked,
+                "secrets": secrets,
+            })
+        })
+        .collect();
+    json!({
+        "generated_by": "cargo run -p devtools --bin catalog (from shared::sender and shared::destination)",
+        "senders": senders,
+        "destinations": destinations,
+    })
+}
