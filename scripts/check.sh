@@ -16,4 +16,4 @@ say "unit, handler, adapter and CRM tests, and the template contract (no server 
 results=${TEST_RESULTS:-/dev/null}
 cargo test --workspace --exclude integration --locked 2>&1 | tee -a "$results"
 # Counted by make test in its integration stage, which runs it again.
-cargo test -p integration --locked --test template_contract --test catalog --test deploy_surface --test secret_grants --test docs_links --test architecture
+cargo test -p integration --locked --test contract --test docs_links --test architecture

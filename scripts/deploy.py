@@ -40,7 +40,7 @@ AUTH_MODES = {"url": "query:token", "header": "bearer"}
 # The senders and destinations, with what each asks, as the Rust catalog
 # declares them (shared::sender, shared::destination): written by
 # `cargo run -p devtools --bin catalog`, held equal to the code by
-# integration/tests/catalog.rs. No list of kinds is kept here.
+# integration/tests/contract/catalog.rs. No list of kinds is kept here.
 CATALOG = json.loads((ROOT / "scripts" / "catalog.json").read_text())
 # Who sends the submissions (the template's Sender). Static Forms is asked
 # how it authenticates; the others sign with their own scheme, so the

@@ -1,7 +1,7 @@
 //! The catalog as data for the tools that are not Rust: `make deploy`
 //! (scripts/deploy.py) reads `scripts/catalog.json`, which
 //! `cargo run -p devtools --bin catalog` writes from the senders' and the
-//! destinations' profiles, and integration/tests/catalog.rs holds equal to
+//! destinations' profiles, and integration/tests/contract/catalog.rs holds equal to
 //! them. A deploy needs no Rust toolchain to read it.
 
 use serde_json::{json, Value};

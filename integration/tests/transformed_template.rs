@@ -111,7 +111,7 @@ fn each_deployed_role_has_exactly_the_access_it_needs() {
         [
             json!({"Action": ["dynamodb:ConditionCheckItem", "dynamodb:DescribeTable"], "Effect": "Allow", "Resource": receipts_arn()}),
             // Receipts of every sender and gates only: never the routes or
-            // the audit's progress (catalog.rs holds the list to Sender::ALL).
+            // the audit's progress (contract/catalog.rs holds the list to Sender::ALL).
             json!({"Action": "dynamodb:UpdateItem", "Effect": "Allow", "Resource": receipts_arn(),
                    "Condition": {"ForAllValues:StringLike": {"dynamodb:LeadingKeys":
                        ["staticforms:*", "tally:*", "typeform:*", "webflow:*", "gate#*"]}}}),

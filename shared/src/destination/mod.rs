@@ -7,7 +7,7 @@
 //! how a person is erased there. The worker's adapter for each kind sits in
 //! `worker::destinations::<kind>` and is found from this catalog; the
 //! template, `make deploy` (through `scripts/catalog.json`), the local
-//! fakes and the docs are checked against it (integration/tests/catalog.rs).
+//! fakes and the docs are checked against it (integration/tests/contract/catalog.rs).
 //!
 //! Adding a destination: its module here and its adapter in the worker,
 //! one `DestinationKind` variant with its entry in `ALL` and in `profile`;

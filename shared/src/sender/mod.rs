@@ -8,7 +8,7 @@
 //! receipt, whatever its own deployment takes.
 //!
 //! Adding a sender: its module, one `Sender` variant, its entry in `ALL`
-//! and in `profile`; the catalog test (integration/tests/catalog.rs) then
+//! and in `profile`; the catalog test (integration/tests/contract/catalog.rs) then
 //! names every file outside the code that must list it.
 
 pub mod listing;

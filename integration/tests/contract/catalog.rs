@@ -7,7 +7,7 @@
 //! documents every variable it reads). A kind added to a catalog and
 //! missed anywhere here fails `make check` with a message naming the file
 //! and the missing entry. Each kind's deploy surface is checked in
-//! deploy_surface.rs, its secrets' grants in secret_grants.rs. Needs no
+//! surface.rs, its secrets' grants in grants.rs. Needs no
 //! server.
 
 use std::path::{Path, PathBuf};
