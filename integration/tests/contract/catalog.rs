@@ -236,9 +236,10 @@ fn a_missing_or_unknown_entry_is_named_with_its_file() {
     let mut text = serde_norway::to_string(&template).unwrap();
     text = text.replace("{\"prefix\": \"tally:\"}, ", "");
     let doctored: serde_norway::Value = serde_norway::from_str(&text).unwrap();
+    let without_tally: Vec<&str> = senders().into_iter().filter(|s| *s != "tally").collect();
     assert_eq!(
         senders_the_filter_passes(&doctored),
-        ["staticforms", "typeform", "webflow"],
+        without_tally,
         "the doctored filter lost tally, and only tally"
     );
 }

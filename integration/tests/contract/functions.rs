@@ -260,6 +260,14 @@ fn each_sender_gets_its_own_signature_key_rule_and_url() {
         let config = ingest::Config::from_lookup(|name| env.get(name).cloned())
             .unwrap_or_else(|e| panic!("{}: {e}", sender.name()));
         assert_eq!(config.sender, sender);
+        // A sender that signs gets its own scheme by default; one that
+        // signs nothing, the template's chosen mode.
+        assert_eq!(
+            env.contains_key("WEBHOOK_AUTH"),
+            sender.signature().is_none(),
+            "{}: WEBHOOK_AUTH",
+            sender.name()
+        );
         if sender != shared::Sender::StaticForms {
             assert_eq!(
                 config.key_header,
@@ -267,7 +275,7 @@ fn each_sender_gets_its_own_signature_key_rule_and_url() {
                 "{}",
                 sender.name()
             );
-            for static_forms_only in ["WEBHOOK_AUTH", "WEBHOOK_API_KEYS", "IDEMPOTENCY_KEY"] {
+            for static_forms_only in ["WEBHOOK_API_KEYS", "IDEMPOTENCY_KEY"] {
                 assert!(!env.contains_key(static_forms_only), "{static_forms_only}");
             }
         }
