@@ -13,8 +13,6 @@
 //! - [`audit`]: the sender's own list of submissions ([`sender_api`], over
 //!   HTTP) beside the receipts, and the import of what is missing, for
 //!   `receipts audit` and the worker's scheduled audit;
-//! - [`endpoint`]: a base URL a setting names, parsed and held to
-//!   `shared::endpoint` (https, or http to this machine);
 //! - [`item_size`]: an item's size as DynamoDB counts it, and its limit.
 //!
 //! `shared` holds the rules and knows no AWS; this crate holds no rules.
@@ -22,7 +20,6 @@
 use std::time::Duration;
 
 pub mod audit;
-pub mod endpoint;
 pub mod item_size;
 pub mod routes;
 pub mod sender_api;

@@ -1,8 +1,10 @@
 //! Where a request that carries a token may go: the one rule for every base
 //! URL a setting can name (a CRM's, a sender API's), so a test server or a
 //! region can be named without a token ever crossing a network in clear
-//! text. The adapter that reads the setting parses the URL; this judges its
-//! parts.
+//! text. It parses the URL (the parser the HTTP client uses) and judges its
+//! parts; each caller maps a refusal to its own message.
+
+pub use url::Url;
 
 /// Why a base URL is refused. Messages never quote the URL.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -22,36 +24,30 @@ pub enum BaseUrlProblem {
     ClearText,
 }
 
-/// What the rule reads of a parsed URL.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct UrlParts<'a> {
-    pub scheme: &'a str,
-    /// As a URL parser gives it (`[::1]` for an IPv6 address); `None` or
-    /// empty when it has none.
-    pub host: Option<&'a str>,
-    pub has_credentials: bool,
-    pub has_query_or_fragment: bool,
-}
-
-/// A base URL: no query, fragment or credentials, and a scheme
-/// [`check_scheme`] allows.
-pub fn check_base_url(url: &UrlParts, allow_http: bool) -> Result<(), BaseUrlProblem> {
-    if url.has_query_or_fragment {
+/// `url` parsed, when it is a base URL: no query, fragment or credentials,
+/// and a scheme [`check_scheme`] allows (`allow_http`: http to any host,
+/// for local runs).
+pub fn check_base_url(url: &str, allow_http: bool) -> Result<Url, BaseUrlProblem> {
+    let parsed = Url::parse(url).map_err(|_| BaseUrlProblem::NotAbsolute)?;
+    if parsed.query().is_some() || parsed.fragment().is_some() {
         return Err(BaseUrlProblem::QueryOrFragment);
     }
-    if url.has_credentials {
+    if !parsed.username().is_empty() || parsed.password().is_some() {
         return Err(BaseUrlProblem::Credentials);
     }
-    check_scheme(url, allow_http)
+    check_scheme(&parsed, allow_http)?;
+    Ok(parsed)
 }
 
+/// The scheme rule alone, for a URL with more in it (a CRM's upsert URL):
 /// https, or http to a loopback host (`localhost`, 127.0.0.0/8, `[::1]`)
-/// or, with `allow_http` (local runs), to any host.
-pub fn check_scheme(url: &UrlParts, allow_http: bool) -> Result<(), BaseUrlProblem> {
-    let Some(host) = url.host.filter(|host| !host.is_empty()) else {
+/// or, with `allow_http` (local runs), to any host. The host is the
+/// parsed one, so user-info cannot pose as loopback.
+pub fn check_scheme(url: &Url, allow_http: bool) -> Result<(), BaseUrlProblem> {
+    let Some(host) = url.host_str().filter(|host| !host.is_empty()) else {
         return Err(BaseUrlProblem::NotHttps);
     };
-    match url.scheme {
+    match url.scheme() {
         "https" => Ok(()),
         "http" if allow_http || is_loopback_host(host) => Ok(()),
         "http" => Err(BaseUrlProblem::ClearText),
@@ -91,5 +87,50 @@ mod tests {
         for (host, loopback) in rows {
             assert_eq!(is_loopback_host(host), loopback, "{host}");
         }
+    }
+
+    #[test]
+    fn base_url_rules() {
+        use BaseUrlProblem::*;
+        let cases: [(&str, bool, Result<(), BaseUrlProblem>); 18] = [
+            ("https://api.tally.so", false, Ok(())),
+            ("https://api.eu.typeform.com/", false, Ok(())),
+            ("http://127.0.0.1:9001", false, Ok(())),
+            ("http://127.1.2.3:9001/base", false, Ok(())),
+            ("http://localhost:9001", false, Ok(())),
+            ("http://LOCALHOST", false, Ok(())),
+            ("http://[::1]:9001", false, Ok(())),
+            ("http://api.example.com", false, Err(ClearText)),
+            ("http://api.example.com", true, Ok(())),
+            // The user-info is not the host.
+            ("http://127.0.0.1@api.example.com", true, Err(Credentials)),
+            (
+                "https://user:secret@api.example.com",
+                false,
+                Err(Credentials),
+            ),
+            ("https://:secret@api.example.com", false, Err(Credentials)),
+            ("http://localhost.example.com", false, Err(ClearText)),
+            ("http://10.0.0.1", false, Err(ClearText)),
+            ("ftp://api.example.com", true, Err(NotHttps)),
+            ("api.example.com", false, Err(NotAbsolute)),
+            (
+                "https://api.example.com/?token=x",
+                false,
+                Err(QueryOrFragment),
+            ),
+            ("https://api.example.com/#x", false, Err(QueryOrFragment)),
+        ];
+        for (url, allow_http, expected) in cases {
+            assert_eq!(
+                check_base_url(url, allow_http).map(|_| ()),
+                expected,
+                "{url} (allow_http {allow_http})"
+            );
+        }
+        // The user-info is not the host (the scheme rule alone, as a CRM
+        // URL with credentials in it is checked).
+        let posing = Url::parse("http://127.0.0.1@api.example.com").unwrap();
+        assert_eq!(check_scheme(&posing, false), Err(ClearText));
     }
 }

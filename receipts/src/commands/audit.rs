@@ -94,7 +94,7 @@ pub async fn prepare(
     };
     let base_url = env(SENDER_API_BASE_URL);
     if let Some(url) = &base_url {
-        aws_edge::endpoint::check_base_url(url, false)
+        shared::endpoint::check_base_url(url, false)
             .map_err(|problem| Failed::Usage(format!("{SENDER_API_BASE_URL} {problem}")))?;
     }
     let retention = retention(stack, args.retention_days, env(RECEIPT_RETENTION_DAYS))?;

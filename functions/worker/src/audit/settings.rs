@@ -116,7 +116,7 @@ impl AuditSettings {
         }
         let base_url = get(SENDER_API_BASE_URL);
         if let Some(url) = &base_url {
-            aws_edge::endpoint::check_base_url(url, false)
+            shared::endpoint::check_base_url(url, false)
                 .map_err(|problem| invalid(SENDER_API_BASE_URL, problem.to_string()))?;
         }
         Ok(Some(AuditSettings {

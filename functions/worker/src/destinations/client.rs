@@ -5,9 +5,9 @@
 
 use std::time::{Duration, SystemTime};
 
-use aws_edge::endpoint::BaseUrlProblem;
 use shared::config::{invalid, ConfigError};
 use shared::delivery::parse_retry_after;
+use shared::endpoint::BaseUrlProblem;
 
 use crate::destinations::port::DestinationError;
 
@@ -98,7 +98,7 @@ pub(crate) fn check_base_url(
     url: &str,
     allow_http: bool,
 ) -> Result<(), ConfigError> {
-    aws_edge::endpoint::check_base_url(url, allow_http)
+    shared::endpoint::check_base_url(url, allow_http)
         .map(|_| ())
         .map_err(|problem| refused(name, problem))
 }
@@ -109,7 +109,7 @@ pub(crate) fn check_scheme(
     parsed: &reqwest::Url,
     allow_http: bool,
 ) -> Result<(), ConfigError> {
-    aws_edge::endpoint::check_scheme(parsed, allow_http).map_err(|problem| refused(name, problem))
+    shared::endpoint::check_scheme(parsed, allow_http).map_err(|problem| refused(name, problem))
 }
 
 fn refused(name: &'static str, problem: BaseUrlProblem) -> ConfigError {
