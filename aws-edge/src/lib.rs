@@ -10,19 +10,14 @@
 //!   carry the service's code and never the value;
 //! - [`routes`]: the routes `receipts routes apply` stores, kept in force
 //!   by both functions and read again while they run;
-//! - [`audit`]: the sender's own list of submissions ([`sender_api`], over
-//!   HTTP) beside the receipts, and the import of what is missing, for
-//!   `receipts audit` and the worker's scheduled audit;
 //! - [`item_size`]: an item's size as DynamoDB counts it, and its limit.
 //!
 //! `shared` holds the rules and knows no AWS; this crate holds no rules.
 
 use std::time::Duration;
 
-pub mod audit;
 pub mod item_size;
 pub mod routes;
-pub mod sender_api;
 
 use aws_config::retry::RetryConfig;
 use aws_config::timeout::TimeoutConfig;

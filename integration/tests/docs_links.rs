@@ -228,6 +228,7 @@ fn defined_functions(root: &Path) -> HashSet<String> {
     for folder in [
         "shared",
         "aws-edge",
+        "sender-audit",
         "functions",
         "receipts",
         "devtools",

@@ -10,8 +10,8 @@ use std::io::Write;
 use std::time::SystemTime;
 
 use aws_config::SdkConfig;
-use aws_edge::audit::{Imported, Scope};
-use aws_edge::sender_api::SenderApiClient;
+use sender_audit::audit::{Imported, Scope};
+use sender_audit::sender_api::SenderApiClient;
 use shared::audit::Audit;
 use shared::config::RECEIPT_RETENTION_DAYS;
 use shared::newest::GateSecret;
@@ -182,7 +182,7 @@ pub async fn audit(
     out: &mut impl Write,
 ) -> Result<(), Failed> {
     let sender = scope.sender.name();
-    let audit = aws_edge::audit::audit(
+    let audit = sender_audit::audit::audit(
         api,
         table.client(),
         table.name(),
@@ -223,7 +223,7 @@ pub async fn audit(
                 .map_err(super::run_error)?
                 .map(|stored| stored.routes)
                 .unwrap_or_default();
-            let imported = aws_edge::audit::import(
+            let imported = sender_audit::audit::import(
                 table.client(),
                 table.name(),
                 missing,

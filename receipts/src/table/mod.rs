@@ -188,7 +188,7 @@ impl ReceiptsTable {
         &self.table
     }
 
-    /// For the calls the CLI shares with the functions (`aws_edge::audit`).
+    /// For the calls the CLI shares with the functions (`sender_audit::audit`).
     pub fn client(&self) -> &Client {
         &self.client
     }

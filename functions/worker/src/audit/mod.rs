@@ -5,7 +5,7 @@
 //! last audit ended to 15 minutes ago (younger ones are left to their
 //! webhooks' first retries), and never further back than the receipts
 //! remember (`shared::audit::Horizon`); compares them with the receipts
-//! (`aws_edge::audit`), emits `MissingSubmissions` per form (its alarm
+//! (`sender_audit::audit`), emits `MissingSubmissions` per form (its alarm
 //! names the runbook) and, with `AUDIT_ACTION=import`, imports them.
 //!
 //! Long work stores its progress before its deadline: each form of a
@@ -26,11 +26,11 @@ pub use window::{next_window, OpenWindow, Progress, ProgressError, Window};
 use std::sync::Arc;
 use std::time::{Instant, SystemTime};
 
-use aws_edge::audit::{AuditError, Scope};
 use aws_edge::routes::StoredRoutes;
-use aws_edge::sender_api::{SenderApiClient, SenderApiError};
 use aws_sdk_dynamodb::types::AttributeValue;
 use aws_sdk_dynamodb::Client;
+use sender_audit::audit::{AuditError, Scope};
+use sender_audit::sender_api::{SenderApiClient, SenderApiError};
 use serde::Serialize;
 use shared::audit::{Horizon, AUDITED_UNTIL, AUDIT_STATE_KEY};
 use shared::metrics::{catalog, Metrics, Values, FUNCTION};
@@ -292,7 +292,7 @@ impl Auditor {
             self.settings.retention,
         )
         .with_erasure_key(reach.erasure_key.clone());
-        let audit = aws_edge::audit::audit(
+        let audit = sender_audit::audit::audit(
             &mut reach.api,
             &self.client,
             &self.table,
@@ -315,7 +315,7 @@ impl Auditor {
         report.erased += audit.erased;
         report.unreadable += audit.unreadable.len();
         if self.settings.action == AuditAction::Import {
-            let imported = aws_edge::audit::import(
+            let imported = sender_audit::audit::import(
                 &self.client,
                 &self.table,
                 &audit.missing,

@@ -19,8 +19,8 @@ use shared::receipt::{attr, parse_timestamp};
 use shared::routes::Routes;
 use shared::{Receipt, ReceiptStatus, Retention, Sender};
 
-use crate::item_size::{item_size, MAX_ITEM_BYTES};
 use crate::sender_api::{SenderApiClient, SenderApiError};
+use aws_edge::item_size::{item_size, MAX_ITEM_BYTES};
 
 /// BatchGetItem's most keys a request.
 const KEYS_PER_BATCH: usize = 100;
