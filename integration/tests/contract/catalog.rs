@@ -14,6 +14,8 @@ use std::path::{Path, PathBuf};
 
 use devtools::template::{self, filter_matches};
 use shared::destination::DestinationKind;
+
+use crate::{destinations, senders};
 use shared::{IdempotencyKey, Sender, SubmissionId};
 
 fn root() -> PathBuf {
@@ -22,17 +24,6 @@ fn root() -> PathBuf {
 
 fn read(path: &str) -> String {
     std::fs::read_to_string(root().join(path)).unwrap_or_else(|e| panic!("{path}: {e}"))
-}
-
-fn senders() -> Vec<&'static str> {
-    Sender::ALL.iter().map(|sender| sender.name()).collect()
-}
-
-fn destinations() -> Vec<&'static str> {
-    DestinationKind::ALL
-        .iter()
-        .map(|kind| kind.name())
-        .collect()
 }
 
 /// What `found` (the entries a file holds, as `what` names them) lacks of

@@ -6,18 +6,8 @@
 use devtools::template::{self, Evaluator};
 use serde_norway::Value;
 use shared::destination::DestinationKind;
-use shared::Sender;
 
-fn senders() -> Vec<&'static str> {
-    Sender::ALL.iter().map(|sender| sender.name()).collect()
-}
-
-fn destinations() -> Vec<&'static str> {
-    DestinationKind::ALL
-        .iter()
-        .map(|kind| kind.name())
-        .collect()
-}
+use crate::{destinations, senders};
 
 /// The statements of `function`'s policies, as the evaluator deploys them
 /// (conditions applied, `AWS::NoValue` removed).

@@ -17,6 +17,22 @@ pub(crate) use devtools::template::{self, filter_matches, Evaluator};
 pub(crate) use serde_norway::Value;
 pub(crate) use shared::receipt::attr;
 
+/// Every sender's name, in catalog order.
+pub(crate) fn senders() -> Vec<&'static str> {
+    shared::Sender::ALL
+        .iter()
+        .map(|sender| sender.name())
+        .collect()
+}
+
+/// Every destination's name, in catalog order.
+pub(crate) fn destinations() -> Vec<&'static str> {
+    shared::destination::DestinationKind::ALL
+        .iter()
+        .map(|kind| kind.name())
+        .collect()
+}
+
 pub(crate) fn load() -> Value {
     template::load(&template::workspace_template()).expect("template.yaml parses")
 }

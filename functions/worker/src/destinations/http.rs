@@ -178,10 +178,6 @@ impl DestinationSettings for HttpConfig {
             Ok(ConfiguredDestination::new(crm))
         })
     }
-
-    fn as_any(&self) -> &dyn std::any::Any {
-        self
-    }
 }
 
 /// `CRM_URL` must be an absolute URL with `{externalId}` exactly once, in

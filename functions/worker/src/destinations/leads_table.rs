@@ -256,10 +256,6 @@ impl DestinationSettings for LeadsTableSettings {
         .expiring_after(self.retention);
         Box::pin(async move { Ok(ConfiguredDestination::new(table)) })
     }
-
-    fn as_any(&self) -> &dyn std::any::Any {
-        self
-    }
 }
 
 #[cfg(test)]

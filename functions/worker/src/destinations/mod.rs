@@ -53,7 +53,7 @@ impl BuildEnv<'_> {
 
 /// One kind's settings, as read at init: each adapter's own type, built
 /// into that adapter.
-pub trait DestinationSettings: fmt::Debug + Send + Sync + 'static {
+pub trait DestinationSettings: fmt::Debug + Send + Sync + AsAny {
     fn kind(&self) -> DestinationKind;
 
     /// The destination, its credentials read once (from Secrets Manager
@@ -62,8 +62,18 @@ pub trait DestinationSettings: fmt::Debug + Send + Sync + 'static {
         self: Box<Self>,
         env: BuildEnv<'a>,
     ) -> Boxed<'a, Result<ConfiguredDestination, ConfigError>>;
+}
 
+/// A value seen as `Any`, so tests can look inside the settings; every
+/// `'static` type is one.
+pub trait AsAny: 'static {
     fn as_any(&self) -> &dyn Any;
+}
+
+impl<T: 'static> AsAny for T {
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
 }
 
 /// `kind`'s settings, read through `get` (empty values unset): the one
@@ -109,7 +119,8 @@ impl DestinationConfig {
 
     /// The settings, when they are `T`'s (tests look inside).
     pub fn settings<T: DestinationSettings>(&self) -> Option<&T> {
-        self.0.as_any().downcast_ref()
+        // Through the trait object, not the box (a Box is `Any` too).
+        (*self.0).as_any().downcast_ref()
     }
 
     /// The destination, its credentials read once (each kind's builder

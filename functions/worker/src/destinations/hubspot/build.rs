@@ -52,10 +52,6 @@ impl DestinationSettings for HubSpotConfig {
             Ok(ConfiguredDestination::new(hubspot))
         })
     }
-
-    fn as_any(&self) -> &dyn std::any::Any {
-        self
-    }
 }
 
 /// The `hubspot` destination as `main` builds it, the token as for `http`;

@@ -60,10 +60,6 @@ impl DestinationSettings for SalesforceConfig {
             Ok(ConfiguredDestination::new(salesforce))
         })
     }
-
-    fn as_any(&self) -> &dyn std::any::Any {
-        self
-    }
 }
 
 /// Salesforce's client credentials in a Secrets Manager secret:
