@@ -14,9 +14,23 @@ pub const CATALOG_JSON: &str = "scripts/catalog.json";
 /// The catalog, as `scripts/catalog.json` holds it (pretty, with a final
 /// newline).
 pub fn catalog_json() -> String {
-    let mut text = serde_json::to_string_pretty(&catalog()).expect("the catalog is JSON");
+    let mut text = serde_json::to_string_pretty(&sorted(catalog())).expect("the catalog is JSON");
     text.push('\n');
     text
+}
+
+/// `value` with every object's keys in order: the same text whether or
+/// not another crate in the build turns on serde_json's `preserve_order`.
+fn sorted(value: Value) -> Value {
+    match value {
+        Value::Object(map) => {
+            let mut entries: Vec<(String, Value)> = map.into_iter().collect();
+            entries.sort_by(|a, b| a.0.cmp(&b.0));
+            Value::Object(entries.into_iter().map(|(k, v)| (k, sorted(v))).collect())
+        }
+        Value::Array(items) => Value::Array(items.into_iter().map(sorted).collect()),
+        other => other,
+    }
 }
 
 fn catalog() -> Value {
