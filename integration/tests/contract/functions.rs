@@ -293,14 +293,8 @@ fn each_sender_gets_its_own_signature_key_rule_and_url() {
 #[test]
 fn variables_declared_blank_for_local_invokes_change_nothing_deployed() {
     let template = load();
-    for destination in ["dynamodb", "http"] {
-        let evaluator = Evaluator::new(
-            &template,
-            &[
-                ("Destination", destination),
-                ("CrmUrl", "https://crm/{externalId}"),
-            ],
-        );
+    for mode in crate::surface::modes() {
+        let evaluator = Evaluator::new(&template, &mode.overrides());
         let ingest_env = evaluator.environment("IngestFunction");
         let worker_env = evaluator.environment("WorkerFunction");
         for (name, env) in [
@@ -401,22 +395,33 @@ fn secrets_are_never_template_text_nor_environment() {
         !text.contains("NoEcho"),
         "no parameter is a secret value to hide"
     );
-    for (function, forbidden) in [
-        ("IngestFunction", "WEBHOOK_SECRETS"),
-        ("WorkerFunction", "CRM_TOKEN"),
-    ] {
-        for destination in ["dynamodb", "http"] {
-            let env = Evaluator::new(
-                &template,
-                &[
-                    ("Destination", destination),
-                    ("CrmUrl", "https://crm/{externalId}"),
-                ],
-            )
-            .environment(function);
+    // No secret value reaches a function's environment, for any kind in
+    // any mode: only the ARNs of the secrets that hold them.
+    let secret_values: Vec<&str> = shared::destination::DestinationKind::ALL
+        .iter()
+        .flat_map(|kind| kind.secrets())
+        .flat_map(|secret| secret.values.iter().map(|value| value.variable))
+        .collect();
+    assert!(
+        secret_values.contains(&"HUBSPOT_TOKEN"),
+        "{secret_values:?}"
+    );
+    for mode in crate::surface::modes() {
+        let evaluator = Evaluator::new(&template, &mode.overrides());
+        let ingest = evaluator.environment("IngestFunction");
+        assert!(
+            ingest
+                .get("WEBHOOK_SECRETS")
+                .is_none_or(|value| value.is_empty()),
+            "{}: IngestFunction gets no WEBHOOK_SECRETS value",
+            mode.label
+        );
+        let worker = evaluator.environment("WorkerFunction");
+        for forbidden in &secret_values {
             assert!(
-                env.get(forbidden).is_none_or(|value| value.is_empty()),
-                "{function} gets no {forbidden} value"
+                worker.get(*forbidden).is_none_or(|value| value.is_empty()),
+                "{}: WorkerFunction gets no {forbidden} value",
+                mode.label
             );
         }
     }

@@ -22,16 +22,26 @@ fn arn(parameter: &str) -> String {
 }
 
 /// One way to deploy a kind: its parameters, and what its worker must get.
-struct Mode {
-    label: String,
-    kind: DestinationKind,
+pub(crate) struct Mode {
+    pub(crate) label: String,
+    pub(crate) kind: DestinationKind,
     overrides: Vec<(String, String)>,
     keeps_gates: bool,
     field_map: bool,
 }
 
+impl Mode {
+    /// Its template parameters, for an `Evaluator`.
+    pub(crate) fn overrides(&self) -> Vec<(&str, &str)> {
+        self.overrides
+            .iter()
+            .map(|(name, value)| (name.as_str(), value.as_str()))
+            .collect()
+    }
+}
+
 /// Every mode of every kind that changes its surface.
-fn modes() -> Vec<Mode> {
+pub(crate) fn modes() -> Vec<Mode> {
     let mut modes = Vec::new();
     for kind in DestinationKind::ALL {
         let profile = kind.profile();
@@ -91,11 +101,7 @@ fn modes() -> Vec<Mode> {
 fn surface_problems(template: &Value) -> Vec<String> {
     let mut problems = Vec::new();
     for mode in modes() {
-        let overrides: Vec<(&str, &str)> = mode
-            .overrides
-            .iter()
-            .map(|(name, value)| (name.as_str(), value.as_str()))
-            .collect();
+        let overrides = mode.overrides();
         let evaluator = Evaluator::new(template, &overrides);
         let env = evaluator.environment(WORKER);
         let place = &mode.label;
