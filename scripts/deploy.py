@@ -91,21 +91,23 @@ class Asker:
         self.interactive = stdin.isatty()
         self.asked = 0
 
-    def _line(self, prompt: str, hidden: bool) -> str:
+    def _line(self, prompt: str, hidden: bool, give: str) -> str:
         self.asked += 1
         if self.interactive:
             return getpass.getpass(prompt) if hidden else input(prompt)
         print(prompt, flush=True)
         line = self.stdin.readline()
         if not line:
-            raise Refused(f"no answer to {prompt.strip()!r} on standard input: give it as a flag")
+            raise Refused(f"no answer to {prompt.strip().rstrip(':')!r} on standard input: {give}")
         return line.rstrip("\n")
 
-    def ask(self, why: str, prompt: str, default: str = "", check=None, hidden=False) -> str:
+    def ask(self, why: str, prompt: str, default: str = "", check=None, hidden=False, give="") -> str:
+        """`give` says how to answer without a terminal: the flag, or for a
+        secret the variable (secrets are never flags)."""
         say(f"  {why}")
         suffix = f" [{default}]" if default else ""
         while True:
-            answer = self._line(f"{prompt}{suffix}: ", hidden).strip() or default
+            answer = self._line(f"{prompt}{suffix}: ", hidden, give or "answer it on standard input").strip() or default
             problem = check(answer) if check else None
             if not problem:
                 return answer
@@ -136,7 +138,8 @@ class Answers:
 
 
 def one_of(options):
-    return lambda answer: None if answer in options else f"answer one of {', '.join(options)}"
+    """A check of a name, in any case (Tally, tally)."""
+    return lambda answer: None if answer.lower() in options else f"{answer!r} is not one of {', '.join(options)}"
 
 
 def check_stack(name):
@@ -170,12 +173,12 @@ def gather(args, asker: Asker, routes=None) -> Answers:
     a = Answers(architecture=args.architecture, observability=args.observability)
     a.sender = args.sender or asker.ask(
         "Who sends the form submissions: staticforms, tally, typeform or webflow.",
-        "Sender", "staticforms", one_of(SENDERS))
+        "Sender", "staticforms", one_of(SENDERS), give="give --sender").lower()
     a.stack_name = args.stack_name or asker.ask(
         "The CloudFormation stack's name (several stacks can live in one account).",
-        "Stack name", "staticforms-crm", check_stack)
+        "Stack name", "staticforms-crm", check_stack, give="give --stack-name")
     a.region = args.region or asker.ask(
-        "The AWS region to deploy into.", "Region", default_region(), check_region)
+        "The AWS region to deploy into.", "Region", default_region(), check_region, give="give --region")
     for problem in (one_of(SENDERS)(a.sender), check_region(a.region)):
         if problem:
             raise Refused(problem)
@@ -185,7 +188,8 @@ def gather(args, asker: Asker, routes=None) -> Answers:
             "Webhooks; unsigned, so a token in the URL), api (with a site token; Webflow gives its "
             "signing key after the URL exists, asked after the deploy) or app (your OAuth app's "
             "client secret signs it).",
-            "Webflow webhook (dashboard/api/app)", "dashboard", one_of(WEBFLOW_WEBHOOKS))
+            "Webflow webhook (dashboard/api/app)", "dashboard", one_of(WEBFLOW_WEBHOOKS),
+            give="give --webflow-webhook").lower()
         if one_of(WEBFLOW_WEBHOOKS)(a.webflow_webhook):
             raise Refused(f"--webflow-webhook: {one_of(WEBFLOW_WEBHOOKS)(a.webflow_webhook)}")
     elif args.webflow_webhook:
@@ -194,12 +198,12 @@ def gather(args, asker: Asker, routes=None) -> Answers:
         a.auth = args.auth or asker.ask(
             "How Static Forms proves itself: url (a secret token in the webhook URL, as Static "
             "Forms documents) or header (Authorization: Bearer, where your plan offers headers).",
-            "Authentication (url/header)", "url", one_of(AUTH_MODES))
+            "Authentication (url/header)", "url", one_of(AUTH_MODES), give="give --auth").lower()
     elif args.auth:
         raise Refused(f"--auth is Static Forms' choice; {a.sender} signs its deliveries itself")
     a.destination = args.destination or asker.ask(
         "Where leads go: " + ", ".join(f"{name} ({d['summary']})" for name, d in DESTINATION.items()) + ".",
-        "Destination", "dynamodb", one_of(DESTINATIONS))
+        "Destination", "dynamodb", one_of(DESTINATIONS), give="give --destination").lower()
     auth_problem = one_of(AUTH_MODES)(a.auth) if a.sender == "staticforms" else None
     for problem in (check_stack(a.stack_name), auth_problem, one_of(DESTINATIONS)(a.destination)):
         if problem:
@@ -213,14 +217,14 @@ def gather(args, asker: Asker, routes=None) -> Answers:
         secret(a, asker, "WebhookSecretArn", args.webhook_secret_arn, [
             ("WEBFLOW_WEBHOOK_SECRET", "Webflow's signing key: the webhook's secretKey (site token) or your "
              "OAuth app's client secret; stored in Secrets Manager.", "Webflow signing key", None),
-        ])
+        ], "--webhook-secret-arn")
     ask_destination(a, args, asker)
     if args.alarm_email is not None:
         a.alarm_email = args.alarm_email
     else:
         a.alarm_email = asker.ask(
             "An e-mail address told when an alarm fires (empty: none; you confirm a mail from AWS first).",
-            "Alarm e-mail", "", check_email)
+            "Alarm e-mail", "", check_email, give="give --alarm-email (--alarm-email= for none)")
     if check_email(a.alarm_email):
         raise Refused(f"--alarm-email: {check_email(a.alarm_email)}")
     offer_audit(a, args, asker, routes)
@@ -242,14 +246,15 @@ def offer_audit(a: Answers, args, asker: Asker, routes) -> None:
         ("SENDER_API_TOKEN", f"A daily audit finds submissions the stack never received and alarms: it needs "
          f"{AUDITED_SENDERS[a.sender]}; stored in Secrets Manager (empty: no audit; "
          f"docs/senders/{a.sender}.md#audit).", "Sender API token", None),
-    ], optional=True)
+    ], "--sender-api-token-secret-arn", optional=True)
     if "SenderApiTokenSecretArn" not in a.secret_arns and "SenderApiTokenSecretArn" not in a.secret_values:
         return
     if routes is not None and not args.audit_forms:
         return
     check = lambda forms: None if FORM_IDS.match(forms) else "form ids (letters, digits, - and _), comma-separated"
     a.audit_forms = args.audit_forms or asker.ask(
-        "The forms to audit: their ids at the sender (in each form's URL), comma-separated.", "Form ids", "", check)
+        "The forms to audit: their ids at the sender (in each form's URL), comma-separated.", "Form ids", "", check,
+        give="give --audit-forms")
     if check(a.audit_forms):
         raise Refused(f"--audit-forms: {check(a.audit_forms)}")
 
@@ -275,7 +280,8 @@ def ask_destination(a: Answers, args, asker: Asker) -> None:
                 raise Refused(f"{flag} applies to the {name} destination, not {a.destination}")
     for asked in chosen["asked"]:
         check = CHECKS[asked["check"]]
-        value = flag_value(args, asked["flag"]) or asker.ask(asked["why"], asked["prompt"], "", check)
+        value = flag_value(args, asked["flag"]) or asker.ask(asked["why"], asked["prompt"], "", check,
+                                                             give=f"give {asked['flag']}")
         if check(value):
             raise Refused(f"{asked['flag']}: {check(value)}")
         a.asked[asked["parameter"]] = value
@@ -287,10 +293,10 @@ def ask_destination(a: Answers, args, asker: Asker) -> None:
                 raise Refused(f"--no-{stored['name']}, and yet a {stored['values'][0]['prompt']} is given: "
                               "choose one")
             continue
-        secret(a, asker, stored["parameter"], existing, parts, optional=stored["optional"])
+        secret(a, asker, stored["parameter"], existing, parts, stored["flag"], optional=stored["optional"])
 
 
-def secret(a: Answers, asker: Asker, parameter: str, existing_arn, parts, optional=False):
+def secret(a: Answers, asker: Asker, parameter: str, existing_arn, parts, flag: str, optional=False):
     """An existing secret's ARN, or the values of a new one: from the
     environment, else a hidden prompt. Several values are stored as one
     JSON object, each under its key; one value is the secret whole."""
@@ -299,9 +305,10 @@ def secret(a: Answers, asker: Asker, parameter: str, existing_arn, parts, option
         return
     values = {}
     for variable, why, prompt, key in parts:
-        value = os.environ.get(variable) or asker.ask(why, prompt, "", hidden=True)
+        give = f"set {variable}, or give an existing secret's ARN with {flag} (secrets are never flags)"
+        value = os.environ.get(variable) or asker.ask(why, prompt, "", hidden=True, give=give)
         if not value and not optional:
-            raise Refused(f"{prompt} is required: type it, set {variable}, or give the secret's ARN as a flag")
+            raise Refused(f"{prompt} is required: type it, {give}")
         values[key or variable] = value
     if any(values.values()):
         keyed = all(key for *_, key in parts)
@@ -594,14 +601,14 @@ def main(argv=None, stdin=sys.stdin) -> int:
                + ", ".join([v["variable"] for d in CATALOG["destinations"] for s in d["secrets"] for v in s["values"]]
                            + ["WEBFLOW_WEBHOOK_SECRET", "SENDER_API_TOKEN"])
                + " (else a hidden prompt). An empty flag value is given as --alarm-email= .")
-    parser.add_argument("--sender", choices=SENDERS, help="who sends the submissions (docs/senders/); asked first")
+    parser.add_argument("--sender", choices=SENDERS, type=str.lower, help="who sends the submissions (docs/senders/); asked first")
     parser.add_argument("--stack-name")
     parser.add_argument("--region")
-    parser.add_argument("--auth", choices=sorted(AUTH_MODES), help="Static Forms only. url: a token in the webhook URL; header: Authorization: Bearer")
-    parser.add_argument("--webflow-webhook", choices=WEBFLOW_WEBHOOKS,
+    parser.add_argument("--auth", choices=sorted(AUTH_MODES), type=str.lower, help="Static Forms only. url: a token in the webhook URL; header: Authorization: Bearer")
+    parser.add_argument("--webflow-webhook", choices=WEBFLOW_WEBHOOKS, type=str.lower,
                         help="webflow: dashboard (unsigned; a token in the URL), api (site token; its key is asked after the deploy) or app (OAuth app's client secret)")
     parser.add_argument("--webhook-secret-arn", help="webflow app or api: an existing secret holding Webflow's key, instead of WEBFLOW_WEBHOOK_SECRET")
-    parser.add_argument("--destination", choices=DESTINATIONS)
+    parser.add_argument("--destination", choices=DESTINATIONS, type=str.lower)
     parser.add_argument("--field-map", metavar="FILE", help="hubspot or salesforce: a JSON file of CRM property to form field")
     parser.add_argument("--alarm-email", help="empty for none: --alarm-email=")
     for name, destination in DESTINATION.items():

@@ -465,8 +465,33 @@ class Wizard(unittest.TestCase):
                              "--auth", "url", "--destination", "hubspot")
         self.assertEqual(result.returncode, 1)
         self.assertIn("HubSpot token", result.stderr)
+        # A secret is never a flag: its variable, or an existing secret's ARN.
+        self.assertIn("set HUBSPOT_TOKEN, or give an existing secret's ARN with --hubspot-token-secret-arn",
+                      result.stderr)
         self.assertEqual(len(result.stderr.strip().splitlines()), 1, result.stderr)
         self.assertEqual(self.sam_calls(), [])
+
+    def test_each_missing_or_wrong_answer_names_its_flag_or_echoes_the_value(self):
+        # No --sender and nothing on standard input: the flag is named.
+        result = self.wizard("--stack-name", self.stack, "--region", "eu-west-1")
+        self.assertEqual(result.returncode, 1)
+        self.assertIn("no answer to 'Sender [staticforms]' on standard input: give --sender", result.stderr)
+        # A wrong answer is echoed with the accepted ones.
+        result = self.wizard("--sender", "staticforms", "--stack-name", self.stack, "--region", "eu-west-1",
+                             "--auth", "url", answers="hubspt\n")
+        self.assertEqual(result.returncode, 1)
+        self.assertIn("'hubspt' is not one of", result.stderr)
+        self.assertIn("hubspot", result.stderr)
+        # Names in any case: Tally and HubSpot are tally and hubspot.
+        result = self.wizard("--sender", "Tally", "--stack-name", self.stack, "--region", "eu-west-1",
+                             "--destination", "HubSpot", "--no-audit", "--alarm-email=", "--no-smoke",
+                             env={"HUBSPOT_TOKEN": "pat-" + uuid.uuid4().hex})
+        self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
+        deploy = [call for call in self.sam_calls() if call[0] == "deploy"][0]
+        overrides = self.overrides(deploy)
+        self.assertEqual(overrides["Sender"], "'tally'")
+        self.assertEqual(overrides["Destination"], "'hubspot'")
+        self.assertEqual(self.sam_calls()[0][0], "build")
 
     def test_missing_credentials_stop_it_first_in_one_line(self):
         env = {key: value for key, value in self.env.items()
