@@ -408,23 +408,76 @@ def default_region() -> str:
         return "us-east-1"
 
 
-def check_prerequisites(architecture: str) -> None:
-    """Everything the deploy needs, each missing thing in one line."""
-    import boto3
+NO_CREDENTIALS = "no AWS credentials: run `aws configure` (or set AWS_PROFILE / AWS_ACCESS_KEY_ID)"
+
+
+def credentials_in_sight() -> bool:
+    """Whether AWS credentials can be found, by the standard library alone
+    (before boto3 is installed): the variables, a profile in the shared
+    files, or the instance's metadata service. boto3 confirms later."""
+    env = os.environ
+    if env.get("AWS_ACCESS_KEY_ID") and env.get("AWS_SECRET_ACCESS_KEY"):
+        return True
+    if any(env.get(name) for name in ("AWS_WEB_IDENTITY_TOKEN_FILE", "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
+                                       "AWS_CONTAINER_CREDENTIALS_FULL_URI")):
+        return True
+    import configparser
+    profile = env.get("AWS_PROFILE") or env.get("AWS_DEFAULT_PROFILE") or "default"
+    aws = Path.home() / ".aws"
+    for path, section in [(env.get("AWS_SHARED_CREDENTIALS_FILE") or aws / "credentials", profile),
+                          (env.get("AWS_CONFIG_FILE") or aws / "config",
+                           profile if profile == "default" else f"profile {profile}")]:
+        parser = configparser.RawConfigParser()
+        try:
+            parser.read(path)
+        except (OSError, configparser.Error):
+            continue
+        if parser.has_section(section) and any(
+                key in parser[section] for key in ("aws_access_key_id", "credential_process", "role_arn",
+                                                   "sso_session", "sso_start_url", "source_profile",
+                                                   "login_session")):
+            return True
+    if env.get("AWS_EC2_METADATA_DISABLED", "").lower() == "true":
+        return False
+    import urllib.request
+    token = urllib.request.Request("http://169.254.169.254/latest/api/token", method="PUT",
+                                   headers={"X-aws-ec2-metadata-token-ttl-seconds": "60"})
+    try:
+        with urllib.request.urlopen(token, timeout=1):
+            return True
+    except OSError:
+        return False
+
+
+def preflight(architecture: str) -> None:
+    """What the deploy needs that make deploy cannot install, checked before
+    it installs anything, each missing thing in one line."""
     problems = []
-    if boto3.session.Session().get_credentials() is None:
-        problems.append("no AWS credentials: run `aws configure` (or set AWS_PROFILE / AWS_ACCESS_KEY_ID)")
-    for tool, how in [("sam", "make deploy installs it into .tools/sam-venv: is that on PATH?"),
-                      ("cargo", "install the Rust toolchain (rustup)"),
-                      ("cargo-lambda", "make deploy installs it into .tools/sam-venv: is that on PATH?")]:
-        if shutil.which(tool) is None:
-            problems.append(f"{tool} is missing: {how}")
+    if not credentials_in_sight():
+        problems.append(NO_CREDENTIALS)
+    if shutil.which("cargo") is None:
+        problems.append("cargo is missing: install the Rust toolchain (rustup)")
     if architecture == "arm64" and shutil.which("rustup"):
         installed = subprocess.run(["rustup", "target", "list", "--installed"],
                                    capture_output=True, text=True).stdout.split()
         if "aarch64-unknown-linux-gnu" not in installed:
             problems.append("the arm64 Rust target is missing: rustup target add aarch64-unknown-linux-gnu "
                             "(or deploy with --architecture x86_64)")
+    if problems:
+        raise Refused("; ".join(problems))
+
+
+def check_prerequisites(architecture: str) -> None:
+    """Everything the deploy needs, each missing thing in one line: the
+    preflight, boto3's own look for credentials, and the installed tools."""
+    import boto3
+    preflight(architecture)
+    problems = []
+    if boto3.session.Session().get_credentials() is None:
+        problems.append(NO_CREDENTIALS)
+    for tool in ("sam", "cargo-lambda"):
+        if shutil.which(tool) is None:
+            problems.append(f"{tool} is missing: make deploy installs it into .tools/sam-venv: is that on PATH?")
     if problems:
         raise Refused("; ".join(problems))
 
@@ -636,7 +689,17 @@ def main(argv=None, stdin=sys.stdin) -> int:
                         help="the routes file to store in the stack (docs/routes.md); default: routes.toml when there is one")
     parser.add_argument("--no-smoke", action="store_true", help="skip the smoke test after the deploy")
     parser.add_argument("--debug", action="store_true", help="a traceback with every error")
+    parser.add_argument("--preflight", action="store_true",
+                        help="only check what make deploy cannot install (credentials, cargo, the arm64 target), "
+                             "before it installs anything")
     args = parser.parse_args(argv)
+    if args.preflight:
+        try:
+            preflight(args.architecture)
+            return 0
+        except Refused as problem:
+            print(f"make deploy: {problem}", file=sys.stderr)
+            return 1
     try:
         check_prerequisites(args.architecture)
         routes = routes_file(args.routes)

@@ -505,6 +505,36 @@ class Wizard(unittest.TestCase):
         self.assertEqual(self.sam_calls(), [])
 
 
+class Preflight(unittest.TestCase):
+    """What make deploy cannot install is checked before it installs
+    anything, by the standard library alone."""
+
+    def run_deploy(self, *args, env):
+        home = tempfile.mkdtemp()
+        bare = {key: value for key, value in os.environ.items() if not key.startswith("AWS_")}
+        return subprocess.run([*args], capture_output=True, text=True, cwd=ROOT, timeout=60,
+                              env={**bare, "HOME": home, "AWS_EC2_METADATA_DISABLED": "true", **env})
+
+    def test_no_credentials_stop_make_deploy_before_any_install(self):
+        result = self.run_deploy("bash", "scripts/deploy.sh", "--architecture", "x86_64", env={})
+        self.assertEqual(result.returncode, 1, result.stdout + result.stderr)
+        self.assertIn("no AWS credentials: run `aws configure`", result.stderr)
+        self.assertNotIn("installing", result.stdout + result.stderr)
+        self.assertEqual(len(result.stderr.strip().splitlines()), 1, result.stderr)
+
+    def test_credentials_in_the_environment_or_a_profile_pass(self):
+        keys = {"AWS_ACCESS_KEY_ID": "AKIAEXAMPLE", "AWS_SECRET_ACCESS_KEY": "secret"}
+        script = [sys.executable, "scripts/deploy.py", "--preflight", "--architecture", "x86_64"]
+        self.assertEqual(self.run_deploy(*script, env=keys).returncode, 0)
+        config = Path(tempfile.mkdtemp()) / "config"
+        config.write_text("[profile work]\nsso_session = acme\n")
+        found = self.run_deploy(*script, env={"AWS_PROFILE": "work", "AWS_CONFIG_FILE": str(config)})
+        self.assertEqual(found.returncode, 0, found.stderr)
+        missing = self.run_deploy(*script, env={"AWS_PROFILE": "other", "AWS_CONFIG_FILE": str(config)})
+        self.assertEqual(missing.returncode, 1)
+        self.assertIn("no AWS credentials", missing.stderr)
+
+
 class CrmCheck(BaseHTTPRequestHandler):
     """HubSpot's property read and Salesforce's token request, as their
     documentation answers them: a credential starting with "bad" is refused
