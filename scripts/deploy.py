@@ -164,8 +164,15 @@ def check_crm_url(url):
     return None if url.count("{externalId}") == 1 else "put {externalId} exactly once where the submission id goes"
 
 
+PROPERTY_NAME = re.compile(r"^[A-Za-z0-9_]{1,100}$")
+
+
+def check_email_or_property(answer):
+    return None if PROPERTY_NAME.match(answer) else "email, or a property's internal name (letters, digits, _)"
+
+
 # The checks the catalog names for an asked value.
-CHECKS = {"https": check_https, "upsert_url": check_crm_url}
+CHECKS = {"https": check_https, "upsert_url": check_crm_url, "email_or_property": check_email_or_property}
 
 
 def gather(args, asker: Asker, routes=None) -> Answers:
@@ -280,11 +287,15 @@ def ask_destination(a: Answers, args, asker: Asker) -> None:
                 raise Refused(f"{flag} applies to the {name} destination, not {a.destination}")
     for asked in chosen["asked"]:
         check = CHECKS[asked["check"]]
-        value = flag_value(args, asked["flag"]) or asker.ask(asked["why"], asked["prompt"], "", check,
-                                                             give=f"give {asked['flag']}")
+        default = asked["default"] or ""
+        value = flag_value(args, asked["flag"])
+        if not value and default and not asker.interactive:
+            value = default  # without a terminal, a question with a default is not asked
+        value = value or asker.ask(asked["why"], asked["prompt"], default, check, give=f"give {asked['flag']}")
         if check(value):
             raise Refused(f"{asked['flag']}: {check(value)}")
-        a.asked[asked["parameter"]] = value
+        if value != default:  # the template's default needs no override
+            a.asked[asked["parameter"]] = value
     for stored in chosen["secrets"]:
         existing = flag_value(args, stored["flag"])
         parts = [(v["variable"], v["why"], v["prompt"], v["key"]) for v in stored["values"]]

@@ -493,6 +493,27 @@ class Wizard(unittest.TestCase):
         self.assertEqual(overrides["Destination"], "'hubspot'")
         self.assertEqual(self.sam_calls()[0][0], "build")
 
+    def test_hubspot_one_contact_per_submission_is_a_flag(self):
+        token = {"HUBSPOT_TOKEN": "pat-" + uuid.uuid4().hex}
+        flags = ["--sender", "tally", "--region", "eu-west-1", "--destination",
+                 "hubspot", "--no-audit", "--alarm-email=", "--no-smoke"]
+        refused = self.wizard(*flags, "--stack-name", self.stack, "--hubspot-id-property", "submission-id",
+                              env=token)
+        self.assertEqual(refused.returncode, 1)
+        self.assertIn("a property's internal name", refused.stderr)
+        result = self.wizard(*flags, "--stack-name", self.stack, "--hubspot-id-property",
+                             "staticforms_submission_id", env=token)
+        self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
+        deploy = [call for call in self.sam_calls() if call[0] == "deploy"][0]
+        self.assertEqual(self.overrides(deploy)["HubSpotIdProperty"], "'staticforms_submission_id'")
+        # Without the flag and without a terminal: the template's default, one
+        # contact per person, needs no override.
+        self.record.unlink()
+        result = self.wizard(*flags, "--stack-name", self.stack + "-by-email", env=token)
+        self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
+        deploy = [call for call in self.sam_calls() if call[0] == "deploy"][0]
+        self.assertNotIn("HubSpotIdProperty", self.overrides(deploy))
+
     def test_missing_credentials_stop_it_first_in_one_line(self):
         env = {key: value for key, value in self.env.items()
                if key not in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY")}

@@ -61,6 +61,7 @@ fn catalog() -> Value {
                         why,
                         prompt,
                         check,
+                        default,
                     } => Some(json!({
                         "parameter": parameter,
                         "flag": flag,
@@ -69,7 +70,9 @@ fn catalog() -> Value {
                         "check": match check {
                             Check::Https => "https",
                             Check::UpsertUrl => "upsert_url",
+                            Check::EmailOrProperty => "email_or_property",
                         },
+                        "default": default,
                     })),
                     _ => None,
                 })

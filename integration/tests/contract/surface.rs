@@ -65,9 +65,16 @@ pub(crate) fn modes() -> Vec<Mode> {
                 for setting in profile.settings {
                     let value = match setting.source {
                         Source::Secret(secret) => arn(secret.parameter),
+                        // The gates' own parameter is set by the mode.
+                        Source::Asked { parameter, .. }
+                            if gates.is_some_and(|(gated, ..)| gated == parameter) =>
+                        {
+                            continue
+                        }
                         Source::Asked { check, .. } => match check {
                             Check::UpsertUrl => "https://crm.example.com/leads/{externalId}",
                             Check::Https => "https://acme.my.salesforce.com",
+                            Check::EmailOrProperty => "a_unique_property",
                         }
                         .to_owned(),
                         Source::Optional(_) if !field_map => "a_property".to_owned(),

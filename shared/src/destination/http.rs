@@ -40,6 +40,7 @@ pub const PROFILE: Profile = Profile {
                 why: "Your CRM's upsert URL, with {externalId} where the submission id goes.",
                 prompt: "CRM URL",
                 check: Check::UpsertUrl,
+                default: None,
             },
         },
         Setting {

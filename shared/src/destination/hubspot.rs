@@ -2,7 +2,7 @@
 //! property holding the submission id (the worker's
 //! `destinations::hubspot`).
 
-use super::{Cleanup, Gates, Profile, Secret, SecretValue, Setting, SmokeLead, Source};
+use super::{Check, Cleanup, Gates, Profile, Secret, SecretValue, Setting, SmokeLead, Source};
 use crate::newest::{GATE_KEY, GATE_KEY_SECRET_ARN};
 
 pub const HUBSPOT_TOKEN: &str = "HUBSPOT_TOKEN";
@@ -54,7 +54,16 @@ pub const PROFILE: Profile = Profile {
         },
         Setting {
             variable: HUBSPOT_ID_PROPERTY,
-            source: Source::Parameter("HubSpotIdProperty"),
+            source: Source::Asked {
+                parameter: "HubSpotIdProperty",
+                flag: "--hubspot-id-property",
+                why: "One contact per person: email (a repeat submitter's newest data wins). One \
+                      contact per submission: the internal name of a unique-value contact \
+                      property that receives the submission id (docs/destinations/hubspot.md).",
+                prompt: "HubSpot contacts by",
+                check: Check::EmailOrProperty,
+                default: Some("email"),
+            },
         },
         Setting {
             variable: HUBSPOT_API_VERSION,

@@ -104,6 +104,9 @@ pub enum Source {
         why: &'static str,
         prompt: &'static str,
         check: Check,
+        /// The answer Enter takes (and a run without a terminal, unasked);
+        /// `None`: it must be given.
+        default: Option<&'static str>,
     },
     /// The ARN of a Secrets Manager secret (one `GetSecretValue` grant),
     /// which `make deploy` creates from values it asks for.
@@ -129,6 +132,8 @@ pub enum Check {
     Https,
     /// An `https://` URL with `{externalId}` exactly once.
     UpsertUrl,
+    /// `email`, or a property's internal name (letters, digits, `_`).
+    EmailOrProperty,
 }
 
 /// A secret a destination reads, as `make deploy` makes it.

@@ -59,6 +59,7 @@ pub const PROFILE: Profile = Profile {
                 why: "Your org's My Domain URL.",
                 prompt: "Salesforce login URL",
                 check: Check::Https,
+                default: None,
             },
         },
         Setting {
