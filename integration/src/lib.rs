@@ -278,16 +278,27 @@ pub async fn secrets_client(endpoint: &str) -> aws_sdk_secretsmanager::Client {
     aws_sdk_secretsmanager::Client::new(&config)
 }
 
-/// A new secret holding `value` (name from `prefix`); its ARN.
+/// A new secret holding `value` (name from `prefix`); its ARN. A set-up
+/// step, not the code under test: it is not held to the functions' 2 s
+/// bound, which moto's first Secrets Manager call (it loads its backend
+/// then) can pass on a loaded machine.
 pub async fn create_secret(
     client: &aws_sdk_secretsmanager::Client,
     prefix: &str,
     value: &str,
 ) -> String {
+    let set_up = aws_sdk_secretsmanager::config::Builder::default().timeout_config(
+        aws_config::timeout::TimeoutConfig::builder()
+            .operation_timeout(Duration::from_secs(30))
+            .operation_attempt_timeout(Duration::from_secs(30))
+            .build(),
+    );
     client
         .create_secret()
         .name(unique_name(prefix))
         .secret_string(value)
+        .customize()
+        .config_override(set_up)
         .send()
         .await
         .expect("moto creates the secret")

@@ -68,6 +68,25 @@ async fn the_local_pipeline_takes_a_delivery_to_one_lead_and_stops_cleanly() {
         r#"{"accepted":true,"duplicate":true}"#
     );
 
+    // Another sender's path: API Gateway's 404, and a line saying which
+    // path this pipeline takes.
+    let elsewhere = http
+        .post(format!("http://127.0.0.1:{webhook_port}/webhooks/tally"))
+        .body("{}")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(elsewhere.status(), 404);
+    let told = "local-pipeline: POST /webhooks/tally answered 404: this pipeline takes POST /webhooks/staticforms (SENDER chooses the sender)";
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !printed.lock().unwrap().iter().any(|line| line == told) && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(
+        printed.lock().unwrap().iter().any(|line| line == told),
+        "no {told:?}"
+    );
+
     let leads_url = format!("http://127.0.0.1:{crm_port}/leads");
     let leads = leads_once_there(&http, &leads_url, 1, Duration::from_secs(20)).await;
     assert_eq!(leads["count"], 1, "{leads}");

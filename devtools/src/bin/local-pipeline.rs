@@ -408,6 +408,11 @@ async fn http_api_front(
     body: Bytes,
 ) -> Response {
     if method != Method::POST || uri.path() != path.as_str() {
+        // API Gateway answers 404 too; here the terminal also says why.
+        println!(
+            "local-pipeline: {method} {} answered 404: this pipeline takes POST {path} (SENDER chooses the sender)",
+            uri.path()
+        );
         return (StatusCode::NOT_FOUND, "{\"message\":\"Not Found\"}").into_response();
     }
     let headers: Vec<(String, String)> = headers
