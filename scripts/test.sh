@@ -90,18 +90,11 @@ TRANSFORMED_TEMPLATE="$TOOLS/transformed-template.json" \
 TRANSFORMED_TEMPLATE_TRACED="$TOOLS/transformed-template-traced.json" \
   cargo test -p integration --locked --test transformed_template -- --ignored 2>&1 | tee -a "$results"
 # This machine has only the x86_64 standard library; users build arm64 (README).
-# What this proves is that SAM builds the template's functions through
-# cargo-lambda; the release profile's whole-program optimisation (LTO, one
-# codegen unit) only makes them smaller, and took most of this stage's
-# time from a fresh clone. The test build keeps the profile's size
-# settings without those two; the release sizes are measured with
-# `cargo build --release` and kept in CHANGELOG.md.
-CARGO_PROFILE_RELEASE_LTO=false CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16 \
-  sam build --parameter-overrides Architecture=x86_64 --beta-features
+sam build --parameter-overrides Architecture=x86_64 --beta-features
 for function in IngestFunction WorkerFunction; do
   bootstrap=".aws-sam/build/$function/bootstrap"
   [[ -x "$bootstrap" ]] || die "sam build produced no $bootstrap"
-  say "$function bootstrap (test build, no LTO): $(size_of "$bootstrap") bytes"
+  say "$function bootstrap: $(size_of "$bootstrap") bytes"
 done
 
 say "sam local invoke: every file in events/, in Docker"
