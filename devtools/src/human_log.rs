@@ -38,22 +38,28 @@ pub fn human(line: &str) -> Option<String> {
         let reason = text("reason")
             .or_else(|| text("auth_error").map(|_| "destination-auth".to_owned()))
             .unwrap_or_default();
+        // The status, unless the reason already says it ("HTTP 503").
         let status = text("http_status")
+            .filter(|s| reason != format!("HTTP {s}"))
             .map(|s| format!(" (HTTP {s})"))
             .unwrap_or_default();
-        return Some(match outcome.as_str() {
-            "upserted" => format!("delivered  {submission} to {destination}"),
-            "stale" => format!("stale      {submission}: a newer lead of that person was written"),
-            "skipped" => format!("skipped    {submission}: already settled"),
-            "deferred" => format!(
+        return match outcome.as_str() {
+            // Nothing was done: the receipt was settled already (a stream
+            // record of its own update, a pass that came second). Routine.
+            "skipped" => None,
+            "upserted" => Some(format!("delivered  {submission} to {destination}")),
+            "stale" => Some(format!(
+                "stale      {submission}: a newer lead of that person was written"
+            )),
+            "deferred" => Some(format!(
                 "deferred   {submission}: {reason}{status}, next attempt {}",
                 text("next_attempt_at").unwrap_or_else(|| "-".to_owned())
-            ),
-            "failed-permanent" | "gave-up" => {
-                format!("FAILED     {submission}: {reason}{status} (receipts show {submission})")
-            }
-            other => format!("{other:<10} {submission}: {reason}{status}"),
-        });
+            )),
+            "failed-permanent" | "gave-up" => Some(format!(
+                "FAILED     {submission}: {reason}{status} (receipts show {submission})"
+            )),
+            other => Some(format!("{other:<10} {submission}: {reason}{status}")),
+        };
     }
     match level.as_str() {
         "WARN" | "ERROR" => Some(format!("{level:<10} {message}")),
@@ -91,6 +97,14 @@ mod tests {
             (
                 r#"{"level":"ERROR","message":"receipt delivery handled","submission_id":"sub_4","destination":"http","outcome":"failed-permanent","reason":"no-email"}"#,
                 Some("FAILED     sub_4: no-email (receipts show sub_4)"),
+            ),
+            (
+                r#"{"level":"WARN","message":"receipt delivery handled","submission_id":"sub_5","destination":"http","outcome":"deferred","reason":"HTTP 503","http_status":503,"next_attempt_at":"-"}"#,
+                Some("deferred   sub_5: HTTP 503, next attempt -"),
+            ),
+            (
+                r#"{"level":"INFO","message":"receipt delivery handled","destination":"http","outcome":"skipped"}"#,
+                None,
             ),
             (r#"{"_aws":{"Timestamp":1},"Deliveries":1}"#, None),
             (r#"{"level":"INFO","message":"stream batch handled","records":1}"#, None),
