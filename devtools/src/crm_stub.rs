@@ -26,6 +26,9 @@ use crate::server::{self, lock, FaultQueue, Listener, Server};
 /// A lead as the stub holds it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct StoredLead {
+    /// The stub's own id for the lead (`lead-1`, `lead-2`, ... in order of
+    /// first write), answered as `id` as a CRM would.
+    pub id: String,
     pub body: Value,
     pub idempotency_key: Option<String>,
     pub authorization: Option<String>,
@@ -340,9 +343,14 @@ async fn upsert(
             let first_written_ms = leads
                 .get(&external_id)
                 .map_or_else(now_ms, |lead| lead.first_written_ms);
+            let id = leads.get(&external_id).map_or_else(
+                || format!("lead-{}", leads.len() + 1),
+                |lead| lead.id.clone(),
+            );
             leads.insert(
                 external_id.clone(),
                 StoredLead {
+                    id: id.clone(),
                     body: body.clone(),
                     idempotency_key: header("idempotency-key"),
                     authorization: header("authorization"),
@@ -356,7 +364,13 @@ async fn upsert(
                     leads.len()
                 );
             }
-            (StatusCode::OK, Json(body)).into_response()
+            // The lead as stored, with the id a CRM answers (see
+            // docs/destinations/http.md: `id` names the record).
+            let mut answered = body;
+            if let Some(fields) = answered.as_object_mut() {
+                fields.insert("id".to_owned(), Value::String(id));
+            }
+            (StatusCode::OK, Json(answered)).into_response()
         }
     };
     if let Some((_, late)) = chaos {

@@ -636,6 +636,14 @@ async fn a_failed_receipt_redriven_with_the_cli_is_delivered_once_at_the_next_pa
     assert_eq!(shown["attempts"], 1, "attempts were reset by the redrive");
     assert!(shown.get("failureReason").is_none(), "{out}");
     assert!(shown.get("redrivenAt").is_some(), "{out}");
+    // Where the lead went: the destination and the id the CRM answered.
+    let record = crm.lead("sub_refused").unwrap().id;
+    assert_eq!(shown["deliveredTo"], "http", "{out}");
+    assert_eq!(shown["recordId"], record.as_str(), "{out}");
+    let (ok, out, _) = receipts_on(&table, &["show", "sub_refused"]);
+    assert!(ok);
+    let line = format!("delivered to   Your CRM (http), record {record}\n");
+    assert!(out.contains(&line), "{out}");
 
     let (ok, out, _) = receipts_on(&table, &["list"]);
     assert!(ok);

@@ -236,14 +236,36 @@ async fn deliver_twice_and_list(
     item
 }
 
-/// `DESTINATION=hubspot make run`: 202, then 200, then exactly one contact.
+/// The card `receipts show` prints for `sub_crm_1` once it is COMPLETED
+/// (failing after 20 s with the last card).
+async fn delivered_card(receipts_table: &str) -> String {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let (ok, out, err) = receipts_cli(&[], &["--table", receipts_table, "show", "sub_crm_1"]);
+        assert!(ok, "{err}");
+        if out.contains("status         COMPLETED\n") || Instant::now() > deadline {
+            return out;
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
+
+/// `DESTINATION=hubspot make run`: 202, then 200, then exactly one contact,
+/// and its receipt names it.
 #[tokio::test]
 async fn the_local_pipeline_with_hubspot_makes_one_contact() {
-    let (pipeline, webhook_port, crm_port, _) = start_pipeline_for("hubspot").await;
+    let receipts = unique_name("hubspot-receipts");
+    let (pipeline, webhook_port, crm_port, _) = start_pipeline_on("hubspot", &receipts).await;
     let contact = deliver_twice_and_list(webhook_port, crm_port, "/contacts", "contacts").await;
     assert_eq!(contact["properties"]["email"], "ada@example.com");
     assert_eq!(contact["properties"]["firstname"], "Ada");
     assert_eq!(contact["properties"]["lastname"], "Lovelace");
+    let card = delivered_card(&receipts).await;
+    let id = contact["id"].as_str().unwrap();
+    assert!(
+        card.contains(&format!("delivered to   HubSpot, record {id}\n")),
+        "{card}"
+    );
     stop(pipeline).await;
 }
 
@@ -302,11 +324,18 @@ async fn the_local_pipeline_takes_a_signed_typeform_delivery_to_one_contact() {
 /// `DESTINATION=salesforce make run`: 202, then 200, then exactly one Lead.
 #[tokio::test]
 async fn the_local_pipeline_with_salesforce_makes_one_lead() {
-    let (pipeline, webhook_port, crm_port, _) = start_pipeline_for("salesforce").await;
+    let receipts = unique_name("salesforce-receipts");
+    let (pipeline, webhook_port, crm_port, _) = start_pipeline_on("salesforce", &receipts).await;
     let lead = deliver_twice_and_list(webhook_port, crm_port, "/records", "records").await;
     assert_eq!(lead["fields"]["StaticForms_Submission_Id__c"], "sub_crm_1");
     assert_eq!(lead["fields"]["LastName"], "Lovelace");
     assert_eq!(lead["fields"]["Company"], "AE");
+    let card = delivered_card(&receipts).await;
+    let id = lead["id"].as_str().unwrap();
+    assert!(
+        card.contains(&format!("delivered to   Salesforce, record {id}\n")),
+        "{card}"
+    );
     stop(pipeline).await;
 }
 

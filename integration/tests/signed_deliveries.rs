@@ -380,13 +380,15 @@ async fn the_crm_destinations_read_their_credentials_from_secrets_manager() {
     )
     .await
     .unwrap();
-    assert_eq!(hubspot.upsert(&lead, &key).await, Ok(Upserted::Written));
+    let written = hubspot.upsert(&lead, &key).await;
     assert_eq!(
         hubspot.newest_gates(),
         shared::newest::GateSecret::new(gate_key_text).as_ref(),
         "the gates' key is the secret's"
     );
     assert_eq!(hubspot_fake.contacts().len(), 1);
+    let contact = shared::record::DeliveredRecord::with_id(&hubspot_fake.contacts()[0].id);
+    assert_eq!(written, Ok(Upserted::Written(contact)), "names the contact");
 
     let salesforce_fake = SalesforceFake::start("3MVG9secrets", "secret-from-secrets-manager")
         .await
@@ -415,8 +417,15 @@ async fn the_crm_destinations_read_their_credentials_from_secrets_manager() {
     )
     .await
     .unwrap();
-    assert_eq!(salesforce.upsert(&lead, &key).await, Ok(Upserted::Written));
-    assert!(salesforce_fake.record("sub_secret").is_some());
+    let written = salesforce.upsert(&lead, &key).await;
+    let record = salesforce_fake.record("sub_secret").expect("the Lead");
+    // The fake's instance is plain http: the id is kept, the link is not.
+    let lead_record = shared::record::DeliveredRecord::with_id(&record.id);
+    assert_eq!(
+        written,
+        Ok(Upserted::Written(lead_record)),
+        "names the Lead"
+    );
 
     let malformed = create_secret(
         &client,

@@ -7,6 +7,7 @@ use aws_sdk_dynamodb::types::AttributeValue;
 use devtools::stream_event;
 use integration::*;
 use shared::receipt::Timestamp;
+use shared::record::DeliveredRecord;
 use shared::{FormSubmission, IdempotencyKey, Lead, Receipt};
 use worker::decide::AttemptError;
 use worker::destinations::leads_table::LeadKey;
@@ -156,13 +157,14 @@ async fn lead_key_email_lets_a_newer_submission_replace_an_older_one() {
         table
             .upsert(&Lead::from_receipt(&older).unwrap(), &key(&older))
             .await,
-        Ok(Upserted::Written)
+        Ok(Upserted::Written(DeliveredRecord::unknown())),
+        "keyed by e-mail, the item's key is personal data: no receipt names it"
     );
     assert_eq!(
         table
             .upsert(&Lead::from_receipt(&newer).unwrap(), &key(&newer))
             .await,
-        Ok(Upserted::Written)
+        Ok(Upserted::Written(DeliveredRecord::unknown()))
     );
     assert_eq!(
         table
@@ -186,10 +188,13 @@ async fn lead_key_submission_replays_update_the_same_lead() {
     let lead = Lead::from_receipt(&receipt).unwrap();
     let key = IdempotencyKey::from_stored(receipt.pk.clone());
 
-    assert_eq!(table.upsert(&lead, &key).await, Ok(Upserted::Written));
+    let written = Ok(Upserted::Written(DeliveredRecord::with_id(
+        "submission#sub_1",
+    )));
+    assert_eq!(table.upsert(&lead, &key).await, written);
     assert_eq!(
         table.upsert(&lead, &key).await,
-        Ok(Upserted::Written),
+        written,
         "a replay rewrites the same lead"
     );
     let items = scan(&client, &leads).await;
@@ -204,7 +209,7 @@ async fn lead_key_submission_replays_update_the_same_lead() {
     // With it, each write sets the expiry from the submission's receipt.
     let expiring = LeadsTable::new(client.clone(), &leads, LeadKey::Submission, &receipts)
         .expiring_after(shared::Retention::days(2));
-    assert_eq!(expiring.upsert(&lead, &key).await, Ok(Upserted::Written));
+    assert_eq!(expiring.upsert(&lead, &key).await, written);
     let items = scan(&client, &leads).await;
     let received = shared::receipt::parse_timestamp(&receipt.received_at).unwrap();
     let expected = received.duration_since(UNIX_EPOCH).unwrap().as_secs() + 2 * 86_400;
@@ -248,6 +253,8 @@ fn completion(expires_at: u64) -> Completion {
     Completion {
         expires_at,
         keep_payload: false,
+        destination: "http",
+        record: DeliveredRecord::unknown(),
     }
 }
 
@@ -349,7 +356,12 @@ async fn the_ledger_records_attempts_completion_and_failure_once() {
             .mark_completed(
                 &done.key(),
                 &attempt(1, "2026-11-29T09:00:00.000Z"),
-                &completion(1_800_000_000)
+                &Completion {
+                    destination: "salesforce",
+                    record: DeliveredRecord::with_id("00Q1")
+                        .linked("https://acme.my.salesforce.com/lightning/r/Lead/00Q1/view"),
+                    ..completion(1_800_000_000)
+                }
             )
             .await,
         Ok(Marked::Updated)
@@ -380,6 +392,13 @@ async fn the_ledger_records_attempts_completion_and_failure_once() {
     let done_item = find(&items, &done.pk);
     assert_eq!(text(&done_item, "status"), "COMPLETED");
     assert_eq!(text(&done_item, "completedAt"), "2026-11-29T09:00:00.000Z");
+    // Where the lead went: the destination, its record and the link.
+    assert_eq!(text(&done_item, "deliveredTo"), "salesforce");
+    assert_eq!(text(&done_item, "recordId"), "00Q1");
+    assert_eq!(
+        text(&done_item, "recordUrl"),
+        "https://acme.my.salesforce.com/lightning/r/Lead/00Q1/view"
+    );
     assert_eq!(
         done_item.get("attempts"),
         Some(&AttributeValue::N("4".into()))
@@ -582,6 +601,8 @@ async fn keep_payload_after_delivery_keeps_it() {
     let keep = Completion {
         expires_at: 1_800_000_000,
         keep_payload: true,
+        destination: "http",
+        record: DeliveredRecord::unknown(),
     };
     assert_eq!(
         ledger

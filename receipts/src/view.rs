@@ -170,6 +170,15 @@ pub fn card(receipt: &Receipt, payload: bool, now: SystemTime, route: &RouteOfFo
             lines.push((label, when(value)));
         }
     }
+    if let Some(destination) = &receipt.delivered_to {
+        lines.push((
+            "delivered to",
+            delivered_to(destination, receipt.record_id.as_deref()),
+        ));
+        if let Some(url) = &receipt.record_url {
+            lines.push(("link", url.clone()));
+        }
+    }
     let problem = problem(receipt);
     if !problem.is_empty() {
         let label = match receipt.status {
@@ -196,6 +205,20 @@ pub fn card(receipt: &Receipt, payload: bool, now: SystemTime, route: &RouteOfFo
         .into_iter()
         .map(|(label, value)| format!("{label:<14} {value}\n"))
         .collect()
+}
+
+/// Where a COMPLETED receipt's lead went: the destination's title and the
+/// record the destination named, or why none is kept.
+fn delivered_to(destination: &str, record_id: Option<&str>) -> String {
+    let title = shared::destination::DestinationKind::parse(destination)
+        .map_or(destination, |kind| kind.profile().title);
+    match record_id {
+        Some(id) => format!("{title}, record {id}"),
+        None => format!(
+            "{title}; no record id kept (its answer named none, a newer submission of the person \
+             held the record, or the record's key is personal data: see docs/operations.md)"
+        ),
+    }
 }
 
 /// `2026-11-30 08:00:00 UTC (3h 2m ago)`, or `(in 5m)` for a future time.
@@ -286,6 +309,61 @@ mod tests {
     use super::*;
     use shared::FormSubmission;
     use std::time::UNIX_EPOCH;
+
+    #[test]
+    fn a_delivered_card_says_where_the_lead_went() {
+        let now = UNIX_EPOCH + Duration::from_secs(1_800_000_060);
+        let mut delivered = receipt("sub_1", ReceiptStatus::Completed, 1_800_000_000);
+        let line = |label: &str, value: &str| format!("{label:<14} {value}\n");
+        let rows: &[(&str, Option<&str>, Option<&str>, &str)] = &[
+            ("hubspot", Some("12345"), None, "HubSpot, record 12345"),
+            (
+                "salesforce",
+                Some("00Q1"),
+                Some("https://acme.my.salesforce.com/lightning/r/Lead/00Q1/view"),
+                "Salesforce, record 00Q1",
+            ),
+            (
+                "http",
+                Some("lead-7"),
+                None,
+                "Your CRM (http), record lead-7",
+            ),
+            (
+                "dynamodb",
+                Some("submission#sub_1"),
+                None,
+                "The leads table, record submission#sub_1",
+            ),
+        ];
+        for (destination, id, url, shown) in rows {
+            delivered.delivered_to = Some((*destination).to_owned());
+            delivered.record_id = id.map(str::to_owned);
+            delivered.record_url = url.map(str::to_owned);
+            let card = card(&delivered, false, now, &RouteOfForm::Unrouted);
+            assert!(card.contains(&line("delivered to", shown)), "{card}");
+            match url {
+                Some(url) => assert!(card.contains(&line("link", url)), "{card}"),
+                None => assert!(!card.contains("link "), "{card}"),
+            }
+            let json = json_of(&delivered, false);
+            assert_eq!(json["deliveredTo"], *destination);
+            assert_eq!(json["recordId"].as_str(), *id);
+        }
+        delivered.record_id = None;
+        delivered.delivered_to = Some("dynamodb".into());
+        let card = card(&delivered, false, now, &RouteOfForm::Unrouted);
+        assert!(
+            card.contains("delivered to   The leads table; no record id kept ("),
+            "{card}"
+        );
+        let waiting = receipt("sub_2", ReceiptStatus::Received, 1_800_000_000);
+        assert!(!card_of(&waiting, now).contains("delivered to"));
+    }
+
+    fn card_of(receipt: &Receipt, now: SystemTime) -> String {
+        card(receipt, false, now, &RouteOfForm::Unrouted)
+    }
 
     fn receipt(id: &str, status: ReceiptStatus, received: u64) -> Receipt {
         let body = json!({

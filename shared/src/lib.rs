@@ -25,6 +25,7 @@ pub mod metrics;
 pub mod newest;
 pub mod outcome;
 pub mod receipt;
+pub mod record;
 pub mod refresh;
 pub mod routes;
 pub mod sender;

@@ -71,6 +71,14 @@ pub mod attr {
     pub const CLAIMED_UNTIL: &str = "claimedUntil";
     /// Where it came from when not from a webhook: [`super::IMPORTED`].
     pub const SOURCE: &str = "source";
+    /// The destination a COMPLETED receipt's lead was written to (its
+    /// catalog name: `hubspot`, `salesforce`, `http`, `dynamodb`).
+    pub const DELIVERED_TO: &str = "deliveredTo";
+    /// The destination's id of the record it wrote (`crate::record`):
+    /// absent when it answered none, or for a stale delivery.
+    pub const RECORD_ID: &str = "recordId";
+    /// A link to that record, where the adapter knows one.
+    pub const RECORD_URL: &str = "recordUrl";
 }
 
 /// The `source` of a receipt `receipts import` stored from the sender's
@@ -117,6 +125,9 @@ pub const OPERATOR_ATTRIBUTES: &[&str] = &[
     attr::FORM_REF,
     attr::CLAIMED_UNTIL,
     attr::SOURCE,
+    attr::DELIVERED_TO,
+    attr::RECORD_ID,
+    attr::RECORD_URL,
 ];
 
 /// The sparse global secondary index of the receipts that wait: for an
@@ -248,6 +259,15 @@ pub struct Receipt {
     /// `attr::SOURCE`: [`IMPORTED`], or absent for a webhook's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source: Option<String>,
+    /// `attr::DELIVERED_TO`: set with COMPLETED.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delivered_to: Option<String>,
+    /// `attr::RECORD_ID`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub record_id: Option<String>,
+    /// `attr::RECORD_URL`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub record_url: Option<String>,
 }
 
 fn is_zero(count: &u32) -> bool {
@@ -292,6 +312,9 @@ impl Receipt {
             form_ref: submission.form_id().map(crate::keys::form_ref),
             claimed_until: None,
             source: None,
+            delivered_to: None,
+            record_id: None,
+            record_url: None,
         }
     }
 
@@ -526,6 +549,10 @@ mod tests {
         receipt.form_ref = Some("0123456789abcdef".into());
         receipt.claimed_until = Some("t".into());
         receipt.source = Some(IMPORTED.into());
+        receipt.delivered_to = Some("salesforce".into());
+        receipt.record_id = Some("00Q1".into());
+        receipt.record_url =
+            Some("https://acme.my.salesforce.com/lightning/r/Lead/00Q1/view".into());
         receipt
     }
 
@@ -541,6 +568,9 @@ mod tests {
             attr::FAILURE_REASON,
             attr::FAILURE_HTTP_STATUS,
             attr::REDRIVEN_AT,
+            attr::DELIVERED_TO,
+            attr::RECORD_ID,
+            attr::RECORD_URL,
         ] {
             assert!(value.get(name).is_some(), "{name}");
         }

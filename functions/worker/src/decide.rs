@@ -187,8 +187,9 @@ pub struct AttemptError {
 /// What becomes of the receipt after this delivery's attempts.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Settlement {
-    /// The lead is written (or a newer submission already holds it).
-    Complete { stale: bool },
+    /// The lead is written, in the record the destination answered (or a
+    /// newer submission already holds it: `Upserted::Stale`).
+    Complete(Upserted),
     /// FAILED for good, with the reason an operator reads.
     Fail(AttemptError),
     /// FAILED because the age limit ran out: the reason is `gave-up`, the
@@ -218,8 +219,7 @@ pub fn settle(
     jitter: f64,
 ) -> Settlement {
     let (error, retry_after, auth) = match answer {
-        Ok(Upserted::Written) => return Settlement::Complete { stale: false },
-        Ok(Upserted::Stale) => return Settlement::Complete { stale: true },
+        Ok(upserted) => return Settlement::Complete(upserted.clone()),
         Err(DestinationError::Permanent { status, reason }) => {
             return Settlement::Fail(AttemptError {
                 code: bounded_reason(reason),
@@ -289,6 +289,7 @@ pub fn settle(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use shared::record::DeliveredRecord;
     use shared::FormSubmission;
     use std::time::UNIX_EPOCH;
 
@@ -445,17 +446,17 @@ mod tests {
         let rows: Vec<SettleCase> = vec![
             (
                 "written",
-                Ok(Upserted::Written),
+                Ok(Upserted::Written(DeliveredRecord::with_id("42"))),
                 soon,
                 1,
-                Settlement::Complete { stale: false },
+                Settlement::Complete(Upserted::Written(DeliveredRecord::with_id("42"))),
             ),
             (
                 "stale",
                 Ok(Upserted::Stale),
                 soon,
                 1,
-                Settlement::Complete { stale: true },
+                Settlement::Complete(Upserted::Stale),
             ),
             (
                 "refused",

@@ -755,6 +755,8 @@ impl ReceiptLedger for CompletedElsewhere {
                 &worker::ledger::Completion {
                     expires_at: 1,
                     keep_payload: false,
+                    destination: "http",
+                    record: shared::record::DeliveredRecord::unknown(),
                 },
             )
             .await?;

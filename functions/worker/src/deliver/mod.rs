@@ -17,7 +17,7 @@ use shared::metrics::{catalog, Values, DESTINATION, FUNCTION, OUTCOME};
 use shared::IdempotencyKey;
 
 use crate::decide::{settle, AttemptError, Decoded, Delivery, DeliveryRules, Settlement};
-use crate::destinations::port::{Destination, DestinationError};
+use crate::destinations::port::{Destination, DestinationError, Upserted};
 use crate::ledger::{LedgerError, ReceiptLedger};
 use crate::outcome::{OutcomeLine, RecordOutcome, Via};
 use aws_edge::routes::RoutesInForce;
@@ -333,7 +333,7 @@ impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
                         .record(
                             &delivery.receipt.key(),
                             Some(&submission_id),
-                            Settlement::Complete { stale: true },
+                            Settlement::Complete(Upserted::Stale),
                             0,
                             via,
                             started,

@@ -9,7 +9,7 @@ use tracing::Level;
 
 use super::Worker;
 use crate::decide::Settlement;
-use crate::destinations::port::Destination;
+use crate::destinations::port::{DeliveredRecord, Destination, Upserted};
 use crate::ledger::{AttemptRecord, Completion, LedgerError, Marked, ReceiptLedger};
 use crate::outcome::{OutcomeLine, RecordOutcome, Via};
 
@@ -57,12 +57,12 @@ impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
         line.settled_elsewhere = Some(false);
         let next_attempt_at;
         let (outcome, level, message) = match &settlement {
-            Settlement::Complete { stale: false } => (
+            Settlement::Complete(Upserted::Written(_)) => (
                 RecordOutcome::Upserted,
                 Level::INFO,
                 "receipt delivery handled",
             ),
-            Settlement::Complete { stale: true } => (
+            Settlement::Complete(Upserted::Stale) => (
                 RecordOutcome::Stale,
                 Level::INFO,
                 "receipt delivery handled",
@@ -115,10 +115,15 @@ impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
             at: Timestamp::at((self.clock)()),
         };
         match settlement {
-            Settlement::Complete { .. } => {
+            Settlement::Complete(upserted) => {
                 let completion = Completion {
                     expires_at: self.rules.retention.expiry_after((self.clock)()),
                     keep_payload: self.rules.keep_payload,
+                    destination: self.destination.name(),
+                    record: match upserted {
+                        Upserted::Written(record) => record.clone(),
+                        Upserted::Stale => DeliveredRecord::unknown(),
+                    },
                 };
                 self.ledger.mark_completed(key, &attempt, &completion).await
             }

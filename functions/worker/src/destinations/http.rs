@@ -16,7 +16,7 @@ use shared::{IdempotencyKey, Lead};
 use shared::config::{invalid, ConfigError};
 
 use crate::destinations::client::{self, check_scheme};
-use crate::destinations::port::{Destination, DestinationError, Upserted};
+use crate::destinations::port::{DeliveredRecord, Destination, DestinationError, Upserted};
 use crate::destinations::token::TOKEN_REFRESH_INTERVAL;
 use crate::destinations::token::{token_setting, TokenSetting};
 use crate::destinations::token::{BearerToken, CrmToken, Source, TokenError};
@@ -118,7 +118,9 @@ impl HttpCrm {
             .map_err(|error| client::transport_error(&error))?;
         let status = response.status().as_u16();
         match classify_status(status) {
-            StatusClass::Success => Ok(Upserted::Written),
+            StatusClass::Success => Ok(Upserted::Written(record_of(
+                &client::json_capped(response).await,
+            ))),
             StatusClass::Retryable => Err(DestinationError::Retryable {
                 status: Some(status),
                 retry_after: client::retry_after(&response),
@@ -130,6 +132,16 @@ impl HttpCrm {
                 reason: format!("HTTP {status}"),
             }),
         }
+    }
+}
+
+/// The record a 2xx answer names: its JSON body's `id`, a string or a
+/// number (see docs/destinations/http.md); unknown for any other body.
+fn record_of(answer: &serde_json::Value) -> DeliveredRecord {
+    match &answer["id"] {
+        serde_json::Value::String(id) => DeliveredRecord::with_id(id),
+        serde_json::Value::Number(id) => DeliveredRecord::with_id(&id.to_string()),
+        _ => DeliveredRecord::unknown(),
     }
 }
 
@@ -229,6 +241,22 @@ pub async fn build(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_answer_names_its_record_by_id_where_it_gives_one() {
+        let rows: &[(serde_json::Value, Option<&str>)] = &[
+            (serde_json::json!({"id": "lead_7"}), Some("lead_7")),
+            (serde_json::json!({"id": 42}), Some("42")),
+            (serde_json::json!({"id": "ada@example.com"}), None),
+            (serde_json::json!({"id": null}), None),
+            (serde_json::json!({"ok": true}), None),
+            (serde_json::json!([1, 2]), None),
+            (serde_json::Value::Null, None),
+        ];
+        for (answer, id) in rows {
+            assert_eq!(record_of(answer).id(), *id, "{answer}");
+        }
+    }
 
     #[test]
     fn external_id_is_encoded_as_one_path_segment() {

@@ -29,7 +29,7 @@ use shared::config::{invalid, number_in, ConfigError};
 use shared::receipt::parse_timestamp;
 use shared::Retention;
 
-use crate::destinations::port::{Destination, DestinationError, Upserted};
+use crate::destinations::port::{DeliveredRecord, Destination, DestinationError, Upserted};
 use crate::destinations::{
     Boxed, BuildEnv, ConfiguredDestination, DestinationKind, DestinationSettings,
 };
@@ -101,9 +101,22 @@ pub fn lead_expiry(lead: &Lead, retention: Retention) -> u64 {
 pub fn lead_pk(lead: &Lead, lead_key: LeadKey) -> String {
     match (lead_key, lead.normalised_email()) {
         (LeadKey::Email, Some(email)) => format!("email#{email}"),
-        _ => format!("submission#{}", lead.external_id),
+        _ => format!("{SUBMISSION_KEY_PREFIX}{}", lead.external_id),
     }
 }
+
+/// The record a receipt may name: the item's key when it is keyed by
+/// submission. An item keyed by e-mail has the address in its key, which a
+/// receipt never keeps (its `externalId` is the receipt's submission id).
+fn record_of(pk: &str) -> DeliveredRecord {
+    if pk.starts_with(SUBMISSION_KEY_PREFIX) {
+        DeliveredRecord::with_id(pk)
+    } else {
+        DeliveredRecord::unknown()
+    }
+}
+
+const SUBMISSION_KEY_PREFIX: &str = "submission#";
 
 impl Destination for LeadsTable {
     fn name(&self) -> &'static str {
@@ -117,8 +130,9 @@ impl Destination for LeadsTable {
     ) -> Result<Upserted, DestinationError> {
         let s = |text: &str| AttributeValue::S(text.to_owned());
         let fields = serde_json::Value::Object(lead.fields.clone()).to_string();
+        let pk = lead_pk(lead, self.lead_key);
         let mut item = HashMap::from([
-            (attr::PK.to_owned(), s(&lead_pk(lead, self.lead_key))),
+            (attr::PK.to_owned(), s(&pk)),
             ("externalId".to_owned(), s(&lead.external_id)),
             ("name".to_owned(), s(&lead.name)),
             (attr::EMAIL.to_owned(), s(&lead.email)),
@@ -159,7 +173,7 @@ impl Destination for LeadsTable {
             .send()
             .await;
         match result {
-            Ok(_) => Ok(Upserted::Written),
+            Ok(_) => Ok(Upserted::Written(record_of(&pk))),
             Err(SdkError::ServiceError(failure)) => match failure.err() {
                 // Either the receipt is no longer RECEIVED (erased, or
                 // settled by another delivery: its outcome write will find

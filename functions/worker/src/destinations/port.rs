@@ -11,12 +11,14 @@ use std::time::{Duration, Instant};
 
 use futures_util::stream::{self, StreamExt};
 use shared::newest::GateSecret;
+pub use shared::record::DeliveredRecord;
 use shared::{IdempotencyKey, Lead};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Upserted {
-    /// The lead now holds this submission's content.
-    Written,
+    /// The lead now holds this submission's content, in this record (its
+    /// id and link, where the destination's answer gives them).
+    Written(DeliveredRecord),
     /// A newer submission already wrote this lead; this one was dropped.
     Stale,
 }

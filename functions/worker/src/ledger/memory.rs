@@ -168,6 +168,9 @@ impl ReceiptLedger for MemoryLedger {
             receipt.failed_at = None;
             receipt.failure_reason = None;
             receipt.failure_http_status = None;
+            receipt.delivered_to = Some(completion.destination.to_owned());
+            receipt.record_id = completion.record.id().map(str::to_owned);
+            receipt.record_url = completion.record.url().map(str::to_owned);
         }))
     }
 

@@ -17,6 +17,7 @@ pub mod memory;
 use std::future::Future;
 
 use shared::receipt::Timestamp;
+use shared::record::DeliveredRecord;
 use shared::{IdempotencyKey, Receipt};
 
 use crate::decide::AttemptError;
@@ -30,7 +31,7 @@ pub enum Marked {
 }
 
 /// How a delivered receipt is kept, written with its completion.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Completion {
     /// TTL may delete the receipt from then on (epoch seconds).
     pub expires_at: u64,
@@ -38,6 +39,11 @@ pub struct Completion {
     /// same update removes every personal attribute
     /// (`shared::receipt::PERSONAL_ATTRIBUTES`).
     pub keep_payload: bool,
+    /// The destination's catalog name, kept as `deliveredTo`.
+    pub destination: &'static str,
+    /// The record the destination wrote, as far as its answer told
+    /// (`recordId`, `recordUrl`); unknown for a stale delivery.
+    pub record: DeliveredRecord,
 }
 
 /// What this delivery did, written together with its outcome.

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::destinations::port::{DestinationError, Upserted};
+use crate::destinations::port::{DeliveredRecord, DestinationError, Upserted};
 
 /// How long leads wait after HubSpot's daily limit: the reconciliation pass
 /// tries again then, and hourly after that, until the day's quota resets.
@@ -105,12 +105,15 @@ pub(super) fn answer_for(status: u16, retry_after: Option<Duration>, body: &Valu
     }
 }
 
-/// Results and errors of a 200/207 answer, by trace id.
+/// Results and errors of a 200/207 answer, by trace id. A result's `id` is
+/// the contact's record id (HubSpot's `hs_object_id`, digits).
 pub(super) fn per_input(body: &Value) -> Called {
     let mut results = Vec::new();
     for result in body["results"].as_array().into_iter().flatten() {
         if let Some(trace) = result["objectWriteTraceId"].as_str() {
-            results.push((trace.to_owned(), Ok(Upserted::Written)));
+            let id = result["id"].as_str().unwrap_or_default();
+            let record = DeliveredRecord::with_id(id);
+            results.push((trace.to_owned(), Ok(Upserted::Written(record))));
         }
     }
     for error in body["errors"].as_array().into_iter().flatten() {

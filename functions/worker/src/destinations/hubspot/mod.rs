@@ -699,7 +699,8 @@ mod tests {
         let Called::PerInput(results) = answer_for(207, None, &body) else {
             panic!("per input")
         };
-        assert_eq!(results[0], ("s1".to_owned(), Ok(Upserted::Written)));
+        let contact_1 = Upserted::Written(crate::destinations::port::DeliveredRecord::with_id("1"));
+        assert_eq!(results[0], ("s1".to_owned(), Ok(contact_1)));
         assert_eq!(
             results[1],
             (

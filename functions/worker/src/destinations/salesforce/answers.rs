@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::destinations::port::{DestinationError, Upserted};
+use crate::destinations::port::{DeliveredRecord, DestinationError, Upserted};
 
 /// How long leads wait after the org's API request limit is exceeded (a
 /// rolling 24-hour limit): the reconciliation pass tries again then.
@@ -18,7 +18,8 @@ pub(super) fn record_result(
     external_id: &str,
 ) -> Result<Upserted, DestinationError> {
     if result["success"].as_bool() == Some(true) {
-        return Ok(Upserted::Written);
+        let id = result["id"].as_str().unwrap_or_default();
+        return Ok(Upserted::Written(DeliveredRecord::with_id(id)));
     }
     let code = result["errors"][0]["statusCode"]
         .as_str()
@@ -31,7 +32,7 @@ pub(super) fn record_result(
                 submission_id = external_id,
                 "the lead was already converted; nothing more to write"
             );
-            Ok(Upserted::Written)
+            Ok(Upserted::Written(DeliveredRecord::unknown()))
         }
         // DUPLICATE_VALUE: another upsert of the same external ID (the
         // stream and a reconciliation pass racing) inserted the record
@@ -78,6 +79,28 @@ pub(super) fn unknown_column(answer: &Value) -> Option<String> {
     let rest = message.split("No such column '").nth(1)?;
     let column = rest.split('\'').next()?;
     (!column.is_empty() && column.len() <= 100).then(|| column.to_owned())
+}
+
+/// The record's page in Lightning Experience, on the org's own instance:
+/// `{instance}/lightning/r/{object}/{id}/view` (Salesforce's "Lightning
+/// Experience URL" format). Kept only when it is https (`shared::record`).
+pub(super) fn linked(
+    result: Result<Upserted, DestinationError>,
+    instance_url: &str,
+    object: &str,
+) -> Result<Upserted, DestinationError> {
+    match result {
+        Ok(Upserted::Written(record)) => {
+            let url = record
+                .id()
+                .map(|id| format!("{instance_url}/lightning/r/{object}/{id}/view"));
+            Ok(Upserted::Written(match url {
+                Some(url) => record.linked(&url),
+                None => record,
+            }))
+        }
+        other => other,
+    }
 }
 
 /// What an answer for the whole request means for each of its records. Pure.

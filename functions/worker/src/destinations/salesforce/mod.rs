@@ -31,7 +31,7 @@ use crate::destinations::client;
 use crate::destinations::refusal::traced;
 
 use crate::destinations::port::{
-    Answer, CallDeadline, Destination, DestinationError, Upserted, Write,
+    Answer, CallDeadline, DeliveredRecord, Destination, DestinationError, Upserted, Write,
 };
 use crate::destinations::token::TokenError;
 use shared::refresh::{Refreshing, Source};
@@ -42,7 +42,7 @@ mod login;
 mod settings;
 
 pub use answers::REQUEST_LIMIT_WAIT;
-use answers::{record_result, request_result, unknown_column};
+use answers::{linked, record_result, request_result, unknown_column};
 use login::{Login, Session, CREDENTIALS};
 pub use settings::*;
 
@@ -182,7 +182,8 @@ impl Salesforce {
                 let (carrying, others): (Vec<usize>, Vec<usize>) =
                     (0..leads.len()).partition(|&n| carries(leads[n]));
                 if !carrying.is_empty() && !others.is_empty() {
-                    let mut results = vec![Ok(Upserted::Written); leads.len()];
+                    let mut results =
+                        vec![Ok(Upserted::Written(DeliveredRecord::unknown())); leads.len()];
                     let refusal = request_result(status, retry_after, &answer);
                     for &n in &carrying {
                         results[n] = refusal.clone();
@@ -248,7 +249,11 @@ impl Salesforce {
                 Called::PerRecord(
                     (0..leads.len())
                         .map(|n| match results.get(n) {
-                            Some(result) => record_result(result, &leads[n].external_id),
+                            Some(result) => linked(
+                                record_result(result, &leads[n].external_id),
+                                &session.instance_url,
+                                &self.settings.object,
+                            ),
                             None => Err(DestinationError::retryable(
                                 "Salesforce gave no result for this record",
                             )),
@@ -431,15 +436,19 @@ mod tests {
         let rows: Vec<(Value, Result<Upserted, DestinationError>)> = vec![
             (
                 json!({"id": "00Q1", "success": true, "created": true, "errors": []}),
-                Ok(Upserted::Written),
+                Ok(Upserted::Written(DeliveredRecord::with_id("00Q1"))),
             ),
             (
                 json!({"id": "00Q1", "success": true, "created": false, "errors": []}),
-                Ok(Upserted::Written),
+                Ok(Upserted::Written(DeliveredRecord::with_id("00Q1"))),
+            ),
+            (
+                json!({"success": true, "created": false, "errors": []}),
+                Ok(Upserted::Written(DeliveredRecord::unknown())),
             ),
             (
                 failed("CANNOT_UPDATE_CONVERTED_LEAD"),
-                Ok(Upserted::Written),
+                Ok(Upserted::Written(DeliveredRecord::unknown())),
             ),
             (
                 failed("UNABLE_TO_LOCK_ROW"),
@@ -479,6 +488,30 @@ mod tests {
         for (result, expected) in rows {
             assert_eq!(record_result(&result, "sub_1"), expected, "{result}");
         }
+    }
+
+    #[test]
+    fn a_written_record_links_to_its_page_on_an_https_instance() {
+        let written = || Ok(Upserted::Written(DeliveredRecord::with_id("00Q1")));
+        let on = |instance: &str| match linked(written(), instance, "Lead") {
+            Ok(Upserted::Written(record)) => record.url().map(str::to_owned),
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(
+            on("https://acme.my.salesforce.com").as_deref(),
+            Some("https://acme.my.salesforce.com/lightning/r/Lead/00Q1/view")
+        );
+        assert_eq!(on("http://127.0.0.1:9000"), None, "no link to plain http");
+        let unknown = Ok(Upserted::Written(DeliveredRecord::unknown()));
+        assert_eq!(
+            linked(unknown.clone(), "https://acme.my.salesforce.com", "Lead"),
+            unknown
+        );
+        let refused = Err(DestinationError::retryable("x"));
+        assert_eq!(
+            linked(refused.clone(), "https://a.example", "Lead"),
+            refused
+        );
     }
 
     #[test]

@@ -341,18 +341,45 @@ impl ReceiptLedger for DynamoLedger {
             ("#failureStatus", attr::FAILURE_HTTP_STATUS),
         ];
         names.extend(personal.iter().map(|(p, a)| (p.as_str(), *a)));
-        self.settle(
-            key,
-            attempt,
-            "#status = :completed, #completedAt = :at, #expiresAt = :expires",
-            &remove,
-            &names,
-            vec![
-                (":completed", s(ReceiptStatus::Completed.as_str())),
-                (":expires", n(completion.expires_at)),
-            ],
-        )
-        .await
+        // Where the lead went: the destination, and its record's id and
+        // link where its answer gave them. One that is unknown this time is
+        // removed, so a receipt never names another delivery's record.
+        let mut set = "#status = :completed, #completedAt = :at, #expiresAt = :expires, #deliveredTo = :deliveredTo".to_owned();
+        let mut values = vec![
+            (":completed", s(ReceiptStatus::Completed.as_str())),
+            (":expires", n(completion.expires_at)),
+            (":deliveredTo", s(completion.destination)),
+        ];
+        names.push(("#deliveredTo", attr::DELIVERED_TO));
+        let record = [
+            (
+                "#recordId",
+                ":recordId",
+                attr::RECORD_ID,
+                completion.record.id(),
+            ),
+            (
+                "#recordUrl",
+                ":recordUrl",
+                attr::RECORD_URL,
+                completion.record.url(),
+            ),
+        ];
+        for (placeholder, value_placeholder, attribute, value) in record {
+            names.push((placeholder, attribute));
+            match value {
+                Some(value) => {
+                    set.push_str(&format!(", {placeholder} = {value_placeholder}"));
+                    values.push((value_placeholder, s(value)));
+                }
+                None => {
+                    remove.push_str(", ");
+                    remove.push_str(placeholder);
+                }
+            }
+        }
+        self.settle(key, attempt, &set, &remove, &names, values)
+            .await
     }
 
     async fn mark_failed(
