@@ -16,8 +16,8 @@ say "building the functions and the bench"
 cargo build --locked -p ingest -p worker -p devtools
 
 say "starting moto's DynamoDB server"
-start_moto >"$TOOLS/moto.url"
+start_moto >"$TOOLS/bench-moto.url"
 
-DYNAMODB_ENDPOINT=$(cat "$TOOLS/moto.url") \
+DYNAMODB_ENDPOINT=$(cat "$TOOLS/bench-moto.url") \
 FUNCTION_BIN_DIR="$(debug_bin_dir)" \
   "$(debug_bin_dir)/bench"

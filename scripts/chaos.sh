@@ -16,10 +16,10 @@ say "building the functions and the chaos run"
 cargo build --locked -p ingest -p worker -p devtools
 
 say "starting moto's DynamoDB server"
-start_moto >"$TOOLS/moto.url"
+start_moto >"$TOOLS/chaos-moto.url"
 
 args=(--submissions "${SUBMISSIONS:-1000}")
 [[ -z "${SEED:-}" ]] || args+=(--seed "$SEED")
-DYNAMODB_ENDPOINT=$(cat "$TOOLS/moto.url") \
+DYNAMODB_ENDPOINT=$(cat "$TOOLS/chaos-moto.url") \
 FUNCTION_BIN_DIR="$(debug_bin_dir)" \
   "$(debug_bin_dir)/chaos" "${args[@]}"

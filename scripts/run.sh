@@ -17,9 +17,9 @@ say "building the functions and the local pipeline"
 cargo build --locked -p ingest -p worker -p receipts -p devtools
 
 say "starting moto's DynamoDB server"
-start_moto >"$TOOLS/moto.url"
+start_moto >"$TOOLS/run-moto.url"
 
 # Not exec: the EXIT trap must stop moto when the pipeline ends.
-DYNAMODB_ENDPOINT=$(cat "$TOOLS/moto.url") \
+DYNAMODB_ENDPOINT=$(cat "$TOOLS/run-moto.url") \
 FUNCTION_BIN_DIR="$(debug_bin_dir)" \
   "$(debug_bin_dir)/local-pipeline"

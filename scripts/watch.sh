@@ -15,9 +15,9 @@ ensure_deploy_tools
 export PATH="$SAM_VENV/bin:$PATH"
 
 say "starting moto's DynamoDB server"
-start_moto >"$TOOLS/moto.url"
+start_moto >"$TOOLS/watch-moto.url"
 cargo build --locked -p devtools --bin create-tables
-DYNAMODB_ENDPOINT=$(cat "$TOOLS/moto.url") "$(debug_bin_dir)/create-tables"
+DYNAMODB_ENDPOINT=$(cat "$TOOLS/watch-moto.url") "$(debug_bin_dir)/create-tables"
 
 # One environment for both functions: each reads only its own variables.
 cat >"$TOOLS/watch.env" <<ENV
@@ -25,7 +25,7 @@ AWS_REGION=us-east-1
 AWS_ACCESS_KEY_ID=local
 AWS_SECRET_ACCESS_KEY=local
 AWS_EC2_METADATA_DISABLED=true
-AWS_ENDPOINT_URL_DYNAMODB=$(cat "$TOOLS/moto.url")
+AWS_ENDPOINT_URL_DYNAMODB=$(cat "$TOOLS/watch-moto.url")
 RECEIPTS_TABLE=staticforms-receipts
 WEBHOOK_AUTH=bearer
 WEBHOOK_SECRETS=local-demo-token-change-me

@@ -10,6 +10,27 @@ use serde_json::Value;
 /// out (metric lines, routine INFO lines). A line that is not JSON (a
 /// panic, a start-up message) is kept as it is.
 pub fn human(line: &str) -> Option<String> {
+    human_and_held(line).0
+}
+
+/// Whether a log line is ingest's account of a submission a spam rule held
+/// back (`outcome: quarantined`): the sender got the same `202` as for any
+/// new submission, so only the log tells.
+pub fn held_back(line: &str) -> bool {
+    human_and_held(line).1
+}
+
+fn human_and_held(line: &str) -> (Option<String>, bool) {
+    let held = serde_json::from_str::<Value>(line).is_ok_and(|fields| {
+        fields["message"]
+            .as_str()
+            .is_some_and(|m| m.starts_with("webhook delivery"))
+            && fields["outcome"] == "quarantined"
+    });
+    (said(line), held)
+}
+
+fn said(line: &str) -> Option<String> {
     let Ok(Value::Object(fields)) = serde_json::from_str::<Value>(line) else {
         return Some(line.to_owned());
     };
@@ -116,6 +137,28 @@ mod tests {
         ];
         for (line, expected) in rows {
             assert_eq!(human(line).as_deref(), expected, "{line}");
+        }
+    }
+
+    #[test]
+    fn only_ingests_account_of_a_held_back_submission_is_held_back() {
+        let rows = [
+            (
+                r#"{"level":"INFO","message":"webhook delivery handled","submission_id":"s","outcome":"quarantined","status":202}"#,
+                true,
+            ),
+            (
+                r#"{"level":"INFO","message":"webhook delivery handled","submission_id":"s","outcome":"accepted","status":202}"#,
+                false,
+            ),
+            (
+                r#"{"level":"INFO","message":"receipt delivery handled","outcome":"quarantined"}"#,
+                false,
+            ),
+            ("not json quarantined", false),
+        ];
+        for (line, held) in rows {
+            assert_eq!(held_back(line), held, "{line}");
         }
     }
 }

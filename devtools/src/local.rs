@@ -219,11 +219,19 @@ fn stdio(output: FunctionOutput) -> std::process::Stdio {
     }
 }
 
+/// Submissions ingest held back under a spam rule, as its log lines said
+/// (functions started with [`FunctionOutput::Human`]): `make run`'s summary
+/// counts them apart from the accepted ones.
+pub static HELD_BACK: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
 /// Each line of a function's output as `human_log` puts it.
 async fn print_human(from: impl tokio::io::AsyncRead + Unpin, name: String) {
     use tokio::io::AsyncBufReadExt;
     let mut lines = tokio::io::BufReader::new(from).lines();
     while let Ok(Some(line)) = lines.next_line().await {
+        if crate::human_log::held_back(&line) {
+            HELD_BACK.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        }
         if let Some(said) = crate::human_log::human(&line) {
             println!("{name:<7}{said}");
         }

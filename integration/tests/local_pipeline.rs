@@ -236,6 +236,72 @@ async fn deliver_twice_and_list(
     item
 }
 
+/// The README's quick start, run as written (its ports the test's): two
+/// deliveries answered 202 then 200, and the lead read after the wait it
+/// says, once. The `receipts` line the pipeline prints runs as printed.
+#[tokio::test]
+async fn the_readme_quick_start_runs_as_written() {
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md")).unwrap();
+    let section = readme
+        .split("## Run it locally")
+        .nth(1)
+        .expect("README: Run it locally");
+    let script = section
+        .split("```sh\n")
+        .nth(1)
+        .and_then(|block| block.split("```").next())
+        .expect("README: the quick start's sh block");
+    let (pipeline, webhook_port, crm_port, printed) = start_pipeline_for("http").await;
+    let script = script
+        .replace("127.0.0.1:9000", &format!("127.0.0.1:{webhook_port}"))
+        .replace("127.0.0.1:9001", &format!("127.0.0.1:{crm_port}"));
+    // Not blocking the runtime: its tasks read the pipeline's output.
+    let ran = tokio::process::Command::new("bash")
+        .args(["-euo", "pipefail", "-c", &script])
+        .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
+        .output()
+        .await
+        .unwrap();
+    let out = String::from_utf8_lossy(&ran.stdout);
+    assert!(
+        ran.status.success(),
+        "{out}{}",
+        String::from_utf8_lossy(&ran.stderr)
+    );
+    let answers: Vec<&str> = out.lines().filter(|l| l.starts_with("HTTP/")).collect();
+    assert_eq!(
+        answers,
+        ["HTTP/1.1 202 Accepted", "HTTP/1.1 200 OK"],
+        "{out}"
+    );
+    let leads: serde_json::Value =
+        serde_json::from_str(out.lines().last().unwrap_or_default()).expect("the leads, as JSON");
+    assert_eq!(leads["count"], 1, "{out}");
+    assert_eq!(leads["leads"][0]["writes"], 1, "{out}");
+
+    let receipts_line = printed
+        .lock()
+        .unwrap()
+        .iter()
+        .find_map(|line| line.trim().strip_prefix("receipts  ").map(str::to_owned))
+        .expect("a receipts line");
+    let listed = tokio::process::Command::new("bash")
+        .args(["-c", &receipts_line])
+        .env_remove("AWS_PROFILE")
+        .output()
+        .await
+        .unwrap();
+    let listed_out = String::from_utf8_lossy(&listed.stdout);
+    assert!(
+        listed.status.success(),
+        "{listed_out}{}",
+        String::from_utf8_lossy(&listed.stderr)
+    );
+    assert!(listed_out.contains("COMPLETED"), "{listed_out}");
+    stop(pipeline).await;
+}
+
 /// The card `receipts show` prints for `sub_crm_1` once it is COMPLETED
 /// (failing after 20 s with the last card).
 async fn delivered_card(receipts_table: &str) -> String {
@@ -584,7 +650,7 @@ async fn the_local_pipeline_holds_bots_back_and_routes_forms_by_the_routes_file(
     };
     let file = routes_file("Pricing page", "\"website_url\"");
     let table = unique_name("routes-receipts");
-    let (pipeline, webhook_port, crm_port, _) = start_pipeline_with(
+    let (pipeline, webhook_port, crm_port, printed) = start_pipeline_with(
         "http",
         &table,
         &[
@@ -648,6 +714,17 @@ async fn the_local_pipeline_holds_bots_back_and_routes_forms_by_the_routes_file(
     tokio::time::sleep(Duration::from_secs(7)).await;
     let leads = leads_once_there(&http, &leads_url, 2, Duration::ZERO).await;
     assert_eq!(leads["count"], 2, "{leads}");
+    // The terminal's summary counts the held ones apart from the accepted.
+    let summary = "local-pipeline: deliveries accepted=2 quarantined=2 |";
+    assert!(
+        printed
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|line| line.starts_with(summary)),
+        "{:?}",
+        printed.lock().unwrap()
+    );
 
     // A change applied while both functions run: a new honeypot and a new
     // constant, with no restart.

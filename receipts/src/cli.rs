@@ -22,15 +22,17 @@ job; forget names the endpoints.
 redrive puts receipts back in the reconciler's queue: RECEIVED, attempts
 reset, due now. A COMPLETED receipt is never redriven. The next
 reconciliation pass delivers them; to start one at once:
-  aws lambda invoke --function-name <WorkerFunction> \\
-    --payload fileb://events/worker-reconcile.json /dev/stdout";
+  aws lambda invoke --function-name <WorkerFunctionName> \\
+    --cli-binary-format raw-in-base64-out \\
+    --payload '{\"detail-type\":\"Scheduled Event\"}' /dev/stdout
+(WorkerFunctionName is a stack output; docs/operations.md gives the same).";
 
 #[derive(Debug, Parser)]
 #[command(
     name = "receipts",
     version,
     arg_required_else_help = true,
-    about = "Look at, redrive, erase and smoke-test the receipts of a staticforms-to-crm stack.",
+    about = "The operator's CLI of a staticforms-to-crm stack: look at, redrive, release and erase its receipts, store its routes, audit and import the sender's submissions, and smoke-test it.",
     after_help = AFTER_HELP
 )]
 pub struct Cli {
@@ -191,7 +193,8 @@ pub enum Command {
     },
     /// Store each submission the sender lists and this stack never
     /// received, under the key its webhook would have had (a webhook that
-    /// arrives later is a duplicate); the worker delivers them as any.
+    /// arrives later is a duplicate); the worker delivers them as it
+    /// delivers a webhook's.
     Import {
         #[command(flatten)]
         scope: AuditArgs,
@@ -348,6 +351,24 @@ fn age(raw: &str) -> Result<Duration, String> {
 
 #[cfg(test)]
 mod tests {
+    use super::AFTER_HELP;
+
+    /// `--help` and docs/operations.md give one command to start a pass.
+    #[test]
+    fn help_starts_a_pass_with_the_command_the_operations_page_gives() {
+        let docs = include_str!("../../docs/operations.md");
+        let command = AFTER_HELP
+            .split("to start one at once:\n")
+            .nth(1)
+            .unwrap()
+            .lines()
+            .take(3)
+            .map(|line| line.trim().trim_end_matches('\\').trim())
+            .collect::<Vec<_>>()
+            .join(" ");
+        assert!(command.starts_with("aws lambda invoke"), "{command}");
+        assert!(docs.contains(&command), "{command}");
+    }
     use super::*;
     use clap::error::ErrorKind;
     use std::time::UNIX_EPOCH;

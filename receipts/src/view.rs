@@ -26,6 +26,15 @@ fn problem(receipt: &Receipt) -> String {
     }
 }
 
+/// The last column of `list`: a quarantined receipt's spam rule (it has no
+/// error), else its last error.
+fn why_listed(receipt: &Receipt) -> String {
+    match (&receipt.status, &receipt.quarantine_rule) {
+        (ReceiptStatus::Quarantined, Some(rule)) => format!("spam rule {rule}"),
+        _ => problem(receipt),
+    }
+}
+
 /// The form data of a receipt's payload, or null (none read, delivered, or
 /// forgotten).
 fn lead_of(receipt: &Receipt) -> Value {
@@ -71,7 +80,7 @@ pub fn table(receipts: &[Receipt], show_lead: bool) -> String {
                 .next_attempt_at
                 .clone()
                 .unwrap_or_else(|| "-".to_owned()),
-            problem(receipt),
+            why_listed(receipt),
         ]);
     }
     let widths: Vec<usize> = (0..6)
@@ -309,6 +318,17 @@ mod tests {
     use super::*;
     use shared::FormSubmission;
     use std::time::UNIX_EPOCH;
+
+    #[test]
+    fn a_quarantined_receipt_is_listed_with_its_rule() {
+        let mut held = receipt("sub_bot", ReceiptStatus::Quarantined, 1_800_000_000);
+        held.quarantine_rule = Some("honeypot:fax".into());
+        let listed = table(&[held], false);
+        assert!(
+            listed.contains("QUARANTINED") && listed.trim_end().ends_with("spam rule honeypot:fax"),
+            "{listed}"
+        );
+    }
 
     #[test]
     fn a_delivered_card_says_where_the_lead_went() {

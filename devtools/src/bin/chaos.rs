@@ -102,7 +102,7 @@ async fn run() -> Result<(), String> {
         std::env::var("FUNCTION_BIN_DIR").unwrap_or_else(|_| "target/debug".to_owned()),
     );
     println!(
-        "chaos: {} submissions, seed {} (CHAOS_SEED={} repeats this run)",
+        "chaos: {} submissions, seed {} (make chaos SEED={} repeats this run)",
         options.submissions, options.seed, options.seed
     );
 
@@ -251,12 +251,42 @@ async fn run() -> Result<(), String> {
         .collect();
     let queue = Arc::new(Mutex::new(ids.clone()));
     let attempts = Arc::new(AtomicUsize::new(0));
+    let accepted_count = Arc::new(AtomicUsize::new(0));
+    // A line every 15 s, so a run of minutes is never silent.
+    let stop_progress = Arc::new(AtomicBool::new(false));
+    let progress_task = {
+        let (stop, accepted, passes) = (
+            Arc::clone(&stop_progress),
+            Arc::clone(&accepted_count),
+            Arc::clone(&passes_run),
+        );
+        let crm_view = crm.clone_handle();
+        let total = ids.len();
+        tokio::spawn(async move {
+            loop {
+                for _ in 0..75 {
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                    if stop.load(Ordering::SeqCst) {
+                        return;
+                    }
+                }
+                println!(
+                    "chaos: {}s: {}/{total} accepted, {} leads, {} passes so far",
+                    started.elapsed().as_secs(),
+                    accepted.load(Ordering::SeqCst),
+                    crm_view.lead_count(),
+                    passes.load(Ordering::SeqCst),
+                );
+            }
+        })
+    };
     let mut senders = Vec::new();
     for _ in 0..SENDERS {
-        let (queue, ingest, attempts) = (
+        let (queue, ingest, attempts, accepted_count) = (
             Arc::clone(&queue),
             Arc::clone(&ingest),
             Arc::clone(&attempts),
+            Arc::clone(&accepted_count),
         );
         senders.push(tokio::spawn(async move {
             loop {
@@ -274,6 +304,7 @@ async fn run() -> Result<(), String> {
                         .and_then(|answer| answer_from(&answer).ok())
                         .is_some_and(|answer| (200..300).contains(&answer.status));
                     if accepted {
+                        accepted_count.fetch_add(1, Ordering::SeqCst);
                         break;
                     }
                     tokio::time::sleep(Duration::from_millis(100)).await;
@@ -285,6 +316,11 @@ async fn run() -> Result<(), String> {
         sender.await.map_err(|e| e.to_string())??;
     }
     let accepted_after = started.elapsed();
+    println!(
+        "chaos: all {} accepted after {}s; the kills go on until {KILL_UNTIL_LEADS_PERCENT}% are leads",
+        ids.len(),
+        accepted_after.as_secs()
+    );
     let kills_end = Instant::now() + KILL_AT_MOST_AFTER_ACCEPTED;
     while crm.lead_count() * 100 < ids.len() * KILL_UNTIL_LEADS_PERCENT
         && Instant::now() < kills_end
@@ -297,6 +333,7 @@ async fn run() -> Result<(), String> {
 
     // Passes until nothing waits: a claim left by a killed worker lapses a
     // minute after its invocation's end.
+    println!("chaos: kills stopped; passes until nothing waits (a killed worker's claim lapses after a minute)");
     let mut passes = 0;
     loop {
         if Instant::now() > deadline {
@@ -318,6 +355,8 @@ async fn run() -> Result<(), String> {
         }
     }
     stop_pump.store(true, Ordering::SeqCst);
+    stop_progress.store(true, Ordering::SeqCst);
+    let _ = progress_task.await;
     let given_up = pump_task.await.map_err(|e| e.to_string())?;
     ingest.stop().await;
     worker.stop().await;

@@ -272,8 +272,13 @@ async fn run() -> Result<(), String> {
         }
     });
 
+    // The operator's CLI against this pipeline's table, ready to paste.
+    let receipts_line = format!(
+        "  receipts  AWS_REGION=us-east-1 AWS_ACCESS_KEY_ID=local AWS_SECRET_ACCESS_KEY=local AWS_ENDPOINT_URL={dynamodb_endpoint} {} --table {receipts_table} list",
+        bin_dir.join("receipts").display()
+    );
     println!(
-        "\nLocal pipeline is up (Ctrl-C stops it):\n  webhook   POST http://127.0.0.1:{webhook_port}{webhook_path} ({how})\n  {}\n  DynamoDB       {dynamodb_endpoint} (table {receipts_table})\n{sender_api_line}",
+        "\nLocal pipeline is up (Ctrl-C stops it):\n  webhook   POST http://127.0.0.1:{webhook_port}{webhook_path} ({how})\n  {}\n  DynamoDB       {dynamodb_endpoint} (table {receipts_table})\n{receipts_line}\n{sender_api_line}",
         crm.describe(crm_port),
     );
 
@@ -380,7 +385,16 @@ impl Tally {
     }
 
     fn summary(&self, leads: usize, writes: u64) -> String {
-        let deliveries = lock(&self.deliveries);
+        let mut deliveries = lock(&self.deliveries).clone();
+        // A held-back submission was answered 202 like any new one: the log
+        // says which were held, and they are counted apart.
+        let held = local::HELD_BACK.load(Ordering::SeqCst);
+        if held > 0 {
+            if let Some(accepted) = deliveries.get_mut("accepted") {
+                *accepted = accepted.saturating_sub(held);
+            }
+            deliveries.insert("quarantined".to_owned(), held);
+        }
         let by_outcome = if deliveries.is_empty() {
             "none".to_owned()
         } else {
