@@ -1,5 +1,5 @@
 # The two commands (see README): `make run` and `make test`.
-.PHONY: run test check proptest watch invoke invoke-stop deploy sam smoke chaos bench
+.PHONY: run test check proptest watch invoke invoke-stop deploy package sam smoke chaos bench
 
 run:
 	@scripts/run.sh
@@ -33,7 +33,13 @@ invoke-stop:
 # A first deployment that asks only what it must (see README), then the
 # smoke test. Non-interactive: make deploy ARGS="--stack-name ... --help".
 deploy:
-	@ARGS="$(ARGS)" scripts/deploy.sh
+	@ARGS="$(ARGS)" RELEASE="$(RELEASE)" scripts/deploy.sh
+
+# What a deploy without Rust needs (function zips, a template per
+# architecture, checksums), as the release workflow builds it:
+# make package [VERSION=0.2.0] [ARCHITECTURES="arm64 x86_64"]
+package:
+	@VERSION="$(VERSION)" ARCHITECTURES="$(ARCHITECTURES)" PACKAGE_DIR="$(PACKAGE_DIR)" scripts/package.sh
 
 # The pinned SAM CLI that make deploy installed, for later deploys, logs
 # and deletes: make sam ARGS="deploy --config-env <stack name>"

@@ -11,6 +11,11 @@ check_everyday_prerequisites
 say "format and lints"
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --locked -- -D warnings
+# The release workflow (.github/workflows/): GitHub's schema and zizmor's
+# offline audits (template injection, unpinned actions, credentials kept).
+ensure_python_tools
+"$VENV/bin/check-jsonschema" --builtin-schema vendor.github-workflows .github/workflows/*.yml
+"$VENV/bin/zizmor" --offline --quiet .github/workflows
 
 say "unit, handler, adapter and CRM tests, and the template contract (no server needed)"
 results=${TEST_RESULTS:-/dev/null}

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import getpass
+import hashlib
 import json
 import os
 import re
@@ -460,15 +461,50 @@ def credentials_in_sight() -> bool:
         return False
 
 
-def preflight(architecture: str) -> None:
+def release_template(release: Path, architecture: str) -> Path:
+    """The template of a `make package` folder for `architecture`, once
+    every file SHA256SUMS names is there and matches: nothing is deployed
+    from a partial or altered download."""
+    if not release.is_dir():
+        raise Refused(f"--release {release}: no such folder (make package writes one in dist/)")
+    sums = release / "SHA256SUMS"
+    if not sums.is_file():
+        raise Refused(f"--release {release}: no SHA256SUMS: is it a folder make package wrote?")
+    for line in sums.read_text().splitlines():
+        digest, _, name = line.partition("  ")
+        path = release / name
+        if not path.is_file():
+            raise Refused(f"--release {release}: {name} is missing (SHA256SUMS names it)")
+        if hashlib.sha256(path.read_bytes()).hexdigest() != digest:
+            raise Refused(f"--release {release}: {name} does not match its checksum: download it again")
+    template = release / f"template-{architecture}.yaml"
+    if not template.is_file():
+        built = sorted(p.stem.removeprefix("template-") for p in release.glob("template-*.yaml"))
+        raise Refused(f"--release {release} holds no {architecture} build: give --architecture "
+                      + " or ".join(built or ["(none)"]))
+    if json.loads((release / "catalog.json").read_text()) != CATALOG:
+        version = json.loads((release / "release.json").read_text()).get("version", "?")
+        raise Refused(f"--release {release} (version {version}) asks other questions than these scripts: "
+                      "run the make deploy of the same version (its source archive, or git checkout of its tag)")
+    return template
+
+
+def preflight(architecture: str, release: Path | None = None) -> None:
     """What the deploy needs that make deploy cannot install, checked before
-    it installs anything, each missing thing in one line."""
+    it installs anything, each missing thing in one line. From a release
+    folder, no Rust at all: its files instead."""
     problems = []
     if not credentials_in_sight():
         problems.append(NO_CREDENTIALS)
-    if shutil.which("cargo") is None:
-        problems.append("cargo is missing: install the Rust toolchain (rustup)")
-    if architecture == "arm64" and shutil.which("rustup"):
+    if release is not None:
+        try:
+            release_template(release, architecture)
+        except Refused as problem:
+            problems.append(str(problem))
+    elif shutil.which("cargo") is None:
+        problems.append("cargo is missing: install the Rust toolchain (rustup), or deploy a release without "
+                        "Rust: make deploy RELEASE=<folder> (README)")
+    elif architecture == "arm64" and shutil.which("rustup"):
         installed = subprocess.run(["rustup", "target", "list", "--installed"],
                                    capture_output=True, text=True).stdout.split()
         if "aarch64-unknown-linux-gnu" not in installed:
@@ -478,15 +514,16 @@ def preflight(architecture: str) -> None:
         raise Refused("; ".join(problems))
 
 
-def check_prerequisites(architecture: str) -> None:
+def check_prerequisites(architecture: str, release: Path | None) -> None:
     """Everything the deploy needs, each missing thing in one line: the
-    preflight, boto3's own look for credentials, and the installed tools."""
+    preflight, boto3's own look for credentials, and the installed tools
+    (cargo-lambda only to build)."""
     import boto3
-    preflight(architecture)
+    preflight(architecture, release)
     problems = []
     if boto3.session.Session().get_credentials() is None:
         problems.append(NO_CREDENTIALS)
-    for tool in ("sam", "cargo-lambda"):
+    for tool in ("sam",) if release else ("sam", "cargo-lambda"):
         if shutil.which(tool) is None:
             problems.append(f"{tool} is missing: make deploy installs it into .tools/sam-venv: is that on PATH?")
     if problems:
@@ -643,9 +680,17 @@ def run(command: list[str], cwd: Path, failed: str | None = None) -> None:
 
 
 def receipts_command() -> list[str]:
-    """The receipts CLI: RECEIPTS_BIN, else built from this checkout."""
-    return os.environ.get("RECEIPTS_BIN", "").split() or \
-        ["cargo", "run", "--release", "--locked", "--quiet", "-p", "receipts", "--"]
+    """The receipts CLI: RECEIPTS_BIN, else `receipts` on PATH (its release
+    install), else built from this checkout."""
+    given = os.environ.get("RECEIPTS_BIN", "").split()
+    if given:
+        return given
+    if shutil.which("receipts"):
+        return ["receipts"]
+    if shutil.which("cargo"):
+        return ["cargo", "run", "--release", "--locked", "--quiet", "-p", "receipts", "--"]
+    raise Refused("the receipts CLI runs the smoke test and stores the routes: install it (README, "
+                  "\"The receipts CLI\"), or give --no-smoke and move routes.toml away")
 
 
 def routes_file(flag: Path | None) -> Path | None:
@@ -700,20 +745,24 @@ def main(argv=None, stdin=sys.stdin) -> int:
                         help="the routes file to store in the stack (docs/routes.md); default: routes.toml when there is one")
     parser.add_argument("--no-smoke", action="store_true", help="skip the smoke test after the deploy")
     parser.add_argument("--debug", action="store_true", help="a traceback with every error")
+    parser.add_argument("--release", type=Path, metavar="FOLDER",
+                        help="deploy what make package (or a GitHub release) holds in FOLDER: no Rust, no build")
     parser.add_argument("--preflight", action="store_true",
                         help="only check what make deploy cannot install (credentials, cargo, the arm64 target), "
                              "before it installs anything")
     args = parser.parse_args(argv)
     if args.preflight:
         try:
-            preflight(args.architecture)
+            preflight(args.architecture, args.release)
             return 0
         except Refused as problem:
             print(f"make deploy: {problem}", file=sys.stderr)
             return 1
     try:
-        check_prerequisites(args.architecture)
+        check_prerequisites(args.architecture, args.release)
         routes = routes_file(args.routes)
+        if routes is not None or not args.no_smoke:
+            receipts_command()  # a missing CLI is said now, not after the deploy
         if routes is not None:
             say(f"Checking the routes file {routes.name} first: nothing is asked or deployed with a problem in it.")
             run([*receipts_command(), "routes", "check", str(routes)], ROOT,
@@ -738,8 +787,13 @@ def main(argv=None, stdin=sys.stdin) -> int:
         say(f"saved the answers in {args.config_file.name} as config environment {answers.stack_name} "
             "(no secret values)")
         config = ["--config-file", str(args.config_file.resolve()), "--config-env", answers.stack_name]
-        run(["sam", "build", *config, "--parameter-overrides", f"Architecture={answers.architecture}"], ROOT)
-        run(["sam", "deploy", *config, "--stack-name", answers.stack_name, "--region", answers.region,
+        if args.release is None:
+            run(["sam", "build", *config, "--parameter-overrides", f"Architecture={answers.architecture}"], ROOT)
+            template = []
+        else:
+            # Built already: sam deploy uploads the zips the template names.
+            template = ["--template-file", str(release_template(args.release, answers.architecture).resolve())]
+        run(["sam", "deploy", *config, *template, "--stack-name", answers.stack_name, "--region", answers.region,
              "--no-confirm-changeset", "--parameter-overrides",
              *[f"{k}={sam_quoted(v)}" for k, v in overrides.items()]], ROOT)
         outputs = {o["OutputKey"]: o["OutputValue"] for o in session.client("cloudformation").describe_stacks(
@@ -771,8 +825,12 @@ def main(argv=None, stdin=sys.stdin) -> int:
         say(f"  Step by step: docs/senders/{answers.sender}.md")
         if answers.alarm_email:
             say(f"  Confirm the subscription mail AWS sent to {answers.alarm_email}, or alarms will not reach you.")
-        say(f"  Later deploys: make sam ARGS=\"build --config-env {answers.stack_name}\" then "
-            f"make sam ARGS=\"deploy --config-env {answers.stack_name}\"")
+        if args.release is None:
+            say(f"  Later deploys: make sam ARGS=\"build --config-env {answers.stack_name}\" then "
+                f"make sam ARGS=\"deploy --config-env {answers.stack_name}\"")
+        else:
+            say(f"  Later deploys: make sam ARGS=\"deploy --config-env {answers.stack_name} "
+                f"--template-file <release folder>/template-{answers.architecture}.yaml\"")
         stack = ["--stack", answers.stack_name, "--region", answers.region]
         if routes is not None:
             say("")

@@ -67,7 +67,7 @@ bridge=$(docker_bridge_address)
 
 if [[ ! -f .aws-sam/build/template.yaml || -n "$(find functions shared template.yaml Cargo.lock -newer .aws-sam/build/template.yaml -print -quit)" ]]; then
   say "sam build for $(host_architecture)"
-  sam build --parameter-overrides "Architecture=$(host_architecture)" --beta-features >"$STATE/build.log" 2>&1 ||
+  sam build --parameter-overrides "Architecture=$(host_architecture)" --beta-features --no-cached >"$STATE/build.log" 2>&1 ||
     { tail -20 "$STATE/build.log" >&2; die "sam build failed: see .tools/invoke/build.log"; }
 fi
 

@@ -55,13 +55,14 @@ platform_tools() {
 }
 
 # What make run, make watch, make check and make deploy rely on beyond the
-# toolchains, on Linux or macOS: one line each for what is missing.
+# toolchains, on Linux or macOS: one line each for what is missing. With
+# `no-rust` (a deploy from a release), cargo is not needed.
 check_everyday_prerequisites() {
   case "$(platform)" in
     Linux | Darwin) ;;
     *) die "these commands run on Linux and macOS; on $(platform) use WSL or a Linux VM" ;;
   esac
-  need cargo "install the Rust toolchain (rustup)"
+  [[ ${1:-} == no-rust ]] || need cargo "install the Rust toolchain (rustup)"
   need python3 "install Python 3 (3.10 or later) with pip"
   local tool
   for tool in $(platform_tools); do
@@ -117,7 +118,7 @@ debug_bin_dir() {
 ensure_venv() {
   local venv=$1 requirements=$2 what=$3
   need python3 "install Python 3 (3.10 or later) with pip"
-  local stamp="$venv/.installed" wanted
+  local stamp="$venv/.installed-$(basename "$requirements" .txt)" wanted
   wanted=$(sha256_of "$requirements")
   if [[ -f "$stamp" && "$(cat "$stamp")" == "$wanted" ]]; then return; fi
   say "installing pinned $what into ${venv#"$ROOT"/}"
@@ -131,9 +132,15 @@ ensure_python_tools() {
   ensure_venv "$VENV" "$ROOT/scripts/requirements-local.txt" "local servers"
 }
 
+# aws-sam-cli alone: what a deploy from a release needs.
+ensure_sam_tools() {
+  ensure_venv "$SAM_VENV" "$ROOT/scripts/requirements-sam.txt" "the SAM CLI"
+}
+
 # aws-sam-cli, cfn-lint, cargo-lambda and zig, apart from moto's pins.
 ensure_deploy_tools() {
-  ensure_venv "$SAM_VENV" "$ROOT/scripts/requirements-deploy.txt" "SAM, cfn-lint, cargo-lambda and zig"
+  ensure_sam_tools
+  ensure_venv "$SAM_VENV" "$ROOT/scripts/requirements-build.txt" "cfn-lint, cargo-lambda and zig"
 }
 
 # dynalite into .tools/node.
@@ -177,9 +184,12 @@ PY
 }
 
 # Starts moto's server on 127.0.0.1, or on the address given; prints its URL.
+# Each command keeps its own URL file (.tools/<command>-moto.url) and log,
+# so make run, bench, chaos and test never overwrite each other's.
 start_moto() {
-  local host=${1:-127.0.0.1} port log="$TOOLS/moto.log"
+  local host=${1:-127.0.0.1} port log
   port=$(free_port "$host")
+  log="$TOOLS/moto-$port.log"
   "$VENV/bin/moto_server" -H "$host" -p "$port" >"$log" 2>&1 &
   SERVER_PIDS+=($!)
   wait_for_dynamodb "http://$host:$port" "moto" || { cat "$log" >&2; exit 1; }

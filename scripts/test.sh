@@ -28,10 +28,10 @@ ensure_python_tools
 ensure_node_tools
 ensure_deploy_tools
 # Started in this shell (not in a $(...) subshell) so the trap can stop them.
-start_moto >"$TOOLS/moto.url"
+start_moto >"$TOOLS/test-moto.url"
 start_dynalite >"$TOOLS/dynalite.url"
 export DYNAMODB_ENDPOINT DYNALITE_ENDPOINT FUNCTION_BIN_DIR STANDARDWEBHOOKS_PYTHON
-DYNAMODB_ENDPOINT=$(cat "$TOOLS/moto.url")
+DYNAMODB_ENDPOINT=$(cat "$TOOLS/test-moto.url")
 DYNALITE_ENDPOINT=$(cat "$TOOLS/dynalite.url")
 FUNCTION_BIN_DIR="$(debug_bin_dir)"
 STANDARDWEBHOOKS_PYTHON="$VENV/bin/python"
@@ -54,7 +54,7 @@ trap stop_servers EXIT
 unset DYNAMODB_ENDPOINT DYNALITE_ENDPOINT FUNCTION_BIN_DIR STANDARDWEBHOOKS_PYTHON
 
 say "make deploy's wizard against moto's Secrets Manager and CloudFormation, a stand-in sam on PATH"
-MOTO_URL=$(cat "$TOOLS/moto.url") "$SAM_VENV/bin/python" scripts/test_deploy.py
+MOTO_URL=$(cat "$TOOLS/test-moto.url") "$SAM_VENV/bin/python" scripts/test_deploy.py
 say "the platform switch (Linux and macOS)"
 scripts/test_platform.sh
 
@@ -90,12 +90,23 @@ TRANSFORMED_TEMPLATE="$TOOLS/transformed-template.json" \
 TRANSFORMED_TEMPLATE_TRACED="$TOOLS/transformed-template-traced.json" \
   cargo test -p integration --locked --test transformed_template -- --ignored 2>&1 | tee -a "$results"
 # This machine has only the x86_64 standard library; users build arm64 (README).
-sam build --parameter-overrides Architecture=x86_64 --beta-features
+# --no-cached: a cached build first hashes the whole workspace, target/
+# included (minutes); cargo already builds only what changed.
+sam build --parameter-overrides Architecture=x86_64 --beta-features --no-cached
 for function in IngestFunction WorkerFunction; do
   bootstrap=".aws-sam/build/$function/bootstrap"
   [[ -x "$bootstrap" ]] || die "sam build produced no $bootstrap"
   say "$function bootstrap: $(size_of "$bootstrap") bytes"
 done
+
+say "make package (x86_64), then make deploy from it with no cargo on PATH: moto, a stand-in sam, the package's own functions"
+# The same step as the release workflow's, for the architecture this
+# machine builds; it reuses the build above.
+ARCHITECTURES=x86_64 VERSION=test PACKAGE_DIR="$TOOLS/release-test" scripts/package.sh
+start_moto >"$TOOLS/test-moto.url"
+MOTO_URL=$(cat "$TOOLS/test-moto.url") RELEASE_DIR="$TOOLS/release-test" FUNCTION_BIN_DIR="$(debug_bin_dir)" \
+  "$SAM_VENV/bin/python" scripts/test_release.py
+stop_servers
 
 say "sam local invoke: every file in events/, in Docker"
 ensure_docker

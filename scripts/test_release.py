@@ -1,0 +1,216 @@
+"""A deploy without Rust: `make deploy RELEASE=<folder>` from what
+`make package` wrote, with no `cargo` on PATH, against moto and a stand-in
+`sam`. The stand-in's `deploy` takes the function zips the template names,
+unzips them and runs those very binaries in the local pipeline (devtools'
+local-pipeline, on moto), then creates the stack on moto with outputs that
+point at it; the wizard's smoke test (the real receipts CLI) then follows a
+marked submission through them to COMPLETED.
+
+Run by make test, under the SAM virtualenv's Python, with MOTO_URL,
+RELEASE_DIR (make package's folder, built for x86_64) and FUNCTION_BIN_DIR
+(the debug build of local-pipeline and receipts).
+"""
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import textwrap
+import unittest
+import uuid
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def required(name: str) -> str:
+    return os.environ.get(name) or sys.exit(
+        f"{name} is not set: run this with `make test`, which packages a release and starts moto first")
+
+
+MOTO_URL = required("MOTO_URL")
+RELEASE_DIR = Path(required("RELEASE_DIR"))
+FUNCTION_BIN_DIR = Path(required("FUNCTION_BIN_DIR"))
+
+STAND_IN_SAM = textwrap.dedent('''\
+    #!{python}
+    """A stand-in for `sam deploy --template-file` of a release: the
+    functions are the zips the template names, run by the local pipeline."""
+    import json, os, socket, subprocess, sys, time, zipfile
+    from pathlib import Path
+    import boto3
+    from samcli.yamlhelper import yaml_parse
+
+    args = sys.argv[1:]
+    record = os.environ["SAM_RECORD"]
+    with open(record, "a") as calls:
+        calls.write(json.dumps(args) + "\\n")
+    if args[0] != "deploy":
+        sys.exit(f"the stand-in sam only deploys, asked: {{args}}")
+    template_file = Path(args[args.index("--template-file") + 1])
+    template = yaml_parse(template_file.read_text())
+    functions = Path(record + ".functions")
+    functions.mkdir(exist_ok=True)
+    for resource, binary in (("IngestFunction", "ingest"), ("WorkerFunction", "worker")):
+        code = template_file.parent / template["Resources"][resource]["Properties"]["CodeUri"]
+        with zipfile.ZipFile(code) as archive:
+            (functions / binary).write_bytes(archive.read("bootstrap"))
+        (functions / binary).chmod(0o755)
+
+    def free_port():
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            return s.getsockname()[1]
+
+    webhook_port, crm_port = free_port(), free_port()
+    table = "release-receipts-" + os.urandom(4).hex()
+    log = open(record + ".pipeline.log", "w")
+    pipeline = subprocess.Popen(
+        [os.environ["LOCAL_PIPELINE"]], stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+        env={{**os.environ, "FUNCTION_BIN_DIR": str(functions), "DYNAMODB_ENDPOINT": os.environ["AWS_ENDPOINT_URL"],
+             "WEBHOOK_PORT": str(webhook_port), "CRM_PORT": str(crm_port), "DESTINATION": "http",
+             "RECEIPTS_TABLE": table, "LEADS_TABLE": table + "-leads"}})
+    Path(record + ".pid").write_text(str(pipeline.pid))
+    deadline = time.time() + 90
+    while "Local pipeline is up" not in Path(record + ".pipeline.log").read_text():
+        if pipeline.poll() is not None or time.time() > deadline:
+            sys.exit("the local pipeline did not start: " + Path(record + ".pipeline.log").read_text())
+        time.sleep(0.2)
+
+    stack = args[args.index("--stack-name") + 1]
+    region = args[args.index("--region") + 1]
+    secret = boto3.client("secretsmanager", region_name=region).create_secret(
+        Name=stack + "-webhook", SecretString="local-demo-token-change-me")["ARN"]
+    parameters = {{name: {{"Type": "String", "Default": ""}}
+                  for name in ("Sender", "WebhookAuth", "AcceptedForms", "Destination")}}
+    boto3.client("cloudformation", region_name=region).create_stack(
+        StackName=stack,
+        TemplateBody=json.dumps({{
+            "Parameters": parameters,
+            "Resources": {{"Handle": {{"Type": "AWS::CloudFormation::WaitConditionHandle"}}}},
+            "Outputs": {{
+                "WebhookUrl": {{"Value": f"http://127.0.0.1:{{webhook_port}}/webhooks/staticforms"}},
+                "ReceiptsTableName": {{"Value": table}},
+                "WebhookSecretArn": {{"Value": secret}},
+            }},
+        }}),
+        Parameters=[{{"ParameterKey": "Sender", "ParameterValue": "staticforms"}},
+                    {{"ParameterKey": "Destination", "ParameterValue": "http"}}])
+    ''')
+
+
+def path_without_cargo(first: Path) -> str:
+    """PATH with `first` before the rest, less every folder holding cargo."""
+    kept = [d for d in os.environ["PATH"].split(os.pathsep)
+            if d and not (Path(d) / "cargo").exists() and not (Path(d) / "rustup").exists()]
+    return os.pathsep.join([str(first), *kept])
+
+
+class FromRelease(unittest.TestCase):
+    def setUp(self):
+        self.dir = Path(tempfile.mkdtemp())
+        bin_dir = self.dir / "bin"
+        bin_dir.mkdir()
+        (bin_dir / "sam").write_text(STAND_IN_SAM.format(python=sys.executable))
+        (bin_dir / "sam").chmod(0o755)
+        self.record = self.dir / "sam-calls.jsonl"
+        self.samconfig = self.dir / "samconfig.toml"
+        self.samconfig.write_text((ROOT / "samconfig.toml").read_text())
+        self.stack = "release-" + uuid.uuid4().hex[:8]
+        self.env = {key: value for key, value in os.environ.items()
+                    if not key.startswith(("AWS_", "HUBSPOT_", "SALESFORCE_", "CRM_", "CARGO", "RUSTUP"))}
+        self.env.update({
+            "PATH": path_without_cargo(bin_dir),
+            "AWS_ENDPOINT_URL": MOTO_URL,
+            "AWS_ACCESS_KEY_ID": "test",
+            "AWS_SECRET_ACCESS_KEY": "test",
+            "AWS_DEFAULT_REGION": "us-east-1",
+            "AWS_EC2_METADATA_DISABLED": "true",
+            "AWS_CONFIG_FILE": str(self.dir / "no-config"),
+            "AWS_SHARED_CREDENTIALS_FILE": str(self.dir / "no-credentials"),
+            "SAM_RECORD": str(self.record),
+            "LOCAL_PIPELINE": str(FUNCTION_BIN_DIR / "local-pipeline"),
+            # The CLI a user installs from the release; here the debug build.
+            "RECEIPTS_BIN": str(FUNCTION_BIN_DIR / "receipts"),
+        })
+        self.assertIsNone(shutil.which("cargo", path=self.env["PATH"]), "cargo is still on PATH")
+        self.addCleanup(self.stop_pipeline)
+
+    def stop_pipeline(self):
+        pid = Path(str(self.record) + ".pid")
+        if pid.exists():
+            try:
+                os.killpg(int(pid.read_text()), signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+
+    def deploy(self, release: Path, *more):
+        flags = ["--release", str(release), "--config-file", str(self.samconfig), "--architecture", "x86_64",
+                 "--sender", "staticforms", "--stack-name", self.stack, "--region", "us-east-1", "--auth", "url",
+                 "--destination", "http", "--crm-url", "https://crm.example.com/leads/{externalId}",
+                 "--no-crm-token", "--alarm-email=", "--no-audit", *more]
+        return subprocess.run([sys.executable, str(ROOT / "scripts/deploy.py"), *flags], cwd=self.dir,
+                              capture_output=True, text=True, env=self.env, timeout=300)
+
+    def sam_calls(self):
+        if not self.record.exists():
+            return []
+        return [json.loads(line) for line in self.record.read_text().splitlines()]
+
+    def test_a_release_deploys_without_cargo_and_its_functions_pass_the_smoke_test(self):
+        result = self.deploy(RELEASE_DIR)
+        output = result.stdout + result.stderr
+        pipeline_log = Path(str(self.record) + ".pipeline.log")
+        self.assertEqual(result.returncode, 0,
+                         output + (pipeline_log.read_text() if pipeline_log.exists() else ""))
+        calls = self.sam_calls()
+        self.assertEqual([call[0] for call in calls], ["deploy"], "no sam build: the release is built")
+        template = Path(calls[0][calls[0].index("--template-file") + 1])
+        self.assertEqual(template, (RELEASE_DIR / "template-x86_64.yaml").resolve())
+        self.assertIn("COMPLETED after", output, "the smoke test followed it to COMPLETED")
+        self.assertIn("--template-file <release folder>/template-x86_64.yaml", output, "later deploys")
+
+    def test_a_changed_or_partial_release_is_refused_before_anything(self):
+        altered = self.dir / "altered"
+        shutil.copytree(RELEASE_DIR, altered)
+        zipped = altered / "functions" / "x86_64" / "worker.zip"
+        zipped.write_bytes(zipped.read_bytes() + b"\0")
+        result = self.deploy(altered)
+        self.assertEqual(result.returncode, 1)
+        self.assertIn("functions/x86_64/worker.zip does not match its checksum", result.stderr)
+        self.assertEqual(self.sam_calls(), [], "nothing deployed")
+
+        zipped.unlink()
+        result = self.deploy(altered)
+        self.assertIn("functions/x86_64/worker.zip is missing", result.stderr)
+
+        arm = self.deploy(RELEASE_DIR, "--architecture", "arm64")
+        self.assertEqual(arm.returncode, 1)
+        self.assertIn("holds no arm64 build: give --architecture x86_64", arm.stderr)
+        self.assertEqual(self.sam_calls(), [])
+
+    def test_make_deploy_from_a_release_needs_no_rust_and_says_what_is_missing_first(self):
+        env = {key: value for key, value in self.env.items() if not key.startswith("AWS_")}
+        env.update({"HOME": str(self.dir), "AWS_EC2_METADATA_DISABLED": "true", "RELEASE": str(RELEASE_DIR)})
+        result = subprocess.run(["bash", str(ROOT / "scripts/deploy.sh"), "--architecture", "x86_64"],
+                                capture_output=True, text=True, env=env, timeout=60)
+        self.assertEqual(result.returncode, 1, result.stdout + result.stderr)
+        self.assertIn("no AWS credentials", result.stderr)
+        self.assertNotIn("cargo", result.stdout + result.stderr)
+        self.assertNotIn("installing", result.stdout + result.stderr)
+
+    def test_the_package_holds_each_functions_zip_and_a_template_that_names_it(self):
+        release = json.loads((RELEASE_DIR / "release.json").read_text())
+        self.assertIn("x86_64", release["architectures"])
+        template = (RELEASE_DIR / "template-x86_64.yaml").read_text()
+        for binary in ("ingest", "worker"):
+            self.assertIn(f"functions/x86_64/{binary}.zip", template)
+        self.assertEqual(json.loads((RELEASE_DIR / "catalog.json").read_text()),
+                         json.loads((ROOT / "scripts" / "catalog.json").read_text()))
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
