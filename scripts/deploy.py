@@ -39,10 +39,25 @@ ROOT = Path(__file__).resolve().parent.parent
 # present and the key derived from the body when not.
 AUTH_MODES = {"url": "query:token", "header": "bearer"}
 # The senders and destinations, with what each asks, as the Rust catalog
-# declares them (shared::sender, shared::destination): written by
-# `cargo run -p devtools --bin catalog`, held equal to the code by
-# integration/tests/contract/catalog.rs. No list of kinds is kept here.
-CATALOG = json.loads((ROOT / "scripts" / "catalog.json").read_text())
+# declares them (shared::catalog): a release folder's own catalog.json
+# (--release), else the one make deploy writes from this checkout
+# (`cargo run -p shared --bin catalog > .tools/catalog.json`). Never kept in
+# git, and no list of kinds is kept here. Read before the flags are, since
+# they come from it; --preflight needs none.
+
+
+def catalog_file(argv: list[str]) -> Path:
+    for n, arg in enumerate(argv):
+        if arg == "--release" and n + 1 < len(argv):
+            return Path(argv[n + 1]) / "catalog.json"
+        if arg.startswith("--release="):
+            return Path(arg.split("=", 1)[1]) / "catalog.json"
+    return ROOT / ".tools" / "catalog.json"
+
+
+CATALOG_FILE = catalog_file(sys.argv[1:])
+CATALOG = (json.loads(CATALOG_FILE.read_text()) if CATALOG_FILE.is_file()
+           else {"senders": [], "destinations": []})
 # Who sends the submissions (the template's Sender). Static Forms is asked
 # how it authenticates; the others sign with their own scheme, so the
 # stack's default needs no question (docs/senders/).
@@ -482,10 +497,6 @@ def release_template(release: Path, architecture: str) -> Path:
         built = sorted(p.stem.removeprefix("template-") for p in release.glob("template-*.yaml"))
         raise Refused(f"--release {release} holds no {architecture} build: give --architecture "
                       + " or ".join(built or ["(none)"]))
-    if json.loads((release / "catalog.json").read_text()) != CATALOG:
-        version = json.loads((release / "release.json").read_text()).get("version", "?")
-        raise Refused(f"--release {release} (version {version}) asks other questions than these scripts: "
-                      "run the make deploy of the same version (its source archive, or git checkout of its tag)")
     return template
 
 
@@ -704,6 +715,24 @@ def routes_file(flag: Path | None) -> Path | None:
 
 
 def main(argv=None, stdin=sys.stdin) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if "--preflight" in argv:
+        # Before anything is installed or written, the catalog included.
+        early = argparse.ArgumentParser(add_help=False)
+        early.add_argument("--architecture", default="arm64")
+        early.add_argument("--release", type=Path)
+        known, _ = early.parse_known_args(argv)
+        try:
+            preflight(known.architecture, known.release)
+            return 0
+        except Refused as problem:
+            print(f"make deploy: {problem}", file=sys.stderr)
+            return 1
+    if not CATALOG["senders"]:
+        print(f"make deploy: no catalog at {CATALOG_FILE}: make deploy writes it "
+              "(cargo run -p shared --bin catalog > .tools/catalog.json); a release folder carries its own",
+              file=sys.stderr)
+        return 1
     parser = argparse.ArgumentParser(
         prog="make deploy", description=__doc__.split("\n\n")[0],
         epilog="Secrets come from the environment, never from flags: "
@@ -751,13 +780,6 @@ def main(argv=None, stdin=sys.stdin) -> int:
                         help="only check what make deploy cannot install (credentials, cargo, the arm64 target), "
                              "before it installs anything")
     args = parser.parse_args(argv)
-    if args.preflight:
-        try:
-            preflight(args.architecture, args.release)
-            return 0
-        except Refused as problem:
-            print(f"make deploy: {problem}", file=sys.stderr)
-            return 1
     try:
         check_prerequisites(args.architecture, args.release)
         routes = routes_file(args.routes)

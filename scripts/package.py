@@ -108,7 +108,10 @@ def main() -> int:
             zip_bootstrap(bootstrap, out / "functions" / architecture / f"{binary}.zip")
         (out / f"template-{architecture}.yaml").write_text(
             packaged_template(build_dir / "template.yaml", architecture))
-    shutil.copy(ROOT / "scripts" / "catalog.json", out / "catalog.json")
+    # The wizard's questions for this build, written from its code.
+    catalog = subprocess.run(["cargo", "run", "--quiet", "--locked", "-p", "shared", "--bin", "catalog"],
+                             cwd=ROOT, check=True, capture_output=True, text=True).stdout
+    (out / "catalog.json").write_text(catalog)
     (out / "release.json").write_text(json.dumps(
         {"name": "staticforms-to-crm", "version": version, "architectures": asked}, indent=2) + "\n")
     files = sorted(p for p in out.rglob("*") if p.is_file() and p.name != "SHA256SUMS")

@@ -54,6 +54,8 @@ trap stop_servers EXIT
 unset DYNAMODB_ENDPOINT DYNALITE_ENDPOINT FUNCTION_BIN_DIR STANDARDWEBHOOKS_PYTHON
 
 say "make deploy's wizard against moto's Secrets Manager and CloudFormation, a stand-in sam on PATH"
+# The catalog the wizard reads, as make deploy writes it.
+cargo run --quiet --locked -p shared --bin catalog >"$TOOLS/catalog.json"
 MOTO_URL=$(cat "$TOOLS/test-moto.url") "$SAM_VENV/bin/python" scripts/test_deploy.py
 say "the platform switch (Linux and macOS)"
 scripts/test_platform.sh

@@ -209,7 +209,8 @@ class FromRelease(unittest.TestCase):
         for binary in ("ingest", "worker"):
             self.assertIn(f"functions/x86_64/{binary}.zip", template)
         self.assertEqual(json.loads((RELEASE_DIR / "catalog.json").read_text()),
-                         json.loads((ROOT / "scripts" / "catalog.json").read_text()))
+                         json.loads((ROOT / ".tools" / "catalog.json").read_text()),
+                         "the catalog make deploy writes from this checkout")
 
 
 if __name__ == "__main__":

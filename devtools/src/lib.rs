@@ -3,7 +3,6 @@
 //! external id over real HTTP, and stream events in Lambda's shape.
 //! Never deployed.
 
-pub mod catalog;
 pub mod crm_stub;
 pub mod fakes;
 pub mod fault_proxy;

@@ -6,6 +6,7 @@
 //! hand the decisions back to their adapters.
 
 pub mod audit;
+pub mod catalog;
 pub mod clock;
 pub mod config;
 pub mod delivery;

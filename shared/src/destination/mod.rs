@@ -6,7 +6,7 @@
 //! what `make deploy` asks), where the smoke test's lead is cleaned up and
 //! how a person is erased there. The worker's adapter for each kind sits in
 //! `worker::destinations::<kind>` and is found from this catalog; the
-//! template, `make deploy` (through `scripts/catalog.json`), the local
+//! template, `make deploy` (through `shared::catalog`), the local
 //! fakes and the docs are checked against it (integration/tests/contract/catalog.rs).
 //!
 //! Adding a destination: its module here and its adapter in the worker,

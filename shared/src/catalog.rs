@@ -1,17 +1,17 @@
 //! The catalog as data for the tools that are not Rust: `make deploy`
-//! (scripts/deploy.py) reads `scripts/catalog.json`, which
-//! `cargo run -p devtools --bin catalog` writes from the senders' and the
-//! destinations' profiles, and integration/tests/contract/catalog.rs holds equal to
-//! them. A deploy needs no Rust toolchain to read it.
+//! (scripts/deploy.py) reads it as JSON. It is written, never kept in git,
+//! so a new sender or destination touches no file for it: from source,
+//! `make deploy` writes `.tools/catalog.json` with this crate's `catalog`
+//! binary (`cargo run -p shared --bin catalog`, which builds `shared`
+//! alone); a release carries its own copy, written by `make package`, so a
+//! deploy from it needs no Rust.
 
 use serde_json::{json, Value};
-use shared::destination::{Check, DestinationKind, Source};
-use shared::Sender;
 
-/// Where the file lives, from the workspace root.
-pub const CATALOG_JSON: &str = "scripts/catalog.json";
+use crate::destination::{Check, DestinationKind, Source};
+use crate::sender::Sender;
 
-/// The catalog, as `scripts/catalog.json` holds it (pretty, with a final
+/// The catalog as `make deploy` reads it (pretty, sorted keys, a final
 /// newline).
 pub fn catalog_json() -> String {
     let mut text = serde_json::to_string_pretty(&sorted(catalog())).expect("the catalog is JSON");
@@ -105,7 +105,7 @@ fn catalog() -> Value {
         })
         .collect();
     json!({
-        "generated_by": "cargo run -p devtools --bin catalog (from shared::sender and shared::destination)",
+        "generated_by": "cargo run -p shared --bin catalog (from shared::sender and shared::destination)",
         "senders": senders,
         "destinations": destinations,
     })
