@@ -134,7 +134,7 @@ ensure_python_tools() {
 
 # aws-sam-cli alone: what a deploy from a release needs.
 ensure_sam_tools() {
-  ensure_venv "$SAM_VENV" "$ROOT/scripts/requirements-sam.txt" "the SAM CLI"
+  ensure_venv "$SAM_VENV" "$ROOT/scripts/requirements-sam.txt" "SAM CLI"
 }
 
 # aws-sam-cli, cfn-lint, cargo-lambda and zig, apart from moto's pins.

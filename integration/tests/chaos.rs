@@ -38,6 +38,15 @@ async fn a_short_chaos_run_loses_nothing_and_makes_one_lead_per_submission() {
         stdout.contains("distinct leads 100;"),
         "one lead per submission: {stdout}"
     );
+    // What make chaos prints along the way: how to repeat the run (by
+    // make chaos's own variable), and each phase.
+    for said in [
+        "(make chaos SEED=20261201 repeats this run)",
+        "chaos: all 100 accepted after",
+        "chaos: kills stopped; passes until nothing waits",
+    ] {
+        assert!(stdout.contains(said), "{said}: {stdout}");
+    }
     // "kills: ingest N, stream N, pass N of M passes (...)": each kind was
     // killed, passes (mid-pass) among them.
     let kills = stdout

@@ -237,8 +237,8 @@ async fn deliver_twice_and_list(
 }
 
 /// The README's quick start, run as written (its ports the test's): two
-/// deliveries answered 202 then 200, and the lead read after the wait it
-/// says, once. The `receipts` line the pipeline prints runs as printed.
+/// deliveries answered 202 then 200, and, once the script has seen the lead
+/// written, one lead written once. The `receipts` line the pipeline prints runs as printed.
 #[tokio::test]
 async fn the_readme_quick_start_runs_as_written() {
     let readme =
@@ -256,13 +256,19 @@ async fn the_readme_quick_start_runs_as_written() {
     let script = script
         .replace("127.0.0.1:9000", &format!("127.0.0.1:{webhook_port}"))
         .replace("127.0.0.1:9001", &format!("127.0.0.1:{crm_port}"));
-    // Not blocking the runtime: its tasks read the pipeline's output.
-    let ran = tokio::process::Command::new("bash")
-        .args(["-euo", "pipefail", "-c", &script])
-        .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
-        .output()
-        .await
-        .unwrap();
+    // Not blocking the runtime: its tasks read the pipeline's output. The
+    // script waits for the lead itself; a lead that never comes fails here.
+    let ran = tokio::time::timeout(
+        Duration::from_secs(60),
+        tokio::process::Command::new("bash")
+            .args(["-euo", "pipefail", "-c", &script])
+            .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
+            .kill_on_drop(true)
+            .output(),
+    )
+    .await
+    .expect("the quick start's lead within 60 s")
+    .unwrap();
     let out = String::from_utf8_lossy(&ran.stdout);
     assert!(
         ran.status.success(),
@@ -475,6 +481,10 @@ async fn smoke_follows_a_test_submission_to_completed() {
     assert!(ok, "{out}{err}");
     assert!(out.contains("webhook answered 202"), "{out}");
     assert!(out.contains("COMPLETED after"), "{out}");
+    assert!(
+        out.contains(": delivered to Your CRM (http), record lead-1\n"),
+        "where the smoke lead went: {out}"
+    );
     assert!(
         out.contains("then delete the smoke lead in your CRM: externalId smoke_"),
         "what to delete in a CRM this tool holds no secret for: {out}"

@@ -353,6 +353,30 @@ fn age(raw: &str) -> Result<Duration, String> {
 mod tests {
     use super::AFTER_HELP;
 
+    /// The tagline names what every command does, and each command's
+    /// summary reads whole (clap takes a doc comment's first paragraph).
+    #[test]
+    fn help_names_every_command_group_and_reads_whole() {
+        use clap::CommandFactory;
+        let cli = super::Cli::command();
+        let about = cli.get_about().unwrap().to_string();
+        for does in [
+            "look at",
+            "redrive",
+            "release",
+            "erase",
+            "routes",
+            "audit",
+            "import",
+            "smoke-test",
+        ] {
+            assert!(about.contains(does), "{does}: {about}");
+        }
+        let import = cli.find_subcommand("import").unwrap();
+        let summary = import.get_about().unwrap().to_string();
+        assert!(summary.ends_with("as it delivers a webhook's"), "{summary}");
+    }
+
     /// `--help` and docs/operations.md give one command to start a pass.
     #[test]
     fn help_starts_a_pass_with_the_command_the_operations_page_gives() {

@@ -218,7 +218,7 @@ pub fn card(receipt: &Receipt, payload: bool, now: SystemTime, route: &RouteOfFo
 
 /// Where a COMPLETED receipt's lead went: the destination's title and the
 /// record the destination named, or why none is kept.
-fn delivered_to(destination: &str, record_id: Option<&str>) -> String {
+pub(crate) fn delivered_to(destination: &str, record_id: Option<&str>) -> String {
     let title = shared::destination::DestinationKind::parse(destination)
         .map_or(destination, |kind| kind.profile().title);
     match record_id {

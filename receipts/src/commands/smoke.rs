@@ -384,9 +384,20 @@ pub(super) async fn smoke_test(
             .map_err(run_error)?;
         match progress(receipt.as_ref()) {
             Progress::Completed => {
+                // Where it went, as the receipt says (a worker older than
+                // deliveredTo says nothing of it).
+                let went = receipt
+                    .as_ref()
+                    .and_then(|r| {
+                        let to = r.delivered_to.as_deref()?;
+                        Some(crate::view::delivered_to(to, r.record_id.as_deref()))
+                    })
+                    .map_or("the lead is in the destination".to_owned(), |to| {
+                        format!("delivered to {to}")
+                    });
                 let _ = writeln!(
                     out,
-                    "COMPLETED after {:.1} s: the lead is in the destination",
+                    "COMPLETED after {:.1} s: {went}",
                     started.elapsed().as_secs_f64()
                 );
                 return clean_up(config, stack, &request.submission_id, keep, out).await;
