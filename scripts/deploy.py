@@ -690,18 +690,19 @@ def run(command: list[str], cwd: Path, failed: str | None = None) -> None:
         raise Refused(failed or f"{command[0]} {command[1]} failed (see above)")
 
 
-def receipts_command() -> list[str]:
-    """The receipts CLI: RECEIPTS_BIN, else `receipts` on PATH (its release
-    install), else built from this checkout."""
+def receipts_command(release: bool) -> list[str]:
+    """The receipts CLI: RECEIPTS_BIN; else, deploying a release, the one
+    installed on PATH (the release's own); else built from this checkout,
+    so it knows what the functions being deployed know."""
     given = os.environ.get("RECEIPTS_BIN", "").split()
     if given:
         return given
-    if shutil.which("receipts"):
+    if release and shutil.which("receipts"):
         return ["receipts"]
-    if shutil.which("cargo"):
+    if not release and shutil.which("cargo"):
         return ["cargo", "run", "--release", "--locked", "--quiet", "-p", "receipts", "--"]
-    raise Refused("the receipts CLI runs the smoke test and stores the routes: install it (README, "
-                  "\"The receipts CLI\"), or give --no-smoke and move routes.toml away")
+    raise Refused("the receipts CLI runs the smoke test and stores the routes: install the release's "
+                  "(README, \"Deploy without Rust\"), or give --no-smoke and move routes.toml away")
 
 
 def routes_file(flag: Path | None) -> Path | None:
@@ -780,14 +781,15 @@ def main(argv=None, stdin=sys.stdin) -> int:
                         help="only check what make deploy cannot install (credentials, cargo, the arm64 target), "
                              "before it installs anything")
     args = parser.parse_args(argv)
+    from_release = args.release is not None
     try:
         check_prerequisites(args.architecture, args.release)
         routes = routes_file(args.routes)
         if routes is not None or not args.no_smoke:
-            receipts_command()  # a missing CLI is said now, not after the deploy
+            receipts_command(from_release)  # a missing CLI is said now, not after the deploy
         if routes is not None:
             say(f"Checking the routes file {routes.name} first: nothing is asked or deployed with a problem in it.")
-            run([*receipts_command(), "routes", "check", str(routes)], ROOT,
+            run([*receipts_command(from_release), "routes", "check", str(routes)], ROOT,
                 failed=f"{routes.name} has problems (each named above); fix them, or move the file away")
         say("A first deployment of staticforms-to-crm. Enter takes the [default].")
         asker = Asker(stdin)
@@ -857,13 +859,13 @@ def main(argv=None, stdin=sys.stdin) -> int:
         if routes is not None:
             say("")
             say(f"Routes: storing {routes.name} in the stack; both functions follow it within five minutes.")
-            run([*receipts_command(), *stack, "routes", "apply", str(routes)], ROOT,
+            run([*receipts_command(from_release), *stack, "routes", "apply", str(routes)], ROOT,
                 failed=f"the stack is deployed, but {routes.name} was not stored (see above); "
                        f"run: receipts {' '.join(stack)} routes apply {routes}")
         if not args.no_smoke:
             say("")
             say("Smoke test: one marked submission through the deployed pipeline.")
-            run([*receipts_command(), *stack, "smoke"], ROOT)
+            run([*receipts_command(from_release), *stack, "smoke"], ROOT)
         return 0
     except Refused as problem:
         print(f"make deploy: {problem}", file=sys.stderr)

@@ -192,6 +192,16 @@ class FromRelease(unittest.TestCase):
         self.assertIn("holds no arm64 build: give --architecture x86_64", arm.stderr)
         self.assertEqual(self.sam_calls(), [])
 
+    def test_without_the_receipts_cli_it_says_so_before_deploying(self):
+        del self.env["RECEIPTS_BIN"]
+        self.assertIsNone(shutil.which("receipts", path=self.env["PATH"]))
+        result = self.deploy(RELEASE_DIR)
+        self.assertEqual(result.returncode, 1, result.stdout + result.stderr)
+        self.assertIn("the receipts CLI runs the smoke test", result.stderr)
+        self.assertIn("Deploy without Rust", result.stderr)
+        self.assertEqual(self.sam_calls(), [], "nothing deployed")
+        self.assertEqual(self.deploy(RELEASE_DIR, "--no-smoke").returncode, 0, "--no-smoke needs none")
+
     def test_make_deploy_from_a_release_needs_no_rust_and_says_what_is_missing_first(self):
         env = {key: value for key, value in self.env.items() if not key.startswith("AWS_")}
         env.update({"HOME": str(self.dir), "AWS_EC2_METADATA_DISABLED": "true", "RELEASE": str(RELEASE_DIR)})
