@@ -45,21 +45,24 @@ pub(crate) fn modes() -> Vec<Mode> {
     let mut modes = Vec::new();
     for kind in DestinationKind::ALL {
         let profile = kind.profile();
-        let gate_modes: Vec<Option<(&str, &str, bool)>> = match profile.gates {
-            Gates::Never => vec![None],
+        // Each way the gates go: the parameter and value that decide it
+        // (none where `Destination` alone does), and whether gates are kept.
+        let gate_modes: Vec<(Option<(&str, &str)>, bool)> = match profile.gates {
+            Gates::Never => vec![(None, false)],
+            Gates::Always => vec![(None, true)],
             Gates::When {
                 parameter, value, ..
             } => vec![
-                Some((parameter, value, true)),
-                Some((parameter, "a_unique_property", false)),
+                (Some((parameter, value)), true),
+                (Some((parameter, "a_unique_property")), false),
             ],
         };
-        for gates in gate_modes {
+        for (gates, keeps_gates) in gate_modes {
             // A field map excludes the optional parameters that stand for
             // one (HubSpotMessageProperty): each is a mode of its own.
             for field_map in [false, true] {
                 let mut overrides = vec![("Destination".to_owned(), profile.name.to_owned())];
-                if let Some((parameter, value, _)) = gates {
+                if let Some((parameter, value)) = gates {
                     overrides.push((parameter.to_owned(), value.to_owned()));
                 }
                 for setting in profile.settings {
@@ -85,12 +88,11 @@ pub(crate) fn modes() -> Vec<Mode> {
                 if field_map {
                     overrides.push(("FieldMap".to_owned(), r#"{"email":"email"}"#.to_owned()));
                 }
-                let keeps_gates = gates.is_some_and(|(_, _, keeps)| keeps);
                 modes.push(Mode {
                     label: format!(
                         "Destination={}{}{}",
                         profile.name,
-                        gates.map_or(String::new(), |(p, v, _)| format!(", {p}={v}")),
+                        gates.map_or(String::new(), |(p, v)| format!(", {p}={v}")),
                         if field_map { ", FieldMap" } else { "" }
                     ),
                     kind,

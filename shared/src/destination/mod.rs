@@ -71,6 +71,9 @@ pub enum Gates {
     /// Never: each lead is keyed by its submission, or the destination
     /// keeps newest-wins in its own conditional write.
     Never,
+    /// Always: the destination keeps one record per e-mail address, whatever
+    /// its settings.
+    Always,
     /// When the worker variable `variable` (fed by the template parameter
     /// `parameter`) is `value`: one record per e-mail address.
     When {
