@@ -9,7 +9,7 @@ use std::time::Instant;
 
 use shared::IdempotencyKey;
 
-use super::Worker;
+use super::{Scope, Worker};
 use crate::decide::Delivery;
 use crate::destinations::port::{
     Answer, CallDeadline, Destination, DestinationError, Upserted, Write,
@@ -26,6 +26,7 @@ impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
         &self,
         deliveries: &[Delivery],
         keys: &[IdempotencyKey],
+        scopes: &[Scope],
         deadline: Instant,
     ) -> Vec<Attempts> {
         let retry = &self.retry;
@@ -44,6 +45,7 @@ impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
                 .map(|&i| Write {
                     lead: &deliveries[i].lead,
                     key: &keys[i],
+                    history_only: scopes[i] == Scope::HistoryOnly,
                 })
                 .collect();
             let called = Instant::now();
@@ -72,7 +74,12 @@ impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
                 attempt
                     .latencies_ms
                     .push(answer.latency.as_secs_f64() * 1000.0);
-                attempt.result = answer.result;
+                // A stale lead's history kept is still a stale delivery,
+                // whatever the destination answered.
+                attempt.result = match (scopes[i], answer.result) {
+                    (Scope::HistoryOnly, Ok(_)) => Ok(Upserted::Stale),
+                    (_, result) => result,
+                };
                 let Err(DestinationError::Retryable {
                     retry_after,
                     status,
@@ -98,9 +105,15 @@ impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
                 break;
             };
             tokio::time::sleep(wait).await;
+            // A history-only write is stale already: no gate to pass again.
+            let (history, leads): (Vec<usize>, Vec<usize>) = again
+                .into_iter()
+                .partition(|&i| scopes[i] == Scope::HistoryOnly);
             open = self
-                .still_newest(deliveries, keys, again, &mut attempts)
+                .still_newest(deliveries, keys, leads, &mut attempts)
                 .await;
+            open.extend(history);
+            open.sort_unstable();
         }
         attempts
     }

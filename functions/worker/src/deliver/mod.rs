@@ -56,6 +56,15 @@ impl Claimed {
     }
 }
 
+/// What a delivery writes: its lead, or (a newer submission of its person
+/// already written, where the destination keeps every submission's
+/// history) only its place in that history.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Scope {
+    Lead,
+    HistoryOnly,
+}
+
 /// The worker: a destination, the ledger of receipts, and the rules for
 /// delivering to one from the other. The stream (`stream`) and the pass
 /// (`reconcile`) both deliver through it.
@@ -314,10 +323,13 @@ impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
             );
         }
         // Newest wins across calls: a lead older than the last one written
-        // to the same person is settled as stale, with no CRM call.
+        // to the same person is settled as stale, with no CRM call; where
+        // the destination keeps every submission's history, after it kept
+        // this one's.
         let verdicts = self
             .newest_gates(&deliveries.iter().collect::<Vec<_>>())
             .await;
+        let keeps_history = self.destination.keeps_history();
         let mut outcomes = vec![RecordOutcome::Skipped; deliveries.len()];
         let mut admitted = Vec::new();
         let mut admitted_slots = Vec::new();
@@ -326,7 +338,11 @@ impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
             match verdict {
                 Ok(true) => {
                     admitted_slots.push(slot);
-                    admitted.push(delivery);
+                    admitted.push((delivery, Scope::Lead));
+                }
+                Ok(false) if keeps_history => {
+                    admitted_slots.push(slot);
+                    admitted.push((delivery, Scope::HistoryOnly));
                 }
                 Ok(false) => {
                     outcomes[slot] = self
@@ -368,19 +384,23 @@ impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
         outcomes
     }
 
-    /// Delivers the admitted receipts together (see `deliver_all`).
+    /// Delivers the admitted receipts together (see `deliver_all`), each
+    /// in its scope.
     async fn deliver_admitted(
         &self,
-        deliveries: Vec<Delivery>,
+        admitted: Vec<(Delivery, Scope)>,
         via: Via,
         deadline: Instant,
         started: Instant,
     ) -> Vec<RecordOutcome> {
-        if deliveries.is_empty() {
+        if admitted.is_empty() {
             return Vec::new();
         }
+        let (deliveries, scopes): (Vec<Delivery>, Vec<Scope>) = admitted.into_iter().unzip();
         let keys: Vec<IdempotencyKey> = deliveries.iter().map(|d| d.receipt.key()).collect();
-        let attempts = self.upsert_with_retries(&deliveries, &keys, deadline).await;
+        let attempts = self
+            .upsert_with_retries(&deliveries, &keys, &scopes, deadline)
+            .await;
         let finishing: Vec<_> = deliveries
             .into_iter()
             .zip(keys)

@@ -146,6 +146,7 @@ impl DestinationConfig {
 /// type: the adapters implement `Destination`, and this is derived.
 trait ErasedDestination: Send + Sync {
     fn newest_gates(&self) -> Option<&GateSecret>;
+    fn keeps_history(&self) -> bool;
     fn name(&self) -> &'static str;
     fn upsert<'a>(
         &'a self,
@@ -163,6 +164,10 @@ trait ErasedDestination: Send + Sync {
 impl<D: Destination> ErasedDestination for D {
     fn newest_gates(&self) -> Option<&GateSecret> {
         Destination::newest_gates(self)
+    }
+
+    fn keeps_history(&self) -> bool {
+        Destination::keeps_history(self)
     }
 
     fn name(&self) -> &'static str {
@@ -204,6 +209,10 @@ impl ConfiguredDestination {
 impl Destination for ConfiguredDestination {
     fn newest_gates(&self) -> Option<&GateSecret> {
         self.0.newest_gates()
+    }
+
+    fn keeps_history(&self) -> bool {
+        self.0.keeps_history()
     }
 
     fn name(&self) -> &'static str {

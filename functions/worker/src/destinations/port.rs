@@ -120,6 +120,22 @@ pub const CUT_OFF: &str = "timeout: the invocation's time ran out during the cal
 pub struct Write<'a> {
     pub lead: &'a Lead,
     pub key: &'a IdempotencyKey,
+    /// A newer submission of this person was already written: keep this
+    /// submission on the person's history (its note) and never write its
+    /// fields. Only a destination that [`Destination::keeps_history`] is
+    /// handed one, and it answers `Stale` once the history holds it.
+    pub history_only: bool,
+}
+
+impl<'a> Write<'a> {
+    /// A write of the lead's fields (and history, where kept).
+    pub fn lead(lead: &'a Lead, key: &'a IdempotencyKey) -> Self {
+        Write {
+            lead,
+            key,
+            history_only: false,
+        }
+    }
 }
 
 /// The answer for one write of a batch.
@@ -142,6 +158,15 @@ pub trait Destination: Send + Sync {
     /// keeps newest-wins in its own conditional write.
     fn newest_gates(&self) -> Option<&GateSecret> {
         None
+    }
+
+    /// Whether every submission is kept on its person's record (one note
+    /// each), a stale one too. Then a lead its newest-wins gate holds back
+    /// is still handed to `upsert_batch`, as `history_only`, and settled
+    /// `Stale` once its history is kept; otherwise it is settled `Stale`
+    /// with no call.
+    fn keeps_history(&self) -> bool {
+        false
     }
 
     /// Creates or updates the lead of `lead.external_id`. `key` is the

@@ -356,7 +356,7 @@ impl Destination for HubSpot {
         lead: &Lead,
         key: &IdempotencyKey,
     ) -> Result<Upserted, DestinationError> {
-        let write = Write { lead, key };
+        let write = Write::lead(lead, key);
         let mut answers = self
             .upsert_batch(&[write], 1, CallDeadline::client_timeout_only())
             .await;
@@ -510,7 +510,7 @@ mod tests {
         let writes: Vec<Write<'_>> = leads
             .iter()
             .zip(&keys)
-            .map(|(lead, key)| Write { lead, key })
+            .map(|(lead, key)| Write::lead(lead, key))
             .collect();
         let (inputs, mut held) = plan(&writes, &IdProperty::Email, &default_field_map(None));
         let sent: Vec<(&str, &str, usize)> = inputs

@@ -322,7 +322,7 @@ impl Destination for Salesforce {
     ) -> Result<Upserted, DestinationError> {
         let mut answers = self
             .upsert_batch(
-                &[Write { lead, key }],
+                &[Write::lead(lead, key)],
                 1,
                 CallDeadline::client_timeout_only(),
             )
