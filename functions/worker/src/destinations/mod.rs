@@ -15,6 +15,7 @@ pub mod gates;
 pub mod http;
 pub mod hubspot;
 pub mod leads_table;
+pub mod memory;
 pub mod port;
 mod refusal;
 pub mod salesforce;

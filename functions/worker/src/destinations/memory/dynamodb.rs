@@ -1,0 +1,248 @@
+//! The person memory on the receipts table: attributes of the person's
+//! gate item. `recordId` (S) and `createStartedAt` (N) for the person's
+//! record; for each submission's note, `noteStarted:<receipt key>` (N)
+//! while its create's outcome is unknown and `noteId:<receipt key>` (S)
+//! once written. Every update is conditional on the item existing.
+
+use aws_sdk_dynamodb::error::SdkError;
+use aws_sdk_dynamodb::operation::update_item::builders::UpdateItemFluentBuilder;
+use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
+use aws_sdk_dynamodb::types::AttributeValue;
+use aws_sdk_dynamodb::Client;
+use shared::receipt::attr;
+
+use super::{Begun, MemoryError, NoteMark, PersonMemory, Recalled};
+
+/// The gate item's attributes this memory writes.
+pub mod gate_attr {
+    /// The destination's id of the person's record.
+    pub const RECORD_ID: &str = "recordId";
+    /// When a create of that record started, while its outcome is unknown.
+    pub const CREATE_STARTED_AT: &str = "createStartedAt";
+    /// Before a receipt key: when its note's create started.
+    pub const NOTE_STARTED: &str = "noteStarted:";
+    /// Before a receipt key: its note's id.
+    pub const NOTE_ID: &str = "noteId:";
+}
+
+#[derive(Debug, Clone)]
+pub struct DynamoPersonMemory {
+    client: Client,
+    table: String,
+}
+
+impl DynamoPersonMemory {
+    pub fn new(client: Client, table: &str) -> Self {
+        DynamoPersonMemory {
+            client,
+            table: table.to_owned(),
+        }
+    }
+
+    /// An update of `gate`'s item, only while it exists.
+    fn update(&self, gate: &str) -> UpdateItemFluentBuilder {
+        self.client
+            .update_item()
+            .table_name(&self.table)
+            .key(attr::PK, s(gate))
+            .expression_attribute_names("#pk", attr::PK)
+    }
+
+    /// Sends a conditional update: `Refused` when its condition failed on
+    /// an item that exists, `Erased` when the item is gone.
+    async fn conditional(
+        &self,
+        gate: &str,
+        update: UpdateItemFluentBuilder,
+    ) -> Result<Begun, MemoryError> {
+        match update.send().await {
+            Ok(_) => Ok(Begun::Begun),
+            Err(SdkError::ServiceError(failure))
+                if matches!(
+                    failure.err(),
+                    UpdateItemError::ConditionalCheckFailedException(_)
+                ) =>
+            {
+                if self.exists(gate).await? {
+                    Ok(Begun::Refused)
+                } else {
+                    Err(MemoryError::Erased)
+                }
+            }
+            Err(error) => Err(unavailable(error)),
+        }
+    }
+
+    /// A conditional update that only fails when the item is gone.
+    async fn unconditional(
+        &self,
+        gate: &str,
+        update: UpdateItemFluentBuilder,
+    ) -> Result<(), MemoryError> {
+        match self.conditional(gate, update).await? {
+            Begun::Begun => Ok(()),
+            // Only `attribute_exists(#pk)` was asked: it held after all.
+            Begun::Refused => Ok(()),
+        }
+    }
+
+    async fn exists(&self, gate: &str) -> Result<bool, MemoryError> {
+        let item = self
+            .client
+            .get_item()
+            .table_name(&self.table)
+            .key(attr::PK, s(gate))
+            .consistent_read(true)
+            .projection_expression("#pk")
+            .expression_attribute_names("#pk", attr::PK)
+            .send()
+            .await
+            .map_err(|error| MemoryError::Unavailable(service_code(&error)))?;
+        Ok(item.item().is_some())
+    }
+}
+
+impl PersonMemory for DynamoPersonMemory {
+    async fn recall(&self, gate: &str) -> Result<Recalled, MemoryError> {
+        let answer = self
+            .client
+            .get_item()
+            .table_name(&self.table)
+            .key(attr::PK, s(gate))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(|error| MemoryError::Unavailable(service_code(&error)))?;
+        let mut recalled = Recalled::default();
+        for (name, value) in answer.item().into_iter().flatten() {
+            if name == gate_attr::RECORD_ID {
+                recalled.record_id = value.as_s().ok().cloned();
+            } else if name == gate_attr::CREATE_STARTED_AT {
+                recalled.create_started_at = number(value);
+            } else if let Some(receipt) = name.strip_prefix(gate_attr::NOTE_ID) {
+                if let Ok(id) = value.as_s() {
+                    recalled
+                        .notes
+                        .insert(receipt.to_owned(), NoteMark::Written(id.clone()));
+                }
+            } else if let Some(receipt) = name.strip_prefix(gate_attr::NOTE_STARTED) {
+                if let Some(at) = number(value) {
+                    // A written note outranks its start.
+                    recalled
+                        .notes
+                        .entry(receipt.to_owned())
+                        .or_insert(NoteMark::Started(at));
+                }
+            }
+        }
+        Ok(recalled)
+    }
+
+    async fn begin_create(
+        &self,
+        gate: &str,
+        now: u64,
+        stale_before: u64,
+    ) -> Result<Begun, MemoryError> {
+        let update = self
+            .update(gate)
+            .update_expression("SET #started = :now")
+            .condition_expression(
+                "attribute_exists(#pk) AND attribute_not_exists(#record) \
+                 AND (attribute_not_exists(#started) OR #started < :stale)",
+            )
+            .expression_attribute_names("#record", gate_attr::RECORD_ID)
+            .expression_attribute_names("#started", gate_attr::CREATE_STARTED_AT)
+            .expression_attribute_values(":now", n(now))
+            .expression_attribute_values(":stale", n(stale_before));
+        self.conditional(gate, update).await
+    }
+
+    async fn remember_record(&self, gate: &str, id: &str) -> Result<(), MemoryError> {
+        let update = self
+            .update(gate)
+            .update_expression("SET #record = :id REMOVE #started")
+            .condition_expression("attribute_exists(#pk)")
+            .expression_attribute_names("#record", gate_attr::RECORD_ID)
+            .expression_attribute_names("#started", gate_attr::CREATE_STARTED_AT)
+            .expression_attribute_values(":id", s(id));
+        self.unconditional(gate, update).await
+    }
+
+    async fn forget_record(&self, gate: &str, id: &str) -> Result<(), MemoryError> {
+        let update = self
+            .update(gate)
+            .update_expression("REMOVE #record")
+            .condition_expression("attribute_exists(#pk) AND #record = :id")
+            .expression_attribute_names("#record", gate_attr::RECORD_ID)
+            .expression_attribute_values(":id", s(id));
+        // Refused: another record is recorded now, which stays.
+        self.conditional(gate, update).await.map(|_| ())
+    }
+
+    async fn begin_note(
+        &self,
+        gate: &str,
+        receipt: &str,
+        now: u64,
+        stale_before: u64,
+    ) -> Result<Begun, MemoryError> {
+        let update = self
+            .update(gate)
+            .update_expression("SET #started = :now")
+            .condition_expression(
+                "attribute_exists(#pk) AND attribute_not_exists(#note) \
+                 AND (attribute_not_exists(#started) OR #started < :stale)",
+            )
+            .expression_attribute_names("#note", format!("{}{receipt}", gate_attr::NOTE_ID))
+            .expression_attribute_names("#started", format!("{}{receipt}", gate_attr::NOTE_STARTED))
+            .expression_attribute_values(":now", n(now))
+            .expression_attribute_values(":stale", n(stale_before));
+        self.conditional(gate, update).await
+    }
+
+    async fn remember_note(
+        &self,
+        gate: &str,
+        receipt: &str,
+        note_id: &str,
+    ) -> Result<(), MemoryError> {
+        let update = self
+            .update(gate)
+            .update_expression("SET #note = :id REMOVE #started")
+            .condition_expression("attribute_exists(#pk)")
+            .expression_attribute_names("#note", format!("{}{receipt}", gate_attr::NOTE_ID))
+            .expression_attribute_names("#started", format!("{}{receipt}", gate_attr::NOTE_STARTED))
+            .expression_attribute_values(":id", s(note_id));
+        self.unconditional(gate, update).await
+    }
+}
+
+fn s(text: &str) -> AttributeValue {
+    AttributeValue::S(text.to_owned())
+}
+
+fn n(number: u64) -> AttributeValue {
+    AttributeValue::N(number.to_string())
+}
+
+fn number(value: &AttributeValue) -> Option<u64> {
+    value.as_n().ok().and_then(|text| text.parse().ok())
+}
+
+fn service_code<E: aws_sdk_dynamodb::error::ProvideErrorMetadata, R>(
+    error: &SdkError<E, R>,
+) -> String {
+    match error {
+        SdkError::ServiceError(failure) => failure
+            .err()
+            .code()
+            .unwrap_or("UnknownServiceError")
+            .to_owned(),
+        _ => "store unreachable".to_owned(),
+    }
+}
+
+fn unavailable<R>(error: SdkError<UpdateItemError, R>) -> MemoryError {
+    MemoryError::Unavailable(service_code(&error))
+}
