@@ -30,6 +30,7 @@ impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
         deadline: Instant,
     ) -> Vec<Attempts> {
         let retry = &self.retry;
+        let mut scopes = scopes.to_vec();
         let mut attempts: Vec<Attempts> = deliveries.iter().map(|_| Attempts::none()).collect();
         let mut open: Vec<usize> = (0..deliveries.len()).collect();
         // Every call ends before the margin kept to record the answers: an
@@ -109,9 +110,20 @@ impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
             let (history, leads): (Vec<usize>, Vec<usize>) = again
                 .into_iter()
                 .partition(|&i| scopes[i] == Scope::HistoryOnly);
-            open = self
-                .still_newest(deliveries, keys, leads, &mut attempts)
-                .await;
+            let (newest, overtaken) = self.still_newest(deliveries, keys, leads, &attempts).await;
+            open = newest;
+            if self.destination.keeps_history() {
+                // Overtaken meanwhile: its fields are never written, but
+                // its submission still goes on the person's history.
+                for &i in &overtaken {
+                    scopes[i] = Scope::HistoryOnly;
+                }
+                open.extend(overtaken);
+            } else {
+                for &i in &overtaken {
+                    attempts[i].result = Ok(Upserted::Stale);
+                }
+            }
             open.extend(history);
             open.sort_unstable();
         }
@@ -119,10 +131,10 @@ impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
     }
 
     /// Of the deliveries about to be retried, those that still pass their
-    /// newest-wins gate (all of them where newest does not win by e-mail).
-    /// One that lost meanwhile is settled stale and never written; one
-    /// whose gate could not be read keeps its last answer and waits for a
-    /// pass, which gates it again. A lead held back by a newer one of its
+    /// newest-wins gate (all of them where newest does not win by e-mail),
+    /// and those a newer lead of their person overtook meanwhile (never
+    /// written: stale, or history-only). One whose gate could not be read
+    /// keeps its last answer and waits for a pass, which gates it again. A lead held back by a newer one of its
     /// person in this batch that was refused for good (never written)
     /// passes over that one's stamp, and only over it.
     async fn still_newest(
@@ -130,10 +142,10 @@ impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
         deliveries: &[Delivery],
         keys: &[IdempotencyKey],
         again: Vec<usize>,
-        attempts: &mut [Attempts],
-    ) -> Vec<usize> {
+        attempts: &[Attempts],
+    ) -> (Vec<usize>, Vec<usize>) {
         if self.destination.newest_gates().is_none() {
-            return again;
+            return (again, Vec::new());
         }
         let retrying: Vec<&Delivery> = again.iter().map(|&i| &deliveries[i]).collect();
         let passes: Vec<GatePass<'_>> = again
@@ -160,18 +172,16 @@ impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
             })
             .collect();
         let verdicts = self.pass_gates(&retrying, &passes).await;
-        again
-            .into_iter()
-            .zip(verdicts)
-            .filter_map(|(i, verdict)| match verdict {
-                Ok(true) => Some(i),
-                Ok(false) => {
-                    attempts[i].result = Ok(Upserted::Stale);
-                    None
-                }
-                Err(_) => None,
-            })
-            .collect()
+        let mut newest = Vec::new();
+        let mut overtaken = Vec::new();
+        for (i, verdict) in again.into_iter().zip(verdicts) {
+            match verdict {
+                Ok(true) => newest.push(i),
+                Ok(false) => overtaken.push(i),
+                Err(_) => {}
+            }
+        }
+        (newest, overtaken)
     }
 }
 
