@@ -154,6 +154,18 @@ impl FieldMap {
         }
     }
 
+    /// What a submission's note holds: the message, a blank line, then
+    /// `name: value` for each form field this map (by the lead's route,
+    /// where it has one) sends nowhere else; cut at [`MAX_TEXT_CHARS`].
+    pub fn history_text(&self, lead: &Lead) -> String {
+        match lead.route.as_deref() {
+            Some(route) if !(route.fields.is_empty() && route.set.is_empty()) => {
+                self.routed(route).message_and_rest(lead)
+            }
+            _ => self.message_and_rest(lead),
+        }
+    }
+
     /// This map with a route's: each of its `fields` and `set` entries
     /// replaces the entry for the same property, or follows the others.
     pub fn routed(&self, route: &Route) -> FieldMap {

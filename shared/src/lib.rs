@@ -18,6 +18,7 @@ pub mod exact_json;
 pub mod field_map;
 pub mod fields;
 pub mod fingerprint;
+pub mod history;
 pub mod idempotency;
 pub mod keys;
 pub mod lead;
