@@ -965,3 +965,66 @@ async fn a_hubspot_contact_by_email_costs_the_gates_transaction_more() {
         format!("a HubSpot contact by e-mail costs **{total} write units**"),
     ]);
 }
+
+/// `DESTINATION=pipedrive`, through the real binaries and DynamoDB: one
+/// person and one note per lead, and what the person memory costs on the
+/// gate item (each write counted as DynamoDB bills it): its newest-wins
+/// gate, the create started and its id, the note started and its id.
+#[tokio::test]
+async fn a_pipedrive_person_costs_its_gate_and_four_small_writes_of_what_the_worker_knows() {
+    let (receipts, gates) = metered_steps("pipedrive", "/persons", 3, 4).await;
+    for writes in &receipts {
+        assert_eq!(
+            steps_of(writes),
+            [
+                ("PutItem", 1, 1),
+                ("UpdateItem", 1, 0),
+                ("TransactWriteItems:ConditionCheck", 2, 0),
+                ("UpdateItem", 1, 1)
+            ],
+            "the put, the claim, the gate's check of the receipt, the completion"
+        );
+    }
+    let mut by_gate: std::collections::BTreeMap<&str, Vec<(&str, u32, u32)>> = Default::default();
+    for write in &gates {
+        assert!(write.key.starts_with("gate#hmac:"), "{write:?}");
+        by_gate.entry(write.key.as_str()).or_default().push((
+            write.operation.as_str(),
+            write.table_units,
+            write.index_units,
+        ));
+    }
+    assert_eq!(by_gate.len(), 3, "one gate item per person: {gates:?}");
+    for steps in by_gate.values() {
+        assert_eq!(
+            steps,
+            &[
+                ("TransactWriteItems:Update", 2, 0),
+                ("UpdateItem", 1, 0),
+                ("UpdateItem", 1, 0),
+                ("UpdateItem", 1, 0),
+                ("UpdateItem", 1, 0)
+            ],
+            "the gate, then the create started, its id, the note started, its id"
+        );
+    }
+    let memory = gates
+        .iter()
+        .find(|write| write.operation == "UpdateItem")
+        .unwrap();
+    let per_lead: u32 = receipts[0].iter().map(|m| m.units()).sum::<u32>()
+        + by_gate
+            .values()
+            .next()
+            .unwrap()
+            .iter()
+            .map(|(_, t, i)| t + i)
+            .sum::<u32>();
+    assert_cost_page_says(&[
+        cost_row(
+            "Pipedrive: what the worker records on the person's gate item (each of up to four writes)",
+            memory,
+        ),
+        format!("a new Pipedrive person costs **{per_lead} write units**"),
+    ]);
+}

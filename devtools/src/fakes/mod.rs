@@ -3,6 +3,7 @@
 //! local pipeline starts for `DESTINATION` (the CRM stub for `http`).
 
 pub mod hubspot;
+pub mod pipedrive;
 pub mod salesforce;
 pub mod sender_api;
 pub mod stand_in;
@@ -16,6 +17,7 @@ pub use stand_in::{Counts, LocalDestination};
 
 use crate::crm_stub::CrmStub;
 use hubspot::{HubSpotFake, DEMO_HUBSPOT_TOKEN};
+use pipedrive::{PipedriveFake, DEMO_PIPEDRIVE_TOKEN, LOCAL_SEARCH_LAG};
 use salesforce::{SalesforceFake, DEMO_SALESFORCE_CLIENT_ID, DEMO_SALESFORCE_CLIENT_SECRET};
 
 /// The local destination `DESTINATION` names.
@@ -54,6 +56,11 @@ impl LocalCrm {
                 )
                 .await
                 .map_err(|e| format!("Salesforce fake on port {port}: {e}"))?,
+            )),
+            DestinationKind::Pipedrive => Box::new(Arc::new(
+                PipedriveFake::start_on(address, DEMO_PIPEDRIVE_TOKEN, LOCAL_SEARCH_LAG)
+                    .await
+                    .map_err(|e| format!("Pipedrive fake on port {port}: {e}"))?,
             )),
             DestinationKind::LeadsTable => {
                 return Err(format!(

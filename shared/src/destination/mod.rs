@@ -16,6 +16,7 @@
 pub mod http;
 pub mod hubspot;
 pub mod leads_table;
+pub mod pipedrive;
 pub mod salesforce;
 
 use crate::field_map::FIELD_MAP;
@@ -34,6 +35,8 @@ pub enum DestinationKind {
     HubSpot,
     /// Salesforce Leads, or another object.
     Salesforce,
+    /// Pipedrive persons, by e-mail, with a note per submission.
+    Pipedrive,
 }
 
 /// What makes a destination, declared once in its module.
@@ -186,11 +189,12 @@ pub enum Cleanup {
 }
 
 impl DestinationKind {
-    pub const ALL: [DestinationKind; 4] = [
+    pub const ALL: [DestinationKind; 5] = [
         DestinationKind::Http,
         DestinationKind::LeadsTable,
         DestinationKind::HubSpot,
         DestinationKind::Salesforce,
+        DestinationKind::Pipedrive,
     ];
 
     /// The one place a destination is registered.
@@ -200,6 +204,7 @@ impl DestinationKind {
             DestinationKind::LeadsTable => &leads_table::PROFILE,
             DestinationKind::HubSpot => &hubspot::PROFILE,
             DestinationKind::Salesforce => &salesforce::PROFILE,
+            DestinationKind::Pipedrive => &pipedrive::PROFILE,
         }
     }
 

@@ -16,6 +16,7 @@ pub mod http;
 pub mod hubspot;
 pub mod leads_table;
 pub mod memory;
+pub mod pipedrive;
 pub mod port;
 mod refusal;
 pub mod salesforce;
@@ -99,6 +100,9 @@ pub fn read(
             &get, allow_http,
         )?),
         DestinationKind::Salesforce => Box::new(salesforce::build::SalesforceConfig::from_lookup(
+            &get, allow_http,
+        )?),
+        DestinationKind::Pipedrive => Box::new(pipedrive::build::PipedriveConfig::from_lookup(
             &get, allow_http,
         )?),
     };

@@ -1,0 +1,476 @@
+//! The fake's HTTP side: persons and notes as Pipedrive validates and
+//! answers them (sources in the module's documentation), and the listings.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Instant;
+
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, Method, StatusCode, Uri};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use serde_json::{json, Map, Value};
+
+use super::{Call, FakeState, Lost, Note, Person};
+use crate::server::lock;
+
+/// The query's parameters (the last of a repeated one).
+fn params_of(uri: &Uri) -> HashMap<String, String> {
+    url::form_urlencoded::parse(uri.query().unwrap_or("").as_bytes())
+        .into_owned()
+        .collect()
+}
+
+/// What every call goes through first: the token, then a queued fault.
+fn admitted(
+    state: &FakeState,
+    headers: &HeaderMap,
+    params: &HashMap<String, String>,
+) -> Option<Response> {
+    let token = headers
+        .get("x-api-token")
+        .and_then(|value| value.to_str().ok())
+        .or(params.get("api_token").map(String::as_str));
+    if token != Some(lock(&state.token).as_str()) {
+        return Some(failure(StatusCode::UNAUTHORIZED, "unauthorized access"));
+    }
+    let fault = state.faults.next()?;
+    let status = StatusCode::from_u16(fault.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let mut response = failure(status, "fault injected by the test");
+    if let Some(wait) = fault.retry_after {
+        if let Ok(value) = wait.parse() {
+            response.headers_mut().insert("retry-after", value);
+        }
+    }
+    if fault.status == 429 {
+        response
+            .headers_mut()
+            .insert("x-ratelimit-remaining", 0.into());
+    }
+    Some(response)
+}
+
+fn failure(status: StatusCode, error: &str) -> Response {
+    (
+        status,
+        Json(json!({"success": false, "error": error, "errorCode": status.as_u16(), "data": null})),
+    )
+        .into_response()
+}
+
+fn ok(status: StatusCode, data: Value) -> Response {
+    (status, Json(json!({"success": true, "data": data}))).into_response()
+}
+
+/// Records the call and its answer.
+fn answered(state: &FakeState, method: &Method, uri: &Uri, response: Response) -> Response {
+    lock(&state.calls).push(Call {
+        method: method.to_string(),
+        path: uri.path().to_owned(),
+        status: response.status().as_u16(),
+    });
+    response
+}
+
+/// Whether the next `what`'s answer is to be lost (and counts it).
+fn loses(state: &FakeState, what: Lost) -> bool {
+    let mut lost = lock(&state.lost);
+    match lost.iter().position(|l| *l == what) {
+        Some(at) => {
+            lost.remove(at);
+            true
+        }
+        None => false,
+    }
+}
+
+fn lost_answer() -> Response {
+    failure(StatusCode::BAD_GATEWAY, "upstream connection lost")
+}
+
+fn person_json(person: &Person) -> Value {
+    let list = |values: &[String]| {
+        values
+            .iter()
+            .enumerate()
+            .map(|(i, value)| json!({"value": value, "primary": i == 0, "label": "work"}))
+            .collect::<Vec<_>>()
+    };
+    json!({
+        "id": person.id,
+        "name": person.name,
+        "emails": list(&person.emails),
+        "phones": list(&person.phones),
+        "custom_fields": person.custom_fields,
+    })
+}
+
+pub(super) async fn search(
+    State(state): State<Arc<FakeState>>,
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+) -> Response {
+    let params = params_of(&uri);
+    if let Some(refused) = admitted(&state, &headers, &params) {
+        return answered(&state, &method, &uri, refused);
+    }
+    let term = params
+        .get("term")
+        .map(|t| t.trim().to_lowercase())
+        .unwrap_or_default();
+    let exact = params.get("exact_match").map(String::as_str) == Some("true");
+    let by_email = params
+        .get("fields")
+        .is_none_or(|fields| fields.split(',').any(|f| f == "email"));
+    if term.is_empty() || (!exact && term.chars().count() < 2) {
+        return answered(
+            &state,
+            &method,
+            &uri,
+            failure(StatusCode::BAD_REQUEST, "term is too short"),
+        );
+    }
+    let lag = *lock(&state.search_lag);
+    let items: Vec<Value> = lock(&state.persons)
+        .iter()
+        .filter(|p| p.created.elapsed() >= lag)
+        .filter(|p| {
+            by_email
+                && p.emails.iter().any(|e| {
+                    let e = e.to_lowercase();
+                    if exact {
+                        e == term
+                    } else {
+                        e.contains(&term)
+                    }
+                })
+        })
+        .map(|p| {
+            json!({"result_score": 1.0, "item": {
+                "id": p.id, "type": "person", "name": p.name,
+                "emails": p.emails, "phones": p.phones,
+            }})
+        })
+        .collect();
+    let response = (
+        StatusCode::OK,
+        Json(json!({"success": true, "data": {"items": items}, "additional_data": {"next_cursor": null}})),
+    )
+        .into_response();
+    answered(&state, &method, &uri, response)
+}
+
+/// A person's fields as a request gives them.
+struct Fields {
+    name: Option<String>,
+    emails: Option<Vec<String>>,
+    phones: Option<Vec<String>>,
+    custom: Map<String, Value>,
+}
+
+/// A person's fields from a request body, or why they are refused (a 400's
+/// `error`).
+fn fields_of(state: &FakeState, body: &Value) -> Result<Fields, String> {
+    let Some(body) = body.as_object() else {
+        return Err("body must be a JSON object".to_owned());
+    };
+    let name = body.get("name").and_then(Value::as_str).map(str::to_owned);
+    let values = |key: &str| -> Result<Option<Vec<String>>, String> {
+        match body.get(key) {
+            None => Ok(None),
+            Some(Value::Array(items)) => items
+                .iter()
+                .map(|item| {
+                    item.get("value")
+                        .and_then(Value::as_str)
+                        .map(str::to_owned)
+                        .ok_or_else(|| format!("{key} must be objects with a value"))
+                })
+                .collect::<Result<Vec<_>, _>>()
+                .map(Some),
+            Some(_) => Err(format!("{key} must be an array")),
+        }
+    };
+    let emails = values("emails")?;
+    let phones = values("phones")?;
+    let custom = match body.get("custom_fields") {
+        None => Map::new(),
+        Some(Value::Object(fields)) => fields.clone(),
+        Some(_) => return Err("custom_fields must be an object".to_owned()),
+    };
+    let known = lock(&state.known_keys);
+    if let Some(unknown) = custom.keys().find(|key| !known.contains(*key)) {
+        return Err(format!("Custom field with key {unknown} does not exist"));
+    }
+    const TAKEN: [&str; 8] = [
+        "name",
+        "emails",
+        "phones",
+        "custom_fields",
+        "owner_id",
+        "org_id",
+        "visible_to",
+        "label_ids",
+    ];
+    if let Some(key) = body.keys().find(|key| !TAKEN.contains(&key.as_str())) {
+        return Err(format!("unknown field {key}"));
+    }
+    Ok(Fields {
+        name,
+        emails,
+        phones,
+        custom,
+    })
+}
+
+fn next_id(state: &FakeState) -> u64 {
+    let mut next = lock(&state.next_id);
+    let id = *next;
+    *next += 1;
+    id
+}
+
+pub(super) async fn create_person(
+    State(state): State<Arc<FakeState>>,
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+    Json(body): Json<Value>,
+) -> Response {
+    let params = params_of(&uri);
+    if let Some(refused) = admitted(&state, &headers, &params) {
+        return answered(&state, &method, &uri, refused);
+    }
+    let Fields {
+        name,
+        emails,
+        phones,
+        custom: custom_fields,
+    } = match fields_of(&state, &body) {
+        Ok(fields) => fields,
+        Err(error) => {
+            return answered(
+                &state,
+                &method,
+                &uri,
+                failure(StatusCode::BAD_REQUEST, &error),
+            )
+        }
+    };
+    let Some(name) = name.filter(|n| !n.trim().is_empty()) else {
+        return answered(
+            &state,
+            &method,
+            &uri,
+            failure(StatusCode::BAD_REQUEST, "name is required"),
+        );
+    };
+    let person = Person {
+        id: next_id(&state),
+        name,
+        emails: emails.unwrap_or_default(),
+        phones: phones.unwrap_or_default(),
+        custom_fields,
+        writes: 1,
+        created: Instant::now(),
+    };
+    let data = person_json(&person);
+    lock(&state.persons).push(person);
+    let response = if loses(&state, Lost::PersonCreate) {
+        lost_answer()
+    } else {
+        ok(StatusCode::OK, data)
+    };
+    answered(&state, &method, &uri, response)
+}
+
+pub(super) async fn update_person(
+    State(state): State<Arc<FakeState>>,
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+    Path(id): Path<u64>,
+    Json(body): Json<Value>,
+) -> Response {
+    let params = params_of(&uri);
+    if let Some(refused) = admitted(&state, &headers, &params) {
+        return answered(&state, &method, &uri, refused);
+    }
+    let Fields {
+        name,
+        emails,
+        phones,
+        custom: custom_fields,
+    } = match fields_of(&state, &body) {
+        Ok(fields) => fields,
+        Err(error) => {
+            return answered(
+                &state,
+                &method,
+                &uri,
+                failure(StatusCode::BAD_REQUEST, &error),
+            )
+        }
+    };
+    let mut persons = lock(&state.persons);
+    let Some(person) = persons.iter_mut().find(|p| p.id == id) else {
+        drop(persons);
+        return answered(
+            &state,
+            &method,
+            &uri,
+            failure(StatusCode::NOT_FOUND, "Person not found"),
+        );
+    };
+    if let Some(name) = name {
+        person.name = name;
+    }
+    if let Some(emails) = emails {
+        person.emails = emails;
+    }
+    if let Some(phones) = phones {
+        person.phones = phones;
+    }
+    person.custom_fields.extend(custom_fields);
+    person.writes += 1;
+    let data = person_json(person);
+    drop(persons);
+    answered(&state, &method, &uri, ok(StatusCode::OK, data))
+}
+
+/// Deletes the person and its notes (Pipedrive deletes a person's notes
+/// with it).
+pub(super) async fn delete_person(
+    State(state): State<Arc<FakeState>>,
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+    Path(id): Path<u64>,
+) -> Response {
+    let params = params_of(&uri);
+    if let Some(refused) = admitted(&state, &headers, &params) {
+        return answered(&state, &method, &uri, refused);
+    }
+    let mut persons = lock(&state.persons);
+    let before = persons.len();
+    persons.retain(|p| p.id != id);
+    let found = persons.len() < before;
+    drop(persons);
+    let response = if found {
+        lock(&state.notes).retain(|n| n.person_id != id);
+        ok(StatusCode::OK, json!({"id": id}))
+    } else {
+        failure(StatusCode::NOT_FOUND, "Person not found")
+    };
+    answered(&state, &method, &uri, response)
+}
+
+pub(super) async fn create_note(
+    State(state): State<Arc<FakeState>>,
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+    Json(body): Json<Value>,
+) -> Response {
+    let params = params_of(&uri);
+    if let Some(refused) = admitted(&state, &headers, &params) {
+        return answered(&state, &method, &uri, refused);
+    }
+    let content = body.get("content").and_then(Value::as_str).unwrap_or("");
+    let person_id = body.get("person_id").and_then(Value::as_u64);
+    if content.trim().is_empty() {
+        return answered(
+            &state,
+            &method,
+            &uri,
+            failure(StatusCode::BAD_REQUEST, "content is required"),
+        );
+    }
+    let Some(person_id) = person_id.filter(|id| lock(&state.persons).iter().any(|p| p.id == *id))
+    else {
+        return answered(
+            &state,
+            &method,
+            &uri,
+            failure(
+                StatusCode::BAD_REQUEST,
+                "person_id is required and must exist",
+            ),
+        );
+    };
+    let note = Note {
+        id: next_id(&state),
+        person_id,
+        content: content.to_owned(),
+    };
+    let data = json!({"id": note.id, "person_id": person_id, "content": note.content});
+    lock(&state.notes).push(note);
+    let response = if loses(&state, Lost::NoteCreate) {
+        lost_answer()
+    } else {
+        ok(StatusCode::OK, data)
+    };
+    answered(&state, &method, &uri, response)
+}
+
+pub(super) async fn list_notes(
+    State(state): State<Arc<FakeState>>,
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+) -> Response {
+    let params = params_of(&uri);
+    if let Some(refused) = admitted(&state, &headers, &params) {
+        return answered(&state, &method, &uri, refused);
+    }
+    let person_id = params
+        .get("person_id")
+        .and_then(|id| id.parse::<u64>().ok());
+    let limit = params
+        .get("limit")
+        .and_then(|l| l.parse::<usize>().ok())
+        .unwrap_or(100)
+        .min(500);
+    let newest_first = params.get("sort").is_some_and(|s| s.ends_with("DESC"));
+    let mut notes: Vec<Note> = lock(&state.notes)
+        .iter()
+        .filter(|n| person_id.is_none_or(|id| n.person_id == id))
+        .cloned()
+        .collect();
+    if newest_first {
+        notes.reverse();
+    }
+    let more = notes.len() > limit;
+    let data: Vec<Value> = notes
+        .iter()
+        .take(limit)
+        .map(|n| json!({"id": n.id, "person_id": n.person_id, "content": n.content}))
+        .collect();
+    let response = (
+        StatusCode::OK,
+        Json(json!({"success": true, "data": data, "additional_data": {"pagination": {"start": 0, "limit": limit, "more_items_in_collection": more}}})),
+    )
+        .into_response();
+    answered(&state, &method, &uri, response)
+}
+
+pub(super) async fn all_persons(State(state): State<Arc<FakeState>>) -> Json<Value> {
+    let persons: Vec<Value> = lock(&state.persons)
+        .iter()
+        .map(|p| {
+            let mut listed = person_json(p);
+            listed["writes"] = p.writes.into();
+            listed
+        })
+        .collect();
+    Json(json!({"count": persons.len(), "persons": persons}))
+}
+
+pub(super) async fn all_notes(State(state): State<Arc<FakeState>>) -> Json<Value> {
+    let notes: Vec<Value> = lock(&state.notes)
+        .iter()
+        .map(|n| json!({"id": n.id, "person_id": n.person_id, "content": n.content}))
+        .collect();
+    Json(json!({"count": notes.len(), "notes": notes}))
+}

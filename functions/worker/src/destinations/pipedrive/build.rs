@@ -1,0 +1,84 @@
+//! The `pipedrive` destination as `main` builds it: its token and the
+//! newest-wins gates' key, read from Secrets Manager when so configured,
+//! and its memory on the receipts table.
+
+use std::time::Duration;
+
+use aws_sdk_secretsmanager::Client;
+use shared::config::ConfigError;
+
+use super::{Pipedrive, PipedriveSettings, PIPEDRIVE_API_TOKEN_SECRET_ARN, PIPEDRIVE_BASE_URL};
+use crate::destinations::gates::gate_secret;
+use crate::destinations::memory::dynamodb::DynamoPersonMemory;
+use crate::destinations::memory::PersonMemory;
+use crate::destinations::token::{TokenSetting, TOKEN_REFRESH_INTERVAL};
+use crate::destinations::{
+    Boxed, BuildEnv, ConfiguredDestination, DestinationKind, DestinationSettings,
+};
+use crate::secrets::token_and_source;
+
+/// `DESTINATION=pipedrive`'s settings and where its token comes from, as
+/// read at init.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PipedriveConfig {
+    pub settings: PipedriveSettings,
+    pub token: TokenSetting,
+}
+
+impl PipedriveConfig {
+    pub fn from_lookup(
+        get: &impl Fn(&str) -> Option<String>,
+        allow_http: bool,
+    ) -> Result<Self, ConfigError> {
+        let (settings, token) = PipedriveSettings::from_lookup(get, allow_http)?;
+        Ok(PipedriveConfig { settings, token })
+    }
+}
+
+impl DestinationSettings for PipedriveConfig {
+    fn kind(&self) -> DestinationKind {
+        DestinationKind::Pipedrive
+    }
+
+    fn build<'a>(
+        self: Box<Self>,
+        env: BuildEnv<'a>,
+    ) -> Boxed<'a, Result<ConfiguredDestination, ConfigError>> {
+        Box::pin(async move {
+            let memory = DynamoPersonMemory::new(env.dynamodb.clone(), env.receipts_table);
+            let pipedrive = connect(
+                self.settings,
+                self.token,
+                memory,
+                || env.secrets_client(),
+                TOKEN_REFRESH_INTERVAL,
+            )
+            .await?;
+            Ok(ConfiguredDestination::new(pipedrive))
+        })
+    }
+}
+
+/// The `pipedrive` destination, its token read as for the other CRMs and
+/// the gates' key read now.
+pub async fn connect<M: PersonMemory>(
+    settings: PipedriveSettings,
+    setting: TokenSetting,
+    memory: M,
+    client: impl Fn() -> Client,
+    refresh_interval: Duration,
+) -> Result<Pipedrive<M>, ConfigError> {
+    let gate_secret = gate_secret(Some(&settings.gate_key), &client)
+        .await?
+        .ok_or(ConfigError::Missing("GATE_KEY or GATE_KEY_SECRET_ARN"))?;
+    let (token, source) = token_and_source(setting, PIPEDRIVE_API_TOKEN_SECRET_ARN, client).await?;
+    let pipedrive =
+        Pipedrive::new(settings, token, gate_secret, memory).map_err(|_| ConfigError::Invalid {
+            name: PIPEDRIVE_BASE_URL,
+            reason: "the HTTP client could not be built".to_owned(),
+        })?;
+    Ok(match source {
+        Some(source) => pipedrive.refreshing_from(source, refresh_interval),
+        None => pipedrive,
+    })
+}

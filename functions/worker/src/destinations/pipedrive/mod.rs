@@ -1,0 +1,453 @@
+//! The `pipedrive` destination: one person per e-mail address, its fields
+//! newest-wins (the gates), and every submission one note on its person.
+//!
+//! Pipedrive has no upsert and no idempotency key, and its search may lag
+//! behind its writes. So each step records what it knows or may have done
+//! on the person's gate item (`destinations::memory`) before the next
+//! attempt needs it:
+//! - the person's id, once found or created: later submissions update it
+//!   by id, with no search;
+//! - a create in flight: until `PIPEDRIVE_SEARCH_LAG_SECONDS` after it
+//!   started, no other create starts (the first one may be done and still
+//!   invisible to search); the lead waits, then searches again;
+//! - each submission's note, started then written: a note whose answer was
+//!   lost is looked for on the person (by its reference) before another is
+//!   created, and none is created again within the lag either.
+//!
+//! Built from Pipedrive's pages (and its client libraries, generated from
+//! its OpenAPI description):
+//! - search persons, v2: `GET /api/v2/persons/search?term=&fields=email&exact_match=true`,
+//!   answer `data.items[].item.id`:
+//!   <https://developers.pipedrive.com/docs/api/v1/Persons#searchPersons> (v2 tab);
+//! - add a person, v2: `POST /api/v2/persons` with `name`, `emails[]`
+//!   (`value`, `primary`, `label`), `phones[]`, `custom_fields` (by their
+//!   40-character keys), answer `data.id`; update: `PATCH /api/v2/persons/{id}`:
+//!   <https://developers.pipedrive.com/docs/api/v1/Persons#addPerson>;
+//! - notes, v1 (no v2 yet): `POST /api/v1/notes` with `content` (HTML) and
+//!   `person_id`, answer `data.id`; `GET /api/v1/notes?person_id=&limit=&sort=`,
+//!   answer `data[]` with `id`, `content`:
+//!   <https://developers.pipedrive.com/docs/api/v1/Notes>;
+//! - the token in the `x-api-token` header:
+//!   <https://pipedrive.readme.io/docs/core-api-concepts-authentication>;
+//! - v1 person endpoints out of support since 1 August 2026:
+//!   <https://developers.pipedrive.com/changelog/post/deprecated-apiv1-endpoints-become-out-of-support>.
+
+mod answers;
+pub mod build;
+mod calls;
+mod settings;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use futures_util::stream::{self, StreamExt};
+use reqwest::Method;
+use serde_json::{json, Value};
+use shared::field_map::FieldMap;
+use shared::history::SubmissionNote;
+use shared::newest::GateSecret;
+use shared::{IdempotencyKey, Lead};
+
+use super::refusal::traced;
+use crate::destinations::client;
+use crate::destinations::memory::{Begun, MemoryError, NoteMark, PersonMemory, Recalled};
+use crate::destinations::port::{
+    Answer, CallDeadline, DeliveredRecord, Destination, DestinationError, Upserted, Write,
+};
+use crate::destinations::token::{BearerToken, CrmToken, Source, TokenError};
+
+use answers::{created_id, Called};
+pub use answers::{BURST_WAIT, MAX_RATE_WAIT};
+pub use settings::*;
+
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(15);
+
+/// Notes read when looking for one whose answer was lost: the newest
+/// first; the one looked for was started moments before.
+const NOTES_LOOKED_AT: &str = "100";
+
+/// Why a lead waits for an earlier create to show in search.
+pub const CREATE_IN_FLIGHT: &str = "person-create-in-flight";
+/// Why a lead waits for an earlier create of its note to show.
+pub const NOTE_IN_FLIGHT: &str = "note-create-in-flight";
+
+pub struct Pipedrive<M> {
+    client: reqwest::Client,
+    base_url: String,
+    search_lag: Duration,
+    field_map: FieldMap,
+    token: BearerToken,
+    gate_secret: GateSecret,
+    memory: M,
+}
+
+impl<M: PersonMemory> Pipedrive<M> {
+    /// Builds the HTTP client once: rustls, timeouts, and no redirects (a
+    /// redirect could carry the token elsewhere).
+    pub fn new(
+        settings: PipedriveSettings,
+        token: Option<CrmToken>,
+        gate_secret: GateSecret,
+        memory: M,
+    ) -> Result<Self, reqwest::Error> {
+        Ok(Pipedrive {
+            client: client::client(REQUEST_TIMEOUT)?,
+            base_url: settings.base_url,
+            search_lag: settings.search_lag,
+            field_map: settings.field_map,
+            token: BearerToken::new(token),
+            gate_secret,
+            memory,
+        })
+    }
+
+    /// Re-reads the token from `source` after a 401, at most once per
+    /// `interval`.
+    pub fn refreshing_from(
+        mut self,
+        source: Arc<dyn Source<CrmToken, TokenError>>,
+        interval: Duration,
+    ) -> Self {
+        self.token = self.token.refreshing_from(source, interval);
+        self
+    }
+
+    /// One write: the person found, created or updated, then its note.
+    async fn write(
+        &self,
+        write: Write<'_>,
+        deadline: CallDeadline,
+    ) -> Result<Upserted, DestinationError> {
+        let Some(email) = write.lead.normalised_email() else {
+            return Err(DestinationError::Permanent {
+                status: None,
+                reason: "no-email".to_owned(),
+            });
+        };
+        let gate = self.gate_secret.gate_key(&email);
+        let recalled = self.memory.recall(&gate).await.map_err(memory_error)?;
+        let person = self
+            .person(&gate, &email, write, &recalled, deadline)
+            .await?;
+        self.note(&gate, &person, write, &recalled, deadline)
+            .await?;
+        Ok(if write.history_only {
+            Upserted::Stale
+        } else {
+            Upserted::Written(DeliveredRecord::with_id(&person))
+        })
+    }
+
+    /// The person's id: the one recorded (updated with this lead's fields
+    /// unless history-only), or the one search finds (recorded, then
+    /// updated), or a new one, created when no create may be in flight.
+    async fn person(
+        &self,
+        gate: &str,
+        email: &str,
+        write: Write<'_>,
+        recalled: &Recalled,
+        deadline: CallDeadline,
+    ) -> Result<String, DestinationError> {
+        if let Some(id) = &recalled.record_id {
+            if write.history_only {
+                return Ok(id.clone());
+            }
+            match self.update(id, write.lead, deadline).await? {
+                Some(()) => return Ok(id.clone()),
+                // Deleted or merged in Pipedrive: found again below.
+                None => self
+                    .memory
+                    .forget_record(gate, id)
+                    .await
+                    .map_err(memory_error)?,
+            }
+        }
+        if let Some(id) = self.search(email, deadline).await? {
+            self.memory
+                .remember_record(gate, &id)
+                .await
+                .map_err(memory_error)?;
+            if !write.history_only && self.update(&id, write.lead, deadline).await?.is_none() {
+                return Err(DestinationError::retryable("person-gone-after-search"));
+            }
+            return Ok(id);
+        }
+        let now = epoch_seconds();
+        let lag = self.search_lag.as_secs();
+        if let Some(wait) = in_flight_wait(recalled.create_started_at, now, lag) {
+            return Err(waiting(CREATE_IN_FLIGHT, wait));
+        }
+        match self
+            .memory
+            .begin_create(gate, now, now.saturating_sub(lag))
+            .await
+            .map_err(memory_error)?
+        {
+            Begun::Begun => {
+                // From here a lost answer leaves the start recorded: the
+                // next attempt waits out the lag, then finds the person.
+                let id = self.create(email, write.lead, deadline).await?;
+                self.memory
+                    .remember_record(gate, &id)
+                    .await
+                    .map_err(memory_error)?;
+                Ok(id)
+            }
+            Begun::Refused => {
+                // Another delivery of this person created it or is creating
+                // it right now: its id is recorded, or will be.
+                let again = self.memory.recall(gate).await.map_err(memory_error)?;
+                match again.record_id {
+                    Some(id) if write.history_only => Ok(id),
+                    Some(id) => match self.update(&id, write.lead, deadline).await? {
+                        Some(()) => Ok(id),
+                        None => Err(DestinationError::retryable("person-gone-after-create")),
+                    },
+                    None => Err(waiting(
+                        CREATE_IN_FLIGHT,
+                        in_flight_wait(again.create_started_at, now, lag)
+                            .unwrap_or(self.search_lag),
+                    )),
+                }
+            }
+        }
+    }
+
+    /// The note of `write` on `person`, exactly once: done if recorded;
+    /// looked for if started; created otherwise.
+    async fn note(
+        &self,
+        gate: &str,
+        person: &str,
+        write: Write<'_>,
+        recalled: &Recalled,
+        deadline: CallDeadline,
+    ) -> Result<(), DestinationError> {
+        let receipt = write.key.as_str();
+        let note = SubmissionNote::of(write.lead, write.key, &self.field_map);
+        let now = epoch_seconds();
+        let lag = self.search_lag.as_secs();
+        match recalled.notes.get(receipt) {
+            Some(NoteMark::Written(_)) => return Ok(()),
+            Some(NoteMark::Started(at)) => {
+                if let Some(id) = self.find_note(person, &note.reference, deadline).await? {
+                    return self
+                        .memory
+                        .remember_note(gate, receipt, &id)
+                        .await
+                        .map_err(memory_error);
+                }
+                if let Some(wait) = in_flight_wait(Some(*at), now, lag) {
+                    return Err(waiting(NOTE_IN_FLIGHT, wait));
+                }
+            }
+            None => {}
+        }
+        match self
+            .memory
+            .begin_note(gate, receipt, now, now.saturating_sub(lag))
+            .await
+            .map_err(memory_error)?
+        {
+            Begun::Begun => {
+                let body = json!({"content": note.html(), "person_id": numeric(person)});
+                let id = match self
+                    .call(
+                        Method::POST,
+                        "/api/v1/notes",
+                        &[],
+                        Some(&body),
+                        &[],
+                        deadline,
+                    )
+                    .await
+                {
+                    Called::Done(answer) => created_id(&answer)
+                        .ok_or_else(|| DestinationError::retryable("note-created-without-id"))?,
+                    Called::NotFound => {
+                        return Err(DestinationError::retryable("person-gone-before-note"))
+                    }
+                    Called::Failed(error) => return Err(error),
+                };
+                self.memory
+                    .remember_note(gate, receipt, &id)
+                    .await
+                    .map_err(memory_error)
+            }
+            Begun::Refused => Err(waiting(NOTE_IN_FLIGHT, self.search_lag)),
+        }
+    }
+}
+
+impl<M: PersonMemory> Destination for Pipedrive<M> {
+    fn newest_gates(&self) -> Option<&GateSecret> {
+        Some(&self.gate_secret)
+    }
+
+    fn keeps_history(&self) -> bool {
+        true
+    }
+
+    fn name(&self) -> &'static str {
+        "pipedrive"
+    }
+
+    async fn upsert(
+        &self,
+        lead: &Lead,
+        key: &IdempotencyKey,
+    ) -> Result<Upserted, DestinationError> {
+        let result = self
+            .write(Write::lead(lead, key), CallDeadline::client_timeout_only())
+            .await;
+        traced(result, lead, &self.field_map)
+    }
+
+    /// Persons at once, at most `concurrency`; one person's writes one
+    /// after the other, oldest first, so the newest fields are written
+    /// last and two creates of one person never race within a batch.
+    async fn upsert_batch(
+        &self,
+        writes: &[Write<'_>],
+        concurrency: usize,
+        deadline: CallDeadline,
+    ) -> Vec<Answer> {
+        let mut people: Vec<Vec<usize>> = Vec::new();
+        let mut by_email: HashMap<String, usize> = HashMap::new();
+        for (slot, write) in writes.iter().enumerate() {
+            match write.lead.normalised_email() {
+                Some(email) => match by_email.get(&email) {
+                    Some(&person) => people[person].push(slot),
+                    None => {
+                        by_email.insert(email, people.len());
+                        people.push(vec![slot]);
+                    }
+                },
+                None => people.push(vec![slot]),
+            }
+        }
+        for slots in &mut people {
+            slots.sort_by(|a, b| {
+                writes[*a]
+                    .lead
+                    .newest_by()
+                    .cmp(writes[*b].lead.newest_by())
+                    .then(a.cmp(b))
+            });
+        }
+        let calls: Vec<_> = people
+            .into_iter()
+            .map(|slots| async move {
+                let mut answers = Vec::with_capacity(slots.len());
+                for slot in slots {
+                    let write = writes[slot];
+                    let called = Instant::now();
+                    let result = match deadline.time_left() {
+                        Some(_) => self.write(write, deadline).await,
+                        None => Err(DestinationError::NotSent),
+                    };
+                    let result = traced(result, write.lead, &self.field_map);
+                    answers.push((
+                        slot,
+                        Answer {
+                            result,
+                            latency: called.elapsed(),
+                        },
+                    ));
+                }
+                answers
+            })
+            .collect();
+        let mut answers: Vec<Option<Answer>> = vec![None; writes.len()];
+        let done: Vec<Vec<(usize, Answer)>> = stream::iter(calls)
+            .buffer_unordered(concurrency.max(1))
+            .collect()
+            .await;
+        for (slot, answer) in done.into_iter().flatten() {
+            answers[slot] = Some(answer);
+        }
+        answers
+            .into_iter()
+            .map(|answer| {
+                answer.unwrap_or(Answer {
+                    result: Err(DestinationError::retryable("no answer")),
+                    latency: Duration::ZERO,
+                })
+            })
+            .collect()
+    }
+}
+
+/// How long to wait for a create started at `started` (epoch seconds) to
+/// show in search, `lag` seconds after it; `None` once it should.
+fn in_flight_wait(started: Option<u64>, now: u64, lag: u64) -> Option<Duration> {
+    let visible_at = started?.saturating_add(lag);
+    (visible_at > now).then(|| Duration::from_secs(visible_at - now))
+}
+
+fn waiting(reason: &str, wait: Duration) -> DestinationError {
+    DestinationError::Retryable {
+        status: None,
+        retry_after: Some(wait),
+        reason: reason.to_owned(),
+    }
+}
+
+fn memory_error(error: MemoryError) -> DestinationError {
+    match error {
+        MemoryError::Erased => DestinationError::retryable("person-erased-meanwhile"),
+        MemoryError::Unavailable(code) => {
+            DestinationError::retryable(format!("receipts table unavailable ({code})"))
+        }
+    }
+}
+
+/// The path of the person `id` (Pipedrive's ids are whole numbers; a
+/// recorded id that is not one was never Pipedrive's answer).
+fn person_path(id: &str) -> Result<String, DestinationError> {
+    if !id.is_empty() && id.bytes().all(|b| b.is_ascii_digit()) {
+        Ok(format!("/api/v2/persons/{id}"))
+    } else {
+        Err(DestinationError::retryable(
+            "recorded-person-id-not-numeric",
+        ))
+    }
+}
+
+/// An id as Pipedrive's JSON number (ids are integers); text otherwise.
+fn numeric(id: &str) -> Value {
+    id.parse::<u64>()
+        .map(Value::from)
+        .unwrap_or_else(|_| Value::String(id.to_owned()))
+}
+
+fn epoch_seconds() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |since| since.as_secs())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_create_in_flight_waits_out_the_lag() {
+        let rows = [
+            (None, 1_000, 60, None),
+            (Some(1_000), 1_000, 60, Some(60)),
+            (Some(1_000), 1_059, 60, Some(1)),
+            (Some(1_000), 1_060, 60, None),
+            (Some(1_000), 5_000, 60, None),
+        ];
+        for (started, now, lag, wait) in rows {
+            assert_eq!(
+                in_flight_wait(started, now, lag),
+                wait.map(Duration::from_secs),
+                "{started:?} {now}"
+            );
+        }
+    }
+}
