@@ -363,27 +363,30 @@ def _call(request) -> tuple[int, dict]:
 def check_credentials(a: Answers) -> None:
     """One call with each CRM credential typed or given, before it is
     stored: a wrong one is said now, in one line, not after the deploy.
-    HubSpot: one read of a contact property (any token with contacts
-    access may); Salesforce: the client credentials token request."""
+    Which call is the destination's own (its secret's `check` in the
+    catalog): a read any valid token may make, or the client credentials
+    token request."""
     import urllib.parse
     import urllib.request
     override = os.environ.get(CHECK_URL, "").rstrip("/")
-    token = a.secret_values.get("HubSpotTokenSecretArn")
-    if token:
-        base = override or "https://api.hubapi.com"
-        request = urllib.request.Request(f"{base}/crm/v3/properties/contacts/email",
-                                         headers={"Authorization": f"Bearer {token}"})
-        verdict(*_checked(request), "HubSpot", "the token",
-                "a service key or private app token with crm.objects.contacts.write")
-    credentials = a.secret_values.get("SalesforceCredentialsSecretArn")
-    if credentials:
-        values = json.loads(credentials)
-        base = override or a.asked.get("SalesforceLoginUrl", "").rstrip("/")
-        body = urllib.parse.urlencode({"grant_type": "client_credentials", **values}).encode()
-        request = urllib.request.Request(f"{base}/services/oauth2/token", data=body, method="POST")
-        verdict(*_checked(request), "Salesforce", "the client credentials",
-                "the External Client App's consumer key and secret, with the client credentials flow "
-                "enabled and a run-as user")
+    chosen = DESTINATION[a.destination]
+    for secret in chosen["secrets"]:
+        value = a.secret_values.get(secret["parameter"])
+        check = secret.get("check")
+        if not value or not check:
+            continue
+        call = check["call"]
+        if "read" in call:
+            read = call["read"]
+            base = override or read["base"]
+            request = urllib.request.Request(f"{base}{read['path']}",
+                                             headers={read["header"]: f"{read['prefix']}{value}"})
+        else:
+            grant = call["client_credentials"]
+            base = override or a.asked.get(grant["base_parameter"], "").rstrip("/")
+            body = urllib.parse.urlencode({"grant_type": "client_credentials", **json.loads(value)}).encode()
+            request = urllib.request.Request(f"{base}{grant['path']}", data=body, method="POST")
+        verdict(*_checked(request), chosen["title"], check["what"], check["expected"])
 
 
 def _checked(request) -> tuple[int | None, str]:

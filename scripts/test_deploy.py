@@ -76,7 +76,7 @@ class Wizard(unittest.TestCase):
         self.samconfig.write_text((ROOT / "samconfig.toml").read_text())
         self.env = {
             key: value for key, value in os.environ.items()
-            if not key.startswith(("AWS_", "HUBSPOT_", "SALESFORCE_", "CRM_"))
+            if not key.startswith(("AWS_", "HUBSPOT_", "SALESFORCE_", "PIPEDRIVE_", "CRM_"))
         }
         self.env.update({
             "PATH": f"{bin_dir}:{os.environ['PATH']}",
@@ -220,6 +220,21 @@ class Wizard(unittest.TestCase):
         for text in [first.stdout, first.stderr, second.stdout, second.stderr, self.samconfig.read_text()]:
             self.assertNotIn(client_secret, text)
             self.assertNotIn(rotated, text)
+
+    def test_pipedrive_takes_its_token_checked_and_keeps_newest_wins_gates(self):
+        token = "pd-" + uuid.uuid4().hex
+        result = self.wizard("--sender", "staticforms", "--stack-name", self.stack, "--region", "eu-west-1",
+                             "--auth", "url", "--destination", "pipedrive", "--alarm-email=",
+                             env={"PIPEDRIVE_API_TOKEN": token})
+        output = result.stdout + result.stderr
+        self.assertEqual(result.returncode, 0, output)
+        self.assertIn("Pipedrive accepted the token.", result.stdout)
+        arn, value = self.secret(f"{self.stack}/pipedrive-api-token")
+        self.assertEqual(value, token)
+        overrides = self.overrides(self.sam_calls()[1])
+        self.assertEqual(overrides["Destination"], "'pipedrive'")
+        self.assertEqual(overrides["PipedriveApiTokenSecretArn"], f"'{arn}'")
+        self.assertNotIn(token, output + self.samconfig.read_text())
 
     def test_a_webflow_app_stack_asks_no_auth_and_stores_webflows_key(self):
         key = "wf-key-" + uuid.uuid4().hex
@@ -447,6 +462,8 @@ class Wizard(unittest.TestCase):
             (["--destination", "salesforce", "--salesforce-login-url", "https://acme.my.salesforce.com"],
              {"SALESFORCE_CLIENT_ID": "3MVG9", "SALESFORCE_CLIENT_SECRET": "bad-" + uuid.uuid4().hex},
              "salesforce-credentials", "Salesforce refused the client credentials (HTTP 400, invalid_client)"),
+            (["--destination", "pipedrive"], {"PIPEDRIVE_API_TOKEN": "bad-" + uuid.uuid4().hex},
+             "pipedrive-api-token", "Pipedrive refused the token (HTTP 401, unauthorized access)"),
         ]
         for flags, env, secret_name, said in rows:
             result = self.wizard("--sender", "staticforms", "--stack-name", self.stack, "--region", "eu-west-1",
@@ -557,9 +574,11 @@ class Preflight(unittest.TestCase):
 
 
 class CrmCheck(BaseHTTPRequestHandler):
-    """HubSpot's property read and Salesforce's token request, as their
-    documentation answers them: a credential starting with "bad" is refused
-    (HubSpot 401 INVALID_AUTHENTICATION; Salesforce 400 invalid_client)."""
+    """HubSpot's property read, Pipedrive's person fields read and
+    Salesforce's token request, as their documentation answers them: a
+    credential starting with "bad" is refused (HubSpot 401
+    INVALID_AUTHENTICATION; Pipedrive 401 unauthorized access; Salesforce
+    400 invalid_client)."""
 
     def answer(self, status, body):
         data = json.dumps(body).encode()
@@ -570,6 +589,15 @@ class CrmCheck(BaseHTTPRequestHandler):
         self.wfile.write(data)
 
     def do_GET(self):
+        if self.path.startswith("/api/v2/personFields"):
+            # Pipedrive: the token in x-api-token; a wrong one is a 401
+            # with success false and error (its status codes page).
+            token = self.headers.get("x-api-token", "")
+            if token and not token.startswith("bad"):
+                self.answer(200, {"success": True, "data": [{"code": "name"}]})
+            else:
+                self.answer(401, {"success": False, "error": "unauthorized access", "errorCode": 401})
+            return
         token = self.headers.get("authorization", "").removeprefix("Bearer ")
         if self.path == "/crm/v3/properties/contacts/email" and token and not token.startswith("bad"):
             self.answer(200, {"name": "email"})

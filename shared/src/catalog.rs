@@ -8,7 +8,7 @@
 
 use serde_json::{json, Value};
 
-use crate::destination::{Check, DestinationKind, Source};
+use crate::destination::{Check, CheckCall, DestinationKind, Source};
 use crate::sender::Sender;
 
 /// The catalog as `make deploy` reads it (pretty, sorted keys, a final
@@ -91,6 +91,17 @@ fn catalog() -> Value {
                             "why": value.why,
                             "prompt": value.prompt,
                         })).collect::<Vec<Value>>(),
+                        "check": secret.check.map(|check| {
+                            let call = match check.call {
+                                CheckCall::Read { base, path, header, prefix } => json!({
+                                    "read": {"base": base, "path": path, "header": header, "prefix": prefix},
+                                }),
+                                CheckCall::ClientCredentials { base_parameter, path } => json!({
+                                    "client_credentials": {"base_parameter": base_parameter, "path": path},
+                                }),
+                            };
+                            json!({"call": call, "what": check.what, "expected": check.expected})
+                        }),
                     })
                 })
                 .collect();

@@ -11,6 +11,7 @@ pub const CRM_TOKEN: &str = "CRM_TOKEN";
 pub const CRM_TOKEN_SECRET_ARN: &str = "CRM_TOKEN_SECRET_ARN";
 
 const TOKEN: Secret = Secret {
+    check: None,
     parameter: "CrmTokenSecretArn",
     flag: "--crm-token-secret-arn",
     name: "crm-token",

@@ -2,7 +2,10 @@
 //! property holding the submission id (the worker's
 //! `destinations::hubspot`).
 
-use super::{Check, Cleanup, Gates, Profile, Secret, SecretValue, Setting, SmokeLead, Source};
+use super::{
+    Check, CheckCall, Cleanup, CredentialCheck, Gates, Profile, Secret, SecretValue, Setting,
+    SmokeLead, Source,
+};
 use crate::newest::{GATE_KEY, GATE_KEY_SECRET_ARN};
 
 pub const HUBSPOT_TOKEN: &str = "HUBSPOT_TOKEN";
@@ -13,6 +16,16 @@ pub const HUBSPOT_ID_PROPERTY: &str = "HUBSPOT_ID_PROPERTY";
 pub const HUBSPOT_MESSAGE_PROPERTY: &str = "HUBSPOT_MESSAGE_PROPERTY";
 
 const TOKEN: Secret = Secret {
+    check: Some(CredentialCheck {
+        call: CheckCall::Read {
+            base: "https://api.hubapi.com",
+            path: "/crm/v3/properties/contacts/email",
+            header: "Authorization",
+            prefix: "Bearer ",
+        },
+        what: "the token",
+        expected: "a service key or private app token with crm.objects.contacts.write",
+    }),
     parameter: "HubSpotTokenSecretArn",
     flag: "--hubspot-token-secret-arn",
     name: "hubspot-token",

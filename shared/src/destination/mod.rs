@@ -157,6 +157,38 @@ pub struct Secret {
     /// What it holds: one value as the whole secret, or several as the
     /// keys of a JSON object.
     pub values: &'static [SecretValue],
+    /// The one call `make deploy` makes with the values typed, before it
+    /// stores them: a wrong credential is said then, not after the deploy.
+    pub check: Option<CredentialCheck>,
+}
+
+/// How `make deploy` tries a credential before storing it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CredentialCheck {
+    pub call: CheckCall,
+    /// What the credential is called in the verdict: `the token`.
+    pub what: &'static str,
+    /// What to give instead, when refused.
+    pub expected: &'static str,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CheckCall {
+    /// `GET base + path`, the secret's one value in `header` after
+    /// `prefix`: a read any valid credential may make.
+    Read {
+        base: &'static str,
+        path: &'static str,
+        header: &'static str,
+        prefix: &'static str,
+    },
+    /// An OAuth client credentials token request: `POST` to the URL the
+    /// asked parameter `base_parameter` gives, plus `path`, with the
+    /// secret's keyed values as the form.
+    ClientCredentials {
+        base_parameter: &'static str,
+        path: &'static str,
+    },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,7 +1,10 @@
 //! `DESTINATION=salesforce`: Salesforce Leads, or another object, upserted
 //! by an external id field (the worker's `destinations::salesforce`).
 
-use super::{Check, Cleanup, Gates, Profile, Secret, SecretValue, Setting, SmokeLead, Source};
+use super::{
+    Check, CheckCall, Cleanup, CredentialCheck, Gates, Profile, Secret, SecretValue, Setting,
+    SmokeLead, Source,
+};
 
 pub const SALESFORCE_LOGIN_URL: &str = "SALESFORCE_LOGIN_URL";
 pub const SALESFORCE_AUTO_ASSIGN: &str = "SALESFORCE_AUTO_ASSIGN";
@@ -13,6 +16,15 @@ pub const SALESFORCE_EXTERNAL_ID_FIELD: &str = "SALESFORCE_EXTERNAL_ID_FIELD";
 pub const SALESFORCE_API_VERSION: &str = "SALESFORCE_API_VERSION";
 
 const CREDENTIALS: Secret = Secret {
+    check: Some(CredentialCheck {
+        call: CheckCall::ClientCredentials {
+            base_parameter: "SalesforceLoginUrl",
+            path: "/services/oauth2/token",
+        },
+        what: "the client credentials",
+        expected: "the External Client App's consumer key and secret, with the client credentials \
+                   flow enabled and a run-as user",
+    }),
     parameter: "SalesforceCredentialsSecretArn",
     flag: "--salesforce-credentials-secret-arn",
     name: "salesforce-credentials",
