@@ -341,6 +341,39 @@ async fn the_local_pipeline_with_hubspot_makes_one_contact() {
     stop(pipeline).await;
 }
 
+/// `DESTINATION=pipedrive make run`: 202, then 200, then exactly one
+/// person, written once, with the submission's note; its receipt names it.
+#[tokio::test]
+async fn the_local_pipeline_with_pipedrive_makes_one_person_and_its_note() {
+    let receipts = unique_name("pipedrive-receipts");
+    let (pipeline, webhook_port, crm_port, _) = start_pipeline_on("pipedrive", &receipts).await;
+    let person = deliver_twice_and_list(webhook_port, crm_port, "/persons", "persons").await;
+    assert_eq!(person["name"], "Ada Lovelace");
+    assert_eq!(person["emails"][0]["value"], "ada@example.com");
+    let notes: serde_json::Value = reqwest::get(format!("http://127.0.0.1:{crm_port}/notes"))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(notes["count"], 1, "{notes}");
+    assert_eq!(notes["notes"][0]["person_id"], person["id"]);
+    assert!(
+        notes["notes"][0]["content"]
+            .as_str()
+            .unwrap()
+            .contains("company: AE"),
+        "an unmapped field goes to the note: {notes}"
+    );
+    let card = delivered_card(&receipts).await;
+    let id = person["id"].as_u64().unwrap();
+    assert!(
+        card.contains(&format!("delivered to   Pipedrive, record {id}\n")),
+        "{card}"
+    );
+    stop(pipeline).await;
+}
+
 /// `SENDER=typeform DESTINATION=hubspot make run`: the events/ sample, as
 /// Typeform signs it, is accepted once at /webhooks/typeform, and its
 /// answers (an e-mail answer, a first name by its ref) make one contact.

@@ -164,6 +164,41 @@ fn each_function_may_do_only_what_it_needs() {
             .any(|(_, r)| r.contains("GateKeySecret")),
         "no gate key where no gates are kept"
     );
+    // Pipedrive: its token, the gate key, and reads of gate items alone
+    // (what the worker recorded about a person), never of a receipt.
+    let pipedrive_secret = "arn:aws:secretsmanager:us-east-1:123456789012:secret:pipedrive";
+    let pipedrive = statements(
+        &template,
+        "WorkerFunction",
+        &[
+            ("Destination", "pipedrive"),
+            ("PipedriveApiTokenSecretArn", pipedrive_secret),
+        ],
+    );
+    let with_pipedrive = actions(&pipedrive);
+    assert!(with_pipedrive.contains(&(
+        "secretsmanager:GetSecretValue".into(),
+        pipedrive_secret.into()
+    )));
+    assert!(with_pipedrive.contains(&(
+        "secretsmanager:GetSecretValue".into(),
+        "arn:aws:secretsmanager:us-east-1:123456789012:secret:GateKeySecret".into()
+    )));
+    let reads: Vec<&serde_json::Value> = pipedrive
+        .iter()
+        .filter(|s| s["Action"] == "dynamodb:GetItem")
+        .collect();
+    assert_eq!(reads.len(), 2, "the routes and the gate items: {reads:?}");
+    assert!(reads.iter().any(|read| reads_the_routes_alone(read)));
+    assert!(
+        reads
+            .iter()
+            .any(
+                |read| read["Condition"]["ForAllValues:StringLike"]["dynamodb:LeadingKeys"]
+                    == serde_json::json!(["gate#*"])
+            ),
+        "{reads:?}"
+    );
     let salesforce_secret = "arn:aws:secretsmanager:us-east-1:123456789012:secret:salesforce";
     let with_salesforce = actions(&statements(
         &template,

@@ -2,7 +2,10 @@
 //! every submission a note on its person (the worker's
 //! `destinations::pipedrive`).
 
-use super::{Cleanup, Gates, Profile, Secret, SecretValue, Setting, SmokeLead, Source};
+use super::{
+    CheckCall, Cleanup, CredentialCheck, Gates, Profile, Secret, SecretValue, Setting, SmokeLead,
+    Source,
+};
 use crate::newest::{GATE_KEY, GATE_KEY_SECRET_ARN};
 
 pub const PIPEDRIVE_API_TOKEN: &str = "PIPEDRIVE_API_TOKEN";
@@ -16,6 +19,19 @@ pub const PIPEDRIVE_SEARCH_LAG_SECONDS: &str = "PIPEDRIVE_SEARCH_LAG_SECONDS";
 pub const DEFAULT_SEARCH_LAG_SECONDS: u64 = 60;
 
 const TOKEN: Secret = Secret {
+    // One read any token may make (a page of one person field):
+    // <https://developers.pipedrive.com/docs/api/v1/PersonFields#getPersonFields> (v2).
+    check: Some(CredentialCheck {
+        call: CheckCall::Read {
+            base: "https://api.pipedrive.com",
+            path: "/api/v2/personFields?limit=1",
+            header: "x-api-token",
+            prefix: "",
+        },
+        what: "the token",
+        expected:
+            "a personal API token (avatar > Personal preferences > API) of a user with API access",
+    }),
     parameter: "PipedriveApiTokenSecretArn",
     flag: "--pipedrive-api-token-secret-arn",
     name: "pipedrive-api-token",
@@ -55,14 +71,14 @@ pub const PROFILE: Profile = Profile {
         },
     ],
     smoke_cleanup,
-    erasure: "DELETE https://api.pipedrive.com/api/v2/persons/<id> (the person, found by its \
-              e-mail in Contacts > People; Pipedrive keeps a deleted person 30 days before it \
-              is gone for good)",
+    erasure: "delete the person's notes, then the person (Contacts > People, search the address; \
+              or DELETE https://api.pipedrive.com/api/v2/persons/<id>): Pipedrive deletes a \
+              person for good 30 days later, and does not document that its notes go with it",
 };
 
 fn smoke_cleanup(lead: &SmokeLead<'_>) -> Cleanup {
     Cleanup::Tell(format!(
-        "delete the smoke person in Pipedrive: Contacts > People, search {}, Delete (its notes go with it)",
+        "delete the smoke person in Pipedrive: Contacts > People, search {}, delete its note, then Delete the person",
         lead.email
     ))
 }
