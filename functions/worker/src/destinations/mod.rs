@@ -12,6 +12,7 @@
 
 pub mod client;
 pub mod gates;
+pub mod history;
 pub mod http;
 pub mod hubspot;
 pub mod leads_table;

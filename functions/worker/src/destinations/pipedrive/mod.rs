@@ -39,7 +39,7 @@ mod settings;
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use futures_util::stream::{self, StreamExt};
 use reqwest::Method;
@@ -51,7 +51,10 @@ use shared::{IdempotencyKey, Lead};
 
 use super::refusal::traced;
 use crate::destinations::client;
-use crate::destinations::memory::{Begun, MemoryError, NoteMark, PersonMemory, Recalled};
+use crate::destinations::history::{
+    epoch_seconds, in_flight_wait, memory_error, waiting, Keeping, NoteApi,
+};
+use crate::destinations::memory::{Begun, PersonMemory, Recalled};
 use crate::destinations::port::{
     Answer, CallDeadline, DeliveredRecord, Destination, DestinationError, Upserted, Write,
 };
@@ -69,8 +72,6 @@ const NOTES_LOOKED_AT: &str = "100";
 
 /// Why a lead waits for an earlier create to show in search.
 pub const CREATE_IN_FLIGHT: &str = "person-create-in-flight";
-/// Why a lead waits for an earlier create of its note to show.
-pub const NOTE_IN_FLIGHT: &str = "note-create-in-flight";
 
 pub struct Pipedrive<M> {
     client: reqwest::Client,
@@ -215,8 +216,7 @@ impl<M: PersonMemory> Pipedrive<M> {
         }
     }
 
-    /// The note of `write` on `person`, exactly once: done if recorded;
-    /// looked for if started; created otherwise.
+    /// The note of `write` on `person`, exactly once (`history`).
     async fn note(
         &self,
         gate: &str,
@@ -225,59 +225,24 @@ impl<M: PersonMemory> Pipedrive<M> {
         recalled: &Recalled,
         deadline: CallDeadline,
     ) -> Result<(), DestinationError> {
-        let receipt = write.key.as_str();
         let note = SubmissionNote::of(write.lead, write.key, &self.field_map);
-        let now = epoch_seconds();
-        let lag = self.search_lag.as_secs();
-        match recalled.notes.get(receipt) {
-            Some(NoteMark::Written(_)) => return Ok(()),
-            Some(NoteMark::Started(at)) => {
-                if let Some(id) = self.find_note(person, &note.reference, deadline).await? {
-                    return self
-                        .memory
-                        .remember_note(gate, receipt, &id)
-                        .await
-                        .map_err(memory_error);
-                }
-                if let Some(wait) = in_flight_wait(Some(*at), now, lag) {
-                    return Err(waiting(NOTE_IN_FLIGHT, wait));
-                }
-            }
-            None => {}
-        }
-        match self
-            .memory
-            .begin_note(gate, receipt, now, now.saturating_sub(lag))
+        let keeping = Keeping {
+            memory: &self.memory,
+            gate,
+            recalled,
+            lag: self.search_lag,
+        };
+        keeping
+            .note_once(
+                &Notes {
+                    pipedrive: self,
+                    deadline,
+                },
+                person,
+                write.key.as_str(),
+                &note,
+            )
             .await
-            .map_err(memory_error)?
-        {
-            Begun::Begun => {
-                let body = json!({"content": note.html(), "person_id": numeric(person)});
-                let id = match self
-                    .call(
-                        Method::POST,
-                        "/api/v1/notes",
-                        &[],
-                        Some(&body),
-                        &[],
-                        deadline,
-                    )
-                    .await
-                {
-                    Called::Done(answer) => created_id(&answer)
-                        .ok_or_else(|| DestinationError::retryable("note-created-without-id"))?,
-                    Called::NotFound => {
-                        return Err(DestinationError::retryable("person-gone-before-note"))
-                    }
-                    Called::Failed(error) => return Err(error),
-                };
-                self.memory
-                    .remember_note(gate, receipt, &id)
-                    .await
-                    .map_err(memory_error)
-            }
-            Begun::Refused => Err(waiting(NOTE_IN_FLIGHT, self.search_lag)),
-        }
     }
 }
 
@@ -380,30 +345,6 @@ impl<M: PersonMemory> Destination for Pipedrive<M> {
     }
 }
 
-/// How long to wait for a create started at `started` (epoch seconds) to
-/// show in search, `lag` seconds after it; `None` once it should.
-fn in_flight_wait(started: Option<u64>, now: u64, lag: u64) -> Option<Duration> {
-    let visible_at = started?.saturating_add(lag);
-    (visible_at > now).then(|| Duration::from_secs(visible_at - now))
-}
-
-fn waiting(reason: &str, wait: Duration) -> DestinationError {
-    DestinationError::Retryable {
-        status: None,
-        retry_after: Some(wait),
-        reason: reason.to_owned(),
-    }
-}
-
-fn memory_error(error: MemoryError) -> DestinationError {
-    match error {
-        MemoryError::Erased => DestinationError::retryable("person-erased-meanwhile"),
-        MemoryError::Unavailable(code) => {
-            DestinationError::retryable(format!("receipts table unavailable ({code})"))
-        }
-    }
-}
-
 /// The path of the person `id` (Pipedrive's ids are whole numbers; a
 /// recorded id that is not one was never Pipedrive's answer).
 fn person_path(id: &str) -> Result<String, DestinationError> {
@@ -423,31 +364,45 @@ fn numeric(id: &str) -> Value {
         .unwrap_or_else(|_| Value::String(id.to_owned()))
 }
 
-fn epoch_seconds() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |since| since.as_secs())
+/// Pipedrive's note calls, within one delivery's deadline.
+struct Notes<'a, M> {
+    pipedrive: &'a Pipedrive<M>,
+    deadline: CallDeadline,
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_create_in_flight_waits_out_the_lag() {
-        let rows = [
-            (None, 1_000, 60, None),
-            (Some(1_000), 1_000, 60, Some(60)),
-            (Some(1_000), 1_059, 60, Some(1)),
-            (Some(1_000), 1_060, 60, None),
-            (Some(1_000), 5_000, 60, None),
-        ];
-        for (started, now, lag, wait) in rows {
-            assert_eq!(
-                in_flight_wait(started, now, lag),
-                wait.map(Duration::from_secs),
-                "{started:?} {now}"
-            );
+impl<M: PersonMemory> NoteApi for Notes<'_, M> {
+    async fn create_note(
+        &self,
+        person: &str,
+        note: &SubmissionNote,
+    ) -> Result<String, DestinationError> {
+        let body = json!({"content": note.html(), "person_id": numeric(person)});
+        match self
+            .pipedrive
+            .call(
+                Method::POST,
+                "/api/v1/notes",
+                &[],
+                Some(&body),
+                &[],
+                self.deadline,
+            )
+            .await
+        {
+            Called::Done(answer) => created_id(&answer)
+                .ok_or_else(|| DestinationError::retryable("note-created-without-id")),
+            Called::NotFound => Err(DestinationError::retryable("person-gone-before-note")),
+            Called::Failed(error) => Err(error),
         }
+    }
+
+    async fn find_note(
+        &self,
+        person: &str,
+        reference: &str,
+    ) -> Result<Option<String>, DestinationError> {
+        self.pipedrive
+            .find_note(person, reference, self.deadline)
+            .await
     }
 }
