@@ -81,7 +81,7 @@ struct Destination {
     write_units: f64,
 }
 
-const DESTINATIONS: [Destination; 4] = [
+const DESTINATIONS: [Destination; 5] = [
     Destination {
         name: "`http` (no token)",
         parameters: &[
@@ -113,7 +113,19 @@ const DESTINATIONS: [Destination; 4] = [
             ),
         ],
         credential_secrets: 1,
-        write_units: 9.0,
+        write_units: 11.0,
+    },
+    Destination {
+        name: "`pipedrive`",
+        parameters: &[
+            ("Destination", "pipedrive"),
+            (
+                "PipedriveApiTokenSecretArn",
+                "arn:aws:secretsmanager:us-east-1:123456789012:secret:p",
+            ),
+        ],
+        credential_secrets: 1,
+        write_units: 13.0,
     },
 ];
 

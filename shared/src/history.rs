@@ -18,6 +18,9 @@ pub struct SubmissionNote {
     /// What the note's content holds and no other submission's does:
     /// `(ref <16 hex digits>)`.
     pub reference: String,
+    /// When it was submitted (the sender's time, else the arrival), as
+    /// the receipt keeps it: the note's own time where a CRM has one.
+    pub submitted_at: String,
 }
 
 impl SubmissionNote {
@@ -36,7 +39,11 @@ impl SubmissionNote {
         } else {
             format!("{body}\n\n{footer}")
         };
-        SubmissionNote { text, reference }
+        SubmissionNote {
+            text,
+            reference,
+            submitted_at: submitted.to_owned(),
+        }
     }
 
     /// The text as HTML (CRMs' notes are HTML): escaped, a paragraph per

@@ -826,3 +826,104 @@ async fn a_forms_route_adds_properties_to_its_contacts_only() {
     assert!(!other.properties.contains_key("lead_source"));
     assert_eq!(other.properties["message"], "utm: newsletter");
 }
+
+/// Contacts by email keep every submission: each a note on the contact,
+/// exactly once, with the contact's `message` holding the newest.
+fn keeping_notes(settings: HubSpotSettings, ledger: MemoryLedger) -> Worker<HubSpot, MemoryLedger> {
+    let hubspot = HubSpot::new(settings, CrmToken::new(TOKEN), gate_secret())
+        .unwrap()
+        .keeping_notes(
+            worker::destinations::memory::AnyMemory::InProcess(
+                worker::destinations::memory::in_process::InProcessMemory::new(),
+            ),
+            Duration::from_secs(1),
+        );
+    Worker::new(hubspot, ledger, 8).with_retry_policy(fast_retries())
+}
+
+#[tokio::test]
+async fn two_submissions_by_email_are_two_notes_on_one_contact_whatever_answers_are_lost() {
+    let fake = HubSpotFake::start(TOKEN).await.unwrap();
+    let first = receipt("sub_1", "ada@example.com", "Ada", 1_795_941_500);
+    let second = receipt("sub_2", "ada@example.com", "Augusta", 1_795_941_600);
+    let later = shared::clock::Adjustable::default();
+    let worker = keeping_notes(
+        settings(&fake, IdProperty::Email),
+        ledger_of(&[&first, &second]),
+    )
+    .with_clock(later.clock());
+    // The first note's create is done, its answer lost.
+    fake.lose_note_answers(1);
+
+    worker.handle(inserts(&[&first]), in_seconds(30)).await;
+    worker.handle(inserts(&[&second]), in_seconds(30)).await;
+    // The stream delivers both again; a pass comes round later.
+    worker
+        .handle(inserts(&[&first, &second]), in_seconds(30))
+        .await;
+    later.advance(Duration::from_secs(3 * 3600));
+    worker.reconcile(in_seconds(30)).await;
+
+    for receipt in [&first, &second] {
+        assert_eq!(
+            status_of(&worker, receipt),
+            (ReceiptStatus::Completed, None)
+        );
+    }
+    let contacts = fake.contacts();
+    assert_eq!(contacts.len(), 1);
+    assert_eq!(
+        contacts[0].properties["firstname"], "Augusta",
+        "the newest wins"
+    );
+    let notes = fake.notes();
+    assert_eq!(notes.len(), 2, "one note per submission: {notes:?}");
+    assert!(notes.iter().all(|n| n.contact_id == contacts[0].id));
+    assert!(
+        notes[0].body.contains("submission sub_1"),
+        "{}",
+        notes[0].body
+    );
+    assert!(
+        notes[1].body.contains("submission sub_2"),
+        "{}",
+        notes[1].body
+    );
+    let creates = fake
+        .calls()
+        .iter()
+        .filter(|c| c.path.ends_with("/notes") && !c.path.contains("/associations/"))
+        .count();
+    assert_eq!(creates, 2, "each note created once");
+}
+
+#[tokio::test]
+async fn an_older_submission_by_email_delivered_late_is_a_note_and_never_overwrites_the_contact() {
+    let fake = HubSpotFake::start(TOKEN).await.unwrap();
+    let older = receipt("sub_old", "ada@example.com", "Ada", 1_795_941_500);
+    let newer = receipt("sub_new", "ada@example.com", "Augusta", 1_795_941_600);
+    let worker = keeping_notes(
+        settings(&fake, IdProperty::Email),
+        ledger_of(&[&older, &newer]),
+    );
+    worker.handle(inserts(&[&newer]), in_seconds(30)).await;
+    worker.handle(inserts(&[&older]), in_seconds(30)).await;
+    assert_eq!(status_of(&worker, &older), (ReceiptStatus::Completed, None));
+    let contacts = fake.contacts();
+    assert_eq!(contacts[0].properties["firstname"], "Augusta");
+    assert_eq!(contacts[0].writes, 1, "the older one wrote no property");
+    let notes = fake.notes();
+    assert_eq!(notes.len(), 2, "{notes:?}");
+    assert!(notes[1].body.contains("submission sub_old"));
+}
+
+#[tokio::test]
+async fn contacts_by_submission_keep_no_notes() {
+    let fake = HubSpotFake::start(TOKEN).await.unwrap();
+    let custom = IdProperty::Custom("staticforms_submission_id".into());
+    let lead = receipt("sub_1", "ada@example.com", "Ada", 1_795_941_500);
+    let worker = keeping_notes(settings(&fake, custom), ledger_of(&[&lead]));
+    worker.handle(inserts(&[&lead]), in_seconds(30)).await;
+    assert_eq!(status_of(&worker, &lead).0, ReceiptStatus::Completed);
+    assert!(fake.notes().is_empty(), "its own contact holds its message");
+}

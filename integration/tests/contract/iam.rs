@@ -149,6 +149,21 @@ fn each_function_may_do_only_what_it_needs() {
         "arn:aws:secretsmanager:us-east-1:123456789012:secret:GateKeySecret".into()
     )));
     assert!(!with_hubspot.iter().any(|(_, r)| r == "LeadsTable.Arn"));
+    let hubspot_reads = statements(
+        &template,
+        "WorkerFunction",
+        &[
+            ("Destination", "hubspot"),
+            ("HubSpotTokenSecretArn", hubspot_secret),
+        ],
+    )
+    .into_iter()
+    .filter(|s| s["Action"] == "dynamodb:GetItem")
+    .count();
+    assert_eq!(
+        hubspot_reads, 2,
+        "the routes, and the gate items of its notes"
+    );
     let by_submission = actions(&statements(
         &template,
         "WorkerFunction",

@@ -30,6 +30,7 @@
 //! `DELETE /faults` restores it.
 
 mod api;
+mod notes;
 
 use std::collections::{HashSet, VecDeque};
 use std::net::SocketAddr;
@@ -75,6 +76,16 @@ pub struct Contact {
     pub properties: Map<String, Value>,
     /// How many upserts wrote it.
     pub writes: u32,
+}
+
+/// A note as the fake holds it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Note {
+    pub id: String,
+    pub contact_id: String,
+    /// `hs_note_body`: HTML.
+    pub body: String,
+    pub timestamp: String,
 }
 
 /// One request to the upsert endpoint.
@@ -152,6 +163,9 @@ struct FakeState {
     /// A property an admin's validation rule requires on every contact
     /// written: enforced on API writes from date version 2026-09 on.
     required: Mutex<Option<String>>,
+    notes: Mutex<Vec<Note>>,
+    /// Note creates done whose answer is then lost (a 502).
+    lost_note_answers: Mutex<u32>,
 }
 
 /// A running fake; it stops when dropped.
@@ -178,6 +192,8 @@ impl HubSpotFake {
             whole_request_errors: Mutex::new(false),
             required: Mutex::new(None),
             conflicting: Mutex::new(HashSet::new()),
+            notes: Mutex::new(Vec::new()),
+            lost_note_answers: Mutex::new(0),
         });
         let app = Router::new()
             .route(
@@ -189,6 +205,17 @@ impl HubSpotFake {
                 post(api::upsert_dated),
             )
             .route("/contacts", get(api::list))
+            .route("/crm/v3/objects/notes", post(notes::create))
+            .route("/crm/objects/{version}/notes", post(notes::create))
+            .route("/crm/v3/objects/notes/batch/read", post(notes::read))
+            .route("/crm/objects/{version}/notes/batch/read", post(notes::read))
+            .route(
+                "/crm/v4/objects/contacts/{id}/associations/notes",
+                get(notes::associated),
+            )
+            .route("/crm/v3/objects/contacts/{id}", get(notes::contact))
+            .route("/crm/objects/{version}/contacts/{id}", get(notes::contact))
+            .route("/notes", get(notes::list))
             .with_state(Arc::clone(&state))
             .merge(state.faults.routes());
         let server = listener.serve(app);
@@ -266,6 +293,15 @@ impl HubSpotFake {
 
     pub fn calls(&self) -> Vec<Call> {
         lock(&self.state.calls).clone()
+    }
+
+    pub fn notes(&self) -> Vec<Note> {
+        lock(&self.state.notes).clone()
+    }
+
+    /// Creates the next `times` notes, then loses each answer (a 502).
+    pub fn lose_note_answers(&self, times: u32) {
+        *lock(&self.state.lost_note_answers) += times;
     }
 }
 

@@ -6,8 +6,10 @@ use std::time::Duration;
 use aws_sdk_secretsmanager::Client;
 use shared::config::ConfigError;
 
-use super::{HubSpot, HubSpotSettings, HUBSPOT_BASE_URL, HUBSPOT_TOKEN_SECRET_ARN};
+use super::{HubSpot, HubSpotSettings, HUBSPOT_BASE_URL, HUBSPOT_TOKEN_SECRET_ARN, NOTE_LAG};
 use crate::destinations::gates::gate_secret;
+use crate::destinations::memory::dynamodb::DynamoPersonMemory;
+use crate::destinations::memory::AnyMemory;
 use crate::destinations::token::{TokenSetting, TOKEN_REFRESH_INTERVAL};
 use crate::destinations::{
     Boxed, BuildEnv, ConfiguredDestination, DestinationKind, DestinationSettings,
@@ -49,7 +51,12 @@ impl DestinationSettings for HubSpotConfig {
                 TOKEN_REFRESH_INTERVAL,
             )
             .await?;
-            Ok(ConfiguredDestination::new(hubspot))
+            // With contacts by email, each submission a note on its contact,
+            // what was done recorded on the person's gate item.
+            let memory = DynamoPersonMemory::new(env.dynamodb.clone(), env.receipts_table);
+            Ok(ConfiguredDestination::new(
+                hubspot.keeping_notes(AnyMemory::Dynamo(memory), NOTE_LAG),
+            ))
         })
     }
 }

@@ -42,10 +42,12 @@ use crate::destinations::token::{BearerToken, CrmToken, Source, TokenError};
 
 mod answers;
 pub mod build;
+mod notes;
 mod settings;
 
 pub use answers::DAILY_LIMIT_WAIT;
 use answers::{answer_for, one_input_may_cause, Called};
+pub use notes::NOTE_LAG;
 pub use settings::*;
 
 /// Inputs HubSpot takes per batch call.
@@ -65,6 +67,10 @@ const REQUEST_TIMEOUT: Duration = Duration::from_secs(15);
 pub struct HubSpot {
     client: reqwest::Client,
     url: String,
+    base_url: String,
+    api_version: ApiVersion,
+    /// With contacts by email: each submission a note on its contact.
+    notes: Option<notes::NoteKeeping>,
     id_property: IdProperty,
     field_map: FieldMap,
     token: BearerToken,
@@ -182,6 +188,9 @@ impl HubSpot {
         Ok(HubSpot {
             client,
             url,
+            base_url: settings.base_url.trim_end_matches('/').to_owned(),
+            api_version: settings.api_version.clone(),
+            notes: None,
             id_property: settings.id_property,
             field_map: settings.field_map,
             token: BearerToken::new(token),
@@ -366,14 +375,54 @@ impl Destination for HubSpot {
             .unwrap_or_else(|| Err(DestinationError::retryable("no answer")))
     }
 
+    fn keeps_history(&self) -> bool {
+        self.notes.is_some()
+    }
+
     /// As few calls as HubSpot allows: 100 inputs each, one after the other
-    /// (HubSpot's limits are per account, not per connection).
+    /// (HubSpot's limits are per account, not per connection); then, with
+    /// contacts by email, each submission's note (`notes`), at most
+    /// `concurrency` at once.
     async fn upsert_batch(
         &self,
         writes: &[Write<'_>],
-        _concurrency: usize,
+        concurrency: usize,
         deadline: CallDeadline,
     ) -> Vec<Answer> {
+        let (history, leads): (Vec<usize>, Vec<usize>) =
+            (0..writes.len()).partition(|&slot| writes[slot].history_only);
+        let lead_writes: Vec<Write<'_>> = leads.iter().map(|&slot| writes[slot]).collect();
+        let mut answers: Vec<Answer> = vec![
+            Answer {
+                result: Ok(Upserted::Stale),
+                latency: Duration::ZERO,
+            };
+            writes.len()
+        ];
+        for (slot, answer) in leads
+            .iter()
+            .zip(self.upsert_contacts(&lead_writes, deadline).await)
+        {
+            answers[*slot] = answer;
+        }
+        if let Some(notes) = &self.notes {
+            self.keep_history(notes, writes, &mut answers, concurrency, deadline)
+                .await;
+        } else {
+            for slot in history {
+                answers[slot].result = Err(DestinationError::Permanent {
+                    status: None,
+                    reason: "history-not-kept".to_owned(),
+                });
+            }
+        }
+        answers
+    }
+}
+
+impl HubSpot {
+    /// The contacts of `writes` upserted: one answer per write, in order.
+    async fn upsert_contacts(&self, writes: &[Write<'_>], deadline: CallDeadline) -> Vec<Answer> {
         let (inputs, held) = plan(writes, &self.id_property, &self.field_map);
         let mut answers: Vec<Option<Answer>> = vec![None; writes.len()];
         for chunk in inputs.chunks(MAX_INPUTS) {

@@ -45,9 +45,15 @@ impl ApiVersion {
     }
 
     pub fn upsert_path(&self) -> String {
+        format!("{}/batch/upsert", self.objects_path("contacts"))
+    }
+
+    /// The path of an object type's records: `/crm/v3/objects/notes`, or
+    /// `/crm/objects/<date>/notes`.
+    pub fn objects_path(&self, object: &str) -> String {
         match self {
-            ApiVersion::V3 => "/crm/v3/objects/contacts/batch/upsert".to_owned(),
-            ApiVersion::Dated(date) => format!("/crm/objects/{date}/contacts/batch/upsert"),
+            ApiVersion::V3 => format!("/crm/v3/objects/{object}"),
+            ApiVersion::Dated(date) => format!("/crm/objects/{date}/{object}"),
         }
     }
 }

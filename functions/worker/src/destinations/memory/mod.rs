@@ -107,3 +107,73 @@ pub trait PersonMemory: Send + Sync + 'static {
         note_id: &str,
     ) -> impl Future<Output = Result<(), MemoryError>> + Send;
 }
+
+/// One of the adapters, chosen at start-up: for a destination that is not
+/// generic over its memory (HubSpot keeps notes only when by e-mail).
+#[derive(Debug, Clone)]
+pub enum AnyMemory {
+    Dynamo(dynamodb::DynamoPersonMemory),
+    InProcess(in_process::InProcessMemory),
+}
+
+impl PersonMemory for AnyMemory {
+    async fn recall(&self, gate: &str) -> Result<Recalled, MemoryError> {
+        match self {
+            AnyMemory::Dynamo(memory) => memory.recall(gate).await,
+            AnyMemory::InProcess(memory) => memory.recall(gate).await,
+        }
+    }
+
+    async fn begin_create(
+        &self,
+        gate: &str,
+        now: u64,
+        stale_before: u64,
+    ) -> Result<Begun, MemoryError> {
+        match self {
+            AnyMemory::Dynamo(memory) => memory.begin_create(gate, now, stale_before).await,
+            AnyMemory::InProcess(memory) => memory.begin_create(gate, now, stale_before).await,
+        }
+    }
+
+    async fn remember_record(&self, gate: &str, id: &str) -> Result<(), MemoryError> {
+        match self {
+            AnyMemory::Dynamo(memory) => memory.remember_record(gate, id).await,
+            AnyMemory::InProcess(memory) => memory.remember_record(gate, id).await,
+        }
+    }
+
+    async fn forget_record(&self, gate: &str, id: &str) -> Result<(), MemoryError> {
+        match self {
+            AnyMemory::Dynamo(memory) => memory.forget_record(gate, id).await,
+            AnyMemory::InProcess(memory) => memory.forget_record(gate, id).await,
+        }
+    }
+
+    async fn begin_note(
+        &self,
+        gate: &str,
+        receipt: &str,
+        now: u64,
+        stale_before: u64,
+    ) -> Result<Begun, MemoryError> {
+        match self {
+            AnyMemory::Dynamo(memory) => memory.begin_note(gate, receipt, now, stale_before).await,
+            AnyMemory::InProcess(memory) => {
+                memory.begin_note(gate, receipt, now, stale_before).await
+            }
+        }
+    }
+
+    async fn remember_note(
+        &self,
+        gate: &str,
+        receipt: &str,
+        note_id: &str,
+    ) -> Result<(), MemoryError> {
+        match self {
+            AnyMemory::Dynamo(memory) => memory.remember_note(gate, receipt, note_id).await,
+            AnyMemory::InProcess(memory) => memory.remember_note(gate, receipt, note_id).await,
+        }
+    }
+}

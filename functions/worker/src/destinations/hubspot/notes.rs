@@ -1,0 +1,379 @@
+//! With contacts by email, every submission a note on its contact, exactly
+//! once (`destinations::history`): the contact's own `message` holds the
+//! newest submission's, and a repeat submitter's earlier messages stay on
+//! the record as notes. A stale submission (a newer one of its person was
+//! written) and one held back by a newer one in the same call still get
+//! theirs.
+//!
+//! HubSpot's note create has no idempotency key (its batch upsert of notes
+//! by a unique property would need the operator to create a unique note
+//! property first), so the person memory records each note started and
+//! written, and a note whose answer was lost is looked for among the
+//! contact's notes by its reference. Built from HubSpot's pages:
+//! - create a note with its association (note to contact: `HUBSPOT_DEFINED`
+//!   type 202), `hs_timestamp` and `hs_note_body`:
+//!   <https://developers.hubspot.com/docs/api-reference/2026-03/crm/activities/notes/basic/create-note>,
+//!   <https://developers.hubspot.com/docs/guides/api/crm/engagements/notes>;
+//! - a contact's associated notes (v4):
+//!   <https://developers.hubspot.com/docs/api-reference/crm-associations-v4/basic/get-crm-v4-objects-objectType-objectId-associations-toObjectType>;
+//! - notes read by id in a batch:
+//!   <https://developers.hubspot.com/docs/api-reference/2026-03/crm/activities/notes/batch/read-notes>;
+//! - a contact read by its email (`idProperty=email`):
+//!   <https://developers.hubspot.com/docs/api-reference/2026-03/crm/objects/contacts/basic/get-contact>.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use futures_util::stream::{self, StreamExt};
+use reqwest::Method;
+use serde_json::{json, Value};
+use shared::history::SubmissionNote;
+use shared::newest::GateSecret;
+
+use super::HubSpot;
+use crate::destinations::client;
+use crate::destinations::history::{memory_error, Keeping, NoteApi};
+use crate::destinations::memory::{AnyMemory, PersonMemory};
+use crate::destinations::port::{Answer, CallDeadline, DestinationError, Upserted, Write};
+
+/// How long HubSpot may take to list a note it created among its contact's
+/// associations: no second create of one note starts within it.
+pub const NOTE_LAG: Duration = Duration::from_secs(60);
+
+/// A contact's notes looked at for one whose answer was lost.
+const NOTES_LOOKED_AT: usize = 100;
+
+/// HubSpot's association type of a note to a contact.
+const NOTE_TO_CONTACT: u32 = 202;
+
+/// Where HubSpot's notes are kept track of.
+pub struct NoteKeeping {
+    memory: AnyMemory,
+    lag: Duration,
+}
+
+impl HubSpot {
+    /// Keeps every submission as a note on its contact, recording what was
+    /// done in `memory`; only with contacts by email (a contact per
+    /// submission holds its own message).
+    pub fn keeping_notes(mut self, memory: AnyMemory, lag: Duration) -> Self {
+        if self.gate_secret.is_some() {
+            self.notes = Some(NoteKeeping { memory, lag });
+        }
+        self
+    }
+
+    /// Each written or stale write's note, at most `concurrency` at once;
+    /// a note that fails makes its write's answer that failure (the next
+    /// attempt upserts the same contact again, then writes the note).
+    pub(super) async fn keep_history(
+        &self,
+        notes: &NoteKeeping,
+        writes: &[Write<'_>],
+        answers: &mut [Answer],
+        concurrency: usize,
+        deadline: CallDeadline,
+    ) {
+        let Some(gate_secret) = &self.gate_secret else {
+            return;
+        };
+        // The contacts this call wrote, by e-mail: a held-back or stale
+        // submission of the same person goes on the same contact.
+        let mut contacts: HashMap<String, String> = HashMap::new();
+        for (write, answer) in writes.iter().zip(answers.iter()) {
+            if let (Ok(Upserted::Written(record)), Some(email)) =
+                (&answer.result, write.lead.normalised_email())
+            {
+                if let Some(id) = record.id() {
+                    contacts.insert(email, id.to_owned());
+                }
+            }
+        }
+        let jobs: Vec<_> = writes
+            .iter()
+            .enumerate()
+            .filter(|(slot, _)| answers[*slot].result.is_ok())
+            .filter_map(|(slot, write)| Some((slot, *write, write.lead.normalised_email()?)))
+            .map(|(slot, write, email)| {
+                let known = contacts.get(&email).cloned();
+                async move {
+                    let result = self
+                        .note_for(notes, gate_secret, write, &email, known, deadline)
+                        .await;
+                    (slot, result)
+                }
+            })
+            .collect();
+        let done: Vec<(usize, Result<(), DestinationError>)> = stream::iter(jobs)
+            .buffer_unordered(concurrency.max(1))
+            .collect()
+            .await;
+        for (slot, result) in done {
+            if let Err(error) = result {
+                answers[slot].result = Err(error);
+            }
+        }
+    }
+
+    async fn note_for(
+        &self,
+        notes: &NoteKeeping,
+        gate_secret: &GateSecret,
+        write: Write<'_>,
+        email: &str,
+        known: Option<String>,
+        deadline: CallDeadline,
+    ) -> Result<(), DestinationError> {
+        let gate = gate_secret.gate_key(email);
+        let recalled = notes.memory.recall(&gate).await.map_err(memory_error)?;
+        let api = Notes {
+            hubspot: self,
+            deadline,
+        };
+        let contact = match known {
+            Some(id) => id,
+            None => api
+                .contact_by_email(email)
+                .await?
+                .ok_or_else(|| DestinationError::retryable("contact-not-found-for-note"))?,
+        };
+        let note = SubmissionNote::of(write.lead, write.key, &self.field_map);
+        let keeping = Keeping {
+            memory: &notes.memory,
+            gate: &gate,
+            recalled: &recalled,
+            lag: notes.lag,
+        };
+        keeping
+            .note_once(&api, &contact, write.key.as_str(), &note)
+            .await
+    }
+}
+
+/// HubSpot's note calls, within one delivery's deadline.
+struct Notes<'a> {
+    hubspot: &'a HubSpot,
+    deadline: CallDeadline,
+}
+
+impl Notes<'_> {
+    async fn contact_by_email(&self, email: &str) -> Result<Option<String>, DestinationError> {
+        let mut url = self.url(&self.hubspot.api_version.objects_path("contacts"))?;
+        url.path_segments_mut()
+            .map_err(|_| unbuildable())?
+            .push(email);
+        url.query_pairs_mut().append_pair("idProperty", "email");
+        Ok(self
+            .call(Method::GET, url, None)
+            .await?
+            .and_then(|body| id_of(&body["id"])))
+    }
+
+    fn url(&self, path: &str) -> Result<reqwest::Url, DestinationError> {
+        reqwest::Url::parse(&format!("{}{path}", self.hubspot.base_url)).map_err(|_| unbuildable())
+    }
+
+    /// One call; once more with a renewed token after a 401. `None` for a
+    /// 404.
+    async fn call(
+        &self,
+        method: Method,
+        url: reqwest::Url,
+        body: Option<&Value>,
+    ) -> Result<Option<Value>, DestinationError> {
+        self.hubspot
+            .token
+            .call_renewing_once(
+                || async {
+                    self.deadline
+                        .bound(self.call_once(method.clone(), url.clone(), body))
+                        .await
+                },
+                |answer| matches!(answer, Err(DestinationError::Unauthorized { status: 401 })),
+            )
+            .await
+    }
+
+    async fn call_once(
+        &self,
+        method: Method,
+        url: reqwest::Url,
+        body: Option<&Value>,
+    ) -> Result<Option<Value>, DestinationError> {
+        let mut request = self.hubspot.client.request(method, url);
+        if let Some(body) = body {
+            request = request.json(body);
+        }
+        match self.hubspot.token.current() {
+            Ok(Some(token)) => request = request.bearer_auth(token.expose()),
+            Ok(None) => {}
+            Err(unavailable) => return Err(DestinationError::CredentialsUnavailable(unavailable)),
+        }
+        let response = request
+            .send()
+            .await
+            .map_err(|error| client::transport_error(&error))?;
+        let status = response.status().as_u16();
+        let retry_after = client::retry_after(&response);
+        let body = client::json_capped(response).await;
+        note_answer(status, retry_after).map(|found| found.then_some(body))
+    }
+}
+
+impl NoteApi for Notes<'_> {
+    async fn create_note(
+        &self,
+        contact: &str,
+        note: &SubmissionNote,
+    ) -> Result<String, DestinationError> {
+        let body = json!({
+            "properties": {"hs_timestamp": note.submitted_at, "hs_note_body": note.html()},
+            "associations": [{
+                "to": {"id": contact},
+                "types": [{"associationCategory": "HUBSPOT_DEFINED", "associationTypeId": NOTE_TO_CONTACT}],
+            }],
+        });
+        let url = self.url(&self.hubspot.api_version.objects_path("notes"))?;
+        self.call(Method::POST, url, Some(&body))
+            .await?
+            .and_then(|answer| id_of(&answer["id"]))
+            .ok_or_else(|| DestinationError::retryable("note-created-without-id"))
+    }
+
+    async fn find_note(
+        &self,
+        contact: &str,
+        reference: &str,
+    ) -> Result<Option<String>, DestinationError> {
+        if !is_numeric(contact) {
+            return Err(DestinationError::retryable("contact-id-not-numeric"));
+        }
+        let mut listing = self.url(&format!(
+            "/crm/v4/objects/contacts/{contact}/associations/notes"
+        ))?;
+        listing.query_pairs_mut().append_pair("limit", "500");
+        let Some(associated) = self.call(Method::GET, listing, None).await? else {
+            return Ok(None);
+        };
+        let ids: Vec<String> = associated["results"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|result| id_of(&result["toObjectId"]))
+            .collect();
+        if ids.is_empty() {
+            return Ok(None);
+        }
+        let newest = &ids[ids.len().saturating_sub(NOTES_LOOKED_AT)..];
+        let read = json!({
+            "properties": ["hs_note_body"],
+            "inputs": newest.iter().map(|id| json!({"id": id})).collect::<Vec<_>>(),
+        });
+        let url = self.url(&format!(
+            "{}/batch/read",
+            self.hubspot.api_version.objects_path("notes")
+        ))?;
+        let Some(notes) = self.call(Method::POST, url, Some(&read)).await? else {
+            return Ok(None);
+        };
+        Ok(notes["results"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|note| {
+                note["properties"]["hs_note_body"]
+                    .as_str()
+                    .is_some_and(|body| body.contains(reference))
+            })
+            .and_then(|note| id_of(&note["id"])))
+    }
+}
+
+/// What a note call's status means: `true` found, `false` a 404. Pure.
+fn note_answer(status: u16, retry_after: Option<Duration>) -> Result<bool, DestinationError> {
+    match status {
+        200..=299 => Ok(true),
+        404 => Ok(false),
+        401 | 403 => Err(DestinationError::Unauthorized { status }),
+        429 => Err(DestinationError::Retryable {
+            status: Some(429),
+            retry_after: Some(retry_after.unwrap_or(super::answers::TEN_SECONDLY_WAIT)),
+            reason: "rate-limited".to_owned(),
+        }),
+        400 => Err(DestinationError::Misconfigured {
+            status: Some(400),
+            reason: "NOTE_REFUSED".to_owned(),
+        }),
+        _ => Err(DestinationError::Retryable {
+            status: Some(status),
+            retry_after,
+            reason: format!("HTTP {status}"),
+        }),
+    }
+}
+
+/// A HubSpot id: digits, as a number or a text.
+fn id_of(value: &Value) -> Option<String> {
+    match value {
+        Value::Number(number) => Some(number.to_string()),
+        Value::String(text) if is_numeric(text) => Some(text.clone()),
+        _ => None,
+    }
+}
+
+fn is_numeric(text: &str) -> bool {
+    !text.is_empty() && text.len() <= 20 && text.bytes().all(|b| b.is_ascii_digit())
+}
+
+fn unbuildable() -> DestinationError {
+    DestinationError::Permanent {
+        status: None,
+        reason: "request could not be built".to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn note_answers() {
+        let rows = [
+            (201, None, Ok(true)),
+            (404, None, Ok(false)),
+            (
+                401,
+                None,
+                Err(DestinationError::Unauthorized { status: 401 }),
+            ),
+            (
+                403,
+                None,
+                Err(DestinationError::Unauthorized { status: 403 }),
+            ),
+            (
+                400,
+                None,
+                Err(DestinationError::Misconfigured {
+                    status: Some(400),
+                    reason: "NOTE_REFUSED".into(),
+                }),
+            ),
+            (
+                429,
+                Some(Duration::from_secs(3)),
+                Err(DestinationError::Retryable {
+                    status: Some(429),
+                    retry_after: Some(Duration::from_secs(3)),
+                    reason: "rate-limited".into(),
+                }),
+            ),
+        ];
+        for (status, wait, expected) in rows {
+            assert_eq!(note_answer(status, wait), expected, "{status}");
+        }
+        assert_eq!(id_of(&json!(17)).as_deref(), Some("17"));
+        assert_eq!(id_of(&json!("17")).as_deref(), Some("17"));
+        assert_eq!(id_of(&json!("ada@example.com")), None);
+    }
+}
