@@ -374,6 +374,137 @@ async fn the_local_pipeline_with_pipedrive_makes_one_person_and_its_note() {
     stop(pipeline).await;
 }
 
+/// Pipedrive's limits and refusals through the binaries, as the other
+/// destinations': a 429 waits and delivers; a 401 leaves the lead pending
+/// as `destination-auth` until the token is accepted again, then a pass
+/// delivers it; a custom field key the account lacks leaves it pending,
+/// naming the key and where it came from.
+#[tokio::test]
+async fn pipedrive_limits_and_refusals_end_as_the_other_destinations_do() {
+    let http = reqwest::Client::new();
+    let receipts = unique_name("pipedrive-faults");
+    let (pipeline, webhook_port, crm_port, _) = start_pipeline_on("pipedrive", &receipts).await;
+    let faults = format!("http://127.0.0.1:{crm_port}/faults");
+    let submit = |id: &'static str, email: &'static str| {
+        let body = format!(
+            r#"{{"event":"form.submitted","timestamp":1795941528,"data":{{"submissionId":"{id}","formData":{{"name":"Ada Lovelace","email":"{email}","company":"AE"}}}}}}"#
+        );
+        let http = http.clone();
+        async move {
+            let answer = http
+                .post(format!(
+                    "http://127.0.0.1:{webhook_port}/webhooks/staticforms?token=local-demo-token-change-me"
+                ))
+                .header("content-type", "application/json")
+                .body(body)
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(answer.status(), 202);
+        }
+    };
+    let client = worker_client(&endpoint(DYNAMODB_ENDPOINT)).await;
+    let receipt_of = |id: &str| format!("staticforms:form.submitted:{id}");
+
+    // A 429 with its wait: delivered once the wait is over.
+    let fault = serde_json::json!({"status": 429, "retryAfter": "1", "times": 1});
+    http.post(&faults).json(&fault).send().await.unwrap();
+    submit("sub_rate", "rate@example.com").await;
+    let persons = leads_once_there(
+        &http,
+        &format!("http://127.0.0.1:{crm_port}/persons"),
+        1,
+        Duration::from_secs(20),
+    )
+    .await;
+    assert_eq!(persons["count"], 1, "{persons}");
+
+    // A refused token: pending as destination-auth, then delivered.
+    let fault = serde_json::json!({"status": 401});
+    http.post(&faults).json(&fault).send().await.unwrap();
+    submit("sub_auth", "auth@example.com").await;
+    let waiting = receipt_attribute(
+        &client,
+        &receipts,
+        &receipt_of("sub_auth"),
+        "lastError",
+        |e| e == "destination-auth",
+    )
+    .await;
+    assert_eq!(waiting, "destination-auth");
+    http.delete(&faults).send().await.unwrap();
+    let status = receipt_attribute(&client, &receipts, &receipt_of("sub_auth"), "status", |s| {
+        s == "COMPLETED"
+    })
+    .await;
+    assert_eq!(
+        status, "COMPLETED",
+        "a pass delivers it once the token is accepted"
+    );
+    stop(pipeline).await;
+
+    // A custom field the account lacks: pending, naming it and its source.
+    let unknown = "0123456789abcdef0123456789abcdef01234567";
+    let field_map = format!(r#"{{"name":"name","{unknown}":"company"}}"#);
+    let receipts = unique_name("pipedrive-field");
+    let (pipeline, webhook_port, _, _) =
+        start_pipeline_with("pipedrive", &receipts, &[("FIELD_MAP", &field_map)]).await;
+    let body = r#"{"event":"form.submitted","timestamp":1795941528,"data":{"submissionId":"sub_field","formData":{"name":"Ada Lovelace","email":"ada@example.com","company":"AE"}}}"#;
+    let answer = http
+        .post(format!(
+            "http://127.0.0.1:{webhook_port}/webhooks/staticforms?token=local-demo-token-change-me"
+        ))
+        .header("content-type", "application/json")
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), 202);
+    let said = format!("FIELD_REFUSED: {unknown} from FIELD_MAP");
+    let reason = receipt_attribute(
+        &client,
+        &receipts,
+        &receipt_of("sub_field"),
+        "lastError",
+        |e| e == said,
+    )
+    .await;
+    assert_eq!(reason, said, "ours to fix, never the lead's data");
+    let status = receipt_attribute(
+        &client,
+        &receipts,
+        &receipt_of("sub_field"),
+        "status",
+        |_| true,
+    )
+    .await;
+    assert_eq!(status, "RECEIVED", "pending, never FAILED");
+    stop(pipeline).await;
+}
+
+/// The receipt's `name` once `wanted` holds (or what it is after 30 s).
+async fn receipt_attribute(
+    client: &aws_sdk_dynamodb::Client,
+    table: &str,
+    pk: &str,
+    name: &str,
+    wanted: impl Fn(&str) -> bool,
+) -> String {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let value = scan(client, table)
+            .await
+            .iter()
+            .find(|item| text(item, "pk") == pk)
+            .and_then(|item| item.get(name)?.as_s().ok().cloned())
+            .unwrap_or_default();
+        if wanted(&value) || Instant::now() > deadline {
+            return value;
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
+
 /// `SENDER=typeform DESTINATION=hubspot make run`: the events/ sample, as
 /// Typeform signs it, is accepted once at /webhooks/typeform, and its
 /// answers (an e-mail answer, a first name by its ref) make one contact.

@@ -180,6 +180,10 @@ async fn run() -> Result<(), String> {
         .await
         .map_err(|e| e.to_string())?;
     let mut worker_env = crm.worker_env();
+    // A field map for the CRM fakes (`FIELD_MAP='{...}' DESTINATION=hubspot make run`).
+    if let Ok(field_map) = std::env::var(shared::field_map::FIELD_MAP) {
+        worker_env.push((shared::field_map::FIELD_MAP, field_map));
+    }
     worker_env.extend(
         LOCAL_DELIVERY_TIMINGS
             .iter()
