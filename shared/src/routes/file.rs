@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 use toml::Table;
 
-use super::{Route, RouteProblem, Routes};
+use super::model::{Route, RouteProblem, Routes};
 use crate::spam::SpamRules;
 
 /// Reads a routes file, or says everything wrong with it.

@@ -22,17 +22,15 @@
 //! ```
 
 use std::borrow::Cow;
-use std::collections::BTreeMap;
-
-use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value};
 
 use crate::spam::SpamRules;
 
 mod file;
+mod model;
 
 pub use crate::keys::{form_ref, CONFIG_KEY_PREFIX};
 pub use file::{check, parse};
+pub use model::{Route, RouteProblem, Routes};
 
 /// The item that holds the routes in force, as `receipts routes apply`
 /// stores them: `routes` (their JSON), `version` (one more at every
@@ -45,29 +43,6 @@ pub mod stored {
     pub const ROUTES: &str = "routes";
     pub const VERSION: &str = "version";
     pub const APPLIED_AT: &str = "appliedAt";
-}
-
-/// Every route of a stack, and the spam rules of every form.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct Routes {
-    pub spam: SpamRules,
-    pub routes: Vec<Route>,
-}
-
-/// One form's place in the CRM.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct Route {
-    /// The sender's id of the form.
-    pub form: String,
-    pub name: Option<String>,
-    /// Form field (label, key or ref) to CRM property.
-    pub fields: BTreeMap<String, String>,
-    /// Constant properties on every lead of the form.
-    pub set: Map<String, Value>,
-    /// This form's own rules, added to the stack's.
-    pub spam: SpamRules,
 }
 
 impl Routes {
@@ -162,20 +137,11 @@ pub fn changes(old: &Routes, new: &Routes) -> Vec<String> {
     lines
 }
 
-/// One thing wrong with a routes file: where (`[spam]`,
-/// `[[route]] #2 "Pricing page"`), which key, and what.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{place}: {key}: {problem}")]
-pub struct RouteProblem {
-    pub place: String,
-    pub key: String,
-    pub problem: String,
-}
-
 #[cfg(test)]
 mod tests {
     use super::file::NOT_A_PROPERTY;
     use super::*;
+    use serde_json::Value;
 
     const EXAMPLE: &str = r#"
 [spam]

@@ -6,7 +6,8 @@ use std::time::Duration;
 use aws_sdk_secretsmanager::Client;
 use shared::config::ConfigError;
 
-use super::{HubSpot, HubSpotSettings, HUBSPOT_BASE_URL, HUBSPOT_TOKEN_SECRET_ARN, NOTE_LAG};
+use super::notes::NOTE_LAG;
+use super::{HubSpot, HubSpotSettings, HUBSPOT_BASE_URL, HUBSPOT_TOKEN_SECRET_ARN};
 use crate::destinations::gates::gate_secret;
 use crate::destinations::memory::dynamodb::DynamoPersonMemory;
 use crate::destinations::memory::AnyMemory;

@@ -34,6 +34,7 @@ use shared::newest::GateSecret;
 use shared::{IdempotencyKey, Lead};
 
 use crate::destinations::client;
+use crate::destinations::memory::AnyMemory;
 
 use crate::destinations::port::{
     Answer, CallDeadline, Destination, DestinationError, Upserted, Write,
@@ -42,12 +43,11 @@ use crate::destinations::token::{BearerToken, CrmToken, Source, TokenError};
 
 mod answers;
 pub mod build;
-mod notes;
+pub mod notes;
 mod settings;
 
 pub use answers::DAILY_LIMIT_WAIT;
 use answers::{answer_for, one_input_may_cause, Called};
-pub use notes::NOTE_LAG;
 pub use settings::*;
 
 /// Inputs HubSpot takes per batch call.
@@ -70,12 +70,20 @@ pub struct HubSpot {
     base_url: String,
     api_version: ApiVersion,
     /// With contacts by email: each submission a note on its contact.
-    notes: Option<notes::NoteKeeping>,
+    notes: Option<NoteKeeping>,
     id_property: IdProperty,
     field_map: FieldMap,
     token: BearerToken,
     /// Contacts by email: the key of the newest-wins gates.
     gate_secret: Option<GateSecret>,
+}
+
+/// Where HubSpot's notes are kept track of (`notes`): what was done,
+/// recorded on each person's gate item, and how long HubSpot may take to
+/// list a note it created.
+pub struct NoteKeeping {
+    memory: AnyMemory,
+    lag: Duration,
 }
 
 /// One input of a request: its slot in the batch and what HubSpot gets.

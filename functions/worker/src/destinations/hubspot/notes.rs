@@ -30,7 +30,7 @@ use serde_json::{json, Value};
 use shared::history::SubmissionNote;
 use shared::newest::GateSecret;
 
-use super::HubSpot;
+use super::{HubSpot, NoteKeeping};
 use crate::destinations::client;
 use crate::destinations::history::{memory_error, Keeping, NoteApi};
 use crate::destinations::memory::{AnyMemory, PersonMemory};
@@ -45,12 +45,6 @@ const NOTES_LOOKED_AT: usize = 100;
 
 /// HubSpot's association type of a note to a contact.
 const NOTE_TO_CONTACT: u32 = 202;
-
-/// Where HubSpot's notes are kept track of.
-pub struct NoteKeeping {
-    memory: AnyMemory,
-    lag: Duration,
-}
 
 impl HubSpot {
     /// Keeps every submission as a note on its contact, recording what was

@@ -1,0 +1,41 @@
+//! What a routes file says, as the functions and the CLI hold it.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::spam::SpamRules;
+
+/// Every route of a stack, and the spam rules of every form.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Routes {
+    pub spam: SpamRules,
+    pub routes: Vec<Route>,
+}
+
+/// One form's place in the CRM.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Route {
+    /// The sender's id of the form.
+    pub form: String,
+    pub name: Option<String>,
+    /// Form field (label, key or ref) to CRM property.
+    pub fields: BTreeMap<String, String>,
+    /// Constant properties on every lead of the form.
+    pub set: Map<String, Value>,
+    /// This form's own rules, added to the stack's.
+    pub spam: SpamRules,
+}
+
+/// One thing wrong with a routes file: where (`[spam]`,
+/// `[[route]] #2 "Pricing page"`), which key, and what.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{place}: {key}: {problem}")]
+pub struct RouteProblem {
+    pub place: String,
+    pub key: String,
+    pub problem: String,
+}
