@@ -318,3 +318,61 @@ async fn an_erased_person_is_never_written_back() {
     );
     assert_eq!(memory.get(&gate), None, "and nothing recorded");
 }
+
+/// A route with `lead = true`: each of its form's submissions also a
+/// Pipedrive lead on its person, exactly once, even when the answer to its
+/// create is lost; the route's name and the person's in its title.
+#[tokio::test]
+async fn a_route_asks_for_a_lead_per_submission_and_gets_each_once() {
+    let fake = PipedriveFake::start(TOKEN, Duration::ZERO).await.unwrap();
+    fake.lose_answer(Lost::LeadCreate);
+    let routes =
+        shared::routes::parse("[[route]]\nform = \"f\"\nname = \"Pricing page\"\nlead = true\n")
+            .unwrap();
+    let route = Arc::new(routes.routes[0].clone());
+    let pipedrive = pipedrive(settings(&fake));
+    let first = receipt(
+        "sub_1",
+        "ada@example.com",
+        "Ada Lovelace",
+        "hello",
+        1_795_941_500,
+    );
+    let second = receipt(
+        "sub_2",
+        "ada@example.com",
+        "Ada Lovelace",
+        "again",
+        1_795_941_600,
+    );
+    for (receipt, lead) in [(&first, "sub_1"), (&second, "sub_2")] {
+        let mut lead_of = shared::Lead::from_receipt(receipt).unwrap();
+        lead_of.follow(Arc::clone(&route));
+        let key = receipt.key();
+        let mut answer = Err(worker::destinations::DestinationError::NotSent);
+        for _ in 0..3 {
+            answer = worker::destinations::Destination::upsert(&pipedrive, &lead_of, &key).await;
+            if answer.is_ok() {
+                break;
+            }
+        }
+        assert!(answer.is_ok(), "{lead}: {answer:?}");
+    }
+    let leads = fake.leads();
+    assert_eq!(leads.len(), 2, "one lead per submission: {leads:?}");
+    assert!(
+        leads[0]
+            .title
+            .starts_with("Pricing page: Ada Lovelace (ref "),
+        "{}",
+        leads[0].title
+    );
+    assert_ne!(leads[0].title, leads[1].title);
+    assert_eq!(fake.notes().len(), 2);
+    let lead_creates = fake
+        .calls()
+        .iter()
+        .filter(|c| c.method == "POST" && c.path == "/api/v1/leads")
+        .count();
+    assert_eq!(lead_creates, 2, "the lost one found, not created again");
+}

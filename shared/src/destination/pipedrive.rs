@@ -71,7 +71,7 @@ pub const PROFILE: Profile = Profile {
         },
     ],
     smoke_cleanup,
-    erasure: "delete the person's notes, then the person (Contacts > People, search the address; \
+    erasure: "delete the person's notes and leads, then the person (Contacts > People, search the address; \
               or DELETE https://api.pipedrive.com/api/v2/persons/<id>): Pipedrive deletes a \
               person for good 30 days later, and does not document that its notes go with it",
 };

@@ -188,13 +188,18 @@ fn route(entry: &Table, number: usize, problems: &mut Problems) -> Route {
     }
     let place = place_of(&route, number);
     for key in entry.keys() {
-        if !["form", "name", "fields", "set", "spam"].contains(&key.as_str()) {
+        if !["form", "name", "fields", "set", "spam", "lead"].contains(&key.as_str()) {
             problems.add(
                 &place,
                 key,
-                "unknown key: a route has form, name, fields, set and spam",
+                "unknown key: a route has form, name, fields, set, spam and lead",
             );
         }
+    }
+    match entry.get("lead") {
+        None => {}
+        Some(toml::Value::Boolean(lead)) => route.lead = *lead,
+        Some(_) => problems.add(&place, "lead", "must be true or false"),
     }
     match entry.get("form") {
         Some(toml::Value::String(form)) if !form.trim().is_empty() => {

@@ -286,7 +286,7 @@ form = "lT4Z3j"
             ),
             (
                 "[[route]]\nform = \"f\"\nfrom = \"typo\"\n",
-                &["[[route]] #1: from: unknown key: a route has form, name, fields, set and spam"],
+                &["[[route]] #1: from: unknown key: a route has form, name, fields, set, spam and lead"],
             ),
             (
                 "[[route]]\nform = \"f\"\n[route.fields]\nsize = \"numemployees\"\nemployees = \"numemployees\"\n",

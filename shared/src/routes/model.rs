@@ -28,6 +28,10 @@ pub struct Route {
     pub set: Map<String, Value>,
     /// This form's own rules, added to the stack's.
     pub spam: SpamRules,
+    /// Each submission also a CRM lead of its own, where the destination
+    /// makes them (Pipedrive): `lead = true`.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub lead: bool,
 }
 
 /// One thing wrong with a routes file: where (`[spam]`,

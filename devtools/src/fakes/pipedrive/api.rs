@@ -11,7 +11,7 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde_json::{json, Map, Value};
 
-use super::{Call, FakeState, Lost, Note, Person};
+use super::{Call, FakeState, Lead, Lost, Note, Person};
 use crate::server::lock;
 
 /// The query's parameters (the last of a repeated one).
@@ -452,6 +452,80 @@ pub(super) async fn list_notes(
     )
         .into_response();
     answered(&state, &method, &uri, response)
+}
+
+pub(super) async fn create_lead(
+    State(state): State<Arc<FakeState>>,
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+    Json(body): Json<Value>,
+) -> Response {
+    let params = params_of(&uri);
+    if let Some(refused) = admitted(&state, &headers, &params) {
+        return answered(&state, &method, &uri, refused);
+    }
+    let title = body.get("title").and_then(Value::as_str).unwrap_or("");
+    let person_id = body.get("person_id").and_then(Value::as_u64);
+    if title.trim().is_empty() {
+        return answered(
+            &state,
+            &method,
+            &uri,
+            failure(StatusCode::BAD_REQUEST, "title is required"),
+        );
+    }
+    let Some(person_id) = person_id.filter(|id| lock(&state.persons).iter().any(|p| p.id == *id))
+    else {
+        return answered(
+            &state,
+            &method,
+            &uri,
+            failure(
+                StatusCode::BAD_REQUEST,
+                "person_id or organization_id is required",
+            ),
+        );
+    };
+    let lead = Lead {
+        id: format!("adf21080-0e10-11eb-879b-{:012x}", next_id(&state)),
+        person_id,
+        title: title.to_owned(),
+    };
+    let data = json!({"id": lead.id, "title": lead.title, "person_id": person_id});
+    lock(&state.leads).push(lead);
+    let response = if loses(&state, Lost::LeadCreate) {
+        lost_answer()
+    } else {
+        ok(StatusCode::CREATED, data)
+    };
+    answered(&state, &method, &uri, response)
+}
+
+pub(super) async fn list_leads(
+    State(state): State<Arc<FakeState>>,
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+) -> Response {
+    let params = params_of(&uri);
+    if let Some(refused) = admitted(&state, &headers, &params) {
+        return answered(&state, &method, &uri, refused);
+    }
+    let person_id = params
+        .get("person_id")
+        .and_then(|id| id.parse::<u64>().ok());
+    let data: Vec<Value> = lock(&state.leads)
+        .iter()
+        .filter(|l| person_id.is_none_or(|id| l.person_id == id))
+        .map(|l| json!({"id": l.id, "title": l.title, "person_id": l.person_id}))
+        .collect();
+    answered(
+        &state,
+        &method,
+        &uri,
+        ok(StatusCode::OK, Value::Array(data)),
+    )
 }
 
 pub(super) async fn all_persons(State(state): State<Arc<FakeState>>) -> Json<Value> {

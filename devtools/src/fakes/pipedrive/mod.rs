@@ -15,6 +15,9 @@
 //! - `POST /api/v1/notes` (`content`, HTML, and `person_id`), answer `data`
 //!   with `id`; `GET /api/v1/notes?person_id=&limit=&sort=`, answer `data[]`
 //!   and `additional_data.pagination`: <https://developers.pipedrive.com/docs/api/v1/Notes>;
+//! - `POST /api/v1/leads` (`title` and `person_id` required), answer `data`
+//!   with `id` (a UUID); `GET /api/v1/leads?person_id=`, answer `data[]`:
+//!   <https://developers.pipedrive.com/docs/api/v1/Leads>;
 //! - the token in `x-api-token` (or `api_token` in the query), 401 with
 //!   `success: false` and `error` otherwise:
 //!   <https://pipedrive.readme.io/docs/core-api-concepts-authentication>,
@@ -79,6 +82,14 @@ pub struct Note {
     pub content: String,
 }
 
+/// A lead as the fake holds it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Lead {
+    pub id: String,
+    pub person_id: u64,
+    pub title: String,
+}
+
 /// One request: its method and path, and the status answered.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Call {
@@ -136,11 +147,13 @@ impl server::Fault for Fault {
 pub enum Lost {
     PersonCreate,
     NoteCreate,
+    LeadCreate,
 }
 
 struct FakeState {
     persons: Mutex<Vec<Person>>,
     notes: Mutex<Vec<Note>>,
+    leads: Mutex<Vec<Lead>>,
     next_id: Mutex<u64>,
     known_keys: Mutex<HashSet<String>>,
     token: Mutex<String>,
@@ -172,6 +185,7 @@ impl PipedriveFake {
         let state = Arc::new(FakeState {
             persons: Mutex::new(Vec::new()),
             notes: Mutex::new(Vec::new()),
+            leads: Mutex::new(Vec::new()),
             next_id: Mutex::new(1),
             known_keys: Mutex::new(HashSet::from([COMPANY_FIELD_KEY.to_owned()])),
             token: Mutex::new(token.to_owned()),
@@ -188,6 +202,7 @@ impl PipedriveFake {
                 patch(api::update_person).delete(api::delete_person),
             )
             .route("/api/v1/notes", post(api::create_note).get(api::list_notes))
+            .route("/api/v1/leads", post(api::create_lead).get(api::list_leads))
             .route("/persons", get(api::all_persons))
             .route("/notes", get(api::all_notes))
             .with_state(Arc::clone(&state))
@@ -235,6 +250,10 @@ impl PipedriveFake {
 
     pub fn notes(&self) -> Vec<Note> {
         lock(&self.state.notes).clone()
+    }
+
+    pub fn leads(&self) -> Vec<Lead> {
+        lock(&self.state.leads).clone()
     }
 
     pub fn calls(&self) -> Vec<Call> {

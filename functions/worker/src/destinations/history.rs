@@ -1,94 +1,104 @@
 //! Every submission on its person's record, exactly once, at a CRM whose
-//! note create has no idempotency key (Pipedrive, HubSpot): what was done
-//! or may have been done is recorded on the person's gate item
-//! (`memory`) before the next attempt needs it. A note recorded written is
-//! done; a note started whose answer was lost is looked for on the person
-//! by its reference, and none is created again until `lag` after the
-//! start (the CRM's listing may not show it yet); otherwise the start is
-//! recorded, conditionally, then the note created and its id recorded.
+//! creates have no idempotency key (Pipedrive's and HubSpot's notes,
+//! Pipedrive's leads): what was done or may have been done is recorded on
+//! the person's gate item (`memory`) before the next attempt needs it. An
+//! item recorded written is done; one started whose answer was lost is
+//! looked for on the person by its reference, and none is created again
+//! until `lag` after the start (the CRM's listing may not show it yet);
+//! otherwise the start is recorded, conditionally, then the item created
+//! and its id recorded.
 
 use std::future::Future;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use shared::history::SubmissionNote;
-
-use crate::destinations::memory::{Begun, MemoryError, NoteMark, PersonMemory, Recalled};
+use crate::destinations::memory::{Begun, ItemMark, MemoryError, PersonMemory, Recalled};
 use crate::destinations::port::DestinationError;
 
 /// Why a lead waits for an earlier create of its note to show.
 pub const NOTE_IN_FLIGHT: &str = "note-create-in-flight";
+/// Why a lead waits for an earlier create of its CRM lead to show.
+pub const LEAD_IN_FLIGHT: &str = "lead-create-in-flight";
 
-/// A CRM's two note calls.
-pub trait NoteApi: Send + Sync {
-    /// Creates `note` on the record `person`: the note's id.
-    fn create_note(
+/// The memory's key of a submission's note.
+pub fn note_item(receipt: &str) -> String {
+    format!("note:{receipt}")
+}
+
+/// The memory's key of a submission's CRM lead.
+pub fn lead_item(receipt: &str) -> String {
+    format!("lead:{receipt}")
+}
+
+/// A CRM's two calls for one thing a submission adds to its person's
+/// record (its note, its lead), which carries the submission's reference.
+pub trait CreateOnce: Send + Sync {
+    /// Creates it on the record `person`: its id.
+    fn create(&self, person: &str)
+        -> impl Future<Output = Result<String, DestinationError>> + Send;
+
+    /// Its id on `person`'s record, if an earlier create made it (found by
+    /// its reference).
+    fn find(
         &self,
         person: &str,
-        note: &SubmissionNote,
-    ) -> impl Future<Output = Result<String, DestinationError>> + Send;
-
-    /// The id of `person`'s note whose content holds `reference`, if any.
-    fn find_note(
-        &self,
-        person: &str,
-        reference: &str,
     ) -> impl Future<Output = Result<Option<String>, DestinationError>> + Send;
 }
 
-/// One submission's note, as the person memory and the CRM stand.
+/// One person's items, as the person memory and the CRM stand.
 pub struct Keeping<'a, M> {
     pub memory: &'a M,
     /// The person's gate item.
     pub gate: &'a str,
     /// What the memory held when the delivery began.
     pub recalled: &'a Recalled,
-    /// How long the CRM may take to list a note it created.
+    /// How long the CRM may take to list a thing it created.
     pub lag: Duration,
 }
 
 impl<M: PersonMemory> Keeping<'_, M> {
-    /// Writes the note of the receipt `receipt` on `person`, exactly once.
-    pub async fn note_once(
+    /// Creates `item` on `person` through `api`, exactly once; a lead that
+    /// must wait for an earlier create waits with reason `in_flight`.
+    pub async fn once(
         &self,
-        api: &impl NoteApi,
+        api: &impl CreateOnce,
         person: &str,
-        receipt: &str,
-        note: &SubmissionNote,
+        item: &str,
+        in_flight: &str,
     ) -> Result<(), DestinationError> {
         let now = epoch_seconds();
         let lag = self.lag.as_secs();
-        match self.recalled.notes.get(receipt) {
-            Some(NoteMark::Written(_)) => return Ok(()),
-            Some(NoteMark::Started(at)) => {
-                if let Some(id) = api.find_note(person, &note.reference).await? {
+        match self.recalled.items.get(item) {
+            Some(ItemMark::Written(_)) => return Ok(()),
+            Some(ItemMark::Started(at)) => {
+                if let Some(id) = api.find(person).await? {
                     return self
                         .memory
-                        .remember_note(self.gate, receipt, &id)
+                        .remember_item(self.gate, item, &id)
                         .await
                         .map_err(memory_error);
                 }
                 if let Some(wait) = in_flight_wait(Some(*at), now, lag) {
-                    return Err(waiting(NOTE_IN_FLIGHT, wait));
+                    return Err(waiting(in_flight, wait));
                 }
             }
             None => {}
         }
         match self
             .memory
-            .begin_note(self.gate, receipt, now, now.saturating_sub(lag))
+            .begin_item(self.gate, item, now, now.saturating_sub(lag))
             .await
             .map_err(memory_error)?
         {
             Begun::Begun => {
                 // From here a lost answer leaves the start recorded: the
-                // next attempt looks for the note before another create.
-                let id = api.create_note(person, note).await?;
+                // next attempt looks for it before another create.
+                let id = api.create(person).await?;
                 self.memory
-                    .remember_note(self.gate, receipt, &id)
+                    .remember_item(self.gate, item, &id)
                     .await
                     .map_err(memory_error)
             }
-            Begun::Refused => Err(waiting(NOTE_IN_FLIGHT, self.lag)),
+            Begun::Refused => Err(waiting(in_flight, self.lag)),
         }
     }
 }

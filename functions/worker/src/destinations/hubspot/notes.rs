@@ -32,7 +32,7 @@ use shared::newest::GateSecret;
 
 use super::{HubSpot, NoteKeeping};
 use crate::destinations::client;
-use crate::destinations::history::{memory_error, Keeping, NoteApi};
+use crate::destinations::history::{memory_error, note_item, CreateOnce, Keeping, NOTE_IN_FLIGHT};
 use crate::destinations::memory::{AnyMemory, PersonMemory};
 use crate::destinations::port::{Answer, CallDeadline, DestinationError, Upserted, Write};
 
@@ -120,9 +120,11 @@ impl HubSpot {
     ) -> Result<(), DestinationError> {
         let gate = gate_secret.gate_key(email);
         let recalled = notes.memory.recall(&gate).await.map_err(memory_error)?;
+        let note = SubmissionNote::of(write.lead, write.key, &self.field_map);
         let api = Notes {
             hubspot: self,
             deadline,
+            note: &note,
         };
         let contact = match known {
             Some(id) => id,
@@ -131,7 +133,6 @@ impl HubSpot {
                 .await?
                 .ok_or_else(|| DestinationError::retryable("contact-not-found-for-note"))?,
         };
-        let note = SubmissionNote::of(write.lead, write.key, &self.field_map);
         let keeping = Keeping {
             memory: &notes.memory,
             gate: &gate,
@@ -139,7 +140,12 @@ impl HubSpot {
             lag: notes.lag,
         };
         keeping
-            .note_once(&api, &contact, write.key.as_str(), &note)
+            .once(
+                &api,
+                &contact,
+                &note_item(write.key.as_str()),
+                NOTE_IN_FLIGHT,
+            )
             .await
     }
 }
@@ -148,6 +154,7 @@ impl HubSpot {
 struct Notes<'a> {
     hubspot: &'a HubSpot,
     deadline: CallDeadline,
+    note: &'a SubmissionNote,
 }
 
 impl Notes<'_> {
@@ -214,12 +221,9 @@ impl Notes<'_> {
     }
 }
 
-impl NoteApi for Notes<'_> {
-    async fn create_note(
-        &self,
-        contact: &str,
-        note: &SubmissionNote,
-    ) -> Result<String, DestinationError> {
+impl CreateOnce for Notes<'_> {
+    async fn create(&self, contact: &str) -> Result<String, DestinationError> {
+        let note = self.note;
         let body = json!({
             "properties": {"hs_timestamp": note.submitted_at, "hs_note_body": note.html()},
             "associations": [{
@@ -234,11 +238,8 @@ impl NoteApi for Notes<'_> {
             .ok_or_else(|| DestinationError::retryable("note-created-without-id"))
     }
 
-    async fn find_note(
-        &self,
-        contact: &str,
-        reference: &str,
-    ) -> Result<Option<String>, DestinationError> {
+    async fn find(&self, contact: &str) -> Result<Option<String>, DestinationError> {
+        let reference = self.note.reference.as_str();
         if !is_numeric(contact) {
             return Err(DestinationError::retryable("contact-id-not-numeric"));
         }

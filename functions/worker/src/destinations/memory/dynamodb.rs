@@ -1,8 +1,8 @@
 //! The person memory on the receipts table: attributes of the person's
 //! gate item. `recordId` (S) and `createStartedAt` (N) for the person's
-//! record; for each submission's note, `noteStarted:<receipt key>` (N)
-//! while its create's outcome is unknown and `noteId:<receipt key>` (S)
-//! once written. Every update is conditional on the item existing.
+//! record; for each submission's item (its note, its lead),
+//! `itemStarted:<item>` (N) while its create's outcome is unknown and
+//! `itemId:<item>` (S) once written. Every update is conditional on the item existing.
 
 use aws_sdk_dynamodb::error::SdkError;
 use aws_sdk_dynamodb::operation::update_item::builders::UpdateItemFluentBuilder;
@@ -11,7 +11,7 @@ use aws_sdk_dynamodb::types::AttributeValue;
 use aws_sdk_dynamodb::Client;
 use shared::receipt::attr;
 
-use super::{Begun, MemoryError, NoteMark, PersonMemory, Recalled};
+use super::{Begun, ItemMark, MemoryError, PersonMemory, Recalled};
 
 /// The gate item's attributes this memory writes.
 pub mod gate_attr {
@@ -19,10 +19,10 @@ pub mod gate_attr {
     pub const RECORD_ID: &str = "recordId";
     /// When a create of that record started, while its outcome is unknown.
     pub const CREATE_STARTED_AT: &str = "createStartedAt";
-    /// Before a receipt key: when its note's create started.
-    pub const NOTE_STARTED: &str = "noteStarted:";
-    /// Before a receipt key: its note's id.
-    pub const NOTE_ID: &str = "noteId:";
+    /// Before an item key: when its create started.
+    pub const ITEM_STARTED: &str = "itemStarted:";
+    /// Before an item key: its id at the destination.
+    pub const ITEM_ID: &str = "itemId:";
 }
 
 #[derive(Debug, Clone)]
@@ -119,19 +119,19 @@ impl PersonMemory for DynamoPersonMemory {
                 recalled.record_id = value.as_s().ok().cloned();
             } else if name == gate_attr::CREATE_STARTED_AT {
                 recalled.create_started_at = number(value);
-            } else if let Some(receipt) = name.strip_prefix(gate_attr::NOTE_ID) {
+            } else if let Some(item) = name.strip_prefix(gate_attr::ITEM_ID) {
                 if let Ok(id) = value.as_s() {
                     recalled
-                        .notes
-                        .insert(receipt.to_owned(), NoteMark::Written(id.clone()));
+                        .items
+                        .insert(item.to_owned(), ItemMark::Written(id.clone()));
                 }
-            } else if let Some(receipt) = name.strip_prefix(gate_attr::NOTE_STARTED) {
+            } else if let Some(item) = name.strip_prefix(gate_attr::ITEM_STARTED) {
                 if let Some(at) = number(value) {
-                    // A written note outranks its start.
+                    // A written item outranks its start.
                     recalled
-                        .notes
-                        .entry(receipt.to_owned())
-                        .or_insert(NoteMark::Started(at));
+                        .items
+                        .entry(item.to_owned())
+                        .or_insert(ItemMark::Started(at));
                 }
             }
         }
@@ -180,10 +180,10 @@ impl PersonMemory for DynamoPersonMemory {
         self.conditional(gate, update).await.map(|_| ())
     }
 
-    async fn begin_note(
+    async fn begin_item(
         &self,
         gate: &str,
-        receipt: &str,
+        item: &str,
         now: u64,
         stale_before: u64,
     ) -> Result<Begun, MemoryError> {
@@ -191,29 +191,24 @@ impl PersonMemory for DynamoPersonMemory {
             .update(gate)
             .update_expression("SET #started = :now")
             .condition_expression(
-                "attribute_exists(#pk) AND attribute_not_exists(#note) \
+                "attribute_exists(#pk) AND attribute_not_exists(#item) \
                  AND (attribute_not_exists(#started) OR #started < :stale)",
             )
-            .expression_attribute_names("#note", format!("{}{receipt}", gate_attr::NOTE_ID))
-            .expression_attribute_names("#started", format!("{}{receipt}", gate_attr::NOTE_STARTED))
+            .expression_attribute_names("#item", format!("{}{item}", gate_attr::ITEM_ID))
+            .expression_attribute_names("#started", format!("{}{item}", gate_attr::ITEM_STARTED))
             .expression_attribute_values(":now", n(now))
             .expression_attribute_values(":stale", n(stale_before));
         self.conditional(gate, update).await
     }
 
-    async fn remember_note(
-        &self,
-        gate: &str,
-        receipt: &str,
-        note_id: &str,
-    ) -> Result<(), MemoryError> {
+    async fn remember_item(&self, gate: &str, item: &str, id: &str) -> Result<(), MemoryError> {
         let update = self
             .update(gate)
-            .update_expression("SET #note = :id REMOVE #started")
+            .update_expression("SET #item = :id REMOVE #started")
             .condition_expression("attribute_exists(#pk)")
-            .expression_attribute_names("#note", format!("{}{receipt}", gate_attr::NOTE_ID))
-            .expression_attribute_names("#started", format!("{}{receipt}", gate_attr::NOTE_STARTED))
-            .expression_attribute_values(":id", s(note_id));
+            .expression_attribute_names("#item", format!("{}{item}", gate_attr::ITEM_ID))
+            .expression_attribute_names("#started", format!("{}{item}", gate_attr::ITEM_STARTED))
+            .expression_attribute_values(":id", s(id));
         self.unconditional(gate, update).await
     }
 }

@@ -6,7 +6,7 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
-use super::{Begun, MemoryError, NoteMark, PersonMemory, Recalled};
+use super::{Begun, ItemMark, MemoryError, PersonMemory, Recalled};
 
 #[derive(Debug, Clone, Default)]
 pub struct InProcessMemory(Arc<Mutex<Items>>);
@@ -95,33 +95,30 @@ impl PersonMemory for InProcessMemory {
         })
     }
 
-    async fn begin_note(
+    async fn begin_item(
         &self,
         gate: &str,
-        receipt: &str,
+        item: &str,
         now: u64,
         stale_before: u64,
     ) -> Result<Begun, MemoryError> {
-        self.update(gate, |item| match item.notes.get(receipt) {
-            Some(NoteMark::Written(_)) => Begun::Refused,
-            Some(NoteMark::Started(at)) if *at >= stale_before => Begun::Refused,
+        self.update(gate, |recorded| match recorded.items.get(item) {
+            Some(ItemMark::Written(_)) => Begun::Refused,
+            Some(ItemMark::Started(at)) if *at >= stale_before => Begun::Refused,
             _ => {
-                item.notes
-                    .insert(receipt.to_owned(), NoteMark::Started(now));
+                recorded
+                    .items
+                    .insert(item.to_owned(), ItemMark::Started(now));
                 Begun::Begun
             }
         })
     }
 
-    async fn remember_note(
-        &self,
-        gate: &str,
-        receipt: &str,
-        note_id: &str,
-    ) -> Result<(), MemoryError> {
-        self.update(gate, |item| {
-            item.notes
-                .insert(receipt.to_owned(), NoteMark::Written(note_id.to_owned()));
+    async fn remember_item(&self, gate: &str, item: &str, id: &str) -> Result<(), MemoryError> {
+        self.update(gate, |recorded| {
+            recorded
+                .items
+                .insert(item.to_owned(), ItemMark::Written(id.to_owned()));
         })
     }
 }

@@ -2,7 +2,7 @@
 //! so that the next attempt (a retry, a stream replay, a pass, another
 //! worker instance) sees what the last one did or may have done: the
 //! person's record id once known, a create of that record in flight, and
-//! each submission's note, started or written.
+//! each submission's items (its note, its CRM lead), started or written.
 //!
 //! It is kept on the person's newest-wins gate item (`gate#hmac:…`): one
 //! item per person, keyed by a pseudonym, among the keys the worker may
@@ -26,16 +26,17 @@ pub struct Recalled {
     /// When a create of that record started (epoch seconds), while its
     /// outcome is unknown.
     pub create_started_at: Option<u64>,
-    /// Each submission's note, by receipt key.
-    pub notes: BTreeMap<String, NoteMark>,
+    /// Each submission's items, by item key: `note:<receipt key>`,
+    /// `lead:<receipt key>`.
+    pub items: BTreeMap<String, ItemMark>,
 }
 
-/// What became of one submission's note.
+/// What became of one submission's item (a note, a lead).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum NoteMark {
+pub enum ItemMark {
     /// A create started then (epoch seconds); its outcome is unknown.
     Started(u64),
-    /// Written: the destination's id of the note.
+    /// Written: the destination's id of it.
     Written(String),
 }
 
@@ -88,23 +89,23 @@ pub trait PersonMemory: Send + Sync + 'static {
         id: &str,
     ) -> impl Future<Output = Result<(), MemoryError>> + Send;
 
-    /// Records that the note of `receipt` starts at `now`, if it is not
+    /// Records that the create of `item` starts at `now`, if it is not
     /// written and no other create of it started at or after
     /// `stale_before`.
-    fn begin_note(
+    fn begin_item(
         &self,
         gate: &str,
-        receipt: &str,
+        item: &str,
         now: u64,
         stale_before: u64,
     ) -> impl Future<Output = Result<Begun, MemoryError>> + Send;
 
-    /// The note of `receipt` is written, as `note_id`.
-    fn remember_note(
+    /// `item` is written, as `id` (its id at the destination).
+    fn remember_item(
         &self,
         gate: &str,
-        receipt: &str,
-        note_id: &str,
+        item: &str,
+        id: &str,
     ) -> impl Future<Output = Result<(), MemoryError>> + Send;
 }
 
@@ -150,30 +151,23 @@ impl PersonMemory for AnyMemory {
         }
     }
 
-    async fn begin_note(
+    async fn begin_item(
         &self,
         gate: &str,
-        receipt: &str,
+        item: &str,
         now: u64,
         stale_before: u64,
     ) -> Result<Begun, MemoryError> {
         match self {
-            AnyMemory::Dynamo(memory) => memory.begin_note(gate, receipt, now, stale_before).await,
-            AnyMemory::InProcess(memory) => {
-                memory.begin_note(gate, receipt, now, stale_before).await
-            }
+            AnyMemory::Dynamo(memory) => memory.begin_item(gate, item, now, stale_before).await,
+            AnyMemory::InProcess(memory) => memory.begin_item(gate, item, now, stale_before).await,
         }
     }
 
-    async fn remember_note(
-        &self,
-        gate: &str,
-        receipt: &str,
-        note_id: &str,
-    ) -> Result<(), MemoryError> {
+    async fn remember_item(&self, gate: &str, item: &str, id: &str) -> Result<(), MemoryError> {
         match self {
-            AnyMemory::Dynamo(memory) => memory.remember_note(gate, receipt, note_id).await,
-            AnyMemory::InProcess(memory) => memory.remember_note(gate, receipt, note_id).await,
+            AnyMemory::Dynamo(memory) => memory.remember_item(gate, item, id).await,
+            AnyMemory::InProcess(memory) => memory.remember_item(gate, item, id).await,
         }
     }
 }

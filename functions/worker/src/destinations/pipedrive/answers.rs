@@ -114,18 +114,18 @@ pub fn found_person(body: &Value) -> Option<String> {
         .map(|id| id.to_string())
 }
 
-/// The id of the note among `body`'s (a notes listing) whose content holds
-/// `marker`.
-pub fn note_with(body: &Value, marker: &str) -> Option<String> {
+/// The id of the item among `body`'s (a listing of notes or leads) whose
+/// `field` (`content`, `title`) holds `marker`.
+pub fn item_with(body: &Value, field: &str, marker: &str) -> Option<String> {
     body.get("data")?
         .as_array()?
         .iter()
-        .find(|note| {
-            note.get("content")
+        .find(|item| {
+            item.get(field)
                 .and_then(Value::as_str)
-                .is_some_and(|content| content.contains(marker))
+                .is_some_and(|text| text.contains(marker))
         })
-        .and_then(|note| id_text(note.get("id")?))
+        .and_then(|item| id_text(item.get("id")?))
 }
 
 fn id_text(id: &Value) -> Option<String> {
@@ -264,10 +264,13 @@ mod tests {
             {"id": 4, "content": "<p>hi</p><p>Submission staticforms:sub_1</p>"}
         ]});
         assert_eq!(
-            note_with(&notes, "Submission staticforms:sub_1").as_deref(),
+            item_with(&notes, "content", "Submission staticforms:sub_1").as_deref(),
             Some("4")
         );
-        assert_eq!(note_with(&notes, "Submission staticforms:sub_9"), None);
-        assert_eq!(note_with(&json!({"data": null}), "x"), None);
+        assert_eq!(
+            item_with(&notes, "content", "Submission staticforms:sub_9"),
+            None
+        );
+        assert_eq!(item_with(&json!({"data": null}), "content", "x"), None);
     }
 }

@@ -9,8 +9,8 @@ use reqwest::Method;
 use serde_json::{json, Map, Value};
 use shared::Lead;
 
-use super::answers::{answer_for, created_id, found_person, note_with, Called};
-use super::{numeric, person_path, Pipedrive, NOTES_LOOKED_AT};
+use super::answers::{answer_for, created_id, found_person, Called};
+use super::{person_path, Pipedrive};
 use crate::destinations::client;
 use crate::destinations::memory::PersonMemory;
 use crate::destinations::port::{CallDeadline, DestinationError};
@@ -102,29 +102,6 @@ impl<M: PersonMemory> Pipedrive<M> {
             .await
         {
             Called::Done(_) => Ok(Some(())),
-            Called::NotFound => Ok(None),
-            Called::Failed(error) => Err(error),
-        }
-    }
-
-    /// The id of the person's note holding `reference`, if any.
-    pub(super) async fn find_note(
-        &self,
-        person: &str,
-        reference: &str,
-        deadline: CallDeadline,
-    ) -> Result<Option<String>, DestinationError> {
-        let person = numeric(person).to_string();
-        let query = [
-            ("person_id", person.as_str()),
-            ("limit", NOTES_LOOKED_AT),
-            ("sort", "add_time DESC"),
-        ];
-        match self
-            .call(Method::GET, "/api/v1/notes", &query, None, &[], deadline)
-            .await
-        {
-            Called::Done(body) => Ok(note_with(&body, reference)),
             Called::NotFound => Ok(None),
             Called::Failed(error) => Err(error),
         }

@@ -35,6 +35,7 @@
 mod answers;
 pub mod build;
 mod calls;
+mod items;
 mod settings;
 
 use std::collections::HashMap;
@@ -42,33 +43,24 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures_util::stream::{self, StreamExt};
-use reqwest::Method;
-use serde_json::{json, Value};
+use serde_json::Value;
 use shared::field_map::FieldMap;
-use shared::history::SubmissionNote;
 use shared::newest::GateSecret;
 use shared::{IdempotencyKey, Lead};
 
 use super::refusal::traced;
 use crate::destinations::client;
-use crate::destinations::history::{
-    epoch_seconds, in_flight_wait, memory_error, waiting, Keeping, NoteApi,
-};
+use crate::destinations::history::{epoch_seconds, in_flight_wait, memory_error, waiting};
 use crate::destinations::memory::{Begun, PersonMemory, Recalled};
 use crate::destinations::port::{
     Answer, CallDeadline, DeliveredRecord, Destination, DestinationError, Upserted, Write,
 };
 use crate::destinations::token::{BearerToken, CrmToken, Source, TokenError};
 
-use answers::{created_id, Called};
 pub use answers::{BURST_WAIT, MAX_RATE_WAIT};
 pub use settings::*;
 
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(15);
-
-/// Notes read when looking for one whose answer was lost: the newest
-/// first; the one looked for was started moments before.
-const NOTES_LOOKED_AT: &str = "100";
 
 /// Why a lead waits for an earlier create to show in search.
 pub const CREATE_IN_FLIGHT: &str = "person-create-in-flight";
@@ -131,7 +123,7 @@ impl<M: PersonMemory> Pipedrive<M> {
         let person = self
             .person(&gate, &email, write, &recalled, deadline)
             .await?;
-        self.note(&gate, &person, write, &recalled, deadline)
+        self.keep_items(&gate, &person, write, &recalled, deadline)
             .await?;
         Ok(if write.history_only {
             Upserted::Stale
@@ -214,35 +206,6 @@ impl<M: PersonMemory> Pipedrive<M> {
                 }
             }
         }
-    }
-
-    /// The note of `write` on `person`, exactly once (`history`).
-    async fn note(
-        &self,
-        gate: &str,
-        person: &str,
-        write: Write<'_>,
-        recalled: &Recalled,
-        deadline: CallDeadline,
-    ) -> Result<(), DestinationError> {
-        let note = SubmissionNote::of(write.lead, write.key, &self.field_map);
-        let keeping = Keeping {
-            memory: &self.memory,
-            gate,
-            recalled,
-            lag: self.search_lag,
-        };
-        keeping
-            .note_once(
-                &Notes {
-                    pipedrive: self,
-                    deadline,
-                },
-                person,
-                write.key.as_str(),
-                &note,
-            )
-            .await
     }
 }
 
@@ -362,47 +325,4 @@ fn numeric(id: &str) -> Value {
     id.parse::<u64>()
         .map(Value::from)
         .unwrap_or_else(|_| Value::String(id.to_owned()))
-}
-
-/// Pipedrive's note calls, within one delivery's deadline.
-struct Notes<'a, M> {
-    pipedrive: &'a Pipedrive<M>,
-    deadline: CallDeadline,
-}
-
-impl<M: PersonMemory> NoteApi for Notes<'_, M> {
-    async fn create_note(
-        &self,
-        person: &str,
-        note: &SubmissionNote,
-    ) -> Result<String, DestinationError> {
-        let body = json!({"content": note.html(), "person_id": numeric(person)});
-        match self
-            .pipedrive
-            .call(
-                Method::POST,
-                "/api/v1/notes",
-                &[],
-                Some(&body),
-                &[],
-                self.deadline,
-            )
-            .await
-        {
-            Called::Done(answer) => created_id(&answer)
-                .ok_or_else(|| DestinationError::retryable("note-created-without-id")),
-            Called::NotFound => Err(DestinationError::retryable("person-gone-before-note")),
-            Called::Failed(error) => Err(error),
-        }
-    }
-
-    async fn find_note(
-        &self,
-        person: &str,
-        reference: &str,
-    ) -> Result<Option<String>, DestinationError> {
-        self.pipedrive
-            .find_note(person, reference, self.deadline)
-            .await
-    }
 }
