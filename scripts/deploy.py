@@ -751,7 +751,7 @@ def main(argv=None, stdin=sys.stdin) -> int:
                         help="webflow: dashboard (unsigned; a token in the URL), api (site token; its key is asked after the deploy) or app (OAuth app's client secret)")
     parser.add_argument("--webhook-secret-arn", help="webflow app or api: an existing secret holding Webflow's key, instead of WEBFLOW_WEBHOOK_SECRET")
     parser.add_argument("--destination", choices=DESTINATIONS, type=str.lower)
-    parser.add_argument("--field-map", metavar="FILE", help="hubspot or salesforce: a JSON file of CRM property to form field")
+    parser.add_argument("--field-map", metavar="FILE", help=f"{' or '.join(MAPPED_DESTINATIONS)}: a JSON file of CRM property to form field")
     parser.add_argument("--alarm-email", help="empty for none: --alarm-email=")
     for name, destination in DESTINATION.items():
         for asked in destination["asked"]:
