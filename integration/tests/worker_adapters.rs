@@ -800,3 +800,115 @@ async fn a_lead_in_the_leads_table_costs_its_rows_transaction_more() {
         assert!(page.contains(&row), "docs/cost.md must say: {row}");
     }
 }
+
+/// The person memory's conditions on a real server: one create of a
+/// person in flight at a time until the lag has passed, none once its id
+/// is known; each submission's item started once, then written; and
+/// nothing written, or re-created, once the person's gate item is gone.
+#[tokio::test]
+async fn the_person_memory_keeps_its_conditions_and_never_writes_back_an_erased_person() {
+    use worker::destinations::memory::dynamodb::DynamoPersonMemory;
+    use worker::destinations::memory::{Begun, ItemMark, MemoryError, PersonMemory};
+
+    let client = worker_client(&endpoint(DYNAMODB_ENDPOINT)).await;
+    let receipts = create_table(&client, "ReceiptsTable").await;
+    let memory = DynamoPersonMemory::new(client.clone(), &receipts);
+    let gate = "gate#hmac:0123456789abcdef";
+    // The gate the delivery passed wrote the item.
+    client
+        .put_item()
+        .table_name(&receipts)
+        .item("pk", AttributeValue::S(gate.to_owned()))
+        .item(
+            "newestAt",
+            AttributeValue::S("2026-12-04T08:00:00.000Z".to_owned()),
+        )
+        .send()
+        .await
+        .unwrap();
+
+    assert_eq!(
+        memory.begin_create(gate, 1_000, 940).await,
+        Ok(Begun::Begun)
+    );
+    assert_eq!(
+        memory.begin_create(gate, 1_010, 950).await,
+        Ok(Begun::Refused),
+        "a create within the lag of another"
+    );
+    assert_eq!(
+        memory.begin_create(gate, 1_100, 1_040).await,
+        Ok(Begun::Begun),
+        "the earlier start is older than the lag"
+    );
+    memory.remember_record(gate, "7").await.unwrap();
+    let recalled = memory.recall(gate).await.unwrap();
+    assert_eq!(recalled.record_id.as_deref(), Some("7"));
+    assert_eq!(recalled.create_started_at, None, "no create in flight");
+    assert_eq!(
+        memory.begin_create(gate, 5_000, 4_940).await,
+        Ok(Begun::Refused),
+        "the person is known"
+    );
+    memory.forget_record(gate, "8").await.unwrap();
+    assert_eq!(
+        memory.recall(gate).await.unwrap().record_id.as_deref(),
+        Some("7")
+    );
+    memory.forget_record(gate, "7").await.unwrap();
+    assert_eq!(memory.recall(gate).await.unwrap().record_id, None);
+
+    let note = "note:staticforms:form.submitted:sub_1";
+    assert_eq!(
+        memory.begin_item(gate, note, 1_000, 940).await,
+        Ok(Begun::Begun)
+    );
+    assert_eq!(
+        memory.begin_item(gate, note, 1_001, 941).await,
+        Ok(Begun::Refused)
+    );
+    assert_eq!(
+        memory.recall(gate).await.unwrap().items.get(note),
+        Some(&ItemMark::Started(1_000))
+    );
+    memory.remember_item(gate, note, "42").await.unwrap();
+    assert_eq!(
+        memory.recall(gate).await.unwrap().items.get(note),
+        Some(&ItemMark::Written("42".to_owned()))
+    );
+    assert_eq!(
+        memory.begin_item(gate, note, 9_000, 8_940).await,
+        Ok(Begun::Refused),
+        "a written item is never started again"
+    );
+
+    // `receipts forget` deletes the gate item: nothing is written back.
+    client
+        .delete_item()
+        .table_name(&receipts)
+        .key("pk", AttributeValue::S(gate.to_owned()))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(memory.recall(gate).await, Ok(Default::default()));
+    assert_eq!(
+        memory.begin_create(gate, 10_000, 9_940).await,
+        Err(MemoryError::Erased)
+    );
+    assert_eq!(
+        memory.begin_item(gate, "lead:k", 10_000, 9_940).await,
+        Err(MemoryError::Erased)
+    );
+    assert_eq!(
+        memory.remember_record(gate, "9").await,
+        Err(MemoryError::Erased)
+    );
+    assert_eq!(
+        memory.remember_item(gate, note, "43").await,
+        Err(MemoryError::Erased)
+    );
+    assert!(
+        scan(&client, &receipts).await.is_empty(),
+        "the erased person's item was not re-created"
+    );
+}
