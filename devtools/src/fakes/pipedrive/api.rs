@@ -11,18 +11,18 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde_json::{json, Map, Value};
 
-use super::{Call, FakeState, Lead, Lost, Note, Person};
+use super::{Call, FakeState, Lost, Person};
 use crate::server::lock;
 
 /// The query's parameters (the last of a repeated one).
-fn params_of(uri: &Uri) -> HashMap<String, String> {
+pub(super) fn params_of(uri: &Uri) -> HashMap<String, String> {
     url::form_urlencoded::parse(uri.query().unwrap_or("").as_bytes())
         .into_owned()
         .collect()
 }
 
 /// What every call goes through first: the token, then a queued fault.
-fn admitted(
+pub(super) fn admitted(
     state: &FakeState,
     headers: &HeaderMap,
     params: &HashMap<String, String>,
@@ -50,7 +50,7 @@ fn admitted(
     Some(response)
 }
 
-fn failure(status: StatusCode, error: &str) -> Response {
+pub(super) fn failure(status: StatusCode, error: &str) -> Response {
     (
         status,
         Json(json!({"success": false, "error": error, "errorCode": status.as_u16(), "data": null})),
@@ -58,12 +58,17 @@ fn failure(status: StatusCode, error: &str) -> Response {
         .into_response()
 }
 
-fn ok(status: StatusCode, data: Value) -> Response {
+pub(super) fn ok(status: StatusCode, data: Value) -> Response {
     (status, Json(json!({"success": true, "data": data}))).into_response()
 }
 
 /// Records the call and its answer.
-fn answered(state: &FakeState, method: &Method, uri: &Uri, response: Response) -> Response {
+pub(super) fn answered(
+    state: &FakeState,
+    method: &Method,
+    uri: &Uri,
+    response: Response,
+) -> Response {
     lock(&state.calls).push(Call {
         method: method.to_string(),
         path: uri.path().to_owned(),
@@ -73,7 +78,7 @@ fn answered(state: &FakeState, method: &Method, uri: &Uri, response: Response) -
 }
 
 /// Whether the next `what`'s answer is to be lost (and counts it).
-fn loses(state: &FakeState, what: Lost) -> bool {
+pub(super) fn loses(state: &FakeState, what: Lost) -> bool {
     let mut lost = lock(&state.lost);
     match lost.iter().position(|l| *l == what) {
         Some(at) => {
@@ -84,7 +89,7 @@ fn loses(state: &FakeState, what: Lost) -> bool {
     }
 }
 
-fn lost_answer() -> Response {
+pub(super) fn lost_answer() -> Response {
     failure(StatusCode::BAD_GATEWAY, "upstream connection lost")
 }
 
@@ -224,7 +229,7 @@ fn fields_of(state: &FakeState, body: &Value) -> Result<Fields, String> {
     })
 }
 
-fn next_id(state: &FakeState) -> u64 {
+pub(super) fn next_id(state: &FakeState) -> u64 {
     let mut next = lock(&state.next_id);
     let id = *next;
     *next += 1;
@@ -363,169 +368,6 @@ pub(super) async fn delete_person(
         failure(StatusCode::NOT_FOUND, "Person not found")
     };
     answered(&state, &method, &uri, response)
-}
-
-pub(super) async fn create_note(
-    State(state): State<Arc<FakeState>>,
-    method: Method,
-    uri: Uri,
-    headers: HeaderMap,
-    Json(body): Json<Value>,
-) -> Response {
-    let params = params_of(&uri);
-    if let Some(refused) = admitted(&state, &headers, &params) {
-        return answered(&state, &method, &uri, refused);
-    }
-    let content = body.get("content").and_then(Value::as_str).unwrap_or("");
-    let person_id = body.get("person_id").and_then(Value::as_u64);
-    if content.trim().is_empty() {
-        return answered(
-            &state,
-            &method,
-            &uri,
-            failure(StatusCode::BAD_REQUEST, "content is required"),
-        );
-    }
-    let Some(person_id) = person_id.filter(|id| lock(&state.persons).iter().any(|p| p.id == *id))
-    else {
-        return answered(
-            &state,
-            &method,
-            &uri,
-            failure(
-                StatusCode::BAD_REQUEST,
-                "person_id is required and must exist",
-            ),
-        );
-    };
-    let note = Note {
-        id: next_id(&state),
-        person_id,
-        content: content.to_owned(),
-    };
-    let data = json!({"id": note.id, "person_id": person_id, "content": note.content});
-    lock(&state.notes).push(note);
-    let response = if loses(&state, Lost::NoteCreate) {
-        lost_answer()
-    } else {
-        ok(StatusCode::OK, data)
-    };
-    answered(&state, &method, &uri, response)
-}
-
-pub(super) async fn list_notes(
-    State(state): State<Arc<FakeState>>,
-    method: Method,
-    uri: Uri,
-    headers: HeaderMap,
-) -> Response {
-    let params = params_of(&uri);
-    if let Some(refused) = admitted(&state, &headers, &params) {
-        return answered(&state, &method, &uri, refused);
-    }
-    let person_id = params
-        .get("person_id")
-        .and_then(|id| id.parse::<u64>().ok());
-    let limit = params
-        .get("limit")
-        .and_then(|l| l.parse::<usize>().ok())
-        .unwrap_or(100)
-        .min(500);
-    let newest_first = params.get("sort").is_some_and(|s| s.ends_with("DESC"));
-    let mut notes: Vec<Note> = lock(&state.notes)
-        .iter()
-        .filter(|n| person_id.is_none_or(|id| n.person_id == id))
-        .cloned()
-        .collect();
-    if newest_first {
-        notes.reverse();
-    }
-    let more = notes.len() > limit;
-    let data: Vec<Value> = notes
-        .iter()
-        .take(limit)
-        .map(|n| json!({"id": n.id, "person_id": n.person_id, "content": n.content}))
-        .collect();
-    let response = (
-        StatusCode::OK,
-        Json(json!({"success": true, "data": data, "additional_data": {"pagination": {"start": 0, "limit": limit, "more_items_in_collection": more}}})),
-    )
-        .into_response();
-    answered(&state, &method, &uri, response)
-}
-
-pub(super) async fn create_lead(
-    State(state): State<Arc<FakeState>>,
-    method: Method,
-    uri: Uri,
-    headers: HeaderMap,
-    Json(body): Json<Value>,
-) -> Response {
-    let params = params_of(&uri);
-    if let Some(refused) = admitted(&state, &headers, &params) {
-        return answered(&state, &method, &uri, refused);
-    }
-    let title = body.get("title").and_then(Value::as_str).unwrap_or("");
-    let person_id = body.get("person_id").and_then(Value::as_u64);
-    if title.trim().is_empty() {
-        return answered(
-            &state,
-            &method,
-            &uri,
-            failure(StatusCode::BAD_REQUEST, "title is required"),
-        );
-    }
-    let Some(person_id) = person_id.filter(|id| lock(&state.persons).iter().any(|p| p.id == *id))
-    else {
-        return answered(
-            &state,
-            &method,
-            &uri,
-            failure(
-                StatusCode::BAD_REQUEST,
-                "person_id or organization_id is required",
-            ),
-        );
-    };
-    let lead = Lead {
-        id: format!("adf21080-0e10-11eb-879b-{:012x}", next_id(&state)),
-        person_id,
-        title: title.to_owned(),
-    };
-    let data = json!({"id": lead.id, "title": lead.title, "person_id": person_id});
-    lock(&state.leads).push(lead);
-    let response = if loses(&state, Lost::LeadCreate) {
-        lost_answer()
-    } else {
-        ok(StatusCode::CREATED, data)
-    };
-    answered(&state, &method, &uri, response)
-}
-
-pub(super) async fn list_leads(
-    State(state): State<Arc<FakeState>>,
-    method: Method,
-    uri: Uri,
-    headers: HeaderMap,
-) -> Response {
-    let params = params_of(&uri);
-    if let Some(refused) = admitted(&state, &headers, &params) {
-        return answered(&state, &method, &uri, refused);
-    }
-    let person_id = params
-        .get("person_id")
-        .and_then(|id| id.parse::<u64>().ok());
-    let data: Vec<Value> = lock(&state.leads)
-        .iter()
-        .filter(|l| person_id.is_none_or(|id| l.person_id == id))
-        .map(|l| json!({"id": l.id, "title": l.title, "person_id": l.person_id}))
-        .collect();
-    answered(
-        &state,
-        &method,
-        &uri,
-        ok(StatusCode::OK, Value::Array(data)),
-    )
 }
 
 pub(super) async fn all_persons(State(state): State<Arc<FakeState>>) -> Json<Value> {

@@ -34,6 +34,7 @@
 //! calls fail so, `"times"` of them; `DELETE /faults` restores it.
 
 mod api;
+mod items;
 
 use std::collections::HashSet;
 use std::net::SocketAddr;
@@ -201,8 +202,14 @@ impl PipedriveFake {
                 "/api/v2/persons/{id}",
                 patch(api::update_person).delete(api::delete_person),
             )
-            .route("/api/v1/notes", post(api::create_note).get(api::list_notes))
-            .route("/api/v1/leads", post(api::create_lead).get(api::list_leads))
+            .route(
+                "/api/v1/notes",
+                post(items::create_note).get(items::list_notes),
+            )
+            .route(
+                "/api/v1/leads",
+                post(items::create_lead).get(items::list_leads),
+            )
             .route("/persons", get(api::all_persons))
             .route("/notes", get(api::all_notes))
             .with_state(Arc::clone(&state))
