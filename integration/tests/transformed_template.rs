@@ -140,6 +140,16 @@ fn each_deployed_role_has_exactly_the_access_it_needs() {
             json!({"Fn::If": ["UseSalesforce",
                    {"Action": "secretsmanager:GetSecretValue", "Effect": "Allow", "Resource": {"Ref": "SalesforceCredentialsSecretArn"}},
                    {"Ref": "AWS::NoValue"}]}),
+            json!({"Fn::If": ["UsePipedrive",
+                   {"Action": "secretsmanager:GetSecretValue", "Effect": "Allow", "Resource": {"Ref": "PipedriveApiTokenSecretArn"}},
+                   {"Ref": "AWS::NoValue"}]}),
+            // What the worker recorded about a person (the CRM's id, a
+            // create in flight, each submission's note or lead), on the
+            // person's gate item: gate items only, never a receipt.
+            json!({"Fn::If": ["KeepsNewestGates",
+                   {"Action": "dynamodb:GetItem", "Effect": "Allow", "Resource": receipts_arn(),
+                    "Condition": {"ForAllValues:StringLike": {"dynamodb:LeadingKeys": ["gate#*"]}}},
+                   {"Ref": "AWS::NoValue"}]}),
             // The audit, when on: the token; the listed receipts' key and
             // status; imports under this sender's keys; its own item.
             json!({"Fn::If": ["AuditsSender",
