@@ -5,8 +5,9 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Instant;
 
-use axum::extract::{Path, State};
-use axum::http::{HeaderMap, Method, StatusCode, Uri};
+use axum::extract::{Path, Request, State};
+use axum::http::{HeaderMap, StatusCode, Uri};
+use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde_json::{json, Map, Value};
@@ -62,16 +63,24 @@ pub(super) fn ok(status: StatusCode, data: Value) -> Response {
     (status, Json(json!({"success": true, "data": data}))).into_response()
 }
 
-/// Records the call and its answer.
-pub(super) fn answered(
-    state: &FakeState,
-    method: &Method,
-    uri: &Uri,
-    response: Response,
+/// What every API call goes through (a layer on the API's routes): the
+/// token, then a queued fault, then the handler; and the call recorded
+/// with its answer.
+pub(super) async fn admit_and_record(
+    State(state): State<Arc<FakeState>>,
+    request: Request,
+    next: Next,
 ) -> Response {
+    let method = request.method().to_string();
+    let path = request.uri().path().to_owned();
+    let params = params_of(request.uri());
+    let response = match admitted(&state, request.headers(), &params) {
+        Some(refused) => refused,
+        None => next.run(request).await,
+    };
     lock(&state.calls).push(Call {
-        method: method.to_string(),
-        path: uri.path().to_owned(),
+        method,
+        path,
         status: response.status().as_u16(),
     });
     response
@@ -110,16 +119,8 @@ fn person_json(person: &Person) -> Value {
     })
 }
 
-pub(super) async fn search(
-    State(state): State<Arc<FakeState>>,
-    method: Method,
-    uri: Uri,
-    headers: HeaderMap,
-) -> Response {
+pub(super) async fn search(State(state): State<Arc<FakeState>>, uri: Uri) -> Response {
     let params = params_of(&uri);
-    if let Some(refused) = admitted(&state, &headers, &params) {
-        return answered(&state, &method, &uri, refused);
-    }
     let term = params
         .get("term")
         .map(|t| t.trim().to_lowercase())
@@ -129,12 +130,7 @@ pub(super) async fn search(
         .get("fields")
         .is_none_or(|fields| fields.split(',').any(|f| f == "email"));
     if term.is_empty() || (!exact && term.chars().count() < 2) {
-        return answered(
-            &state,
-            &method,
-            &uri,
-            failure(StatusCode::BAD_REQUEST, "term is too short"),
-        );
+        return failure(StatusCode::BAD_REQUEST, "term is too short");
     }
     let lag = *lock(&state.search_lag);
     let items: Vec<Value> = lock(&state.persons)
@@ -158,12 +154,11 @@ pub(super) async fn search(
             }})
         })
         .collect();
-    let response = (
+    (
         StatusCode::OK,
         Json(json!({"success": true, "data": {"items": items}, "additional_data": {"next_cursor": null}})),
     )
-        .into_response();
-    answered(&state, &method, &uri, response)
+        .into_response()
 }
 
 /// A person's fields as a request gives them.
@@ -238,15 +233,8 @@ pub(super) fn next_id(state: &FakeState) -> u64 {
 
 pub(super) async fn create_person(
     State(state): State<Arc<FakeState>>,
-    method: Method,
-    uri: Uri,
-    headers: HeaderMap,
     Json(body): Json<Value>,
 ) -> Response {
-    let params = params_of(&uri);
-    if let Some(refused) = admitted(&state, &headers, &params) {
-        return answered(&state, &method, &uri, refused);
-    }
     let Fields {
         name,
         emails,
@@ -254,22 +242,10 @@ pub(super) async fn create_person(
         custom: custom_fields,
     } = match fields_of(&state, &body) {
         Ok(fields) => fields,
-        Err(error) => {
-            return answered(
-                &state,
-                &method,
-                &uri,
-                failure(StatusCode::BAD_REQUEST, &error),
-            )
-        }
+        Err(error) => return failure(StatusCode::BAD_REQUEST, &error),
     };
     let Some(name) = name.filter(|n| !n.trim().is_empty()) else {
-        return answered(
-            &state,
-            &method,
-            &uri,
-            failure(StatusCode::BAD_REQUEST, "name is required"),
-        );
+        return failure(StatusCode::BAD_REQUEST, "name is required");
     };
     let person = Person {
         id: next_id(&state),
@@ -282,26 +258,18 @@ pub(super) async fn create_person(
     };
     let data = person_json(&person);
     lock(&state.persons).push(person);
-    let response = if loses(&state, Lost::PersonCreate) {
+    if loses(&state, Lost::PersonCreate) {
         lost_answer()
     } else {
         ok(StatusCode::OK, data)
-    };
-    answered(&state, &method, &uri, response)
+    }
 }
 
 pub(super) async fn update_person(
     State(state): State<Arc<FakeState>>,
-    method: Method,
-    uri: Uri,
-    headers: HeaderMap,
     Path(id): Path<u64>,
     Json(body): Json<Value>,
 ) -> Response {
-    let params = params_of(&uri);
-    if let Some(refused) = admitted(&state, &headers, &params) {
-        return answered(&state, &method, &uri, refused);
-    }
     let Fields {
         name,
         emails,
@@ -309,24 +277,12 @@ pub(super) async fn update_person(
         custom: custom_fields,
     } = match fields_of(&state, &body) {
         Ok(fields) => fields,
-        Err(error) => {
-            return answered(
-                &state,
-                &method,
-                &uri,
-                failure(StatusCode::BAD_REQUEST, &error),
-            )
-        }
+        Err(error) => return failure(StatusCode::BAD_REQUEST, &error),
     };
     let mut persons = lock(&state.persons);
     let Some(person) = persons.iter_mut().find(|p| p.id == id) else {
         drop(persons);
-        return answered(
-            &state,
-            &method,
-            &uri,
-            failure(StatusCode::NOT_FOUND, "Person not found"),
-        );
+        return failure(StatusCode::NOT_FOUND, "Person not found");
     };
     if let Some(name) = name {
         person.name = name;
@@ -341,33 +297,25 @@ pub(super) async fn update_person(
     person.writes += 1;
     let data = person_json(person);
     drop(persons);
-    answered(&state, &method, &uri, ok(StatusCode::OK, data))
+    ok(StatusCode::OK, data)
 }
 
 /// Deletes the person (its notes stay: Pipedrive does not document that
 /// they go with it).
 pub(super) async fn delete_person(
     State(state): State<Arc<FakeState>>,
-    method: Method,
-    uri: Uri,
-    headers: HeaderMap,
     Path(id): Path<u64>,
 ) -> Response {
-    let params = params_of(&uri);
-    if let Some(refused) = admitted(&state, &headers, &params) {
-        return answered(&state, &method, &uri, refused);
-    }
     let mut persons = lock(&state.persons);
     let before = persons.len();
     persons.retain(|p| p.id != id);
     let found = persons.len() < before;
     drop(persons);
-    let response = if found {
+    if found {
         ok(StatusCode::OK, json!({"id": id}))
     } else {
         failure(StatusCode::NOT_FOUND, "Person not found")
-    };
-    answered(&state, &method, &uri, response)
+    }
 }
 
 pub(super) async fn all_persons(State(state): State<Arc<FakeState>>) -> Json<Value> {

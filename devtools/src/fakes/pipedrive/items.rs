@@ -4,46 +4,29 @@
 use std::sync::Arc;
 
 use axum::extract::State;
-use axum::http::{HeaderMap, Method, StatusCode, Uri};
+use axum::http::{StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde_json::{json, Value};
 
-use super::api::{admitted, answered, failure, loses, lost_answer, next_id, ok, params_of};
+use super::api::{failure, loses, lost_answer, next_id, ok, params_of};
 use super::{FakeState, Lead, Lost, Note};
 use crate::server::lock;
 
 pub(super) async fn create_note(
     State(state): State<Arc<FakeState>>,
-    method: Method,
-    uri: Uri,
-    headers: HeaderMap,
     Json(body): Json<Value>,
 ) -> Response {
-    let params = params_of(&uri);
-    if let Some(refused) = admitted(&state, &headers, &params) {
-        return answered(&state, &method, &uri, refused);
-    }
     let content = body.get("content").and_then(Value::as_str).unwrap_or("");
     let person_id = body.get("person_id").and_then(Value::as_u64);
     if content.trim().is_empty() {
-        return answered(
-            &state,
-            &method,
-            &uri,
-            failure(StatusCode::BAD_REQUEST, "content is required"),
-        );
+        return failure(StatusCode::BAD_REQUEST, "content is required");
     }
     let Some(person_id) = person_id.filter(|id| lock(&state.persons).iter().any(|p| p.id == *id))
     else {
-        return answered(
-            &state,
-            &method,
-            &uri,
-            failure(
-                StatusCode::BAD_REQUEST,
-                "person_id is required and must exist",
-            ),
+        return failure(
+            StatusCode::BAD_REQUEST,
+            "person_id is required and must exist",
         );
     };
     let note = Note {
@@ -53,24 +36,15 @@ pub(super) async fn create_note(
     };
     let data = json!({"id": note.id, "person_id": person_id, "content": note.content});
     lock(&state.notes).push(note);
-    let response = if loses(&state, Lost::NoteCreate) {
+    if loses(&state, Lost::NoteCreate) {
         lost_answer()
     } else {
         ok(StatusCode::OK, data)
-    };
-    answered(&state, &method, &uri, response)
+    }
 }
 
-pub(super) async fn list_notes(
-    State(state): State<Arc<FakeState>>,
-    method: Method,
-    uri: Uri,
-    headers: HeaderMap,
-) -> Response {
+pub(super) async fn list_notes(State(state): State<Arc<FakeState>>, uri: Uri) -> Response {
     let params = params_of(&uri);
-    if let Some(refused) = admitted(&state, &headers, &params) {
-        return answered(&state, &method, &uri, refused);
-    }
     let person_id = params
         .get("person_id")
         .and_then(|id| id.parse::<u64>().ok());
@@ -94,45 +68,27 @@ pub(super) async fn list_notes(
         .take(limit)
         .map(|n| json!({"id": n.id, "person_id": n.person_id, "content": n.content}))
         .collect();
-    let response = (
+    (
         StatusCode::OK,
         Json(json!({"success": true, "data": data, "additional_data": {"pagination": {"start": 0, "limit": limit, "more_items_in_collection": more}}})),
     )
-        .into_response();
-    answered(&state, &method, &uri, response)
+        .into_response()
 }
 
 pub(super) async fn create_lead(
     State(state): State<Arc<FakeState>>,
-    method: Method,
-    uri: Uri,
-    headers: HeaderMap,
     Json(body): Json<Value>,
 ) -> Response {
-    let params = params_of(&uri);
-    if let Some(refused) = admitted(&state, &headers, &params) {
-        return answered(&state, &method, &uri, refused);
-    }
     let title = body.get("title").and_then(Value::as_str).unwrap_or("");
     let person_id = body.get("person_id").and_then(Value::as_u64);
     if title.trim().is_empty() {
-        return answered(
-            &state,
-            &method,
-            &uri,
-            failure(StatusCode::BAD_REQUEST, "title is required"),
-        );
+        return failure(StatusCode::BAD_REQUEST, "title is required");
     }
     let Some(person_id) = person_id.filter(|id| lock(&state.persons).iter().any(|p| p.id == *id))
     else {
-        return answered(
-            &state,
-            &method,
-            &uri,
-            failure(
-                StatusCode::BAD_REQUEST,
-                "person_id or organization_id is required",
-            ),
+        return failure(
+            StatusCode::BAD_REQUEST,
+            "person_id or organization_id is required",
         );
     };
     let lead = Lead {
@@ -142,24 +98,15 @@ pub(super) async fn create_lead(
     };
     let data = json!({"id": lead.id, "title": lead.title, "person_id": person_id});
     lock(&state.leads).push(lead);
-    let response = if loses(&state, Lost::LeadCreate) {
+    if loses(&state, Lost::LeadCreate) {
         lost_answer()
     } else {
         ok(StatusCode::CREATED, data)
-    };
-    answered(&state, &method, &uri, response)
+    }
 }
 
-pub(super) async fn list_leads(
-    State(state): State<Arc<FakeState>>,
-    method: Method,
-    uri: Uri,
-    headers: HeaderMap,
-) -> Response {
+pub(super) async fn list_leads(State(state): State<Arc<FakeState>>, uri: Uri) -> Response {
     let params = params_of(&uri);
-    if let Some(refused) = admitted(&state, &headers, &params) {
-        return answered(&state, &method, &uri, refused);
-    }
     let person_id = params
         .get("person_id")
         .and_then(|id| id.parse::<u64>().ok());
@@ -168,10 +115,5 @@ pub(super) async fn list_leads(
         .filter(|l| person_id.is_none_or(|id| l.person_id == id))
         .map(|l| json!({"id": l.id, "title": l.title, "person_id": l.person_id}))
         .collect();
-    answered(
-        &state,
-        &method,
-        &uri,
-        ok(StatusCode::OK, Value::Array(data)),
-    )
+    ok(StatusCode::OK, Value::Array(data))
 }

@@ -41,6 +41,7 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use axum::middleware;
 use axum::routing::{get, patch, post};
 use axum::Router;
 use serde::Deserialize;
@@ -210,6 +211,12 @@ impl PipedriveFake {
                 "/api/v1/leads",
                 post(items::create_lead).get(items::list_leads),
             )
+            // Pipedrive's API, and only it: the token, the faults a test
+            // queued, and each call recorded.
+            .route_layer(middleware::from_fn_with_state(
+                Arc::clone(&state),
+                api::admit_and_record,
+            ))
             .route("/persons", get(api::all_persons))
             .route("/notes", get(api::all_notes))
             .with_state(Arc::clone(&state))
