@@ -102,6 +102,53 @@ impl DynamoPersonMemory {
     }
 }
 
+impl DynamoPersonMemory {
+    /// The one rule of a create whose outcome a lost answer can hide:
+    /// records its start at `now`, if nothing is recorded as done
+    /// (`names.0`, the id) and no other start (`names.1`) is at or after
+    /// `stale_before`.
+    async fn begin(
+        &self,
+        gate: &str,
+        names: (&str, &str),
+        now: u64,
+        stale_before: u64,
+    ) -> Result<Begun, MemoryError> {
+        let update = self
+            .update(gate)
+            .update_expression("SET #started = :now")
+            .condition_expression(
+                "attribute_exists(#pk) AND attribute_not_exists(#done) \
+                 AND (attribute_not_exists(#started) OR #started < :stale)",
+            )
+            .expression_attribute_names("#done", names.0)
+            .expression_attribute_names("#started", names.1)
+            .expression_attribute_values(":now", n(now))
+            .expression_attribute_values(":stale", n(stale_before));
+        self.conditional(gate, update).await
+    }
+
+    /// The create is done, as `id`: no start in flight any more.
+    async fn remember(&self, gate: &str, names: (&str, &str), id: &str) -> Result<(), MemoryError> {
+        let update = self
+            .update(gate)
+            .update_expression("SET #done = :id REMOVE #started")
+            .condition_expression("attribute_exists(#pk)")
+            .expression_attribute_names("#done", names.0)
+            .expression_attribute_names("#started", names.1)
+            .expression_attribute_values(":id", s(id));
+        self.unconditional(gate, update).await
+    }
+}
+
+/// An item's two attributes: its id once written, its create's start.
+fn item_names(item: &str) -> (String, String) {
+    (
+        format!("{}{item}", gate_attr::ITEM_ID),
+        format!("{}{item}", gate_attr::ITEM_STARTED),
+    )
+}
+
 impl PersonMemory for DynamoPersonMemory {
     async fn recall(&self, gate: &str) -> Result<Recalled, MemoryError> {
         let answer = self
@@ -144,29 +191,13 @@ impl PersonMemory for DynamoPersonMemory {
         now: u64,
         stale_before: u64,
     ) -> Result<Begun, MemoryError> {
-        let update = self
-            .update(gate)
-            .update_expression("SET #started = :now")
-            .condition_expression(
-                "attribute_exists(#pk) AND attribute_not_exists(#record) \
-                 AND (attribute_not_exists(#started) OR #started < :stale)",
-            )
-            .expression_attribute_names("#record", gate_attr::RECORD_ID)
-            .expression_attribute_names("#started", gate_attr::CREATE_STARTED_AT)
-            .expression_attribute_values(":now", n(now))
-            .expression_attribute_values(":stale", n(stale_before));
-        self.conditional(gate, update).await
+        let names = (gate_attr::RECORD_ID, gate_attr::CREATE_STARTED_AT);
+        self.begin(gate, names, now, stale_before).await
     }
 
     async fn remember_record(&self, gate: &str, id: &str) -> Result<(), MemoryError> {
-        let update = self
-            .update(gate)
-            .update_expression("SET #record = :id REMOVE #started")
-            .condition_expression("attribute_exists(#pk)")
-            .expression_attribute_names("#record", gate_attr::RECORD_ID)
-            .expression_attribute_names("#started", gate_attr::CREATE_STARTED_AT)
-            .expression_attribute_values(":id", s(id));
-        self.unconditional(gate, update).await
+        let names = (gate_attr::RECORD_ID, gate_attr::CREATE_STARTED_AT);
+        self.remember(gate, names, id).await
     }
 
     async fn forget_record(&self, gate: &str, id: &str) -> Result<(), MemoryError> {
@@ -187,29 +218,14 @@ impl PersonMemory for DynamoPersonMemory {
         now: u64,
         stale_before: u64,
     ) -> Result<Begun, MemoryError> {
-        let update = self
-            .update(gate)
-            .update_expression("SET #started = :now")
-            .condition_expression(
-                "attribute_exists(#pk) AND attribute_not_exists(#item) \
-                 AND (attribute_not_exists(#started) OR #started < :stale)",
-            )
-            .expression_attribute_names("#item", format!("{}{item}", gate_attr::ITEM_ID))
-            .expression_attribute_names("#started", format!("{}{item}", gate_attr::ITEM_STARTED))
-            .expression_attribute_values(":now", n(now))
-            .expression_attribute_values(":stale", n(stale_before));
-        self.conditional(gate, update).await
+        let names = item_names(item);
+        self.begin(gate, (&names.0, &names.1), now, stale_before)
+            .await
     }
 
     async fn remember_item(&self, gate: &str, item: &str, id: &str) -> Result<(), MemoryError> {
-        let update = self
-            .update(gate)
-            .update_expression("SET #item = :id REMOVE #started")
-            .condition_expression("attribute_exists(#pk)")
-            .expression_attribute_names("#item", format!("{}{item}", gate_attr::ITEM_ID))
-            .expression_attribute_names("#started", format!("{}{item}", gate_attr::ITEM_STARTED))
-            .expression_attribute_values(":id", s(id));
-        self.unconditional(gate, update).await
+        let names = item_names(item);
+        self.remember(gate, (&names.0, &names.1), id).await
     }
 }
 
