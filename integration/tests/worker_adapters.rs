@@ -14,7 +14,7 @@ use worker::destinations::leads_table::LeadKey;
 use worker::destinations::leads_table::LeadsTable;
 use worker::destinations::{Destination, Upserted};
 use worker::ledger::dynamodb::DynamoLedger;
-use worker::ledger::{AttemptRecord, Claim, Completion, GatePass, Marked, ReceiptLedger};
+use worker::ledger::{AttemptRecord, Claim, Completion, Ending, GatePass, Marked, ReceiptLedger};
 use worker::Worker;
 
 fn receipt_at(submission_id: &str, email: &str, message: &str, at_ms: u64) -> Receipt {
@@ -254,7 +254,7 @@ fn completion(expires_at: u64) -> Completion {
         expires_at,
         keep_payload: false,
         destination: "http",
-        record: DeliveredRecord::unknown(),
+        ending: Ending::Delivered(DeliveredRecord::unknown()),
     }
 }
 
@@ -358,8 +358,10 @@ async fn the_ledger_records_attempts_completion_and_failure_once() {
                 &attempt(1, "2026-11-29T09:00:00.000Z"),
                 &Completion {
                     destination: "salesforce",
-                    record: DeliveredRecord::with_id("00Q1")
-                        .linked("https://acme.my.salesforce.com/lightning/r/Lead/00Q1/view"),
+                    ending: Ending::Delivered(
+                        DeliveredRecord::with_id("00Q1")
+                            .linked("https://acme.my.salesforce.com/lightning/r/Lead/00Q1/view")
+                    ),
                     ..completion(1_800_000_000)
                 }
             )
@@ -602,7 +604,7 @@ async fn keep_payload_after_delivery_keeps_it() {
         expires_at: 1_800_000_000,
         keep_payload: true,
         destination: "http",
-        record: DeliveredRecord::unknown(),
+        ending: Ending::Delivered(DeliveredRecord::unknown()),
     };
     assert_eq!(
         ledger
@@ -613,6 +615,43 @@ async fn keep_payload_after_delivery_keeps_it() {
     let items = scan(&client, &receipts).await;
     assert_eq!(text(&items[0], "status"), "COMPLETED");
     assert_eq!(text(&items[0], "payload"), kept.payload.unwrap());
+}
+
+#[tokio::test]
+async fn a_refused_person_leaves_the_queue_refused_with_its_code_and_no_personal_data() {
+    let client = worker_client(&endpoint(DYNAMODB_ENDPOINT)).await;
+    let receipts = create_table(&client, "ReceiptsTable").await;
+    let ledger = DynamoLedger::new(client.clone(), &receipts);
+    let refused = receipt_at("sub_refused", "gone@example.com", "m", 1_000);
+    put_receipt(&client, &receipts, &refused).await;
+    // Even a stack that keeps payloads keeps none of a refused person.
+    let refusal = Completion {
+        expires_at: 1_800_000_000,
+        keep_payload: true,
+        destination: "mailchimp",
+        ending: Ending::Refused("Forgotten Email Not Subscribed".into()),
+    };
+    let at = attempt(1, "2026-11-29T09:00:00.000Z");
+    assert_eq!(
+        ledger.mark_completed(&refused.key(), &at, &refusal).await,
+        Ok(Marked::Updated)
+    );
+    let items = scan(&client, &receipts).await;
+    assert_eq!(text(&items[0], "status"), "REFUSED");
+    assert_eq!(text(&items[0], "refusal"), "Forgotten Email Not Subscribed");
+    assert_eq!(text(&items[0], "deliveredTo"), "mailchimp");
+    for gone in ["payload", "pending", "nextAttemptAt", "recordId"] {
+        assert!(!items[0].contains_key(gone), "{gone} removed");
+    }
+    assert!(
+        items[0].contains_key("expiresAt"),
+        "expires as a delivered one"
+    );
+    assert_eq!(
+        ledger.mark_completed(&refused.key(), &at, &refusal).await,
+        Ok(Marked::NotPending),
+        "settled once"
+    );
 }
 
 #[tokio::test]

@@ -291,6 +291,8 @@ pub enum StatusFilter {
     Pending,
     /// Held back by a spam rule; `release` delivers one.
     Quarantined,
+    /// Refused for good by the destination (its code in the last column).
+    Refused,
 }
 
 /// What redrive may select: completed receipts are never redriven, and

@@ -12,6 +12,7 @@ use shared::{Receipt, ReceiptStatus};
 fn problem(receipt: &Receipt) -> String {
     let (code, status) = match receipt.status {
         ReceiptStatus::Failed => (&receipt.failure_reason, receipt.failure_http_status),
+        ReceiptStatus::Refused => (&receipt.refusal, None),
         _ => (&receipt.last_error, receipt.last_http_status),
     };
     // Stored by older versions unbounded: never print a CRM's raw text.
@@ -192,6 +193,7 @@ pub fn card(receipt: &Receipt, payload: bool, now: SystemTime, route: &RouteOfFo
     if !problem.is_empty() {
         let label = match receipt.status {
             ReceiptStatus::Failed => "reason",
+            ReceiptStatus::Refused => "refused as",
             _ => "last error",
         };
         lines.push((label, problem));
@@ -264,6 +266,7 @@ pub fn stats(receipts: &[Receipt], now: SystemTime) -> Stats {
         (ReceiptStatus::Completed.as_str(), 0),
         (ReceiptStatus::Failed.as_str(), 0),
         (ReceiptStatus::Erased.as_str(), 0),
+        (ReceiptStatus::Refused.as_str(), 0),
     ]);
     let mut received_outside_queue = 0;
     let mut oldest: Option<SystemTime> = None;
@@ -318,6 +321,20 @@ mod tests {
     use super::*;
     use shared::FormSubmission;
     use std::time::UNIX_EPOCH;
+
+    #[test]
+    fn a_refused_receipt_is_listed_and_counted_with_the_destinations_code() {
+        let mut refused = receipt("sub_gone", ReceiptStatus::Refused, 1_800_000_000);
+        refused.refusal = Some("Member In Compliance State".into());
+        let listed = table(std::slice::from_ref(&refused), false);
+        assert!(
+            listed.contains("REFUSED") && listed.trim_end().ends_with("Member In Compliance State"),
+            "{listed}"
+        );
+        let counted = stats(&[refused], UNIX_EPOCH + Duration::from_secs(1_800_000_000));
+        assert_eq!(counted.by_status.get("REFUSED"), Some(&1));
+        assert_eq!(counted.by_status.get("FAILED"), Some(&0));
+    }
 
     #[test]
     fn a_quarantined_receipt_is_listed_with_its_rule() {
@@ -528,7 +545,8 @@ mod tests {
                 ("COMPLETED", 1),
                 ("ERASED", 0),
                 ("FAILED", 1),
-                ("RECEIVED", 2)
+                ("RECEIVED", 2),
+                ("REFUSED", 0)
             ])
         );
         assert_eq!(stats.received_outside_queue, 1);

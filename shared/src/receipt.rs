@@ -79,6 +79,9 @@ pub mod attr {
     pub const RECORD_ID: &str = "recordId";
     /// A link to that record, where the adapter knows one.
     pub const RECORD_URL: &str = "recordUrl";
+    /// Why the destination refused a REFUSED receipt's person for good: its
+    /// own code (`Forgotten Email Not Subscribed`), never its free text.
+    pub const REFUSAL: &str = "refusal";
 }
 
 /// The `source` of a receipt `receipts import` stored from the sender's
@@ -128,6 +131,7 @@ pub const OPERATOR_ATTRIBUTES: &[&str] = &[
     attr::DELIVERED_TO,
     attr::RECORD_ID,
     attr::RECORD_URL,
+    attr::REFUSAL,
 ];
 
 /// The sparse global secondary index of the receipts that wait: for an
@@ -169,6 +173,11 @@ pub enum ReceiptStatus {
     /// any other, never delivered until `receipts release` makes it
     /// RECEIVED; expires the retention after its arrival.
     Quarantined,
+    /// The destination refused this person for good, on purpose (a mailing
+    /// list's unsubscribed or forgotten member): its answer, not a failure.
+    /// Never retried nor redriven, never a FAILED alarm; keeps the code
+    /// (`refusal`) and no personal data, and expires as a delivered one.
+    Refused,
 }
 
 impl ReceiptStatus {
@@ -180,6 +189,7 @@ impl ReceiptStatus {
             ReceiptStatus::Failed => "FAILED",
             ReceiptStatus::Erased => "ERASED",
             ReceiptStatus::Quarantined => "QUARANTINED",
+            ReceiptStatus::Refused => "REFUSED",
         }
     }
 }
@@ -268,6 +278,9 @@ pub struct Receipt {
     /// `attr::RECORD_URL`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub record_url: Option<String>,
+    /// `attr::REFUSAL`: set with REFUSED.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refusal: Option<String>,
 }
 
 fn is_zero(count: &u32) -> bool {
@@ -315,6 +328,7 @@ impl Receipt {
             delivered_to: None,
             record_id: None,
             record_url: None,
+            refusal: None,
         }
     }
 
@@ -553,6 +567,7 @@ mod tests {
         receipt.record_id = Some("00Q1".into());
         receipt.record_url =
             Some("https://acme.my.salesforce.com/lightning/r/Lead/00Q1/view".into());
+        receipt.refusal = Some("Member In Compliance State".into());
         receipt
     }
 

@@ -192,6 +192,9 @@ pub enum Settlement {
     Complete(Upserted),
     /// FAILED for good, with the reason an operator reads.
     Fail(AttemptError),
+    /// REFUSED: the destination's answer for this person, for good (its
+    /// code), never an alarm.
+    Refuse(AttemptError),
     /// FAILED because the age limit ran out: the reason is `gave-up`, the
     /// status the last attempt's.
     GiveUp(AttemptError),
@@ -223,6 +226,12 @@ pub fn settle(
         Err(DestinationError::Permanent { status, reason }) => {
             return Settlement::Fail(AttemptError {
                 code: bounded_reason(reason),
+                status: *status,
+            })
+        }
+        Err(DestinationError::Refused { status, code }) => {
+            return Settlement::Refuse(AttemptError {
+                code: bounded_reason(code),
                 status: *status,
             })
         }
@@ -467,6 +476,17 @@ mod tests {
                 soon,
                 1,
                 Settlement::Fail(error("HTTP 400", Some(400))),
+            ),
+            // Even past the age limit: a refusal is the answer, not a give-up.
+            (
+                "the person refused for good",
+                Err(DestinationError::Refused {
+                    status: Some(400),
+                    code: "Forgotten Email Not Subscribed".into(),
+                }),
+                soon + min(10_000),
+                1,
+                Settlement::Refuse(error("Forgotten Email Not Subscribed", Some(400))),
             ),
             // Backoff from the attempt count: 1 attempt -> 1-2 min (jitter 0 -> 1 min).
             (

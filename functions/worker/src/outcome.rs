@@ -22,11 +22,13 @@ pub enum RecordOutcome {
     FailedPermanent,
     /// Retried until `DELIVERY_MAX_AGE_SECONDS`: FAILED with `gave-up`.
     GaveUp,
+    /// The destination refused the person for good: REFUSED, no alarm.
+    Refused,
 }
 
 impl RecordOutcome {
     /// Every outcome, for the metrics contract and the dashboard.
-    pub const ALL: [RecordOutcome; 7] = [
+    pub const ALL: [RecordOutcome; 8] = [
         RecordOutcome::Upserted,
         RecordOutcome::Skipped,
         RecordOutcome::Stale,
@@ -34,6 +36,7 @@ impl RecordOutcome {
         RecordOutcome::FailedRetryable,
         RecordOutcome::FailedPermanent,
         RecordOutcome::GaveUp,
+        RecordOutcome::Refused,
     ];
 
     pub fn code(self) -> &'static str {
@@ -45,6 +48,7 @@ impl RecordOutcome {
             RecordOutcome::FailedRetryable => "failed-retryable",
             RecordOutcome::FailedPermanent => "failed-permanent",
             RecordOutcome::GaveUp => "gave-up",
+            RecordOutcome::Refused => "refused",
         }
     }
 }

@@ -49,6 +49,8 @@ pub struct PassReport {
     pub failed: usize,
     /// Of `failed`: receipts that ran out of time (`gave-up`).
     pub gave_up: usize,
+    /// Refused for good by the destination (REFUSED): not failures.
+    pub refused: usize,
     /// Taken by another pass or delivery first, or no longer RECEIVED.
     pub skipped: usize,
     /// Outcomes that could not be recorded; due again at their claim's end.
@@ -122,6 +124,7 @@ impl<D: Destination, L: ReceiptLedger + PendingQueue> Worker<D, L> {
                         report.failed += 1;
                         report.gave_up += 1;
                     }
+                    RecordOutcome::Refused => report.refused += 1,
                     RecordOutcome::FailedRetryable => report.unrecorded += 1,
                     RecordOutcome::Skipped => report.skipped += 1,
                 }
@@ -140,6 +143,7 @@ impl<D: Destination, L: ReceiptLedger + PendingQueue> Worker<D, L> {
             delivered = report.delivered,
             deferred = report.deferred,
             failed = report.failed,
+            refused = report.refused,
             skipped = report.skipped,
             unrecorded = report.unrecorded,
             items_read = report.items_read,

@@ -756,7 +756,9 @@ impl ReceiptLedger for CompletedElsewhere {
                     expires_at: 1,
                     keep_payload: false,
                     destination: "http",
-                    record: shared::record::DeliveredRecord::unknown(),
+                    ending: worker::ledger::Ending::Delivered(
+                        shared::record::DeliveredRecord::unknown(),
+                    ),
                 },
             )
             .await?;

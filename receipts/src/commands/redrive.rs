@@ -112,9 +112,9 @@ pub(super) async fn redrive(
                 queued += 1;
                 let _ = writeln!(out, "redriven {key}");
             }
-            Redriven::Completed => {
+            Redriven::Settled(status) => {
                 refused += 1;
-                let _ = writeln!(out, "skipped {key}: COMPLETED, never redriven");
+                let _ = writeln!(out, "skipped {key}: {}, never redriven", status.as_str());
             }
             Redriven::Erased => {
                 refused += 1;

@@ -218,6 +218,11 @@ pub fn progress(receipt: Option<&Receipt>) -> Progress {
         ReceiptStatus::Erased => {
             Progress::Failed("ERASED by receipts forget before it was delivered".to_owned())
         }
+        ReceiptStatus::Refused => Progress::Failed(format!(
+            "REFUSED by the destination ({}): it refuses the smoke address for good; \
+             give smoke an address the destination accepts",
+            receipt.refusal.as_deref().unwrap_or("no code recorded")
+        )),
         ReceiptStatus::Quarantined => Progress::Failed(format!(
             "QUARANTINED by the stack's spam rule {}: the stack's rules hold the smoke submission back",
             receipt.quarantine_rule.as_deref().unwrap_or("(unnamed)")

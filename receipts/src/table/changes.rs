@@ -14,8 +14,9 @@ use super::{failed_condition, s, Reading, ReceiptsTable, TableError};
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Redriven {
     Queued,
-    /// Delivered already: never redriven.
-    Completed,
+    /// Delivered already, or refused by the destination for good (this
+    /// status): never redriven.
+    Settled(ReceiptStatus),
     /// Erased at a person's request: never delivered.
     Erased,
     /// RECEIVED and not due before this time: claimed by a delivery right
@@ -252,7 +253,7 @@ impl ReceiptsTable {
                     .unwrap_or_default(),
             ),
             Some(receipt) if receipt.status == ReceiptStatus::Erased => Redriven::Erased,
-            Some(_) => Redriven::Completed,
+            Some(receipt) => Redriven::Settled(receipt.status),
             None => Redriven::Missing,
         })
     }

@@ -255,6 +255,7 @@ impl ReceiptsTable {
             Some(StatusFilter::Completed) => Some(ReceiptStatus::Completed.as_str()),
             Some(StatusFilter::Failed) => Some(ReceiptStatus::Failed.as_str()),
             Some(StatusFilter::Quarantined) => Some(ReceiptStatus::Quarantined.as_str()),
+            Some(StatusFilter::Refused) => Some(ReceiptStatus::Refused.as_str()),
             Some(StatusFilter::Pending) | None => None,
         };
         if let Some(text) = status_text {

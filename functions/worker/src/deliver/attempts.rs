@@ -158,7 +158,11 @@ impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
                     .zip(attempts.iter())
                     .filter(|(other, attempt)| {
                         other.lead.normalised_email() == person
-                            && matches!(attempt.result, Err(DestinationError::Permanent { .. }))
+                            && matches!(
+                                attempt.result,
+                                Err(DestinationError::Permanent { .. }
+                                    | DestinationError::Refused { .. })
+                            )
                     })
                     .map(|(other, _)| other.lead.newest_by())
                     .max();

@@ -10,7 +10,7 @@ use tracing::Level;
 use super::Worker;
 use crate::decide::Settlement;
 use crate::destinations::port::{DeliveredRecord, Destination, Upserted};
-use crate::ledger::{AttemptRecord, Completion, LedgerError, Marked, ReceiptLedger};
+use crate::ledger::{AttemptRecord, Completion, Ending, LedgerError, Marked, ReceiptLedger};
 use crate::outcome::{OutcomeLine, RecordOutcome, Via};
 
 impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
@@ -67,6 +67,17 @@ impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
                 Level::INFO,
                 "receipt delivery handled",
             ),
+            Settlement::Refuse(refusal) => {
+                // The destination's answer for this person: visible in the
+                // log and `receipts list`, never an alarm.
+                line.reason = Some(&refusal.code);
+                line.http_status = refusal.status;
+                (
+                    RecordOutcome::Refused,
+                    Level::INFO,
+                    "receipt delivery handled; the destination refuses this person",
+                )
+            }
             Settlement::Fail(failure) | Settlement::GiveUp(failure) => {
                 line.reason = Some(&failure.code);
                 line.http_status = failure.status;
@@ -120,10 +131,19 @@ impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
                     expires_at: self.rules.retention.expiry_after((self.clock)()),
                     keep_payload: self.rules.keep_payload,
                     destination: self.destination.name(),
-                    record: match upserted {
+                    ending: Ending::Delivered(match upserted {
                         Upserted::Written(record) => record.clone(),
                         Upserted::Stale => DeliveredRecord::unknown(),
-                    },
+                    }),
+                };
+                self.ledger.mark_completed(key, &attempt, &completion).await
+            }
+            Settlement::Refuse(refusal) => {
+                let completion = Completion {
+                    expires_at: self.rules.retention.expiry_after((self.clock)()),
+                    keep_payload: false,
+                    destination: self.destination.name(),
+                    ending: Ending::Refused(refusal.code.clone()),
                 };
                 self.ledger.mark_completed(key, &attempt, &completion).await
             }

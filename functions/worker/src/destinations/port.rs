@@ -47,6 +47,12 @@ pub enum DestinationError {
     Misconfigured { status: Option<u16>, reason: String },
     #[error("destination refused the lead ({reason})")]
     Permanent { status: Option<u16>, reason: String },
+    /// The destination refused this person for good, on purpose, and says
+    /// so (a mailing list's member who unsubscribed or asked to be
+    /// forgotten): its answer, not a fault. Settled REFUSED with `code`,
+    /// the destination's own code, never its free text; never retried.
+    #[error("the destination refuses this person ({code})")]
+    Refused { status: Option<u16>, code: String },
     /// No call carried this lead: too little of the invocation was left to
     /// start one. Not an attempt; the lead waits for the next pass.
     #[error("not sent: no time was left in this invocation")]

@@ -10,8 +10,8 @@ use shared::receipt::{FAILED, PENDING};
 use shared::{IdempotencyKey, Receipt, ReceiptStatus};
 
 use super::{
-    AttemptRecord, Census, Claim, Completion, Cursor, DuePage, DueQuery, DueReceipt, GatePass,
-    LedgerError, Marked, PendingQueue, ReceiptLedger,
+    AttemptRecord, Census, Claim, Completion, Cursor, DuePage, DueQuery, DueReceipt, Ending,
+    GatePass, LedgerError, Marked, PendingQueue, ReceiptLedger,
 };
 use crate::decide::AttemptError;
 
@@ -155,10 +155,9 @@ impl ReceiptLedger for MemoryLedger {
     ) -> Result<Marked, LedgerError> {
         let key = key.as_str();
         Ok(self.settle(key, attempt, |receipt| {
-            receipt.status = ReceiptStatus::Completed;
             receipt.completed_at = Some(attempt.at.as_str().to_owned());
             receipt.expires_at = Some(completion.expires_at);
-            if !completion.keep_payload {
+            if !completion.keeps_payload() {
                 receipt.remove_personal_data();
             }
             receipt.pending = None;
@@ -169,8 +168,14 @@ impl ReceiptLedger for MemoryLedger {
             receipt.failure_reason = None;
             receipt.failure_http_status = None;
             receipt.delivered_to = Some(completion.destination.to_owned());
-            receipt.record_id = completion.record.id().map(str::to_owned);
-            receipt.record_url = completion.record.url().map(str::to_owned);
+            let (status, record, refusal) = match &completion.ending {
+                Ending::Delivered(record) => (ReceiptStatus::Completed, Some(record), None),
+                Ending::Refused(code) => (ReceiptStatus::Refused, None, Some(code.clone())),
+            };
+            receipt.status = status;
+            receipt.record_id = record.and_then(|r| r.id()).map(str::to_owned);
+            receipt.record_url = record.and_then(|r| r.url()).map(str::to_owned);
+            receipt.refusal = refusal;
         }))
     }
 

@@ -30,20 +30,37 @@ pub enum Marked {
     NotPending,
 }
 
-/// How a delivered receipt is kept, written with its completion.
+/// How a settled receipt is kept, written with its completion.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Completion {
     /// TTL may delete the receipt from then on (epoch seconds).
     pub expires_at: u64,
-    /// Keep the payload (`KEEP_PAYLOAD_AFTER_DELIVERY`); otherwise the
-    /// same update removes every personal attribute
-    /// (`shared::receipt::PERSONAL_ATTRIBUTES`).
+    /// Keep the payload of a delivered receipt
+    /// (`KEEP_PAYLOAD_AFTER_DELIVERY`); otherwise the same update removes
+    /// every personal attribute (`shared::receipt::PERSONAL_ATTRIBUTES`),
+    /// as it always does for a refused one.
     pub keep_payload: bool,
     /// The destination's catalog name, kept as `deliveredTo`.
     pub destination: &'static str,
-    /// The record the destination wrote, as far as its answer told
-    /// (`recordId`, `recordUrl`); unknown for a stale delivery.
-    pub record: DeliveredRecord,
+    pub ending: Ending,
+}
+
+/// How a receipt's delivery ended for good.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Ending {
+    /// COMPLETED: the record the destination wrote, as far as its answer
+    /// told (`recordId`, `recordUrl`); unknown for a stale delivery.
+    Delivered(DeliveredRecord),
+    /// REFUSED: the destination refused the person for good, with this
+    /// code (`refusal`); the personal data goes whatever `keep_payload`.
+    Refused(String),
+}
+
+impl Completion {
+    /// The personal attributes this completion keeps.
+    pub fn keeps_payload(&self) -> bool {
+        self.keep_payload && matches!(self.ending, Ending::Delivered(_))
+    }
 }
 
 /// What this delivery did, written together with its outcome.
@@ -98,10 +115,10 @@ pub trait ReceiptLedger: Send + Sync {
         held: &Timestamp,
     ) -> impl Future<Output = Result<Claim, LedgerError>> + Send;
 
-    /// RECEIVED → COMPLETED; leaves the queue; loses its personal data
-    /// unless `completion` keeps it; TTL may delete it from
-    /// `completion.expires_at` on, and not before: the only write that sets
-    /// an expiry.
+    /// RECEIVED → COMPLETED (or REFUSED, as `completion.ending` says);
+    /// leaves the queue; loses its personal data unless `completion` keeps
+    /// it; TTL may delete it from `completion.expires_at` on, and not
+    /// before: the only write that sets an expiry.
     fn mark_completed(
         &self,
         key: &IdempotencyKey,

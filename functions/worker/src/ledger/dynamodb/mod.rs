@@ -22,7 +22,8 @@ use shared::receipt::{attr, FAILED, PENDING, PERSONAL_ATTRIBUTES};
 use shared::{IdempotencyKey, ReceiptStatus};
 
 use super::{
-    AttemptRecord, Claim, Completion, GatePass, LedgerError, Marked, ReceiptLedger, UnreadableItem,
+    AttemptRecord, Claim, Completion, Ending, GatePass, LedgerError, Marked, ReceiptLedger,
+    UnreadableItem,
 };
 use crate::decide::AttemptError;
 
@@ -322,7 +323,7 @@ impl ReceiptLedger for DynamoLedger {
         let personal: Vec<(String, &str)> = PERSONAL_ATTRIBUTES
             .iter()
             .enumerate()
-            .filter(|_| !completion.keep_payload)
+            .filter(|_| !completion.keeps_payload())
             .map(|(n, attribute)| (format!("#personal{n}"), *attribute))
             .collect();
         for (placeholder, _) in &personal {
@@ -342,11 +343,16 @@ impl ReceiptLedger for DynamoLedger {
         ];
         names.extend(personal.iter().map(|(p, a)| (p.as_str(), *a)));
         // Where the lead went: the destination, and its record's id and
-        // link where its answer gave them. One that is unknown this time is
-        // removed, so a receipt never names another delivery's record.
-        let mut set = "#status = :completed, #completedAt = :at, #expiresAt = :expires, #deliveredTo = :deliveredTo".to_owned();
+        // link where its answer gave them, or its refusal's code. One that
+        // is unknown this time is removed, so a receipt never names another
+        // delivery's record.
+        let (status, record, refusal) = match &completion.ending {
+            Ending::Delivered(record) => (ReceiptStatus::Completed, Some(record), None),
+            Ending::Refused(code) => (ReceiptStatus::Refused, None, Some(code.as_str())),
+        };
+        let mut set = "#status = :status, #completedAt = :at, #expiresAt = :expires, #deliveredTo = :deliveredTo".to_owned();
         let mut values = vec![
-            (":completed", s(ReceiptStatus::Completed.as_str())),
+            (":status", s(status.as_str())),
             (":expires", n(completion.expires_at)),
             (":deliveredTo", s(completion.destination)),
         ];
@@ -356,14 +362,15 @@ impl ReceiptLedger for DynamoLedger {
                 "#recordId",
                 ":recordId",
                 attr::RECORD_ID,
-                completion.record.id(),
+                record.and_then(|r| r.id()),
             ),
             (
                 "#recordUrl",
                 ":recordUrl",
                 attr::RECORD_URL,
-                completion.record.url(),
+                record.and_then(|r| r.url()),
             ),
+            ("#refusal", ":refusal", attr::REFUSAL, refusal),
         ];
         for (placeholder, value_placeholder, attribute, value) in record {
             names.push((placeholder, attribute));
