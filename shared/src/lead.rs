@@ -128,6 +128,15 @@ impl Lead {
         self.submitted_at.as_deref().unwrap_or(&self.received_at)
     }
 
+    /// A form field's answer as sent, by its name in `fields` or another
+    /// of its names (a Tally key, a Typeform ref or id).
+    pub fn answer(&self, name: &str) -> Option<&Value> {
+        self.fields.get(name).or_else(|| {
+            let (_, known) = self.aliases.iter().find(|(alias, _)| alias == name)?;
+            self.fields.get(known)
+        })
+    }
+
     /// The email as a key: trimmed and lower-cased, `None` when blank.
     pub fn normalised_email(&self) -> Option<String> {
         normalise_email(&self.email)

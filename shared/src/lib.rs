@@ -9,6 +9,7 @@ pub mod audit;
 pub mod catalog;
 pub mod clock;
 pub mod config;
+pub mod consent;
 pub mod delivery;
 pub mod destination;
 pub mod endpoint;

@@ -7,6 +7,7 @@ use serde_json::Value;
 use toml::Table;
 
 use super::model::{Route, RouteProblem, Routes};
+use crate::consent::{Consent, ConsentStatus};
 use crate::spam::SpamRules;
 
 /// Reads a routes file, or says everything wrong with it.
@@ -162,6 +163,55 @@ impl Problems {
     }
 }
 
+/// A route's `[route.consent]`: its checkbox `field`, and the `status` a
+/// checked box gives a new member (`pending`, or `subscribed`).
+fn consent(value: &toml::Value, place: &str, problems: &mut Problems) -> Option<Consent> {
+    let Some(table) = value.as_table() else {
+        problems.add(
+            place,
+            "consent",
+            "must be a table: [route.consent] with field and status",
+        );
+        return None;
+    };
+    for key in table
+        .keys()
+        .filter(|key| !["field", "status"].contains(&key.as_str()))
+    {
+        problems.add(
+            place,
+            &format!("consent.{key}"),
+            "unknown key: consent has field and status",
+        );
+    }
+    let field = match table.get("field") {
+        Some(toml::Value::String(field)) if !field.trim().is_empty() => field.trim().to_owned(),
+        _ => {
+            problems.add(
+                place,
+                "consent.field",
+                "must name the form's consent checkbox",
+            );
+            return None;
+        }
+    };
+    let status = match table.get("status") {
+        None => ConsentStatus::default(),
+        Some(toml::Value::String(text)) if ConsentStatus::parse(text).is_some() => {
+            ConsentStatus::parse(text)?
+        }
+        Some(_) => {
+            problems.add(
+                place,
+                "consent.status",
+                "must be \"pending\" (double opt-in) or \"subscribed\"",
+            );
+            return None;
+        }
+    };
+    Some(Consent { field, status })
+}
+
 pub(super) const NOT_A_PROPERTY: &str =
     "must be a CRM property's internal name: letters, digits and _, at most 100";
 
@@ -188,13 +238,16 @@ fn route(entry: &Table, number: usize, problems: &mut Problems) -> Route {
     }
     let place = place_of(&route, number);
     for key in entry.keys() {
-        if !["form", "name", "fields", "set", "spam", "lead"].contains(&key.as_str()) {
+        if !["form", "name", "fields", "set", "spam", "lead", "consent"].contains(&key.as_str()) {
             problems.add(
                 &place,
                 key,
-                "unknown key: a route has form, name, fields, set, spam and lead",
+                "unknown key: a route has form, name, fields, set, spam, lead and consent",
             );
         }
+    }
+    if let Some(value) = entry.get("consent") {
+        route.consent = consent(value, &place, problems);
     }
     match entry.get("lead") {
         None => {}

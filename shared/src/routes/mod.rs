@@ -141,6 +141,7 @@ pub fn changes(old: &Routes, new: &Routes) -> Vec<String> {
 mod tests {
     use super::file::NOT_A_PROPERTY;
     use super::*;
+    use crate::consent::{Consent, ConsentStatus};
     use serde_json::Value;
 
     const EXAMPLE: &str = r#"
@@ -162,6 +163,8 @@ honeypot = ["fax"]
 
 [[route]]
 form = "lT4Z3j"
+[route.consent]
+field = "newsletter"
 "#;
 
     fn problems(text: &str) -> Vec<String> {
@@ -188,6 +191,15 @@ form = "lT4Z3j"
         assert_eq!(routes.spam_rules(Some("lT4Z3j")).honeypot, ["website_url"]);
         assert_eq!(routes.spam_rules(None).honeypot, ["website_url"]);
         assert_eq!(routes.route("unknown"), None);
+        assert_eq!(pricing.consent, None);
+        assert_eq!(
+            routes.route("lT4Z3j").unwrap().consent,
+            Some(Consent {
+                field: "newsletter".into(),
+                status: ConsentStatus::Pending,
+            }),
+            "double opt-in unless the route says otherwise"
+        );
         assert_eq!(parse("").unwrap(), Routes::default());
     }
 
@@ -267,7 +279,19 @@ form = "lT4Z3j"
 
     #[test]
     fn every_problem_is_named_by_route_and_key() {
-        let rows: [(&str, &[&str]); 12] = [
+        let rows: [(&str, &[&str]); 15] = [
+            (
+                "[[route]]\nform = \"f\"\n[route.consent]\nstatus = \"subscribed\"\n",
+                &["[[route]] #1: consent.field: must name the form's consent checkbox"],
+            ),
+            (
+                "[[route]]\nform = \"f\"\n[route.consent]\nfield = \"news\"\nstatus = \"opted-in\"\n",
+                &[r#"[[route]] #1: consent.status: must be "pending" (double opt-in) or "subscribed""#],
+            ),
+            (
+                "[[route]]\nform = \"f\"\nconsent = \"news\"\n",
+                &["[[route]] #1: consent: must be a table: [route.consent] with field and status"],
+            ),
             (
                 "[[route]]\nname = \"Pricing page\"\nform = \"\"\n",
                 &[r#"[[route]] #1 "Pricing page": form: is empty"#],
@@ -286,7 +310,7 @@ form = "lT4Z3j"
             ),
             (
                 "[[route]]\nform = \"f\"\nfrom = \"typo\"\n",
-                &["[[route]] #1: from: unknown key: a route has form, name, fields, set, spam and lead"],
+                &["[[route]] #1: from: unknown key: a route has form, name, fields, set, spam, lead and consent"],
             ),
             (
                 "[[route]]\nform = \"f\"\n[route.fields]\nsize = \"numemployees\"\nemployees = \"numemployees\"\n",

@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use crate::consent::Consent;
 use crate::spam::SpamRules;
 
 /// Every route of a stack, and the spam rules of every form.
@@ -32,6 +33,10 @@ pub struct Route {
     /// makes them (Pipedrive): `lead = true`.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub lead: bool,
+    /// The form's marketing consent checkbox (`[route.consent]`): a
+    /// mailing list subscribes a new member only when it is checked.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub consent: Option<Consent>,
 }
 
 /// One thing wrong with a routes file: where (`[spam]`,

@@ -1,0 +1,110 @@
+//! Marketing consent, where a route asks for it: which form field is the
+//! consent checkbox (`[route.consent]`), what a checked box makes of a new
+//! mailing-list member, and what counts as checked. A leaf: a route holds a
+//! [`Consent`]; the destinations read the lead's answer and ask
+//! [`is_checked`].
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// A route's `[route.consent]`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Consent {
+    /// The form field of the consent checkbox (its name, label, key or ref).
+    pub field: String,
+    /// What a checked box makes of a new member (Mailchimp); `pending`
+    /// (double opt-in) unless the route says otherwise.
+    #[serde(default, skip_serializing_if = "ConsentStatus::is_default")]
+    pub status: ConsentStatus,
+}
+
+/// A new member's status when the box is checked.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ConsentStatus {
+    /// Double opt-in: the list sends a confirmation e-mail, and the person
+    /// is subscribed once they confirm.
+    #[default]
+    Pending,
+    /// Subscribed at once: the operator's choice, and their legal
+    /// responsibility (the form's wording must be consent).
+    Subscribed,
+}
+
+impl ConsentStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ConsentStatus::Pending => "pending",
+            ConsentStatus::Subscribed => "subscribed",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<Self> {
+        match text {
+            "pending" => Some(ConsentStatus::Pending),
+            "subscribed" => Some(ConsentStatus::Subscribed),
+            _ => None,
+        }
+    }
+
+    fn is_default(&self) -> bool {
+        *self == ConsentStatus::default()
+    }
+}
+
+/// Whether a checkbox's answer is a checked box, as the senders send one:
+/// `true`, a text such as `on`, `yes`, `true`, `1` or `checked` (any case),
+/// the number 1, or a list with at least one choice. Anything else,
+/// missing included, is not: an unchecked or missing box never subscribes
+/// anyone.
+pub fn is_checked(answer: Option<&Value>) -> bool {
+    match answer {
+        Some(Value::Bool(checked)) => *checked,
+        Some(Value::String(text)) => matches!(
+            text.trim().to_ascii_lowercase().as_str(),
+            "on" | "yes" | "y" | "true" | "1" | "checked" | "x"
+        ),
+        Some(Value::Number(number)) => number.as_u64() == Some(1),
+        Some(Value::Array(choices)) => choices.iter().any(|choice| match choice {
+            Value::String(text) => !text.trim().is_empty(),
+            Value::Null | Value::Bool(false) => false,
+            _ => true,
+        }),
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn only_a_checked_box_is_consent() {
+        let rows = [
+            (Some(json!(true)), true),
+            (Some(json!("on")), true),
+            (Some(json!(" Yes ")), true),
+            (Some(json!("TRUE")), true),
+            (Some(json!("1")), true),
+            (Some(json!("checked")), true),
+            (Some(json!(1)), true),
+            (Some(json!(["I agree to receive news"])), true),
+            (None, false),
+            (Some(json!(null)), false),
+            (Some(json!(false)), false),
+            (Some(json!("")), false),
+            (Some(json!("off")), false),
+            (Some(json!("no")), false),
+            (Some(json!("false")), false),
+            (Some(json!(0)), false),
+            (Some(json!(2)), false),
+            (Some(json!([])), false),
+            (Some(json!([""])), false),
+            (Some(json!({"checked": true})), false),
+        ];
+        for (answer, checked) in rows {
+            assert_eq!(is_checked(answer.as_ref()), checked, "{answer:?}");
+        }
+    }
+}
