@@ -46,6 +46,24 @@ impl SubmissionNote {
         }
     }
 
+    /// The text in at most `max_chars` characters (a CRM that caps its
+    /// notes: Mailchimp's hold 1,000): the body cut with `…`, the line with
+    /// the submission and its reference always whole, so a later attempt
+    /// still finds the note.
+    pub fn text_within(&self, max_chars: usize) -> String {
+        if self.text.chars().count() <= max_chars {
+            return self.text.clone();
+        }
+        let (body, footer) = self.text.rsplit_once("\n\n").unwrap_or(("", &self.text));
+        let room = max_chars.saturating_sub(footer.chars().count() + 3);
+        let cut: String = body.chars().take(room).collect();
+        if cut.is_empty() {
+            footer.to_owned()
+        } else {
+            format!("{cut}…\n\n{footer}")
+        }
+    }
+
     /// The text as HTML (CRMs' notes are HTML): escaped, a paragraph per
     /// blank-line block, `<br>` between its lines.
     pub fn html(&self) -> String {
@@ -104,6 +122,34 @@ mod tests {
             sender_time_replaced: false,
             route: None,
         }
+    }
+
+    #[test]
+    fn a_capped_note_keeps_its_reference_whole() {
+        let map = FieldMap::new(vec![]);
+        let long = "word ".repeat(400);
+        let note = SubmissionNote::of(
+            &lead(&long, serde_json::json!({}), None),
+            &key("sub_1"),
+            &map,
+        );
+        for max in [1_000, 200, 10] {
+            let text = note.text_within(max);
+            assert!(text.ends_with(&note.reference), "{max}: {text}");
+            let footer = note.text.rsplit_once("\n\n").unwrap().1;
+            assert!(
+                text.chars().count() <= max.max(footer.chars().count()),
+                "{max}: {} chars",
+                text.chars().count()
+            );
+        }
+        assert!(note.text_within(1_000).contains("…\n\nSubmitted"));
+        let short = SubmissionNote::of(
+            &lead("Hi", serde_json::json!({}), None),
+            &key("sub_1"),
+            &map,
+        );
+        assert_eq!(short.text_within(1_000), short.text);
     }
 
     #[test]

@@ -17,6 +17,7 @@ pub mod http;
 pub mod hubspot;
 pub mod leads_table;
 pub mod memory;
+pub mod per_person;
 pub mod pipedrive;
 pub mod port;
 mod refusal;

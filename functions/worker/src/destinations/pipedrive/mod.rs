@@ -38,11 +38,9 @@ mod calls;
 mod items;
 mod settings;
 
-use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use futures_util::stream::{self, StreamExt};
 use serde_json::Value;
 use shared::field_map::FieldMap;
 use shared::newest::GateSecret;
@@ -52,6 +50,7 @@ use super::refusal::traced;
 use crate::destinations::client;
 use crate::destinations::history::{epoch_seconds, in_flight_wait, memory_error, waiting};
 use crate::destinations::memory::{Begun, PersonMemory, Recalled};
+use crate::destinations::per_person::write_by_person;
 use crate::destinations::port::{
     Answer, CallDeadline, DeliveredRecord, Destination, DestinationError, Upserted, Write,
 };
@@ -233,78 +232,18 @@ impl<M: PersonMemory> Destination for Pipedrive<M> {
         traced(result, lead, &self.field_map)
     }
 
-    /// Persons at once, at most `concurrency`; one person's writes one
-    /// after the other, oldest first, so the newest fields are written
-    /// last and two creates of one person never race within a batch.
+    /// Person by person (`per_person`): one person's writes in order,
+    /// oldest first.
     async fn upsert_batch(
         &self,
         writes: &[Write<'_>],
         concurrency: usize,
         deadline: CallDeadline,
     ) -> Vec<Answer> {
-        let mut people: Vec<Vec<usize>> = Vec::new();
-        let mut by_email: HashMap<String, usize> = HashMap::new();
-        for (slot, write) in writes.iter().enumerate() {
-            match write.lead.normalised_email() {
-                Some(email) => match by_email.get(&email) {
-                    Some(&person) => people[person].push(slot),
-                    None => {
-                        by_email.insert(email, people.len());
-                        people.push(vec![slot]);
-                    }
-                },
-                None => people.push(vec![slot]),
-            }
-        }
-        for slots in &mut people {
-            slots.sort_by(|a, b| {
-                writes[*a]
-                    .lead
-                    .newest_by()
-                    .cmp(writes[*b].lead.newest_by())
-                    .then(a.cmp(b))
-            });
-        }
-        let calls: Vec<_> = people
-            .into_iter()
-            .map(|slots| async move {
-                let mut answers = Vec::with_capacity(slots.len());
-                for slot in slots {
-                    let write = writes[slot];
-                    let called = Instant::now();
-                    let result = match deadline.time_left() {
-                        Some(_) => self.write(write, deadline).await,
-                        None => Err(DestinationError::NotSent),
-                    };
-                    let result = traced(result, write.lead, &self.field_map);
-                    answers.push((
-                        slot,
-                        Answer {
-                            result,
-                            latency: called.elapsed(),
-                        },
-                    ));
-                }
-                answers
-            })
-            .collect();
-        let mut answers: Vec<Option<Answer>> = vec![None; writes.len()];
-        let done: Vec<Vec<(usize, Answer)>> = stream::iter(calls)
-            .buffer_unordered(concurrency.max(1))
-            .collect()
-            .await;
-        for (slot, answer) in done.into_iter().flatten() {
-            answers[slot] = Some(answer);
-        }
-        answers
-            .into_iter()
-            .map(|answer| {
-                answer.unwrap_or(Answer {
-                    result: Err(DestinationError::retryable("no answer")),
-                    latency: Duration::ZERO,
-                })
-            })
-            .collect()
+        write_by_person(writes, concurrency, deadline, |write| async move {
+            traced(self.write(write, deadline).await, write.lead, &self.field_map)
+        })
+        .await
     }
 }
 
