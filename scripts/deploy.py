@@ -187,8 +187,16 @@ def check_email_or_property(answer):
     return None if PROPERTY_NAME.match(answer) else "email, or a property's internal name (letters, digits, _)"
 
 
+IDENTIFIER = re.compile(r"^[A-Za-z0-9]{1,64}$")
+
+
+def check_identifier(answer):
+    return None if IDENTIFIER.match(answer) else "an id of letters and digits"
+
+
 # The checks the catalog names for an asked value.
-CHECKS = {"https": check_https, "upsert_url": check_crm_url, "email_or_property": check_email_or_property}
+CHECKS = {"https": check_https, "upsert_url": check_crm_url, "email_or_property": check_email_or_property,
+          "identifier": check_identifier}
 
 
 def gather(args, asker: Asker, routes=None) -> Answers:

@@ -71,6 +71,7 @@ fn catalog() -> Value {
                             Check::Https => "https",
                             Check::UpsertUrl => "upsert_url",
                             Check::EmailOrProperty => "email_or_property",
+                            Check::Identifier => "identifier",
                         },
                         "default": default,
                     })),

@@ -3,6 +3,7 @@
 //! local pipeline starts for `DESTINATION` (the CRM stub for `http`).
 
 pub mod hubspot;
+pub mod mailchimp;
 pub mod pipedrive;
 pub mod salesforce;
 pub mod sender_api;
@@ -17,6 +18,7 @@ pub use stand_in::{Counts, LocalDestination};
 
 use crate::crm_stub::CrmStub;
 use hubspot::{HubSpotFake, DEMO_HUBSPOT_TOKEN};
+use mailchimp::{MailchimpFake, DEMO_MAILCHIMP_API_KEY, DEMO_MAILCHIMP_LIST_ID};
 use pipedrive::{PipedriveFake, DEMO_PIPEDRIVE_TOKEN, LOCAL_SEARCH_LAG};
 use salesforce::{SalesforceFake, DEMO_SALESFORCE_CLIENT_ID, DEMO_SALESFORCE_CLIENT_SECRET};
 
@@ -61,6 +63,11 @@ impl LocalCrm {
                 PipedriveFake::start_on(address, DEMO_PIPEDRIVE_TOKEN, LOCAL_SEARCH_LAG)
                     .await
                     .map_err(|e| format!("Pipedrive fake on port {port}: {e}"))?,
+            )),
+            DestinationKind::Mailchimp => Box::new(Arc::new(
+                MailchimpFake::start_on(address, DEMO_MAILCHIMP_API_KEY, DEMO_MAILCHIMP_LIST_ID)
+                    .await
+                    .map_err(|e| format!("Mailchimp fake on port {port}: {e}"))?,
             )),
             DestinationKind::LeadsTable => {
                 return Err(format!(

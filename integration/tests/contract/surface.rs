@@ -78,6 +78,7 @@ pub(crate) fn modes() -> Vec<Mode> {
                             Check::UpsertUrl => "https://crm.example.com/leads/{externalId}",
                             Check::Https => "https://acme.my.salesforce.com",
                             Check::EmailOrProperty => "a_unique_property",
+                            Check::Identifier => "a1b2c3d4e5",
                         }
                         .to_owned(),
                         Source::Optional(_) if !field_map => "a_property".to_owned(),
@@ -86,7 +87,13 @@ pub(crate) fn modes() -> Vec<Mode> {
                     overrides.push((setting.source.parameter().unwrap().to_owned(), value));
                 }
                 if field_map {
-                    overrides.push(("FieldMap".to_owned(), r#"{"email":"email"}"#.to_owned()));
+                    // A property every destination that maps fields
+                    // accepts: its own e-mail property, or a merge tag.
+                    let map = match profile.name {
+                        "mailchimp" => r#"{"FNAME":"name"}"#,
+                        _ => r#"{"email":"email"}"#,
+                    };
+                    overrides.push(("FieldMap".to_owned(), map.to_owned()));
                 }
                 modes.push(Mode {
                     label: format!(

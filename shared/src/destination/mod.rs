@@ -16,6 +16,7 @@
 pub mod http;
 pub mod hubspot;
 pub mod leads_table;
+pub mod mailchimp;
 pub mod pipedrive;
 pub mod salesforce;
 
@@ -37,6 +38,9 @@ pub enum DestinationKind {
     Salesforce,
     /// Pipedrive persons, by e-mail, with a note per submission.
     Pipedrive,
+    /// Members of a Mailchimp audience, by e-mail, with a note per
+    /// submission.
+    Mailchimp,
 }
 
 /// What makes a destination, declared once in its module.
@@ -140,6 +144,8 @@ pub enum Check {
     UpsertUrl,
     /// `email`, or a property's internal name (letters, digits, `_`).
     EmailOrProperty,
+    /// An id of letters and digits (a Mailchimp audience's).
+    Identifier,
 }
 
 /// A secret a destination reads, as `make deploy` makes it.
@@ -221,12 +227,13 @@ pub enum Cleanup {
 }
 
 impl DestinationKind {
-    pub const ALL: [DestinationKind; 5] = [
+    pub const ALL: [DestinationKind; 6] = [
         DestinationKind::Http,
         DestinationKind::LeadsTable,
         DestinationKind::HubSpot,
         DestinationKind::Salesforce,
         DestinationKind::Pipedrive,
+        DestinationKind::Mailchimp,
     ];
 
     /// The one place a destination is registered.
@@ -237,6 +244,7 @@ impl DestinationKind {
             DestinationKind::HubSpot => &hubspot::PROFILE,
             DestinationKind::Salesforce => &salesforce::PROFILE,
             DestinationKind::Pipedrive => &pipedrive::PROFILE,
+            DestinationKind::Mailchimp => &mailchimp::PROFILE,
         }
     }
 

@@ -16,6 +16,7 @@ pub mod history;
 pub mod http;
 pub mod hubspot;
 pub mod leads_table;
+pub mod mailchimp;
 pub mod memory;
 pub mod per_person;
 pub mod pipedrive;
@@ -105,6 +106,9 @@ pub fn read(
             &get, allow_http,
         )?),
         DestinationKind::Pipedrive => Box::new(pipedrive::build::PipedriveConfig::from_lookup(
+            &get, allow_http,
+        )?),
+        DestinationKind::Mailchimp => Box::new(mailchimp::build::MailchimpConfig::from_lookup(
             &get, allow_http,
         )?),
     };

@@ -241,7 +241,11 @@ impl<M: PersonMemory> Destination for Pipedrive<M> {
         deadline: CallDeadline,
     ) -> Vec<Answer> {
         write_by_person(writes, concurrency, deadline, |write| async move {
-            traced(self.write(write, deadline).await, write.lead, &self.field_map)
+            traced(
+                self.write(write, deadline).await,
+                write.lead,
+                &self.field_map,
+            )
         })
         .await
     }

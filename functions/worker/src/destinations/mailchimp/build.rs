@@ -1,0 +1,101 @@
+//! The `mailchimp` destination as `main` builds it: its API key and the
+//! newest-wins gates' key, read from Secrets Manager when so configured,
+//! where the API is (the key's data centre), and its memory on the
+//! receipts table.
+
+use std::time::Duration;
+
+use aws_sdk_secretsmanager::Client;
+use shared::config::{invalid, ConfigError};
+
+use super::{
+    api_url, Mailchimp, MailchimpSettings, MAILCHIMP_API_KEY, MAILCHIMP_API_KEY_SECRET_ARN,
+};
+use crate::destinations::gates::gate_secret;
+use crate::destinations::memory::dynamodb::DynamoPersonMemory;
+use crate::destinations::memory::PersonMemory;
+use crate::destinations::token::{TokenSetting, TOKEN_REFRESH_INTERVAL};
+use crate::destinations::{
+    Boxed, BuildEnv, ConfiguredDestination, DestinationKind, DestinationSettings,
+};
+use crate::secrets::token_and_source;
+
+/// `DESTINATION=mailchimp`'s settings and where its API key comes from,
+/// as read at init.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MailchimpConfig {
+    pub settings: MailchimpSettings,
+    pub key: TokenSetting,
+}
+
+impl MailchimpConfig {
+    pub fn from_lookup(
+        get: &impl Fn(&str) -> Option<String>,
+        allow_http: bool,
+    ) -> Result<Self, ConfigError> {
+        let (settings, key) = MailchimpSettings::from_lookup(get, allow_http)?;
+        Ok(MailchimpConfig { settings, key })
+    }
+}
+
+impl DestinationSettings for MailchimpConfig {
+    fn kind(&self) -> DestinationKind {
+        DestinationKind::Mailchimp
+    }
+
+    fn build<'a>(
+        self: Box<Self>,
+        env: BuildEnv<'a>,
+    ) -> Boxed<'a, Result<ConfiguredDestination, ConfigError>> {
+        Box::pin(async move {
+            let memory = DynamoPersonMemory::new(env.dynamodb.clone(), env.receipts_table);
+            let mailchimp = connect(
+                self.settings,
+                self.key,
+                memory,
+                || env.secrets_client(),
+                TOKEN_REFRESH_INTERVAL,
+            )
+            .await?;
+            Ok(ConfiguredDestination::new(mailchimp))
+        })
+    }
+}
+
+/// The `mailchimp` destination, its key read as the other CRMs' tokens,
+/// the gates' key read now, and its API at `MAILCHIMP_BASE_URL` or the
+/// key's data centre.
+pub async fn connect<M: PersonMemory>(
+    settings: MailchimpSettings,
+    setting: TokenSetting,
+    memory: M,
+    client: impl Fn() -> Client,
+    refresh_interval: Duration,
+) -> Result<Mailchimp<M>, ConfigError> {
+    let gate_secret = gate_secret(Some(&settings.gate_key), &client)
+        .await?
+        .ok_or(ConfigError::Missing("GATE_KEY or GATE_KEY_SECRET_ARN"))?;
+    let (key, source) = token_and_source(setting, MAILCHIMP_API_KEY_SECRET_ARN, client).await?;
+    let base_url = match settings.base_url.clone() {
+        Some(url) => url,
+        None => key
+            .as_ref()
+            .and_then(|key| api_url(key.expose()))
+            .ok_or_else(|| {
+                invalid(
+                    MAILCHIMP_API_KEY,
+                    "does not end in its data centre (…-us21): copy the whole key",
+                )
+            })?,
+    };
+    let mailchimp = Mailchimp::new(settings, base_url, key, gate_secret, memory).map_err(|_| {
+        ConfigError::Invalid {
+            name: MAILCHIMP_API_KEY,
+            reason: "the HTTP client could not be built".to_owned(),
+        }
+    })?;
+    Ok(match source {
+        Some(source) => mailchimp.refreshing_from(source, refresh_interval),
+        None => mailchimp,
+    })
+}

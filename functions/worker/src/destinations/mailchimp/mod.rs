@@ -1,0 +1,374 @@
+//! The `mailchimp` destination: one member of an audience per e-mail
+//! address, its merge fields newest-wins (the gates), and every submission
+//! one note on its member, exactly once (`destinations::history`).
+//!
+//! Built from Mailchimp's pages:
+//! - add or update a member, idempotent: `PUT /3.0/lists/{list_id}/members/{subscriber_hash}`
+//!   with `email_address`, `status_if_new`, `merge_fields`; answer the
+//!   member, with `web_id`:
+//!   <https://mailchimp.com/developer/marketing/api/list-members/add-or-update-list-member/>.
+//!   Only `status_if_new` is sent, never `status`: `status` would change an
+//!   existing member, re-subscribing someone who unsubscribed;
+//! - member notes: `POST /3.0/lists/{list_id}/members/{subscriber_hash}/notes`
+//!   with `note` (at most 1,000 characters), answer `id`; `GET` the same path
+//!   (`count`, `sort_field=created_at`, `sort_dir=DESC`), answer `notes[]`
+//!   with `id`, `note`:
+//!   <https://mailchimp.com/developer/marketing/api/list-member-notes/>;
+//! - HTTP Basic with any user name and the API key as the password, at
+//!   the key's data centre (`…-us21`: `https://us21.api.mailchimp.com`):
+//!   <https://mailchimp.com/developer/marketing/docs/fundamentals/>.
+//!
+//! A member's status: `transactional` (Mailchimp keeps the address but
+//! sends it no campaign) unless the lead's route names a consent checkbox
+//! and the box is checked: then the route's consent status, `pending`
+//! (double opt-in) by default. An existing member's status is never
+//! changed. A member Mailchimp refuses for good (`answers::REFUSALS`) is
+//! the receipt's answer: REFUSED, never retried.
+
+mod answers;
+pub mod build;
+mod settings;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use reqwest::Method;
+use serde_json::{json, Map, Value};
+use shared::consent::is_checked;
+use shared::field_map::FieldMap;
+use shared::history::SubmissionNote;
+use shared::newest::GateSecret;
+use shared::{IdempotencyKey, Lead};
+
+use super::refusal::traced;
+use crate::destinations::client;
+use crate::destinations::history::{memory_error, note_item, CreateOnce, Keeping, NOTE_IN_FLIGHT};
+use crate::destinations::memory::PersonMemory;
+use crate::destinations::per_person::write_by_person;
+use crate::destinations::port::{
+    Answer, CallDeadline, DeliveredRecord, Destination, DestinationError, Upserted, Write,
+};
+use crate::destinations::token::{BearerToken, CrmToken, Source, TokenError};
+
+use answers::{answer_for, note_with, web_id, Called};
+pub use answers::{BUSY_WAIT, REFUSALS};
+pub use settings::*;
+
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(15);
+
+/// A member note holds at most this many characters.
+pub const NOTE_MAX_CHARS: usize = 1_000;
+
+/// How long a note Mailchimp created may take to be listed: a started
+/// note is looked for, and none created again, within it.
+pub const NOTE_LAG: Duration = Duration::from_secs(30);
+
+/// How many of a member's newest notes are read to find a lost one.
+const NOTES_READ: &str = "50";
+
+/// A member's status when no checked consent box asks for more: kept, and
+/// sent no campaign.
+pub const WITHOUT_CONSENT: &str = "transactional";
+
+pub struct Mailchimp<M> {
+    client: reqwest::Client,
+    base_url: String,
+    list_id: String,
+    field_map: FieldMap,
+    key: BearerToken,
+    gate_secret: GateSecret,
+    memory: M,
+}
+
+impl<M: PersonMemory> Mailchimp<M> {
+    /// Builds the HTTP client once: rustls, timeouts, and no redirects (a
+    /// redirect could carry the key elsewhere). `base_url` is where the
+    /// API is (the key's data centre's host, or a fake's).
+    pub fn new(
+        settings: MailchimpSettings,
+        base_url: String,
+        key: Option<CrmToken>,
+        gate_secret: GateSecret,
+        memory: M,
+    ) -> Result<Self, reqwest::Error> {
+        Ok(Mailchimp {
+            client: client::client(REQUEST_TIMEOUT)?,
+            base_url,
+            list_id: settings.list_id,
+            field_map: settings.field_map,
+            key: BearerToken::new(key),
+            gate_secret,
+            memory,
+        })
+    }
+
+    /// Re-reads the key from `source` after a 401, at most once per
+    /// `interval`.
+    pub fn refreshing_from(
+        mut self,
+        source: Arc<dyn Source<CrmToken, TokenError>>,
+        interval: Duration,
+    ) -> Self {
+        self.key = self.key.refreshing_from(source, interval);
+        self
+    }
+
+    /// One write: the member added or updated (unless history-only), then
+    /// its note.
+    async fn write(
+        &self,
+        write: Write<'_>,
+        deadline: CallDeadline,
+    ) -> Result<Upserted, DestinationError> {
+        let Some(email) = write.lead.normalised_email() else {
+            return Err(DestinationError::Permanent {
+                status: None,
+                reason: "no-email".to_owned(),
+            });
+        };
+        let member = subscriber_hash(&email);
+        let record = if write.history_only {
+            None
+        } else {
+            Some(
+                self.put_member(&member, &email, write.lead, deadline)
+                    .await?,
+            )
+        };
+        let gate = self.gate_secret.gate_key(&email);
+        let recalled = self.memory.recall(&gate).await.map_err(memory_error)?;
+        let note = SubmissionNote::of(write.lead, write.key, &self.field_map);
+        let keeping = Keeping {
+            memory: &self.memory,
+            gate: &gate,
+            recalled: &recalled,
+            lag: NOTE_LAG,
+        };
+        let notes = Notes {
+            mailchimp: self,
+            deadline,
+            text: note.text_within(NOTE_MAX_CHARS),
+            reference: note.reference,
+        };
+        keeping
+            .once(
+                &notes,
+                &member,
+                &note_item(write.key.as_str()),
+                NOTE_IN_FLIGHT,
+            )
+            .await?;
+        Ok(match record {
+            Some(record) => Upserted::Written(record),
+            None => Upserted::Stale,
+        })
+    }
+
+    /// Adds or updates the member: its record, by its `web_id` (its page's
+    /// link carries the id in a query, which a receipt never keeps).
+    async fn put_member(
+        &self,
+        member: &str,
+        email: &str,
+        lead: &Lead,
+        deadline: CallDeadline,
+    ) -> Result<DeliveredRecord, DestinationError> {
+        let merge_fields: Map<String, Value> = self.field_map.apply(lead);
+        let tags: Vec<&str> = merge_fields.keys().map(String::as_str).collect();
+        let body = json!({
+            "email_address": email,
+            "status_if_new": status_if_new(lead),
+            "merge_fields": merge_fields,
+        });
+        let path = format!("/3.0/lists/{}/members/{member}", self.list_id);
+        match self
+            .call(Method::PUT, &path, &[], Some(&body), &tags, deadline)
+            .await
+        {
+            Called::Done(answer) => Ok(web_id(&answer)
+                .map_or_else(DeliveredRecord::unknown, |id| DeliveredRecord::with_id(&id))),
+            // A member PUT creates the member: only the audience can be
+            // missing, which is ours to fix.
+            Called::NotFound => Err(DestinationError::Misconfigured {
+                status: Some(404),
+                reason: "MAILCHIMP_LIST_ID: no such audience".to_owned(),
+            }),
+            Called::Failed(error) => Err(error),
+        }
+    }
+
+    /// One call, within `deadline`; once more with a renewed key after a
+    /// 401.
+    async fn call(
+        &self,
+        method: Method,
+        path: &str,
+        query: &[(&str, &str)],
+        body: Option<&Value>,
+        sent_tags: &[&str],
+        deadline: CallDeadline,
+    ) -> Called {
+        self.key
+            .call_renewing_once(
+                || async {
+                    deadline
+                        .bound(async {
+                            Ok(self
+                                .call_once(method.clone(), path, query, body, sent_tags)
+                                .await)
+                        })
+                        .await
+                        .unwrap_or_else(Called::Failed)
+                },
+                |called| {
+                    matches!(
+                        called,
+                        Called::Failed(DestinationError::Unauthorized { status: 401 })
+                    )
+                },
+            )
+            .await
+    }
+
+    async fn call_once(
+        &self,
+        method: Method,
+        path: &str,
+        query: &[(&str, &str)],
+        body: Option<&Value>,
+        sent_tags: &[&str],
+    ) -> Called {
+        let Ok(url) = reqwest::Url::parse_with_params(&format!("{}{path}", self.base_url), query)
+        else {
+            return Called::Failed(DestinationError::Permanent {
+                status: None,
+                reason: "request could not be built".to_owned(),
+            });
+        };
+        let mut request = self.client.request(method, url);
+        if let Some(body) = body {
+            request = request.json(body);
+        }
+        match self.key.current() {
+            Ok(Some(key)) => request = request.basic_auth("staticforms-to-crm", Some(key.expose())),
+            Ok(None) => {}
+            Err(unavailable) => {
+                return Called::Failed(DestinationError::CredentialsUnavailable(unavailable))
+            }
+        }
+        let response = match request.send().await {
+            Ok(response) => response,
+            Err(error) => return Called::Failed(client::transport_error(&error)),
+        };
+        let status = response.status().as_u16();
+        let retry_after = client::retry_after(&response);
+        let body = client::json_capped(response).await;
+        answer_for(status, retry_after, body, sent_tags)
+    }
+}
+
+/// A new member's status: the route's consent status when its consent box
+/// is checked; `transactional` otherwise (no box, unchecked, or missing).
+pub fn status_if_new(lead: &Lead) -> &'static str {
+    lead.route
+        .as_deref()
+        .and_then(|route| route.consent.as_ref())
+        .filter(|consent| is_checked(lead.answer(&consent.field)))
+        .map_or(WITHOUT_CONSENT, |consent| consent.status.as_str())
+}
+
+/// Mailchimp's calls for one submission's note, within its delivery's
+/// deadline.
+struct Notes<'a, M> {
+    mailchimp: &'a Mailchimp<M>,
+    deadline: CallDeadline,
+    /// The note's text, capped, its reference at the end.
+    text: String,
+    reference: String,
+}
+
+impl<M: PersonMemory> CreateOnce for Notes<'_, M> {
+    async fn create(&self, member: &str) -> Result<String, DestinationError> {
+        let path = format!(
+            "/3.0/lists/{}/members/{member}/notes",
+            self.mailchimp.list_id
+        );
+        let body = json!({ "note": self.text });
+        match self
+            .mailchimp
+            .call(Method::POST, &path, &[], Some(&body), &[], self.deadline)
+            .await
+        {
+            Called::Done(answer) => match answer.get("id") {
+                Some(Value::Number(id)) => Ok(id.to_string()),
+                _ => Err(DestinationError::retryable("note-created-without-id")),
+            },
+            Called::NotFound => Err(DestinationError::retryable("member-not-found")),
+            Called::Failed(error) => Err(error),
+        }
+    }
+
+    async fn find(&self, member: &str) -> Result<Option<String>, DestinationError> {
+        let path = format!(
+            "/3.0/lists/{}/members/{member}/notes",
+            self.mailchimp.list_id
+        );
+        let query = [
+            ("count", NOTES_READ),
+            ("sort_field", "created_at"),
+            ("sort_dir", "DESC"),
+        ];
+        match self
+            .mailchimp
+            .call(Method::GET, &path, &query, None, &[], self.deadline)
+            .await
+        {
+            Called::Done(answer) => Ok(note_with(&answer, &self.reference)),
+            Called::NotFound => Ok(None),
+            Called::Failed(error) => Err(error),
+        }
+    }
+}
+
+impl<M: PersonMemory> Destination for Mailchimp<M> {
+    fn newest_gates(&self) -> Option<&GateSecret> {
+        Some(&self.gate_secret)
+    }
+
+    fn keeps_history(&self) -> bool {
+        true
+    }
+
+    fn name(&self) -> &'static str {
+        "mailchimp"
+    }
+
+    async fn upsert(
+        &self,
+        lead: &Lead,
+        key: &IdempotencyKey,
+    ) -> Result<Upserted, DestinationError> {
+        let result = self
+            .write(Write::lead(lead, key), CallDeadline::client_timeout_only())
+            .await;
+        traced(result, lead, &self.field_map)
+    }
+
+    /// Person by person (`per_person`): one member's writes in order,
+    /// oldest first.
+    async fn upsert_batch(
+        &self,
+        writes: &[Write<'_>],
+        concurrency: usize,
+        deadline: CallDeadline,
+    ) -> Vec<Answer> {
+        write_by_person(writes, concurrency, deadline, |write| async move {
+            traced(
+                self.write(write, deadline).await,
+                write.lead,
+                &self.field_map,
+            )
+        })
+        .await
+    }
+}

@@ -1,0 +1,260 @@
+//! The `mailchimp` destination through the whole worker, against the
+//! Mailchimp fake on 127.0.0.1 (devtools, built from Mailchimp's documented
+//! request and answer shapes, with its refusals and its limit of 10
+//! connections at once) and the in-memory receipt ledger and person memory.
+
+mod common;
+
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use aws_edge::routes::RoutesInForce;
+use devtools::fakes::mailchimp::{KeptAway, Lost, MailchimpFake};
+use shared::destination::mailchimp::subscriber_hash;
+use shared::newest::{GateKeySetting, GateSecret};
+use shared::{FormSubmission, Receipt, ReceiptStatus};
+use worker::destinations::mailchimp::{default_field_map, Mailchimp, MailchimpSettings};
+use worker::destinations::memory::in_process::InProcessMemory;
+use worker::destinations::token::CrmToken;
+use worker::ledger::memory::MemoryLedger;
+use worker::Worker;
+
+use common::*;
+
+const KEY: &str = "0123456789abcdef0123456789abcdef-us21";
+const LIST: &str = "a1b2c3d4e5";
+const GATE_KEY: &str = "a-test-gate-key-of-at-least-32-characters";
+
+/// The newsletter form asks for consent; the contact form does not.
+const ROUTES: &str = "[[route]]\nform = \"newsletter_form\"\nname = \"Newsletter\"\n\
+    [route.consent]\nfield = \"newsletter\"\n";
+
+/// A Static Forms receipt of `form`, sent at `timestamp` (Unix seconds).
+fn receipt(
+    submission_id: &str,
+    form: &str,
+    email: &str,
+    name: &str,
+    extra: serde_json::Value,
+    timestamp: u64,
+) -> Receipt {
+    let mut fields = serde_json::json!({"name": name, "email": email, "message": format!("Message of {submission_id}")});
+    if let (Some(fields), Some(extra)) = (fields.as_object_mut(), extra.as_object()) {
+        fields.extend(extra.clone());
+    }
+    let body = serde_json::json!({
+        "event": "form.submitted",
+        "timestamp": timestamp,
+        "data": {"submissionId": submission_id, "apiKey": form, "formData": fields}
+    });
+    let submission = FormSubmission::parse(body.to_string().as_bytes()).unwrap();
+    Receipt::new(&submission, SystemTime::now())
+}
+
+fn mailchimp(fake: &MailchimpFake) -> Mailchimp<InProcessMemory> {
+    let settings = MailchimpSettings {
+        list_id: LIST.into(),
+        base_url: Some(fake.base_url()),
+        field_map: default_field_map(),
+        gate_key: GateKeySetting::Inline(GateSecret::new(GATE_KEY).unwrap()),
+    };
+    Mailchimp::new(
+        settings,
+        fake.base_url(),
+        CrmToken::new(KEY),
+        GateSecret::new(GATE_KEY).unwrap(),
+        InProcessMemory::new(),
+    )
+    .unwrap()
+}
+
+fn worker(
+    fake: &MailchimpFake,
+    ledger: MemoryLedger,
+) -> Worker<Mailchimp<InProcessMemory>, MemoryLedger> {
+    let routes = RoutesInForce::fixed(Arc::new(shared::routes::parse(ROUTES).unwrap()));
+    Worker::new(mailchimp(fake), ledger, 8)
+        .with_retry_policy(fast_retries())
+        .with_routes(routes)
+}
+
+fn calls(fake: &MailchimpFake, method: &str, suffix: &str) -> usize {
+    fake.calls()
+        .iter()
+        .filter(|c| c.method == method && c.path.ends_with(suffix))
+        .count()
+}
+
+#[tokio::test]
+async fn a_second_submission_updates_the_same_member_and_each_note_is_written_once() {
+    let fake = MailchimpFake::start(KEY, LIST).await.unwrap();
+    let first = receipt(
+        "sub_1",
+        "contact_form",
+        "Ada@Example.com ",
+        "Ada Lovelace",
+        serde_json::json!({}),
+        1_795_941_500,
+    );
+    let second = receipt(
+        "sub_2",
+        "contact_form",
+        "ada@example.com",
+        "Augusta Lovelace",
+        serde_json::json!({"guests": "60"}),
+        1_795_941_600,
+    );
+    let later = shared::clock::Adjustable::default();
+    let worker = worker(&fake, ledger_of(&[&first, &second])).with_clock(later.clock());
+    // The first note is written, and its answer lost.
+    fake.lose_answer(Lost::NoteCreate);
+
+    worker
+        .handle(inserts(&[&first, &second]), in_seconds(30))
+        .await;
+    worker
+        .handle(inserts(&[&second, &first]), in_seconds(30))
+        .await;
+    later.advance(Duration::from_secs(3 * 3600));
+    worker.reconcile(in_seconds(30)).await;
+
+    for receipt in [&first, &second] {
+        assert_eq!(
+            status_of(&worker, receipt),
+            (ReceiptStatus::Completed, None)
+        );
+    }
+    let members = fake.members();
+    assert_eq!(members.len(), 1, "one member: {members:?}");
+    let member = &members[0];
+    assert_eq!(member.hash, subscriber_hash("ada@example.com"));
+    assert_eq!(member.merge_fields["FNAME"], "Augusta", "the newer name");
+    assert_eq!(member.merge_fields["LNAME"], "Lovelace");
+    assert_eq!(
+        member.status, "transactional",
+        "no consent asked: no campaign"
+    );
+    assert!(
+        !member.sent_status,
+        "an existing member's status is never sent"
+    );
+    let notes = fake.notes();
+    assert_eq!(notes.len(), 2, "one note per submission: {notes:?}");
+    assert_eq!(calls(&fake, "POST", "/notes"), 2, "each note created once");
+    assert!(
+        notes[0].note.contains("Message of sub_1"),
+        "{}",
+        notes[0].note
+    );
+    assert!(notes[1].note.contains("guests: 60"), "{}", notes[1].note);
+    let stored = worker.ledger().get(&second.pk).unwrap();
+    assert_eq!(stored.delivered_to.as_deref(), Some("mailchimp"));
+    assert_eq!(stored.record_id, Some(member.web_id.to_string()));
+}
+
+#[tokio::test]
+async fn a_checked_consent_box_makes_a_new_member_pending_and_anything_else_transactional() {
+    let fake = MailchimpFake::start(KEY, LIST).await.unwrap();
+    let rows = [
+        (
+            "sub_yes",
+            "yes@example.com",
+            serde_json::json!({"newsletter": "on"}),
+            "pending",
+        ),
+        (
+            "sub_no",
+            "no@example.com",
+            serde_json::json!({"newsletter": ""}),
+            "transactional",
+        ),
+        (
+            "sub_missing",
+            "missing@example.com",
+            serde_json::json!({}),
+            "transactional",
+        ),
+    ];
+    let receipts: Vec<Receipt> = rows
+        .iter()
+        .map(|(id, email, extra, _)| {
+            receipt(
+                id,
+                "newsletter_form",
+                email,
+                "Ada Lovelace",
+                extra.clone(),
+                1_795_941_500,
+            )
+        })
+        .collect();
+    let all: Vec<&Receipt> = receipts.iter().collect();
+    let worker = worker(&fake, ledger_of(&all));
+
+    worker.handle(inserts(&all), in_seconds(30)).await;
+
+    let members = fake.members();
+    for (_, email, _, status) in rows {
+        let member = members.iter().find(|m| m.email == email).expect(email);
+        assert_eq!(member.status, status, "{email}");
+        assert!(!member.sent_status);
+    }
+}
+
+#[tokio::test]
+async fn a_forgotten_person_is_refused_after_one_call_and_never_called_again() {
+    let fake = MailchimpFake::start(KEY, LIST).await.unwrap();
+    fake.keep_away("gone@example.com", KeptAway::Forgotten);
+    fake.keep_away("unsubscribed@example.com", KeptAway::Compliance);
+    let forgotten = receipt(
+        "sub_gone",
+        "contact_form",
+        "gone@example.com",
+        "Ada",
+        serde_json::json!({}),
+        1_795_941_500,
+    );
+    let compliance = receipt(
+        "sub_unsub",
+        "contact_form",
+        "unsubscribed@example.com",
+        "Ada",
+        serde_json::json!({}),
+        1_795_941_500,
+    );
+    let later = shared::clock::Adjustable::default();
+    let worker = worker(&fake, ledger_of(&[&forgotten, &compliance])).with_clock(later.clock());
+
+    worker
+        .handle(inserts(&[&forgotten, &compliance]), in_seconds(30))
+        .await;
+    assert_eq!(
+        calls(&fake, "PUT", &subscriber_hash("gone@example.com")),
+        1,
+        "one call"
+    );
+    later.advance(Duration::from_secs(3 * 3600));
+    let pass = worker.reconcile(in_seconds(30)).await;
+    worker.handle(inserts(&[&forgotten]), in_seconds(30)).await;
+
+    for (receipt, code) in [
+        (&forgotten, "Forgotten Email Not Subscribed"),
+        (&compliance, "Member In Compliance State"),
+    ] {
+        let stored = worker.ledger().get(&receipt.pk).unwrap();
+        assert_eq!(stored.status, ReceiptStatus::Refused);
+        assert_eq!(stored.refusal.as_deref(), Some(code));
+        assert_eq!(stored.payload, None, "no personal data kept");
+        assert_eq!(stored.pending, None, "out of every queue");
+        assert!(stored.expires_at.is_some(), "expires as a delivered one");
+    }
+    assert_eq!(pass.failed_receipts, Some(0), "no FAILED alarm");
+    assert_eq!(pass.due, 0, "nothing due");
+    assert_eq!(
+        fake.calls().len(),
+        2,
+        "never called again: {:?}",
+        fake.calls()
+    );
+    assert!(fake.members().is_empty() && fake.notes().is_empty());
+}
