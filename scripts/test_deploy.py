@@ -236,6 +236,24 @@ class Wizard(unittest.TestCase):
         self.assertEqual(overrides["PipedriveApiTokenSecretArn"], f"'{arn}'")
         self.assertNotIn(token, output + self.samconfig.read_text())
 
+    def test_mailchimp_stores_its_key_and_takes_only_an_audience_id(self):
+        key = uuid.uuid4().hex + "-us21"
+        flags = ["--sender", "staticforms", "--stack-name", self.stack, "--region", "eu-west-1",
+                 "--auth", "url", "--destination", "mailchimp", "--alarm-email="]
+        refused = self.wizard(*flags, "--mailchimp-list-id", "a1b2/../x", env={"MAILCHIMP_API_KEY": key})
+        self.assertNotEqual(refused.returncode, 0)
+        self.assertIn("an id of letters and digits", refused.stdout + refused.stderr)
+        result = self.wizard(*flags, "--mailchimp-list-id", "a1b2c3d4e5", env={"MAILCHIMP_API_KEY": key})
+        output = result.stdout + result.stderr
+        self.assertEqual(result.returncode, 0, output)
+        arn, value = self.secret(f"{self.stack}/mailchimp-api-key")
+        self.assertEqual(value, key)
+        overrides = self.overrides(self.sam_calls()[1])
+        self.assertEqual(overrides["Destination"], "'mailchimp'")
+        self.assertEqual(overrides["MailchimpApiKeySecretArn"], f"'{arn}'")
+        self.assertEqual(overrides["MailchimpListId"], "'a1b2c3d4e5'")
+        self.assertNotIn(key, output + self.samconfig.read_text())
+
     def test_a_webflow_app_stack_asks_no_auth_and_stores_webflows_key(self):
         key = "wf-key-" + uuid.uuid4().hex
         flags = ["--stack-name", self.stack, "--region", "eu-west-1", "--sender", "webflow",

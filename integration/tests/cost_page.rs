@@ -81,7 +81,7 @@ struct Destination {
     write_units: f64,
 }
 
-const DESTINATIONS: [Destination; 5] = [
+const DESTINATIONS: [Destination; 6] = [
     Destination {
         name: "`http` (no token)",
         parameters: &[
@@ -126,6 +126,19 @@ const DESTINATIONS: [Destination; 5] = [
         ],
         credential_secrets: 1,
         write_units: 13.0,
+    },
+    Destination {
+        name: "`mailchimp`",
+        parameters: &[
+            ("Destination", "mailchimp"),
+            (
+                "MailchimpApiKeySecretArn",
+                "arn:aws:secretsmanager:us-east-1:123456789012:secret:m",
+            ),
+            ("MailchimpListId", "a1b2c3d4e5"),
+        ],
+        credential_secrets: 1,
+        write_units: 11.0,
     },
 ];
 

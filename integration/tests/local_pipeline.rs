@@ -374,6 +374,42 @@ async fn the_local_pipeline_with_pipedrive_makes_one_person_and_its_note() {
     stop(pipeline).await;
 }
 
+/// `DESTINATION=mailchimp make run`: 202, then 200, then exactly one
+/// member, written once and `transactional` (no consent asked), with the
+/// submission's note; its receipt names it.
+#[tokio::test]
+async fn the_local_pipeline_with_mailchimp_makes_one_member_and_its_note() {
+    let receipts = unique_name("mailchimp-receipts");
+    let (pipeline, webhook_port, crm_port, _) = start_pipeline_on("mailchimp", &receipts).await;
+    let member = deliver_twice_and_list(webhook_port, crm_port, "/members", "members").await;
+    assert_eq!(member["email_address"], "ada@example.com");
+    assert_eq!(member["merge_fields"]["FNAME"], "Ada");
+    assert_eq!(member["merge_fields"]["LNAME"], "Lovelace");
+    assert_eq!(member["status"], "transactional");
+    let notes: serde_json::Value = reqwest::get(format!("http://127.0.0.1:{crm_port}/notes"))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(notes["count"], 1, "{notes}");
+    assert_eq!(notes["notes"][0]["email_id"], member["id"]);
+    assert!(
+        notes["notes"][0]["note"]
+            .as_str()
+            .unwrap()
+            .contains("company: AE"),
+        "an unmapped field goes to the note: {notes}"
+    );
+    let card = delivered_card(&receipts).await;
+    let id = member["web_id"].as_u64().unwrap();
+    assert!(
+        card.contains(&format!("delivered to   Mailchimp, record {id}\n")),
+        "{card}"
+    );
+    stop(pipeline).await;
+}
+
 /// Pipedrive's limits and refusals through the binaries, as the other
 /// destinations': a 429 waits and delivers; a 401 leaves the lead pending
 /// as `destination-auth` until the token is accepted again, then a pass
@@ -1152,6 +1188,45 @@ async fn a_hubspot_contact_by_email_costs_the_gates_transaction_more() {
         ),
         format!("a HubSpot contact by e-mail costs **{total} write units**"),
     ]);
+}
+
+/// `DESTINATION=mailchimp`, through the real binaries and DynamoDB: one
+/// member and one note per lead; on the gate item, its newest-wins gate,
+/// then the note started and its id.
+#[tokio::test]
+async fn a_mailchimp_member_costs_its_gate_and_two_small_writes_of_its_note() {
+    let (receipts, gates) = metered_steps("mailchimp", "/members", 3, 4).await;
+    let mut by_gate: std::collections::BTreeMap<&str, Vec<(&str, u32, u32)>> = Default::default();
+    for write in &gates {
+        by_gate.entry(write.key.as_str()).or_default().push((
+            write.operation.as_str(),
+            write.table_units,
+            write.index_units,
+        ));
+    }
+    assert_eq!(by_gate.len(), 3, "one gate item per person: {gates:?}");
+    for steps in by_gate.values() {
+        assert_eq!(
+            steps,
+            &[
+                ("TransactWriteItems:Update", 2, 0),
+                ("UpdateItem", 1, 0),
+                ("UpdateItem", 1, 0)
+            ],
+            "the gate, then the note started, its id"
+        );
+    }
+    let per_lead: u32 = receipts[0].iter().map(|m| m.units()).sum::<u32>()
+        + by_gate
+            .values()
+            .next()
+            .unwrap()
+            .iter()
+            .map(|(_, t, i)| t + i)
+            .sum::<u32>();
+    assert_cost_page_says(&[format!(
+        "a Mailchimp member costs **{per_lead} write units**"
+    )]);
 }
 
 /// `DESTINATION=pipedrive`, through the real binaries and DynamoDB: one

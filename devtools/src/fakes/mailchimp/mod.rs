@@ -538,9 +538,13 @@ async fn list_notes(
 async fn all_members(State(state): State<Arc<FakeState>>) -> Json<Value> {
     let members: Vec<Value> = lock(&state.members)
         .iter()
-        .map(|member| member_json(member, &state.list_id))
+        .map(|member| {
+            let mut listed = member_json(member, &state.list_id);
+            listed["writes"] = json!(member.writes);
+            listed
+        })
         .collect();
-    Json(json!({"members": members, "total_items": members.len()}))
+    Json(json!({"count": members.len(), "members": members}))
 }
 
 async fn all_notes(State(state): State<Arc<FakeState>>) -> Json<Value> {
@@ -548,7 +552,7 @@ async fn all_notes(State(state): State<Arc<FakeState>>) -> Json<Value> {
         .iter()
         .map(|note| json!({"id": note.id, "email_id": note.member, "note": note.note}))
         .collect();
-    Json(json!({"notes": notes, "total_items": notes.len()}))
+    Json(json!({"count": notes.len(), "notes": notes}))
 }
 
 impl LocalDestination for Arc<MailchimpFake> {
