@@ -143,6 +143,9 @@ fn each_deployed_role_has_exactly_the_access_it_needs() {
             json!({"Fn::If": ["UsePipedrive",
                    {"Action": "secretsmanager:GetSecretValue", "Effect": "Allow", "Resource": {"Ref": "PipedriveApiTokenSecretArn"}},
                    {"Ref": "AWS::NoValue"}]}),
+            json!({"Fn::If": ["UseMailchimp",
+                   {"Action": "secretsmanager:GetSecretValue", "Effect": "Allow", "Resource": {"Ref": "MailchimpApiKeySecretArn"}},
+                   {"Ref": "AWS::NoValue"}]}),
             // What the worker recorded about a person (the CRM's id, a
             // create in flight, each submission's note or lead), on the
             // person's gate item: gate items only, never a receipt.
