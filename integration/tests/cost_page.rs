@@ -138,7 +138,7 @@ const DESTINATIONS: [Destination; 6] = [
             ("MailchimpListId", "a1b2c3d4e5"),
         ],
         credential_secrets: 1,
-        write_units: 11.0,
+        write_units: 13.0,
     },
 ];
 

@@ -1192,22 +1192,26 @@ async fn a_hubspot_contact_by_email_costs_the_gates_transaction_more() {
 
 /// `DESTINATION=mailchimp`, through the real binaries and DynamoDB: one
 /// member and one note per lead; on the gate item, its newest-wins gate,
-/// then the note started and its id.
+/// then the note started and its id; and one call slot per person of the
+/// batch, taken then given back.
 #[tokio::test]
-async fn a_mailchimp_member_costs_its_gate_and_two_small_writes_of_its_note() {
-    let (receipts, gates) = metered_steps("mailchimp", "/members", 3, 4).await;
-    let mut by_gate: std::collections::BTreeMap<&str, Vec<(&str, u32, u32)>> = Default::default();
-    for write in &gates {
-        by_gate.entry(write.key.as_str()).or_default().push((
+async fn a_mailchimp_member_costs_its_gate_two_small_writes_of_its_note_and_a_call_slot() {
+    let (receipts, others) = metered_steps("mailchimp", "/members", 3, 4).await;
+    let mut by_key: std::collections::BTreeMap<&str, Vec<(&str, u32, u32)>> = Default::default();
+    for write in &others {
+        by_key.entry(write.key.as_str()).or_default().push((
             write.operation.as_str(),
             write.table_units,
             write.index_units,
         ));
     }
-    assert_eq!(by_gate.len(), 3, "one gate item per person: {gates:?}");
-    for steps in by_gate.values() {
+    let (slots, gates): (Vec<_>, Vec<_>) = by_key
+        .iter()
+        .partition(|(key, _)| key.starts_with("slot#mailchimp#"));
+    assert_eq!(gates.len(), 3, "one gate item per person: {others:?}");
+    for (_, steps) in &gates {
         assert_eq!(
-            steps,
+            *steps,
             &[
                 ("TransactWriteItems:Update", 2, 0),
                 ("UpdateItem", 1, 0),
@@ -1216,17 +1220,28 @@ async fn a_mailchimp_member_costs_its_gate_and_two_small_writes_of_its_note() {
             "the gate, then the note started, its id"
         );
     }
+    assert!(
+        (1..=3).contains(&slots.len()),
+        "a slot per person at most: {slots:?}"
+    );
+    for (_, steps) in &slots {
+        assert_eq!(steps.len() % 2, 0, "each taken slot given back: {steps:?}");
+        assert!(steps.iter().all(|step| *step == ("UpdateItem", 1, 0)));
+    }
+    let slot_write = others
+        .iter()
+        .find(|write| write.key.starts_with("slot#"))
+        .unwrap();
     let per_lead: u32 = receipts[0].iter().map(|m| m.units()).sum::<u32>()
-        + by_gate
-            .values()
-            .next()
-            .unwrap()
-            .iter()
-            .map(|(_, t, i)| t + i)
-            .sum::<u32>();
-    assert_cost_page_says(&[format!(
-        "a Mailchimp member costs **{per_lead} write units**"
-    )]);
+        + gates[0].1.iter().map(|(_, t, i)| t + i).sum::<u32>()
+        + 2 * slot_write.table_units;
+    assert_cost_page_says(&[
+        cost_row(
+            "Mailchimp: a call slot taken, then given back (each write, one slot per person of a batch)",
+            slot_write,
+        ),
+        format!("a Mailchimp member costs **{per_lead} write units**"),
+    ]);
 }
 
 /// `DESTINATION=pipedrive`, through the real binaries and DynamoDB: one

@@ -146,6 +146,11 @@ fn each_deployed_role_has_exactly_the_access_it_needs() {
             json!({"Fn::If": ["UseMailchimp",
                    {"Action": "secretsmanager:GetSecretValue", "Effect": "Allow", "Resource": {"Ref": "MailchimpApiKeySecretArn"}},
                    {"Ref": "AWS::NoValue"}]}),
+            // Mailchimp's call slots, shared by every instance: slot items only.
+            json!({"Fn::If": ["UseMailchimp",
+                   {"Action": "dynamodb:UpdateItem", "Effect": "Allow", "Resource": {"Fn::GetAtt": ["ReceiptsTable", "Arn"]},
+                    "Condition": {"ForAllValues:StringLike": {"dynamodb:LeadingKeys": ["slot#mailchimp#*"]}}},
+                   {"Ref": "AWS::NoValue"}]}),
             // What the worker recorded about a person (the CRM's id, a
             // create in flight, each submission's note or lead), on the
             // person's gate item: gate items only, never a receipt.

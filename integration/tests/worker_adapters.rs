@@ -951,3 +951,75 @@ async fn the_person_memory_keeps_its_conditions_and_never_writes_back_an_erased_
         "the erased person's item was not re-created"
     );
 }
+
+/// The call slots on a real DynamoDB-protocol server: of 10 slots, however
+/// many instances take at once, no slot is held twice and no more than 10
+/// are held; a slot given back, or whose lease ran out, is taken again; no
+/// one gives back a slot another holds.
+#[tokio::test]
+async fn call_slots_are_never_held_twice_across_instances() {
+    use worker::destinations::slots::dynamodb::DynamoCallSlots;
+    use worker::destinations::slots::{now_ms, CallSlots, Lease};
+
+    let client = worker_client(&endpoint(DYNAMODB_ENDPOINT)).await;
+    let receipts = create_table(&client, "ReceiptsTable").await;
+    let instances: Vec<DynamoCallSlots> = (0..4)
+        .map(|_| DynamoCallSlots::new(client.clone(), &receipts, "mailchimp", 10))
+        .collect();
+    let leases: Vec<Lease> = (0..4)
+        .map(|_| Lease::for_the_next(Duration::from_secs(60)))
+        .collect();
+    let now = now_ms();
+    let (a, b, c, d) = tokio::join!(
+        instances[0].take(8, &leases[0], now),
+        instances[1].take(8, &leases[1], now),
+        instances[2].take(8, &leases[2], now),
+        instances[3].take(8, &leases[3], now),
+    );
+    let taken = [a, b, c, d];
+    let mut all: Vec<u32> = taken
+        .iter()
+        .flat_map(|t| t.as_ref().unwrap().clone())
+        .collect();
+    all.sort_unstable();
+    assert_eq!(
+        all,
+        (0..10).collect::<Vec<_>>(),
+        "each slot once, all 10 held"
+    );
+
+    // Every slot is held: nothing more for a fifth taker.
+    let fifth = Lease::for_the_next(Duration::from_secs(60));
+    assert_eq!(instances[0].take(1, &fifth, now).await, Ok(vec![]));
+    // A holder gives back its own only.
+    let first = taken[0].as_ref().unwrap().clone();
+    let other = taken
+        .iter()
+        .skip(1)
+        .find_map(|t| t.as_ref().unwrap().first().copied())
+        .unwrap();
+    instances[0].give_back(&[other], &leases[0]).await.unwrap();
+    assert_eq!(
+        instances[0].take(1, &fifth, now).await,
+        Ok(vec![]),
+        "not its to give"
+    );
+    instances[0].give_back(&first, &leases[0]).await.unwrap();
+    let mut again = instances[1].take(10, &fifth, now).await.unwrap();
+    again.sort_unstable();
+    assert_eq!(again, first, "given back: free again");
+
+    // A holder that died: its slots are free once its lease has ended.
+    let after = leases[1].until_ms + 1;
+    let late = Lease::for_the_next(Duration::from_secs(120));
+    let retaken = instances[2].take(10, &late, after).await.unwrap();
+    assert!(
+        retaken.len() >= taken[1].as_ref().unwrap().len(),
+        "{retaken:?}"
+    );
+    // None of it is a receipt: the operator's CLI never lists a slot.
+    let items = scan(&client, &receipts).await;
+    assert!(items
+        .iter()
+        .all(|item| !shared::receipt::is_receipt_key(&text(item, "pk"))));
+}

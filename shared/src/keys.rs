@@ -16,11 +16,19 @@ pub const CONFIG_KEY_PREFIX: &str = "config#";
 /// gate's, no configuration item's.
 pub const ERASURE_KEY_PREFIX: &str = "erased#";
 
+/// The start of every call slot's key (`slot#mailchimp#3`): a destination
+/// account's limit of calls at once, shared by every worker instance.
+pub const SLOT_KEY_PREFIX: &str = "slot#";
+
 /// The starts of the receipts table's keys that are no receipts: the
 /// newest-wins gates, the stack's configuration (its routes, the audit's
-/// progress) and erasure markers.
-pub const NOT_RECEIPT_PREFIXES: [&str; 3] =
-    [GATE_KEY_PREFIX, CONFIG_KEY_PREFIX, ERASURE_KEY_PREFIX];
+/// progress), erasure markers and call slots.
+pub const NOT_RECEIPT_PREFIXES: [&str; 4] = [
+    GATE_KEY_PREFIX,
+    CONFIG_KEY_PREFIX,
+    ERASURE_KEY_PREFIX,
+    SLOT_KEY_PREFIX,
+];
 
 /// Whether an item of the receipts table is a receipt.
 pub fn is_receipt_key(pk: &str) -> bool {
@@ -50,6 +58,7 @@ mod tests {
             "config#routes",
             "config#audit",
             "erased#hmac:ab",
+            "slot#mailchimp#3",
         ] {
             assert!(!is_receipt_key(key), "{key}");
         }

@@ -13,8 +13,12 @@ use devtools::fakes::mailchimp::{KeptAway, Lost, MailchimpFake};
 use shared::destination::mailchimp::subscriber_hash;
 use shared::newest::{GateKeySetting, GateSecret};
 use shared::{FormSubmission, Receipt, ReceiptStatus};
-use worker::destinations::mailchimp::{default_field_map, Mailchimp, MailchimpSettings};
+use worker::destinations::mailchimp::{
+    default_field_map, Mailchimp, MailchimpSettings, MAX_CONNECTIONS,
+};
 use worker::destinations::memory::in_process::InProcessMemory;
+use worker::destinations::slots::in_process::InProcessSlots;
+use worker::destinations::slots::AnySlots;
 use worker::destinations::token::CrmToken;
 use worker::ledger::memory::MemoryLedger;
 use worker::Worker;
@@ -52,6 +56,12 @@ fn receipt(
 }
 
 fn mailchimp(fake: &MailchimpFake) -> Mailchimp<InProcessMemory> {
+    mailchimp_sharing(fake, InProcessSlots::new(MAX_CONNECTIONS))
+}
+
+/// A Mailchimp destination whose call slots are `slots` (shared with other
+/// "instances", or its own).
+fn mailchimp_sharing(fake: &MailchimpFake, slots: InProcessSlots) -> Mailchimp<InProcessMemory> {
     let settings = MailchimpSettings {
         list_id: LIST.into(),
         base_url: Some(fake.base_url()),
@@ -64,14 +74,14 @@ fn mailchimp(fake: &MailchimpFake) -> Mailchimp<InProcessMemory> {
         CrmToken::new(KEY),
         GateSecret::new(GATE_KEY).unwrap(),
         InProcessMemory::new(),
+        AnySlots::InProcess(slots),
     )
     .unwrap()
 }
 
-fn worker(
-    fake: &MailchimpFake,
-    ledger: MemoryLedger,
-) -> Worker<Mailchimp<InProcessMemory>, MemoryLedger> {
+type MailchimpWorker = Worker<Mailchimp<InProcessMemory>, MemoryLedger>;
+
+fn worker(fake: &MailchimpFake, ledger: MemoryLedger) -> MailchimpWorker {
     let routes = RoutesInForce::fixed(Arc::new(shared::routes::parse(ROUTES).unwrap()));
     Worker::new(mailchimp(fake), ledger, 8)
         .with_retry_policy(fast_retries())
@@ -257,4 +267,75 @@ async fn a_forgotten_person_is_refused_after_one_call_and_never_called_again() {
         fake.calls()
     );
     assert!(fake.members().is_empty() && fake.notes().is_empty());
+}
+
+/// Four instances of the worker, each delivering a stream batch of ten
+/// persons with 8 calls at once, against an account that allows 10: with
+/// the slots shared (as every instance shares the receipts table), never
+/// more than 10 in flight and every lead delivered; with each instance
+/// counting only its own, more than 10 (what the slots prevent).
+#[tokio::test]
+async fn four_instances_never_hold_more_than_ten_connections_at_once() {
+    for shared_slots in [true, false] {
+        let fake = MailchimpFake::start(KEY, LIST).await.unwrap();
+        fake.set_delay(Duration::from_millis(40));
+        let slots = InProcessSlots::new(MAX_CONNECTIONS);
+        let instances: Vec<(Vec<Receipt>, MailchimpWorker)> = (0..4)
+            .map(|instance| {
+                let receipts: Vec<Receipt> = (0..10)
+                    .map(|n| {
+                        receipt(
+                            &format!("sub_{instance}_{n}"),
+                            "contact_form",
+                            &format!("person{instance}x{n}@example.com"),
+                            "Ada Lovelace",
+                            serde_json::json!({}),
+                            1_795_941_500,
+                        )
+                    })
+                    .collect();
+                let all: Vec<&Receipt> = receipts.iter().collect();
+                let own = if shared_slots {
+                    slots.clone()
+                } else {
+                    InProcessSlots::new(MAX_CONNECTIONS)
+                };
+                let worker = Worker::new(mailchimp_sharing(&fake, own), ledger_of(&all), 8)
+                    .with_retry_policy(fast_retries());
+                (receipts, worker)
+            })
+            .collect();
+
+        futures_util::future::join_all(instances.iter().map(|(receipts, worker)| {
+            let all: Vec<&Receipt> = receipts.iter().collect();
+            // Without shared slots the calls past 10 are refused (429) and
+            // wait seconds: a short invocation leaves them to a pass.
+            worker.handle(inserts(&all), in_seconds(if shared_slots { 60 } else { 3 }))
+        }))
+        .await;
+
+        if shared_slots {
+            assert!(
+                fake.most_in_flight() <= 10,
+                "at most 10 at once: {}",
+                fake.most_in_flight()
+            );
+            assert!(
+                fake.calls().iter().all(|c| c.status != 429),
+                "never refused as too many"
+            );
+            for (receipts, worker) in &instances {
+                for receipt in receipts {
+                    assert_eq!(status_of(worker, receipt), (ReceiptStatus::Completed, None));
+                }
+            }
+            assert_eq!(fake.members().len(), 40);
+        } else {
+            assert!(
+                fake.most_in_flight() > 10,
+                "the limit is the slots' doing: {}",
+                fake.most_in_flight()
+            );
+        }
+    }
 }

@@ -66,6 +66,12 @@ where
         .collect()
 }
 
+/// How many persons `writes` are for: the most calls a batch can make at
+/// once.
+pub fn person_count(writes: &[Write<'_>]) -> usize {
+    by_person(writes).len()
+}
+
 /// The writes' positions, one list per person (by e-mail; a write with no
 /// address alone), each list oldest first.
 fn by_person(writes: &[Write<'_>]) -> Vec<Vec<usize>> {

@@ -1,7 +1,7 @@
 //! The `mailchimp` destination as `main` builds it: its API key and the
 //! newest-wins gates' key, read from Secrets Manager when so configured,
-//! where the API is (the key's data centre), and its memory on the
-//! receipts table.
+//! where the API is (the key's data centre), and its memory and its call
+//! slots on the receipts table.
 
 use std::time::Duration;
 
@@ -10,10 +10,13 @@ use shared::config::{invalid, ConfigError};
 
 use super::{
     api_url, Mailchimp, MailchimpSettings, MAILCHIMP_API_KEY, MAILCHIMP_API_KEY_SECRET_ARN,
+    MAX_CONNECTIONS,
 };
 use crate::destinations::gates::gate_secret;
 use crate::destinations::memory::dynamodb::DynamoPersonMemory;
 use crate::destinations::memory::PersonMemory;
+use crate::destinations::slots::dynamodb::DynamoCallSlots;
+use crate::destinations::slots::AnySlots;
 use crate::destinations::token::{TokenSetting, TOKEN_REFRESH_INTERVAL};
 use crate::destinations::{
     Boxed, BuildEnv, ConfiguredDestination, DestinationKind, DestinationSettings,
@@ -49,10 +52,17 @@ impl DestinationSettings for MailchimpConfig {
     ) -> Boxed<'a, Result<ConfiguredDestination, ConfigError>> {
         Box::pin(async move {
             let memory = DynamoPersonMemory::new(env.dynamodb.clone(), env.receipts_table);
+            let slots = AnySlots::Dynamo(DynamoCallSlots::new(
+                env.dynamodb.clone(),
+                env.receipts_table,
+                "mailchimp",
+                MAX_CONNECTIONS,
+            ));
             let mailchimp = connect(
                 self.settings,
                 self.key,
                 memory,
+                slots,
                 || env.secrets_client(),
                 TOKEN_REFRESH_INTERVAL,
             )
@@ -69,6 +79,7 @@ pub async fn connect<M: PersonMemory>(
     settings: MailchimpSettings,
     setting: TokenSetting,
     memory: M,
+    slots: AnySlots,
     client: impl Fn() -> Client,
     refresh_interval: Duration,
 ) -> Result<Mailchimp<M>, ConfigError> {
@@ -88,12 +99,13 @@ pub async fn connect<M: PersonMemory>(
                 )
             })?,
     };
-    let mailchimp = Mailchimp::new(settings, base_url, key, gate_secret, memory).map_err(|_| {
-        ConfigError::Invalid {
-            name: MAILCHIMP_API_KEY,
-            reason: "the HTTP client could not be built".to_owned(),
-        }
-    })?;
+    let mailchimp =
+        Mailchimp::new(settings, base_url, key, gate_secret, memory, slots).map_err(|_| {
+            ConfigError::Invalid {
+                name: MAILCHIMP_API_KEY,
+                reason: "the HTTP client could not be built".to_owned(),
+            }
+        })?;
     Ok(match source {
         Some(source) => mailchimp.refreshing_from(source, refresh_interval),
         None => mailchimp,

@@ -44,10 +44,11 @@ use super::refusal::traced;
 use crate::destinations::client;
 use crate::destinations::history::{memory_error, note_item, CreateOnce, Keeping, NOTE_IN_FLIGHT};
 use crate::destinations::memory::PersonMemory;
-use crate::destinations::per_person::write_by_person;
+use crate::destinations::per_person::{person_count, write_by_person};
 use crate::destinations::port::{
     Answer, CallDeadline, DeliveredRecord, Destination, DestinationError, Upserted, Write,
 };
+use crate::destinations::slots::{now_ms, AnySlots, CallSlots, Lease};
 use crate::destinations::token::{BearerToken, CrmToken, Source, TokenError};
 
 use answers::{answer_for, note_with, web_id, Called};
@@ -62,6 +63,22 @@ pub const NOTE_MAX_CHARS: usize = 1_000;
 /// How long a note Mailchimp created may take to be listed: a started
 /// note is looked for, and none created again, within it.
 pub const NOTE_LAG: Duration = Duration::from_secs(30);
+
+/// Mailchimp's limit of connections at once per account, held across
+/// every instance of the worker (`destinations::slots`).
+pub const MAX_CONNECTIONS: u32 = 10;
+
+/// How often, and how long apart, a delivery tries again for a slot when
+/// every one is held, before its leads wait for a later attempt.
+const SLOT_TRIES: u32 = 8;
+const SLOT_PAUSE: Duration = Duration::from_millis(250);
+
+/// A lead that found every slot held waits this long before its next try:
+/// calls end within a second or two.
+pub const SLOT_WAIT: Duration = Duration::from_secs(1);
+
+/// Why a lead waits when every connection of the account is in use.
+pub const CONNECTIONS_BUSY: &str = "connections-busy";
 
 /// How many of a member's newest notes are read to find a lost one.
 const NOTES_READ: &str = "50";
@@ -78,6 +95,7 @@ pub struct Mailchimp<M> {
     key: BearerToken,
     gate_secret: GateSecret,
     memory: M,
+    slots: AnySlots,
 }
 
 impl<M: PersonMemory> Mailchimp<M> {
@@ -90,6 +108,7 @@ impl<M: PersonMemory> Mailchimp<M> {
         key: Option<CrmToken>,
         gate_secret: GateSecret,
         memory: M,
+        slots: AnySlots,
     ) -> Result<Self, reqwest::Error> {
         Ok(Mailchimp {
             client: client::client(REQUEST_TIMEOUT)?,
@@ -99,6 +118,7 @@ impl<M: PersonMemory> Mailchimp<M> {
             key: BearerToken::new(key),
             gate_secret,
             memory,
+            slots,
         })
     }
 
@@ -348,27 +368,102 @@ impl<M: PersonMemory> Destination for Mailchimp<M> {
         lead: &Lead,
         key: &IdempotencyKey,
     ) -> Result<Upserted, DestinationError> {
-        let result = self
-            .write(Write::lead(lead, key), CallDeadline::client_timeout_only())
+        let deadline = CallDeadline::after(REQUEST_TIMEOUT * 4);
+        let mut answers = self
+            .upsert_batch(&[Write::lead(lead, key)], 1, deadline)
             .await;
-        traced(result, lead, &self.field_map)
+        answers
+            .pop()
+            .map_or(Err(DestinationError::retryable("no answer")), |answer| {
+                answer.result
+            })
     }
 
     /// Person by person (`per_person`): one member's writes in order,
-    /// oldest first.
+    /// oldest first; at once, only as many as the slots this delivery
+    /// holds of the account's [`MAX_CONNECTIONS`].
     async fn upsert_batch(
         &self,
         writes: &[Write<'_>],
         concurrency: usize,
         deadline: CallDeadline,
     ) -> Vec<Answer> {
-        write_by_person(writes, concurrency, deadline, |write| async move {
+        let Some(left) = deadline.time_left() else {
+            return every(writes, DestinationError::NotSent);
+        };
+        let want = concurrency.min(person_count(writes)).max(1);
+        let lease = Lease::for_the_next(left);
+        let slots = match self.take_slots(want, &lease, deadline).await {
+            Ok(slots) if !slots.is_empty() => slots,
+            Ok(_) => {
+                return every(
+                    writes,
+                    DestinationError::Retryable {
+                        status: None,
+                        retry_after: Some(SLOT_WAIT),
+                        reason: CONNECTIONS_BUSY.to_owned(),
+                    },
+                )
+            }
+            Err(error) => {
+                return every(
+                    writes,
+                    DestinationError::retryable(format!(
+                        "receipts table unavailable ({})",
+                        error.0
+                    )),
+                )
+            }
+        };
+        let answers = write_by_person(writes, slots.len(), deadline, |write| async move {
             traced(
                 self.write(write, deadline).await,
                 write.lead,
                 &self.field_map,
             )
         })
-        .await
+        .await;
+        // One not given back is free again when the lease ends.
+        if let Err(error) = self.slots.give_back(&slots, &lease).await {
+            tracing::warn!(error = %error, "call slots not given back; free at the lease's end");
+        }
+        answers
     }
+}
+
+impl<M: PersonMemory> Mailchimp<M> {
+    /// Up to `want` of the account's slots, trying again a few times while
+    /// every one is held and time is left.
+    async fn take_slots(
+        &self,
+        want: usize,
+        lease: &Lease,
+        deadline: CallDeadline,
+    ) -> Result<Vec<u32>, crate::destinations::slots::SlotsError> {
+        let want = u32::try_from(want)
+            .unwrap_or(u32::MAX)
+            .min(self.slots.total());
+        for _ in 0..SLOT_TRIES {
+            let taken = self.slots.take(want, lease, now_ms()).await?;
+            if !taken.is_empty() {
+                return Ok(taken);
+            }
+            match deadline.time_left() {
+                Some(left) if left > SLOT_PAUSE * 4 => tokio::time::sleep(SLOT_PAUSE).await,
+                _ => break,
+            }
+        }
+        Ok(Vec::new())
+    }
+}
+
+/// The same answer for every write.
+fn every(writes: &[Write<'_>], error: DestinationError) -> Vec<Answer> {
+    writes
+        .iter()
+        .map(|_| Answer {
+            result: Err(error.clone()),
+            latency: Duration::ZERO,
+        })
+        .collect()
 }
