@@ -9,7 +9,8 @@ use shared::config::{invalid, ConfigError};
 use shared::delivery::parse_retry_after;
 use shared::endpoint::BaseUrlProblem;
 
-use crate::destinations::port::DestinationError;
+use crate::destinations::port::{CallDeadline, DestinationError};
+use crate::destinations::token::BearerToken;
 
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
 
@@ -120,6 +121,41 @@ fn refused(name: &'static str, problem: BaseUrlProblem) -> ConfigError {
         ),
         other => invalid(name, other.to_string()),
     }
+}
+
+/// What one call to a CRM's JSON API came to (Pipedrive's, Mailchimp's).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Called {
+    /// 2xx, with the answer's body.
+    Done(serde_json::Value),
+    /// 404: the record is not there.
+    NotFound,
+    Failed(DestinationError),
+}
+
+/// One call within `deadline`; once more with a renewed token when the
+/// first is refused as unauthorized (401: a rotated token).
+pub async fn renewing_within<F, Fut>(token: &BearerToken, deadline: CallDeadline, call: F) -> Called
+where
+    F: Fn() -> Fut,
+    Fut: std::future::Future<Output = Called>,
+{
+    token
+        .call_renewing_once(
+            || async {
+                deadline
+                    .bound(async { Ok(call().await) })
+                    .await
+                    .unwrap_or_else(Called::Failed)
+            },
+            |called| {
+                matches!(
+                    called,
+                    Called::Failed(DestinationError::Unauthorized { status: 401 })
+                )
+            },
+        )
+        .await
 }
 
 #[cfg(test)]

@@ -33,15 +33,7 @@ pub const REFUSALS: [&str; 2] = [
 /// calls end, within seconds.
 pub const BUSY_WAIT: Duration = Duration::from_secs(5);
 
-/// What one call came to.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Called {
-    /// 2xx, with the answer's body.
-    Done(Value),
-    /// 404: no such member (or audience).
-    NotFound,
-    Failed(DestinationError),
-}
+pub use crate::destinations::client::Called;
 
 /// The meaning of an answer: `status`, its `Retry-After`, its body, and
 /// the merge tags the request sent (a refusal naming one is ours to fix).

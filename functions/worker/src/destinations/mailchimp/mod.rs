@@ -228,26 +228,10 @@ impl<M: PersonMemory> Mailchimp<M> {
         sent_tags: &[&str],
         deadline: CallDeadline,
     ) -> Called {
-        self.key
-            .call_renewing_once(
-                || async {
-                    deadline
-                        .bound(async {
-                            Ok(self
-                                .call_once(method.clone(), path, query, body, sent_tags)
-                                .await)
-                        })
-                        .await
-                        .unwrap_or_else(Called::Failed)
-                },
-                |called| {
-                    matches!(
-                        called,
-                        Called::Failed(DestinationError::Unauthorized { status: 401 })
-                    )
-                },
-            )
-            .await
+        client::renewing_within(&self.key, deadline, || {
+            self.call_once(method.clone(), path, query, body, sent_tags)
+        })
+        .await
     }
 
     async fn call_once(

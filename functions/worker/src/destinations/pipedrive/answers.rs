@@ -24,15 +24,7 @@ pub const BURST_WAIT: Duration = Duration::from_secs(2);
 /// in one invocation.
 pub const MAX_RATE_WAIT: Duration = Duration::from_secs(3600);
 
-/// What one call came to.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Called {
-    /// 2xx, with the answer's body.
-    Done(Value),
-    /// 404: the record is not there (deleted or merged in Pipedrive).
-    NotFound,
-    Failed(DestinationError),
-}
+pub use crate::destinations::client::Called;
 
 /// The meaning of an answer: `status`, its wait headers, its body, and the
 /// custom field keys the request sent (a 400 naming one is ours to fix).

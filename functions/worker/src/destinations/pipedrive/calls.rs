@@ -148,26 +148,10 @@ impl<M: PersonMemory> Pipedrive<M> {
         sent_keys: &[&str],
         deadline: CallDeadline,
     ) -> Called {
-        self.token
-            .call_renewing_once(
-                || async {
-                    deadline
-                        .bound(async {
-                            Ok(self
-                                .call_once(method.clone(), path, query, body, sent_keys)
-                                .await)
-                        })
-                        .await
-                        .unwrap_or_else(Called::Failed)
-                },
-                |called| {
-                    matches!(
-                        called,
-                        Called::Failed(DestinationError::Unauthorized { status: 401 })
-                    )
-                },
-            )
-            .await
+        client::renewing_within(&self.token, deadline, || {
+            self.call_once(method.clone(), path, query, body, sent_keys)
+        })
+        .await
     }
 
     pub(super) async fn call_once(
