@@ -952,17 +952,19 @@ async fn the_person_memory_keeps_its_conditions_and_never_writes_back_an_erased_
     );
 }
 
-/// The call slots on a real DynamoDB-protocol server: of 10 slots, however
+/// The call slots on a real DynamoDB-protocol server (dynalite, which
+/// locks around a conditional write): of 10 slots, however
 /// many instances take at once, no slot is held twice and no more than 10
 /// are held; a slot given back, or whose lease ran out, is taken again; no
 /// one gives back a slot another holds.
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn call_slots_are_never_held_twice_across_instances() {
     use worker::destinations::slots::dynamodb::DynamoCallSlots;
     use worker::destinations::slots::{now_ms, CallSlots, Lease};
 
-    let client = worker_client(&endpoint(DYNAMODB_ENDPOINT)).await;
-    let receipts = create_table(&client, "ReceiptsTable").await;
+    // On dynalite: moto takes no lock around a conditional write's check.
+    let client = worker_client(&endpoint(DYNALITE_ENDPOINT)).await;
+    let receipts = create_table_key_only(&client, "ReceiptsTable").await;
     let instances: Vec<DynamoCallSlots> = (0..4)
         .map(|_| DynamoCallSlots::new(client.clone(), &receipts, "mailchimp", 10))
         .collect();
@@ -992,7 +994,8 @@ async fn call_slots_are_never_held_twice_across_instances() {
     let fifth = Lease::for_the_next(Duration::from_secs(60));
     assert_eq!(instances[0].take(1, &fifth, now).await, Ok(vec![]));
     // A holder gives back its own only.
-    let first = taken[0].as_ref().unwrap().clone();
+    let mut first = taken[0].as_ref().unwrap().clone();
+    first.sort_unstable();
     let other = taken
         .iter()
         .skip(1)
@@ -1022,4 +1025,53 @@ async fn call_slots_are_never_held_twice_across_instances() {
     assert!(items
         .iter()
         .all(|item| !shared::receipt::is_receipt_key(&text(item, "pk"))));
+}
+
+/// The shared access token on a real DynamoDB-protocol server (dynalite): of four
+/// instances, one claims each generation's refresh; a claim lapses at its
+/// end; a token is stored only over the generation it refreshed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_shared_tokens_refresh_is_claimed_once_per_generation() {
+    use worker::destinations::shared_token::dynamodb::DynamoTokenStore;
+    use worker::destinations::shared_token::TokenStore;
+
+    // On dynalite: moto takes no lock around a conditional write's check.
+    let client = worker_client(&endpoint(DYNALITE_ENDPOINT)).await;
+    let receipts = create_table_key_only(&client, "ReceiptsTable").await;
+    let stores: Vec<DynamoTokenStore> = (0..4)
+        .map(|_| DynamoTokenStore::new(client.clone(), &receipts, "zoho"))
+        .collect();
+    assert_eq!(stores[0].read().await, Ok(None));
+    let (a, b, c, d) = tokio::join!(
+        stores[0].claim_refresh(0, 1_000, 16_000),
+        stores[1].claim_refresh(0, 1_000, 16_000),
+        stores[2].claim_refresh(0, 1_000, 16_000),
+        stores[3].claim_refresh(0, 1_000, 16_000),
+    );
+    let won: Vec<bool> = [a, b, c, d].into_iter().map(Result::unwrap).collect();
+    assert_eq!(won.iter().filter(|w| **w).count(), 1, "{won:?}");
+    assert_eq!(stores[1].read().await, Ok(None), "claimed, no token yet");
+    assert_eq!(stores[0].store("token-1", 3_301_000, 0).await, Ok(true));
+    assert_eq!(
+        stores[1].store("late", 3_301_000, 0).await,
+        Ok(false),
+        "never over a newer generation"
+    );
+    let stored = stores[2].read().await.unwrap().unwrap();
+    assert_eq!((stored.token.as_str(), stored.generation), ("token-1", 1));
+    // Generation 1 refused: one claim, which lapses if its holder dies.
+    assert_eq!(stores[0].claim_refresh(1, 5_000, 20_000).await, Ok(true));
+    assert_eq!(stores[1].claim_refresh(1, 6_000, 21_000).await, Ok(false));
+    assert_eq!(
+        stores[1].claim_refresh(0, 25_000, 40_000).await,
+        Ok(false),
+        "an old generation"
+    );
+    assert_eq!(
+        stores[1].claim_refresh(1, 25_000, 40_000).await,
+        Ok(true),
+        "lapsed"
+    );
+    assert_eq!(stores[1].store("token-2", 3_325_000, 1).await, Ok(true));
+    assert_eq!(stores[3].read().await.unwrap().unwrap().generation, 2);
 }

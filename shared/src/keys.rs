@@ -20,14 +20,19 @@ pub const ERASURE_KEY_PREFIX: &str = "erased#";
 /// account's limit of calls at once, shared by every worker instance.
 pub const SLOT_KEY_PREFIX: &str = "slot#";
 
+/// The start of the key of a destination's shared access token
+/// (`token#zoho`), refreshed once per expiry by one worker instance.
+pub const TOKEN_KEY_PREFIX: &str = "token#";
+
 /// The starts of the receipts table's keys that are no receipts: the
 /// newest-wins gates, the stack's configuration (its routes, the audit's
-/// progress), erasure markers and call slots.
-pub const NOT_RECEIPT_PREFIXES: [&str; 4] = [
+/// progress), erasure markers, call slots and shared access tokens.
+pub const NOT_RECEIPT_PREFIXES: [&str; 5] = [
     GATE_KEY_PREFIX,
     CONFIG_KEY_PREFIX,
     ERASURE_KEY_PREFIX,
     SLOT_KEY_PREFIX,
+    TOKEN_KEY_PREFIX,
 ];
 
 /// Whether an item of the receipts table is a receipt.
@@ -59,6 +64,7 @@ mod tests {
             "config#audit",
             "erased#hmac:ab",
             "slot#mailchimp#3",
+            "token#zoho",
         ] {
             assert!(!is_receipt_key(key), "{key}");
         }

@@ -23,6 +23,7 @@ pub mod pipedrive;
 pub mod port;
 mod refusal;
 pub mod salesforce;
+pub mod shared_token;
 pub mod slots;
 pub mod token;
 
