@@ -254,6 +254,27 @@ class Wizard(unittest.TestCase):
         self.assertEqual(overrides["MailchimpListId"], "'a1b2c3d4e5'")
         self.assertNotIn(key, output + self.samconfig.read_text())
 
+    def test_zoho_stores_its_self_client_and_takes_the_us_data_centre_by_default(self):
+        refresh = "1000." + uuid.uuid4().hex
+        env = {"ZOHO_CLIENT_ID": "1000.CLIENT", "ZOHO_CLIENT_SECRET": "zs-" + uuid.uuid4().hex,
+               "ZOHO_REFRESH_TOKEN": refresh}
+        result = self.wizard("--sender", "staticforms", "--stack-name", self.stack, "--region", "eu-west-1",
+                             "--auth", "url", "--destination", "zoho", "--alarm-email=",
+                             "--zoho-api-url", "https://www.zohoapis.eu", env=env)
+        output = result.stdout + result.stderr
+        self.assertEqual(result.returncode, 0, output)
+        arn, value = self.secret(f"{self.stack}/zoho-credentials")
+        self.assertEqual(json.loads(value), {"client_id": "1000.CLIENT", "client_secret": env["ZOHO_CLIENT_SECRET"],
+                                             "refresh_token": refresh})
+        overrides = self.overrides(self.sam_calls()[1])
+        self.assertEqual(overrides["Destination"], "'zoho'")
+        self.assertEqual(overrides["ZohoCredentialsSecretArn"], f"'{arn}'")
+        # The US accounts server is the template's default too.
+        self.assertEqual(overrides.get("ZohoAccountsUrl", "'https://accounts.zoho.com'"), "'https://accounts.zoho.com'")
+        self.assertEqual(overrides["ZohoApiUrl"], "'https://www.zohoapis.eu'")
+        for secret in (refresh, env["ZOHO_CLIENT_SECRET"]):
+            self.assertNotIn(secret, output + self.samconfig.read_text())
+
     def test_a_webflow_app_stack_asks_no_auth_and_stores_webflows_key(self):
         key = "wf-key-" + uuid.uuid4().hex
         flags = ["--stack-name", self.stack, "--region", "eu-west-1", "--sender", "webflow",

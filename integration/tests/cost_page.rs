@@ -81,7 +81,7 @@ struct Destination {
     write_units: f64,
 }
 
-const DESTINATIONS: [Destination; 6] = [
+const DESTINATIONS: [Destination; 7] = [
     Destination {
         name: "`http` (no token)",
         parameters: &[
@@ -139,6 +139,18 @@ const DESTINATIONS: [Destination; 6] = [
         ],
         credential_secrets: 1,
         write_units: 13.0,
+    },
+    Destination {
+        name: "`zoho` by e-mail",
+        parameters: &[
+            ("Destination", "zoho"),
+            (
+                "ZohoCredentialsSecretArn",
+                "arn:aws:secretsmanager:us-east-1:123456789012:secret:z",
+            ),
+        ],
+        credential_secrets: 1,
+        write_units: 12.0,
     },
 ];
 

@@ -410,6 +410,40 @@ async fn the_local_pipeline_with_mailchimp_makes_one_member_and_its_note() {
     stop(pipeline).await;
 }
 
+/// `DESTINATION=zoho make run`: 202, then 200, then exactly one Lead,
+/// written once, with the submission's note; the access token fetched
+/// once and kept in the receipts table for every instance.
+#[tokio::test]
+async fn the_local_pipeline_with_zoho_makes_one_lead_and_its_note() {
+    let receipts = unique_name("zoho-receipts");
+    let (pipeline, webhook_port, crm_port, _) = start_pipeline_on("zoho", &receipts).await;
+    let lead = deliver_twice_and_list(webhook_port, crm_port, "/records", "records").await;
+    assert_eq!(lead["Email"], "ada@example.com");
+    assert_eq!(lead["Last_Name"], "Lovelace");
+    let notes: serde_json::Value = reqwest::get(format!("http://127.0.0.1:{crm_port}/notes"))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(notes["count"], 1, "{notes}");
+    assert_eq!(notes["notes"][0]["record"], lead["id"]);
+    assert!(
+        notes["notes"][0]["content"]
+            .as_str()
+            .unwrap()
+            .contains("company: AE"),
+        "an unmapped field goes to the note: {notes}"
+    );
+    let card = delivered_card(&receipts).await;
+    let id = lead["id"].as_str().unwrap();
+    assert!(
+        card.contains(&format!("delivered to   Zoho CRM, record {id}\n")),
+        "{card}"
+    );
+    stop(pipeline).await;
+}
+
 /// Pipedrive's limits and refusals through the binaries, as the other
 /// destinations': a 429 waits and delivers; a 401 leaves the lead pending
 /// as `destination-auth` until the token is accepted again, then a pass
@@ -1242,6 +1276,50 @@ async fn a_mailchimp_member_costs_its_gate_two_small_writes_of_its_note_and_a_ca
         ),
         format!("a Mailchimp member costs **{per_lead} write units**"),
     ]);
+}
+
+/// `DESTINATION=zoho` by e-mail, through the real binaries and DynamoDB:
+/// one Lead and one note per lead; on the gate item, its newest-wins
+/// gate, the record's id, the note started and its id; and the shared
+/// access token's claim and store, once for every lead of the hour.
+#[tokio::test]
+async fn a_zoho_lead_costs_its_gate_three_small_writes_and_the_token_once_an_hour() {
+    let (receipts, others) = metered_steps("zoho", "/records", 3, 4).await;
+    let mut by_key: std::collections::BTreeMap<&str, Vec<(&str, u32, u32)>> = Default::default();
+    for write in &others {
+        by_key.entry(write.key.as_str()).or_default().push((
+            write.operation.as_str(),
+            write.table_units,
+            write.index_units,
+        ));
+    }
+    assert_eq!(
+        by_key.get("token#zoho").map(Vec::len),
+        Some(2),
+        "the token claimed and stored once for all three: {others:?}"
+    );
+    let gates: Vec<_> = by_key
+        .iter()
+        .filter(|(key, _)| key.starts_with("gate#"))
+        .collect();
+    assert_eq!(gates.len(), 3, "one gate item per person: {others:?}");
+    for (_, steps) in &gates {
+        assert_eq!(
+            *steps,
+            &[
+                ("TransactWriteItems:Update", 2, 0),
+                ("UpdateItem", 1, 0),
+                ("UpdateItem", 1, 0),
+                ("UpdateItem", 1, 0)
+            ],
+            "the gate, then the record's id, the note started, its id"
+        );
+    }
+    let per_lead: u32 = receipts[0].iter().map(|m| m.units()).sum::<u32>()
+        + gates[0].1.iter().map(|(_, t, i)| t + i).sum::<u32>();
+    assert_cost_page_says(&[format!(
+        "a Zoho CRM Lead by e-mail costs **{per_lead} write units**"
+    )]);
 }
 
 /// `DESTINATION=pipedrive`, through the real binaries and DynamoDB: one

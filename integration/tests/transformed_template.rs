@@ -151,6 +151,14 @@ fn each_deployed_role_has_exactly_the_access_it_needs() {
                    {"Action": "dynamodb:UpdateItem", "Effect": "Allow", "Resource": {"Fn::GetAtt": ["ReceiptsTable", "Arn"]},
                     "Condition": {"ForAllValues:StringLike": {"dynamodb:LeadingKeys": ["slot#mailchimp#*"]}}},
                    {"Ref": "AWS::NoValue"}]}),
+            // Zoho's credentials, and its shared access token's one item.
+            json!({"Fn::If": ["UseZoho",
+                   {"Action": "secretsmanager:GetSecretValue", "Effect": "Allow", "Resource": {"Ref": "ZohoCredentialsSecretArn"}},
+                   {"Ref": "AWS::NoValue"}]}),
+            json!({"Fn::If": ["UseZoho",
+                   {"Action": ["dynamodb:GetItem", "dynamodb:UpdateItem"], "Effect": "Allow", "Resource": {"Fn::GetAtt": ["ReceiptsTable", "Arn"]},
+                    "Condition": {"ForAllValues:StringEquals": {"dynamodb:LeadingKeys": ["token#zoho"]}}},
+                   {"Ref": "AWS::NoValue"}]}),
             // What the worker recorded about a person (the CRM's id, a
             // create in flight, each submission's note or lead), on the
             // person's gate item: gate items only, never a receipt.

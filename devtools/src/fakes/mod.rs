@@ -8,6 +8,7 @@ pub mod pipedrive;
 pub mod salesforce;
 pub mod sender_api;
 pub mod stand_in;
+pub mod zoho;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -21,6 +22,7 @@ use hubspot::{HubSpotFake, DEMO_HUBSPOT_TOKEN};
 use mailchimp::{MailchimpFake, DEMO_MAILCHIMP_API_KEY, DEMO_MAILCHIMP_LIST_ID};
 use pipedrive::{PipedriveFake, DEMO_PIPEDRIVE_TOKEN, LOCAL_SEARCH_LAG};
 use salesforce::{SalesforceFake, DEMO_SALESFORCE_CLIENT_ID, DEMO_SALESFORCE_CLIENT_SECRET};
+use zoho::{ZohoFake, DEMO_ZOHO_CLIENT_ID, DEMO_ZOHO_CLIENT_SECRET, DEMO_ZOHO_REFRESH_TOKEN};
 
 /// The local destination `DESTINATION` names.
 pub struct LocalCrm {
@@ -68,6 +70,17 @@ impl LocalCrm {
                 MailchimpFake::start_on(address, DEMO_MAILCHIMP_API_KEY, DEMO_MAILCHIMP_LIST_ID)
                     .await
                     .map_err(|e| format!("Mailchimp fake on port {port}: {e}"))?,
+            )),
+            DestinationKind::Zoho => Box::new(Arc::new(
+                ZohoFake::start_on(
+                    address,
+                    DEMO_ZOHO_CLIENT_ID,
+                    DEMO_ZOHO_CLIENT_SECRET,
+                    DEMO_ZOHO_REFRESH_TOKEN,
+                    Duration::from_secs(3600),
+                )
+                .await
+                .map_err(|e| format!("Zoho fake on port {port}: {e}"))?,
             )),
             DestinationKind::LeadsTable => {
                 return Err(format!(

@@ -91,6 +91,7 @@ pub(crate) fn modes() -> Vec<Mode> {
                     // accepts: its own e-mail property, or a merge tag.
                     let map = match profile.name {
                         "mailchimp" => r#"{"FNAME":"name"}"#,
+                        "zoho" => r#"{"Email":"email"}"#,
                         _ => r#"{"email":"email"}"#,
                     };
                     overrides.push(("FieldMap".to_owned(), map.to_owned()));

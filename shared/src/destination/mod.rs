@@ -19,6 +19,7 @@ pub mod leads_table;
 pub mod mailchimp;
 pub mod pipedrive;
 pub mod salesforce;
+pub mod zoho;
 
 use crate::field_map::FIELD_MAP;
 
@@ -41,6 +42,8 @@ pub enum DestinationKind {
     /// Members of a Mailchimp audience, by e-mail, with a note per
     /// submission.
     Mailchimp,
+    /// Zoho CRM Leads (or Contacts), by e-mail or by submission.
+    Zoho,
 }
 
 /// What makes a destination, declared once in its module.
@@ -227,13 +230,14 @@ pub enum Cleanup {
 }
 
 impl DestinationKind {
-    pub const ALL: [DestinationKind; 6] = [
+    pub const ALL: [DestinationKind; 7] = [
         DestinationKind::Http,
         DestinationKind::LeadsTable,
         DestinationKind::HubSpot,
         DestinationKind::Salesforce,
         DestinationKind::Pipedrive,
         DestinationKind::Mailchimp,
+        DestinationKind::Zoho,
     ];
 
     /// The one place a destination is registered.
@@ -245,6 +249,7 @@ impl DestinationKind {
             DestinationKind::Salesforce => &salesforce::PROFILE,
             DestinationKind::Pipedrive => &pipedrive::PROFILE,
             DestinationKind::Mailchimp => &mailchimp::PROFILE,
+            DestinationKind::Zoho => &zoho::PROFILE,
         }
     }
 

@@ -26,6 +26,7 @@ pub mod salesforce;
 pub mod shared_token;
 pub mod slots;
 pub mod token;
+pub mod zoho;
 
 pub use port::*;
 pub use shared::destination::DestinationKind;
@@ -113,6 +114,7 @@ pub fn read(
         DestinationKind::Mailchimp => Box::new(mailchimp::build::MailchimpConfig::from_lookup(
             &get, allow_http,
         )?),
+        DestinationKind::Zoho => Box::new(zoho::build::ZohoConfig::from_lookup(&get, allow_http)?),
     };
     Ok(DestinationConfig(settings))
 }

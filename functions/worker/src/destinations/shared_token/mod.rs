@@ -88,6 +88,41 @@ pub trait TokenStore: Send + Sync {
     ) -> impl Future<Output = Result<bool, StoreError>> + Send;
 }
 
+/// The store of the one adapter a deployment uses, or of a test's.
+#[derive(Debug, Clone)]
+pub enum AnyTokenStore {
+    Dynamo(dynamodb::DynamoTokenStore),
+    InProcess(in_process::InProcessTokenStore),
+}
+
+impl TokenStore for AnyTokenStore {
+    async fn read(&self) -> Result<Option<StoredToken>, StoreError> {
+        match self {
+            AnyTokenStore::Dynamo(store) => store.read().await,
+            AnyTokenStore::InProcess(store) => store.read().await,
+        }
+    }
+
+    async fn claim_refresh(
+        &self,
+        seen: u64,
+        now_ms: u64,
+        until_ms: u64,
+    ) -> Result<bool, StoreError> {
+        match self {
+            AnyTokenStore::Dynamo(store) => store.claim_refresh(seen, now_ms, until_ms).await,
+            AnyTokenStore::InProcess(store) => store.claim_refresh(seen, now_ms, until_ms).await,
+        }
+    }
+
+    async fn store(&self, token: &str, refresh_at_ms: u64, seen: u64) -> Result<bool, StoreError> {
+        match self {
+            AnyTokenStore::Dynamo(store) => store.store(token, refresh_at_ms, seen).await,
+            AnyTokenStore::InProcess(store) => store.store(token, refresh_at_ms, seen).await,
+        }
+    }
+}
+
 /// A token endpoint's answer: the access token and how long it lasts.
 pub struct Refreshed {
     pub token: String,
