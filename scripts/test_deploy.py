@@ -76,7 +76,7 @@ class Wizard(unittest.TestCase):
         self.samconfig.write_text((ROOT / "samconfig.toml").read_text())
         self.env = {
             key: value for key, value in os.environ.items()
-            if not key.startswith(("AWS_", "HUBSPOT_", "SALESFORCE_", "PIPEDRIVE_", "CRM_"))
+            if not key.startswith(("AWS_", "HUBSPOT_", "SALESFORCE_", "PIPEDRIVE_", "MAILCHIMP_", "ZOHO_", "CRM_"))
         }
         self.env.update({
             "PATH": f"{bin_dir}:{os.environ['PATH']}",
@@ -246,6 +246,7 @@ class Wizard(unittest.TestCase):
         result = self.wizard(*flags, "--mailchimp-list-id", "a1b2c3d4e5", env={"MAILCHIMP_API_KEY": key})
         output = result.stdout + result.stderr
         self.assertEqual(result.returncode, 0, output)
+        self.assertIn("Mailchimp accepted the API key.", result.stdout)
         arn, value = self.secret(f"{self.stack}/mailchimp-api-key")
         self.assertEqual(value, key)
         overrides = self.overrides(self.sam_calls()[1])
@@ -263,6 +264,7 @@ class Wizard(unittest.TestCase):
                              "--zoho-api-url", "https://www.zohoapis.eu", env=env)
         output = result.stdout + result.stderr
         self.assertEqual(result.returncode, 0, output)
+        self.assertIn("Zoho CRM accepted the Self Client's credentials.", result.stdout)
         arn, value = self.secret(f"{self.stack}/zoho-credentials")
         self.assertEqual(json.loads(value), {"client_id": "1000.CLIENT", "client_secret": env["ZOHO_CLIENT_SECRET"],
                                              "refresh_token": refresh})
@@ -503,6 +505,13 @@ class Wizard(unittest.TestCase):
              "salesforce-credentials", "Salesforce refused the client credentials (HTTP 400, invalid_client)"),
             (["--destination", "pipedrive"], {"PIPEDRIVE_API_TOKEN": "bad-" + uuid.uuid4().hex},
              "pipedrive-api-token", "Pipedrive refused the token (HTTP 401, unauthorized access)"),
+            (["--destination", "mailchimp", "--mailchimp-list-id", "a1b2c3d4e5"],
+             {"MAILCHIMP_API_KEY": "bad" + uuid.uuid4().hex + "-us21"},
+             "mailchimp-api-key", "Mailchimp refused the API key (HTTP 401)"),
+            (["--destination", "zoho"],
+             {"ZOHO_CLIENT_ID": "1000.CLIENT", "ZOHO_CLIENT_SECRET": "zs-" + uuid.uuid4().hex,
+              "ZOHO_REFRESH_TOKEN": "bad-" + uuid.uuid4().hex},
+             "zoho-credentials", "Zoho CRM refused the Self Client's credentials (HTTP 200, invalid_code)"),
         ]
         for flags, env, secret_name, said in rows:
             result = self.wizard("--sender", "staticforms", "--stack-name", self.stack, "--region", "eu-west-1",
@@ -613,11 +622,12 @@ class Preflight(unittest.TestCase):
 
 
 class CrmCheck(BaseHTTPRequestHandler):
-    """HubSpot's property read, Pipedrive's person fields read and
-    Salesforce's token request, as their documentation answers them: a
-    credential starting with "bad" is refused (HubSpot 401
-    INVALID_AUTHENTICATION; Pipedrive 401 unauthorized access; Salesforce
-    400 invalid_client)."""
+    """HubSpot's property read, Pipedrive's person fields read, Mailchimp's
+    ping, and Salesforce's and Zoho's token requests, as their
+    documentation answers them: a credential starting with "bad" is refused
+    (HubSpot 401 INVALID_AUTHENTICATION; Pipedrive 401 unauthorized access;
+    Mailchimp 401 API Key Invalid; Salesforce 400 invalid_client; Zoho 200
+    invalid_code)."""
 
     def answer(self, status, body):
         data = json.dumps(body).encode()
@@ -628,6 +638,18 @@ class CrmCheck(BaseHTTPRequestHandler):
         self.wfile.write(data)
 
     def do_GET(self):
+        if self.path == "/3.0/ping":
+            # Mailchimp: HTTP Basic, the key as the password; a wrong one is
+            # a 401 problem (its errors page).
+            import base64
+            basic = self.headers.get("authorization", "").removeprefix("Basic ")
+            key = base64.b64decode(basic).decode().partition(":")[2] if basic else ""
+            if key and not key.startswith("bad"):
+                self.answer(200, {"health_status": "Everything's Chimpy!"})
+            else:
+                self.answer(401, {"title": "API Key Invalid", "status": 401,
+                                  "detail": "Your API key may be invalid, or you've attempted to access the wrong datacenter."})
+            return
         if self.path.startswith("/api/v2/personFields"):
             # Pipedrive: the token in x-api-token; a wrong one is a 401
             # with success false and error (its status codes page).
@@ -647,6 +669,15 @@ class CrmCheck(BaseHTTPRequestHandler):
         from urllib.parse import parse_qs
         form = parse_qs(self.rfile.read(int(self.headers.get("content-length", 0))).decode())
         secret = form.get("client_secret", [""])[0]
+        if self.path == "/oauth/v2/token":
+            # Zoho: a refused grant is a 200 with an error (its refresh page).
+            refresh = form.get("refresh_token", [""])[0]
+            if form.get("grant_type") == ["refresh_token"] and refresh and not refresh.startswith("bad"):
+                self.answer(200, {"access_token": "1000.a", "expires_in": 3600, "api_domain": "https://www.zohoapis.com",
+                                  "token_type": "Bearer"})
+            else:
+                self.answer(200, {"error": "invalid_code"})
+            return
         if self.path == "/services/oauth2/token" and secret and not secret.startswith("bad"):
             self.answer(200, {"access_token": "00D-token", "instance_url": "https://acme.my.salesforce.com"})
         else:

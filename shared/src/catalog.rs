@@ -97,8 +97,11 @@ fn catalog() -> Value {
                                 CheckCall::Read { base, path, header, prefix } => json!({
                                     "read": {"base": base, "path": path, "header": header, "prefix": prefix},
                                 }),
-                                CheckCall::ClientCredentials { base_parameter, path } => json!({
-                                    "client_credentials": {"base_parameter": base_parameter, "path": path},
+                                CheckCall::BasicRead { base, path } => json!({
+                                    "basic_read": {"base": base, "path": path},
+                                }),
+                                CheckCall::Grant { grant_type, base_parameter, path } => json!({
+                                    "grant": {"grant_type": grant_type, "base_parameter": base_parameter, "path": path},
                                 }),
                             };
                             json!({"call": call, "what": check.what, "expected": check.expected})

@@ -2,7 +2,10 @@
 //! address, and every submission a note on its member (the worker's
 //! `destinations::mailchimp`).
 
-use super::{Check, Cleanup, Gates, Profile, Secret, SecretValue, Setting, SmokeLead, Source};
+use super::{
+    Check, CheckCall, Cleanup, CredentialCheck, Gates, Profile, Secret, SecretValue, Setting,
+    SmokeLead, Source,
+};
 use crate::newest::{GATE_KEY, GATE_KEY_SECRET_ARN};
 
 pub const MAILCHIMP_API_KEY: &str = "MAILCHIMP_API_KEY";
@@ -13,9 +16,16 @@ pub const MAILCHIMP_LIST_ID: &str = "MAILCHIMP_LIST_ID";
 pub const MAILCHIMP_BASE_URL: &str = "MAILCHIMP_BASE_URL";
 
 const API_KEY: Secret = Secret {
-    // The key's data centre is part of the API's host name, which the
-    // generic check of `make deploy` cannot follow: the smoke test tells.
-    check: None,
+    // The API root answers any valid key, at the key's data centre:
+    // <https://mailchimp.com/developer/marketing/api/ping/>.
+    check: Some(CredentialCheck {
+        call: CheckCall::BasicRead {
+            base: "https://{dc}.api.mailchimp.com",
+            path: "/3.0/ping",
+        },
+        what: "the API key",
+        expected: "an API key (profile > Extras > API keys), whole, with its data centre at its end (-us21)",
+    }),
     parameter: "MailchimpApiKeySecretArn",
     flag: "--mailchimp-api-key-secret-arn",
     name: "mailchimp-api-key",

@@ -191,10 +191,20 @@ pub enum CheckCall {
         header: &'static str,
         prefix: &'static str,
     },
-    /// An OAuth client credentials token request: `POST` to the URL the
-    /// asked parameter `base_parameter` gives, plus `path`, with the
-    /// secret's keyed values as the form.
-    ClientCredentials {
+    /// `GET base + path` with HTTP Basic, the secret's one value as the
+    /// password; `{dc}` in `base` is the data centre at the value's end
+    /// (`…-us21`, a Mailchimp key).
+    BasicRead {
+        base: &'static str,
+        path: &'static str,
+    },
+    /// An OAuth token request of `grant_type` (`client_credentials`,
+    /// `refresh_token`): `POST` to the URL the asked parameter
+    /// `base_parameter` gives, plus `path`, with the secret's keyed values
+    /// as the form. An answer with an `error`, whatever its status, is a
+    /// refusal (Zoho answers a refused grant with 200).
+    Grant {
+        grant_type: &'static str,
         base_parameter: &'static str,
         path: &'static str,
     },

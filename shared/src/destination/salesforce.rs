@@ -17,7 +17,8 @@ pub const SALESFORCE_API_VERSION: &str = "SALESFORCE_API_VERSION";
 
 const CREDENTIALS: Secret = Secret {
     check: Some(CredentialCheck {
-        call: CheckCall::ClientCredentials {
+        call: CheckCall::Grant {
+            grant_type: "client_credentials",
             base_parameter: "SalesforceLoginUrl",
             path: "/services/oauth2/token",
         },

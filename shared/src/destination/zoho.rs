@@ -2,7 +2,10 @@
 //! by a unique submission-id field, each submission a note where a record
 //! is a person's (the worker's `destinations::zoho`).
 
-use super::{Check, Cleanup, Gates, Profile, Secret, SecretValue, Setting, SmokeLead, Source};
+use super::{
+    Check, CheckCall, Cleanup, CredentialCheck, Gates, Profile, Secret, SecretValue, Setting,
+    SmokeLead, Source,
+};
 use crate::newest::{GATE_KEY, GATE_KEY_SECRET_ARN};
 
 pub const ZOHO_CLIENT_ID: &str = "ZOHO_CLIENT_ID";
@@ -26,9 +29,18 @@ pub const ZOHO_TRIGGER: &str = "ZOHO_TRIGGER";
 pub const BY_EMAIL: &str = "Email";
 
 const CREDENTIALS: Secret = Secret {
-    // Zoho's token endpoint answers a refused grant with HTTP 200 and an
-    // `error`: not the generic check's shape. The smoke test tells.
-    check: None,
+    // One access token from the refresh token, at the data centre's
+    // accounts server: <https://www.zoho.com/crm/developer/docs/api/v8/refresh.html>.
+    check: Some(CredentialCheck {
+        call: CheckCall::Grant {
+            grant_type: "refresh_token",
+            base_parameter: "ZohoAccountsUrl",
+            path: "/oauth/v2/token",
+        },
+        what: "the Self Client's credentials",
+        expected: "the Self Client's client id and secret and a refresh token from a grant code, \
+                   all of this data centre (docs/destinations/zoho.md)",
+    }),
     parameter: "ZohoCredentialsSecretArn",
     flag: "--zoho-credentials-secret-arn",
     name: "zoho-credentials",
