@@ -16,6 +16,10 @@ pub struct Consent {
     /// (double opt-in) unless the route says otherwise.
     #[serde(default, skip_serializing_if = "ConsentStatus::is_default")]
     pub status: ConsentStatus,
+    /// A GDPR-enabled Mailchimp audience's marketing permission a checked
+    /// box enables (its `marketing_permission_id`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub marketing_permission: Option<String>,
 }
 
 /// A new member's status when the box is checked.

@@ -31,7 +31,8 @@ const GATE_KEY: &str = "a-test-gate-key-of-at-least-32-characters";
 
 /// The newsletter form asks for consent; the contact form does not.
 const ROUTES: &str = "[[route]]\nform = \"newsletter_form\"\nname = \"Newsletter\"\n\
-    [route.consent]\nfield = \"newsletter\"\n";
+    tags = [\"newsletter\", \"website\"]\n\
+    [route.consent]\nfield = \"newsletter\"\nmarketing_permission = \"3c9a1b2e5f\"\n";
 
 /// A Static Forms receipt of `form`, sent at `timestamp` (Unix seconds).
 fn receipt(
@@ -208,6 +209,17 @@ async fn a_checked_consent_box_makes_a_new_member_pending_and_anything_else_tran
         let member = members.iter().find(|m| m.email == email).expect(email);
         assert_eq!(member.status, status, "{email}");
         assert!(!member.sent_status);
+        assert_eq!(
+            member.tags,
+            ["newsletter", "website"],
+            "the route's tags, whatever the box"
+        );
+        let permitted = status == "pending";
+        assert_eq!(
+            member.permissions == ["3c9a1b2e5f"],
+            permitted,
+            "the marketing permission only with a checked box: {email}"
+        );
     }
 }
 

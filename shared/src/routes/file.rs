@@ -163,8 +163,39 @@ impl Problems {
     }
 }
 
-/// A route's `[route.consent]`: its checkbox `field`, and the `status` a
-/// checked box gives a new member (`pending`, or `subscribed`).
+/// A route's `tags`: a list of distinct texts, each 1 to 100 characters.
+fn tags(value: &toml::Value, place: &str, problems: &mut Problems) -> Vec<String> {
+    let mut tags: Vec<String> = Vec::new();
+    let Some(items) = value.as_array() else {
+        problems.add(
+            place,
+            "tags",
+            "must be a list of texts: tags = [\"pricing\"]",
+        );
+        return tags;
+    };
+    for item in items {
+        match item.as_str().map(str::trim) {
+            Some(tag) if !tag.is_empty() && tag.chars().count() <= 100 => {
+                if tags.iter().any(|known| known == tag) {
+                    problems.add(place, "tags", &format!("{tag:?} is listed twice"));
+                } else {
+                    tags.push(tag.to_owned());
+                }
+            }
+            _ => problems.add(
+                place,
+                "tags",
+                "each tag must be a text of 1 to 100 characters",
+            ),
+        }
+    }
+    tags
+}
+
+/// A route's `[route.consent]`: its checkbox `field`, the `status` a
+/// checked box gives a new member (`pending`, or `subscribed`), and the
+/// Mailchimp marketing permission it enables.
 fn consent(value: &toml::Value, place: &str, problems: &mut Problems) -> Option<Consent> {
     let Some(table) = value.as_table() else {
         problems.add(
@@ -174,14 +205,12 @@ fn consent(value: &toml::Value, place: &str, problems: &mut Problems) -> Option<
         );
         return None;
     };
-    for key in table
-        .keys()
-        .filter(|key| !["field", "status"].contains(&key.as_str()))
-    {
+    let keys = ["field", "status", "marketing_permission"];
+    for key in table.keys().filter(|key| !keys.contains(&key.as_str())) {
         problems.add(
             place,
             &format!("consent.{key}"),
-            "unknown key: consent has field and status",
+            "unknown key: consent has field, status and marketing_permission",
         );
     }
     let field = match table.get("field") {
@@ -209,7 +238,27 @@ fn consent(value: &toml::Value, place: &str, problems: &mut Problems) -> Option<
             return None;
         }
     };
-    Some(Consent { field, status })
+    let marketing_permission = match table.get("marketing_permission") {
+        None => None,
+        Some(toml::Value::String(id))
+            if !id.trim().is_empty() && id.trim().bytes().all(|b| b.is_ascii_alphanumeric()) =>
+        {
+            Some(id.trim().to_owned())
+        }
+        Some(_) => {
+            problems.add(
+                place,
+                "consent.marketing_permission",
+                "must be a marketing permission's id (letters and digits)",
+            );
+            return None;
+        }
+    };
+    Some(Consent {
+        field,
+        status,
+        marketing_permission,
+    })
 }
 
 pub(super) const NOT_A_PROPERTY: &str =
@@ -238,16 +287,23 @@ fn route(entry: &Table, number: usize, problems: &mut Problems) -> Route {
     }
     let place = place_of(&route, number);
     for key in entry.keys() {
-        if !["form", "name", "fields", "set", "spam", "lead", "consent"].contains(&key.as_str()) {
+        if ![
+            "form", "name", "fields", "set", "spam", "lead", "consent", "tags",
+        ]
+        .contains(&key.as_str())
+        {
             problems.add(
                 &place,
                 key,
-                "unknown key: a route has form, name, fields, set, spam, lead and consent",
+                "unknown key: a route has form, name, fields, set, spam, lead, consent and tags",
             );
         }
     }
     if let Some(value) = entry.get("consent") {
         route.consent = consent(value, &place, problems);
+    }
+    if let Some(value) = entry.get("tags") {
+        route.tags = tags(value, &place, problems);
     }
     match entry.get("lead") {
         None => {}

@@ -163,8 +163,10 @@ honeypot = ["fax"]
 
 [[route]]
 form = "lT4Z3j"
+tags = ["newsletter", "website"]
 [route.consent]
 field = "newsletter"
+marketing_permission = "3c9a1b2e5f"
 "#;
 
     fn problems(text: &str) -> Vec<String> {
@@ -197,8 +199,13 @@ field = "newsletter"
             Some(Consent {
                 field: "newsletter".into(),
                 status: ConsentStatus::Pending,
+                marketing_permission: Some("3c9a1b2e5f".into()),
             }),
             "double opt-in unless the route says otherwise"
+        );
+        assert_eq!(
+            routes.route("lT4Z3j").unwrap().tags,
+            ["newsletter", "website"]
         );
         assert_eq!(parse("").unwrap(), Routes::default());
     }
@@ -279,7 +286,18 @@ field = "newsletter"
 
     #[test]
     fn every_problem_is_named_by_route_and_key() {
-        let rows: [(&str, &[&str]); 15] = [
+        let rows: [(&str, &[&str]); 17] = [
+            (
+                "[[route]]\nform = \"f\"\ntags = [\"a\", \"a\", 3]\n",
+                &[
+                    r#"[[route]] #1: tags: "a" is listed twice"#,
+                    "[[route]] #1: tags: each tag must be a text of 1 to 100 characters",
+                ],
+            ),
+            (
+                "[[route]]\nform = \"f\"\n[route.consent]\nfield = \"news\"\nmarketing_permission = \"a b\"\n",
+                &["[[route]] #1: consent.marketing_permission: must be a marketing permission's id (letters and digits)"],
+            ),
             (
                 "[[route]]\nform = \"f\"\n[route.consent]\nstatus = \"subscribed\"\n",
                 &["[[route]] #1: consent.field: must name the form's consent checkbox"],
@@ -310,7 +328,7 @@ field = "newsletter"
             ),
             (
                 "[[route]]\nform = \"f\"\nfrom = \"typo\"\n",
-                &["[[route]] #1: from: unknown key: a route has form, name, fields, set, spam, lead and consent"],
+                &["[[route]] #1: from: unknown key: a route has form, name, fields, set, spam, lead, consent and tags"],
             ),
             (
                 "[[route]]\nform = \"f\"\n[route.fields]\nsize = \"numemployees\"\nemployees = \"numemployees\"\n",

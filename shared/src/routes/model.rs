@@ -37,6 +37,10 @@ pub struct Route {
     /// mailing list subscribes a new member only when it is checked.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub consent: Option<Consent>,
+    /// Tags every lead of the form gets where the destination has them
+    /// (Mailchimp's member tags): `tags = ["pricing"]`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub tags: Vec<String>,
 }
 
 /// One thing wrong with a routes file: where (`[spam]`,

@@ -221,6 +221,8 @@ pub(super) async fn put_member(
                     merge_fields: Map::new(),
                     writes: 0,
                     sent_status: false,
+                    tags: Vec::new(),
+                    permissions: Vec::new(),
                 });
                 *next += 1;
                 members.last_mut().expect("just pushed")
@@ -231,6 +233,23 @@ pub(super) async fn put_member(
             member.sent_status = true;
         }
         member.merge_fields.extend(merge_fields);
+        for permission in body
+            .get("marketing_permissions")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            if let (Some(id), Some(true)) = (
+                permission
+                    .get("marketing_permission_id")
+                    .and_then(Value::as_str),
+                permission.get("enabled").and_then(Value::as_bool),
+            ) {
+                if !member.permissions.iter().any(|known| known == id) {
+                    member.permissions.push(id.to_owned());
+                }
+            }
+        }
         member.writes += 1;
         member_json(member, &state.list_id)
     };
@@ -331,4 +350,39 @@ pub(super) async fn all_notes(State(state): State<Arc<FakeState>>) -> Json<Value
         .map(|note| json!({"id": note.id, "email_id": note.member, "note": note.note}))
         .collect();
     Json(json!({"count": notes.len(), "notes": notes}))
+}
+
+/// `POST /3.0/lists/{list}/members/{hash}/tags`: each tag made active (or
+/// inactive), as often as asked.
+pub(super) async fn tag(
+    State(state): State<Arc<FakeState>>,
+    Path((list, hash)): Path<(String, String)>,
+    Json(body): Json<Value>,
+) -> Response {
+    let mut members = lock(&state.members);
+    let Some(member) = members
+        .iter_mut()
+        .find(|m| m.hash == hash)
+        .filter(|_| list == state.list_id)
+    else {
+        return no_resource();
+    };
+    for tag in body
+        .get("tags")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let (Some(name), Some(status)) = (
+            tag.get("name").and_then(Value::as_str),
+            tag.get("status").and_then(Value::as_str),
+        ) else {
+            continue;
+        };
+        member.tags.retain(|known| known != name);
+        if status == "active" {
+            member.tags.push(name.to_owned());
+        }
+    }
+    StatusCode::NO_CONTENT.into_response()
 }

@@ -16,6 +16,10 @@
 //!   <https://mailchimp.com/developer/marketing/api/list-member-notes/>;
 //! - errors as `application/problem+json` (`type`, `title`, `status`,
 //!   `detail`, `instance`): <https://mailchimp.com/developer/marketing/docs/errors/>;
+//!   `marketing_permissions[]` of `{marketing_permission_id, enabled}`;
+//! - `POST /3.0/lists/{list_id}/members/{subscriber_hash}/tags` (`tags[]` of
+//!   `{name, status}`), answer 204:
+//!   <https://mailchimp.com/developer/marketing/api/list-member-tags/>;
 //!   "Member In Compliance State" and "Forgotten Email Not Subscribed" for
 //!   an address Mailchimp keeps from the API (issue threads quoting them:
 //!   ibericode/mailchimp-for-wordpress#798, tbar0970/jethro-pmm#656);
@@ -37,7 +41,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use axum::middleware;
-use axum::routing::{get, put};
+use axum::routing::{get, post, put};
 use axum::Router;
 use serde::Deserialize;
 use serde_json::{Map, Value};
@@ -69,6 +73,10 @@ pub struct Member {
     /// Whether any PUT for it carried `status` (which would change an
     /// existing member's status).
     pub sent_status: bool,
+    /// Its active tags.
+    pub tags: Vec<String>,
+    /// The marketing permissions enabled for it.
+    pub permissions: Vec<String>,
 }
 
 /// A note as the fake holds it.
@@ -175,6 +183,7 @@ impl MailchimpFake {
                 "/3.0/lists/{list}/members/{hash}/notes",
                 get(api::list_notes).post(api::create_note),
             )
+            .route("/3.0/lists/{list}/members/{hash}/tags", post(api::tag))
             // Mailchimp's API, and only it: the connections at once, the
             // key, the faults a test queued, and each call recorded.
             .route_layer(middleware::from_fn_with_state(

@@ -9,6 +9,11 @@
 //!   <https://mailchimp.com/developer/marketing/api/list-members/add-or-update-list-member/>.
 //!   Only `status_if_new` is sent, never `status`: `status` would change an
 //!   existing member, re-subscribing someone who unsubscribed;
+//! - a route's tags: `POST /3.0/lists/{list_id}/members/{subscriber_hash}/tags`
+//!   with `tags[]` of `{name, status: "active"}`, answer 204:
+//!   <https://mailchimp.com/developer/marketing/api/list-member-tags/add-or-remove-member-tags/>;
+//!   a checked consent box's marketing permission as `marketing_permissions[]`
+//!   (`marketing_permission_id`, `enabled`) of the member's `PUT`;
 //! - member notes: `POST /3.0/lists/{list_id}/members/{subscriber_hash}/notes`
 //!   with `note` (at most 1,000 characters), answer `id`; `GET` the same path
 //!   (`count`, `sort_field=created_at`, `sort_dir=DESC`), answer `notes[]`
@@ -195,24 +200,65 @@ impl<M: PersonMemory> Mailchimp<M> {
     ) -> Result<DeliveredRecord, DestinationError> {
         let merge_fields: Map<String, Value> = self.field_map.apply(lead);
         let tags: Vec<&str> = merge_fields.keys().map(String::as_str).collect();
-        let body = json!({
+        let mut body = json!({
             "email_address": email,
             "status_if_new": status_if_new(lead),
             "merge_fields": merge_fields,
         });
+        if let Some(permission) = marketing_permission(lead) {
+            body["marketing_permissions"] =
+                json!([{"marketing_permission_id": permission, "enabled": true}]);
+        }
         let path = format!("/3.0/lists/{}/members/{member}", self.list_id);
         match self
             .call(Method::PUT, &path, &[], Some(&body), &tags, deadline)
             .await
         {
-            Called::Done(answer) => Ok(web_id(&answer)
-                .map_or_else(DeliveredRecord::unknown, |id| DeliveredRecord::with_id(&id))),
+            Called::Done(answer) => {
+                self.tag(member, lead, deadline).await?;
+                Ok(web_id(&answer)
+                    .map_or_else(DeliveredRecord::unknown, |id| DeliveredRecord::with_id(&id)))
+            }
             // A member PUT creates the member: only the audience can be
             // missing, which is ours to fix.
             Called::NotFound => Err(DestinationError::Misconfigured {
                 status: Some(404),
                 reason: "MAILCHIMP_LIST_ID: no such audience".to_owned(),
             }),
+            Called::Failed(error) => Err(error),
+        }
+    }
+
+    /// The route's tags on the member: active, which they stay however
+    /// often they are set (one call, none without tags).
+    async fn tag(
+        &self,
+        member: &str,
+        lead: &Lead,
+        deadline: CallDeadline,
+    ) -> Result<(), DestinationError> {
+        let Some(route) = lead.route.as_deref().filter(|route| !route.tags.is_empty()) else {
+            return Ok(());
+        };
+        let tags: Vec<Value> = route
+            .tags
+            .iter()
+            .map(|name| json!({"name": name, "status": "active"}))
+            .collect();
+        let path = format!("/3.0/lists/{}/members/{member}/tags", self.list_id);
+        match self
+            .call(
+                Method::POST,
+                &path,
+                &[],
+                Some(&json!({ "tags": tags })),
+                &[],
+                deadline,
+            )
+            .await
+        {
+            Called::Done(_) => Ok(()),
+            Called::NotFound => Err(DestinationError::retryable("member-not-found")),
             Called::Failed(error) => Err(error),
         }
     }
@@ -269,6 +315,15 @@ impl<M: PersonMemory> Mailchimp<M> {
         let body = client::json_capped(response).await;
         answer_for(status, retry_after, body, sent_tags)
     }
+}
+
+/// The marketing permission a checked consent box enables, where the
+/// route names one (a GDPR-enabled audience's).
+pub fn marketing_permission(lead: &Lead) -> Option<&str> {
+    let consent = lead.route.as_deref()?.consent.as_ref()?;
+    is_checked(lead.answer(&consent.field))
+        .then_some(consent.marketing_permission.as_deref())
+        .flatten()
 }
 
 /// A new member's status: the route's consent status when its consent box
