@@ -800,6 +800,8 @@ def main(argv=None, stdin=sys.stdin) -> int:
     parser.add_argument("--routes", type=Path, metavar="FILE",
                         help="the routes file to store in the stack (docs/routes.md); default: routes.toml when there is one")
     parser.add_argument("--no-smoke", action="store_true", help="skip the smoke test after the deploy")
+    parser.add_argument("--smoke-email", metavar="ADDRESS",
+                        help="the smoke lead's address, at a domain of yours (Mailchimp refuses example.com)")
     parser.add_argument("--debug", action="store_true", help="a traceback with every error")
     parser.add_argument("--release", type=Path, metavar="FOLDER",
                         help="deploy what make package (or a GitHub release) holds in FOLDER: no Rust, no build")
@@ -891,7 +893,8 @@ def main(argv=None, stdin=sys.stdin) -> int:
         if not args.no_smoke:
             say("")
             say("Smoke test: one marked submission through the deployed pipeline.")
-            run([*receipts_command(from_release), *stack, "smoke"], ROOT)
+            smoke_email = ["--email", args.smoke_email] if args.smoke_email else []
+            run([*receipts_command(from_release), *stack, "smoke", *smoke_email], ROOT)
         return 0
     except Refused as problem:
         print(f"make deploy: {problem}", file=sys.stderr)

@@ -243,7 +243,8 @@ class Wizard(unittest.TestCase):
         refused = self.wizard(*flags, "--mailchimp-list-id", "a1b2/../x", env={"MAILCHIMP_API_KEY": key})
         self.assertNotEqual(refused.returncode, 0)
         self.assertIn("an id of letters and digits", refused.stdout + refused.stderr)
-        result = self.wizard(*flags, "--mailchimp-list-id", "a1b2c3d4e5", env={"MAILCHIMP_API_KEY": key})
+        result = self.wizard(*flags, "--mailchimp-list-id", "a1b2c3d4e5", "--smoke-email", "ops@acme.example",
+                             env={"MAILCHIMP_API_KEY": key})
         output = result.stdout + result.stderr
         self.assertEqual(result.returncode, 0, output)
         self.assertIn("Mailchimp accepted the API key.", result.stdout)
@@ -253,6 +254,8 @@ class Wizard(unittest.TestCase):
         self.assertEqual(overrides["Destination"], "'mailchimp'")
         self.assertEqual(overrides["MailchimpApiKeySecretArn"], f"'{arn}'")
         self.assertEqual(overrides["MailchimpListId"], "'a1b2c3d4e5'")
+        self.assertEqual(self.others()[-1], f"receipts --stack {self.stack} --region eu-west-1 smoke --email ops@acme.example",
+                         "Mailchimp refuses example.com: the smoke lead at the operator's domain")
         self.assertNotIn(key, output + self.samconfig.read_text())
 
     def test_zoho_stores_its_self_client_and_takes_the_us_data_centre_by_default(self):

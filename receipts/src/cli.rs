@@ -159,6 +159,11 @@ pub enum Command {
         /// deleted once COMPLETED; a CRM's is named for you to delete).
         #[arg(long)]
         keep: bool,
+        /// The smoke lead's address instead of smoke-test@example.com: one
+        /// at a domain of yours, for a destination that refuses example.com
+        /// (Mailchimp).
+        #[arg(long, value_name = "ADDRESS")]
+        email: Option<String>,
     },
     /// What to paste into the sender's webhook settings: the stack's
     /// webhook URL, with its secret where the stack's mode wants it (in the
@@ -544,6 +549,7 @@ mod tests {
                 Command::Smoke {
                     timeout: Duration::from_secs(90),
                     keep: false,
+                    email: None,
                 },
             ),
             (
@@ -551,6 +557,15 @@ mod tests {
                 Command::Smoke {
                     timeout: Duration::from_secs(180),
                     keep: true,
+                    email: None,
+                },
+            ),
+            (
+                "smoke --email me@acme.example",
+                Command::Smoke {
+                    timeout: Duration::from_secs(180),
+                    keep: false,
+                    email: Some("me@acme.example".into()),
                 },
             ),
         ];

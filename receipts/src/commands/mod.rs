@@ -251,14 +251,22 @@ pub async fn run(config: &SdkConfig, target: &Target, command: Command) -> Resul
             let to_terminal = std::io::stdout().is_terminal();
             webhook_url::webhook_url(config, &stack, show_secret, to_terminal, &mut out).await?;
         }
-        Command::Smoke { timeout, keep } => {
+        Command::Smoke {
+            timeout,
+            keep,
+            email,
+        } => {
             let Some(stack) = stack else {
                 return Err(Failed::Usage(
                     "smoke needs --stack NAME: it reads the webhook URL and secret from the stack"
                         .to_owned(),
                 ));
             };
-            smoke::smoke_test(config, &stack, &table, timeout, keep, &mut out).await?;
+            let email = match email {
+                Some(raw) => forget::address(&raw)?,
+                None => smoke::SMOKE_EMAIL.to_owned(),
+            };
+            smoke::smoke_test(config, &stack, &table, timeout, keep, &email, &mut out).await?;
         }
         Command::Release { ids } => {
             let keys: Vec<String> = ids

@@ -98,14 +98,16 @@ pub fn first_secret(text: &str) -> Option<&str> {
 /// id, the form's API key when a Static Forms stack accepts only listed
 /// forms, and the credential where `auth` puts it. No `Idempotency-Key`:
 /// no sender sends one, so a stack that requires it fails the smoke test
-/// as it would fail every real delivery.
-pub fn request(
+/// as it would fail every real delivery. Its lead's address is `email`
+/// (`SMOKE_EMAIL` unless `smoke --email` gives another).
+pub fn request_as(
     url: &str,
     sender: Sender,
     auth: &SenderAuth,
     secret: &str,
     accepted_forms: &str,
     now: SystemTime,
+    email: &str,
 ) -> Result<SmokeRequest, SmokeError> {
     let since_epoch = now.duration_since(UNIX_EPOCH).unwrap_or_default();
     let submission_id = format!("smoke_{}", since_epoch.as_millis());
@@ -115,7 +117,7 @@ pub fn request(
             id: &submission_id,
             at: now,
             name: SMOKE_NAME,
-            email: SMOKE_EMAIL,
+            email,
             message: SMOKE_MESSAGE,
             form_key: first_secret(accepted_forms),
         })
@@ -251,6 +253,7 @@ async fn clean_up(
     config: &SdkConfig,
     stack: &Stack,
     submission_id: &str,
+    email: &str,
     keep: bool,
     out: &mut impl Write,
 ) -> Result<(), Failed> {
@@ -258,7 +261,7 @@ async fn clean_up(
         stack.parameter(parameter::DESTINATION),
         stack.parameter(parameter::LEAD_KEY),
         submission_id,
-        SMOKE_EMAIL,
+        email,
     );
     match plan {
         shared::destination::Cleanup::DeleteRow { pk } if !keep => {
@@ -266,7 +269,7 @@ async fn clean_up(
             let leads = LeadsTable::new(aws_sdk_dynamodb::Client::new(config), table);
             let row = LeadRow {
                 pk,
-                email: SMOKE_EMAIL.to_owned(),
+                email: email.to_owned(),
             };
             let deleted = leads.delete(&row).await.map_err(run_error)?;
             let _ = writeln!(
@@ -332,18 +335,20 @@ pub(super) async fn smoke_test(
     table: &ReceiptsTable,
     timeout: std::time::Duration,
     keep: bool,
+    email: &str,
     out: &mut impl Write,
 ) -> Result<(), Failed> {
     let url = stack.output(output::WEBHOOK_URL).map_err(run_error)?;
     let (sender, auth) = sender_and_auth(stack)?;
     let secret = webhook_secret(config, stack, &auth).await?;
-    let request = request(
+    let request = request_as(
         url,
         sender,
         &auth,
         &secret,
         stack.parameter(parameter::ACCEPTED_FORMS),
         SystemTime::now(),
+        email,
     )
     .map_err(run_error)?;
     let _ = writeln!(
@@ -405,7 +410,7 @@ pub(super) async fn smoke_test(
                     "COMPLETED after {:.1} s: {went}",
                     started.elapsed().as_secs_f64()
                 );
-                return clean_up(config, stack, &request.submission_id, keep, out).await;
+                return clean_up(config, stack, &request.submission_id, email, keep, out).await;
             }
             Progress::Failed(reason) => {
                 return Err(Failed::Run(format!(
@@ -447,6 +452,18 @@ pub(super) async fn smoke_test(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The request with the smoke address.
+    fn request(
+        url: &str,
+        sender: Sender,
+        auth: &SenderAuth,
+        secret: &str,
+        accepted_forms: &str,
+        now: SystemTime,
+    ) -> Result<SmokeRequest, SmokeError> {
+        request_as(url, sender, auth, secret, accepted_forms, now, SMOKE_EMAIL)
+    }
     use shared::FormSubmission;
 
     fn at() -> SystemTime {
@@ -570,6 +587,22 @@ mod tests {
             ),
             Err(SmokeError::EmptySecret)
         );
+    }
+
+    #[test]
+    fn smoke_email_puts_the_lead_at_the_address_given() {
+        let url = "https://abc.execute-api.eu-west-1.amazonaws.com/webhooks/staticforms";
+        let mine = request_as(
+            url,
+            Sender::StaticForms,
+            &SenderAuth::Bearer,
+            "s",
+            "",
+            at(),
+            "ops@acme.example",
+        )
+        .unwrap();
+        assert!(mine.body.contains("ops@acme.example") && !mine.body.contains(SMOKE_EMAIL));
     }
 
     #[test]
