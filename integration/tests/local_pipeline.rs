@@ -341,15 +341,23 @@ async fn the_local_pipeline_with_hubspot_makes_one_contact() {
     stop(pipeline).await;
 }
 
-/// `DESTINATION=pipedrive make run`: 202, then 200, then exactly one
-/// person, written once, with the submission's note; its receipt names it.
-#[tokio::test]
-async fn the_local_pipeline_with_pipedrive_makes_one_person_and_its_note() {
-    let receipts = unique_name("pipedrive-receipts");
-    let (pipeline, webhook_port, crm_port, _) = start_pipeline_on("pipedrive", &receipts).await;
-    let person = deliver_twice_and_list(webhook_port, crm_port, "/persons", "persons").await;
-    assert_eq!(person["name"], "Ada Lovelace");
-    assert_eq!(person["emails"][0]["value"], "ada@example.com");
+/// One destination's local run keeping every submission as a note: 202,
+/// then 200, then exactly one record (listed at `records` as `items`),
+/// written once, with one note (at `/notes`) that names the record
+/// (`note_record`, its id `id_key` on the record) and holds the unmapped
+/// `company` field (`note_text`); the receipt's card names the record (its
+/// `record_id_key`) at the destination's `title`. The record, for the
+/// caller's own checks.
+async fn one_record_and_its_note(
+    destination: &str,
+    (records, items): (&str, &str),
+    (note_record, note_text): (&str, &str),
+    (id_key, record_id_key): (&str, &str),
+    title: &str,
+) -> serde_json::Value {
+    let receipts = unique_name(&format!("{destination}-receipts"));
+    let (pipeline, webhook_port, crm_port, _) = start_pipeline_on(destination, &receipts).await;
+    let record = deliver_twice_and_list(webhook_port, crm_port, records, items).await;
     let notes: serde_json::Value = reqwest::get(format!("http://127.0.0.1:{crm_port}/notes"))
         .await
         .unwrap()
@@ -357,21 +365,41 @@ async fn the_local_pipeline_with_pipedrive_makes_one_person_and_its_note() {
         .await
         .unwrap();
     assert_eq!(notes["count"], 1, "{notes}");
-    assert_eq!(notes["notes"][0]["person_id"], person["id"]);
+    assert_eq!(notes["notes"][0][note_record], record[id_key]);
     assert!(
-        notes["notes"][0]["content"]
+        notes["notes"][0][note_text]
             .as_str()
             .unwrap()
             .contains("company: AE"),
         "an unmapped field goes to the note: {notes}"
     );
     let card = delivered_card(&receipts).await;
-    let id = person["id"].as_u64().unwrap();
+    let shown = match &record[record_id_key] {
+        serde_json::Value::String(text) => text.clone(),
+        other => other.to_string(),
+    };
     assert!(
-        card.contains(&format!("delivered to   Pipedrive, record {id}\n")),
+        card.contains(&format!("delivered to   {title}, record {shown}\n")),
         "{card}"
     );
     stop(pipeline).await;
+    record
+}
+
+/// `DESTINATION=pipedrive make run`: 202, then 200, then exactly one
+/// person, written once, with the submission's note; its receipt names it.
+#[tokio::test]
+async fn the_local_pipeline_with_pipedrive_makes_one_person_and_its_note() {
+    let person = one_record_and_its_note(
+        "pipedrive",
+        ("/persons", "persons"),
+        ("person_id", "content"),
+        ("id", "id"),
+        "Pipedrive",
+    )
+    .await;
+    assert_eq!(person["name"], "Ada Lovelace");
+    assert_eq!(person["emails"][0]["value"], "ada@example.com");
 }
 
 /// `DESTINATION=mailchimp make run`: 202, then 200, then exactly one
@@ -379,35 +407,18 @@ async fn the_local_pipeline_with_pipedrive_makes_one_person_and_its_note() {
 /// submission's note; its receipt names it.
 #[tokio::test]
 async fn the_local_pipeline_with_mailchimp_makes_one_member_and_its_note() {
-    let receipts = unique_name("mailchimp-receipts");
-    let (pipeline, webhook_port, crm_port, _) = start_pipeline_on("mailchimp", &receipts).await;
-    let member = deliver_twice_and_list(webhook_port, crm_port, "/members", "members").await;
+    let member = one_record_and_its_note(
+        "mailchimp",
+        ("/members", "members"),
+        ("email_id", "note"),
+        ("id", "web_id"),
+        "Mailchimp",
+    )
+    .await;
     assert_eq!(member["email_address"], "ada@example.com");
     assert_eq!(member["merge_fields"]["FNAME"], "Ada");
     assert_eq!(member["merge_fields"]["LNAME"], "Lovelace");
     assert_eq!(member["status"], "transactional");
-    let notes: serde_json::Value = reqwest::get(format!("http://127.0.0.1:{crm_port}/notes"))
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    assert_eq!(notes["count"], 1, "{notes}");
-    assert_eq!(notes["notes"][0]["email_id"], member["id"]);
-    assert!(
-        notes["notes"][0]["note"]
-            .as_str()
-            .unwrap()
-            .contains("company: AE"),
-        "an unmapped field goes to the note: {notes}"
-    );
-    let card = delivered_card(&receipts).await;
-    let id = member["web_id"].as_u64().unwrap();
-    assert!(
-        card.contains(&format!("delivered to   Mailchimp, record {id}\n")),
-        "{card}"
-    );
-    stop(pipeline).await;
 }
 
 /// `DESTINATION=zoho make run`: 202, then 200, then exactly one Lead,
@@ -415,33 +426,16 @@ async fn the_local_pipeline_with_mailchimp_makes_one_member_and_its_note() {
 /// once and kept in the receipts table for every instance.
 #[tokio::test]
 async fn the_local_pipeline_with_zoho_makes_one_lead_and_its_note() {
-    let receipts = unique_name("zoho-receipts");
-    let (pipeline, webhook_port, crm_port, _) = start_pipeline_on("zoho", &receipts).await;
-    let lead = deliver_twice_and_list(webhook_port, crm_port, "/records", "records").await;
+    let lead = one_record_and_its_note(
+        "zoho",
+        ("/records", "records"),
+        ("record", "content"),
+        ("id", "id"),
+        "Zoho CRM",
+    )
+    .await;
     assert_eq!(lead["Email"], "ada@example.com");
     assert_eq!(lead["Last_Name"], "Lovelace");
-    let notes: serde_json::Value = reqwest::get(format!("http://127.0.0.1:{crm_port}/notes"))
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    assert_eq!(notes["count"], 1, "{notes}");
-    assert_eq!(notes["notes"][0]["record"], lead["id"]);
-    assert!(
-        notes["notes"][0]["content"]
-            .as_str()
-            .unwrap()
-            .contains("company: AE"),
-        "an unmapped field goes to the note: {notes}"
-    );
-    let card = delivered_card(&receipts).await;
-    let id = lead["id"].as_str().unwrap();
-    assert!(
-        card.contains(&format!("delivered to   Zoho CRM, record {id}\n")),
-        "{card}"
-    );
-    stop(pipeline).await;
 }
 
 /// Pipedrive's limits and refusals through the binaries, as the other

@@ -203,6 +203,25 @@ pub trait Destination: Send + Sync {
     }
 }
 
+/// One lead written through the destination's own `upsert_batch`, alone,
+/// within `deadline`: `upsert` for a destination whose batch does the work
+/// (its call slots, its rounds).
+pub async fn upsert_alone<D: Destination + ?Sized>(
+    destination: &D,
+    lead: &Lead,
+    key: &IdempotencyKey,
+    deadline: CallDeadline,
+) -> Result<Upserted, DestinationError> {
+    let mut answers = destination
+        .upsert_batch(&[Write::lead(lead, key)], 1, deadline)
+        .await;
+    answers
+        .pop()
+        .map_or(Err(DestinationError::retryable("no answer")), |answer| {
+            answer.result
+        })
+}
+
 /// One `upsert`, timed and bounded by `deadline`: the default batch's unit
 /// of work.
 pub async fn timed_upsert<D: Destination + ?Sized>(

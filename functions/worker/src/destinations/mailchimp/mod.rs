@@ -51,7 +51,8 @@ use crate::destinations::history::{memory_error, note_item, CreateOnce, Keeping,
 use crate::destinations::memory::PersonMemory;
 use crate::destinations::per_person::{person_count, write_by_person};
 use crate::destinations::port::{
-    Answer, CallDeadline, DeliveredRecord, Destination, DestinationError, Upserted, Write,
+    upsert_alone, Answer, CallDeadline, DeliveredRecord, Destination, DestinationError, Upserted,
+    Write,
 };
 use crate::destinations::slots::{now_ms, AnySlots, CallSlots, Lease};
 use crate::destinations::token::{BearerToken, CrmToken, Source, TokenError};
@@ -407,15 +408,7 @@ impl<M: PersonMemory> Destination for Mailchimp<M> {
         lead: &Lead,
         key: &IdempotencyKey,
     ) -> Result<Upserted, DestinationError> {
-        let deadline = CallDeadline::after(REQUEST_TIMEOUT * 4);
-        let mut answers = self
-            .upsert_batch(&[Write::lead(lead, key)], 1, deadline)
-            .await;
-        answers
-            .pop()
-            .map_or(Err(DestinationError::retryable("no answer")), |answer| {
-                answer.result
-            })
+        upsert_alone(self, lead, key, CallDeadline::after(REQUEST_TIMEOUT * 4)).await
     }
 
     /// Person by person (`per_person`): one member's writes in order,

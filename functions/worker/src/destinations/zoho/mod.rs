@@ -43,7 +43,8 @@ use crate::destinations::client;
 use crate::destinations::history::{memory_error, note_item, Keeping, NOTE_IN_FLIGHT};
 use crate::destinations::memory::PersonMemory;
 use crate::destinations::port::{
-    Answer, CallDeadline, DeliveredRecord, Destination, DestinationError, Upserted, Write,
+    upsert_alone, Answer, CallDeadline, DeliveredRecord, Destination, DestinationError, Upserted,
+    Write,
 };
 use crate::destinations::shared_token::{AnyTokenStore, SharedToken};
 use crate::destinations::token::TokenError;
@@ -228,15 +229,7 @@ impl<M: PersonMemory> Destination for Zoho<M> {
         lead: &Lead,
         key: &IdempotencyKey,
     ) -> Result<Upserted, DestinationError> {
-        let deadline = CallDeadline::after(REQUEST_TIMEOUT * 4);
-        let mut answers = self
-            .upsert_batch(&[Write::lead(lead, key)], 1, deadline)
-            .await;
-        answers
-            .pop()
-            .map_or(Err(DestinationError::retryable("no answer")), |answer| {
-                answer.result
-            })
+        upsert_alone(self, lead, key, CallDeadline::after(REQUEST_TIMEOUT * 4)).await
     }
 
     /// In rounds of at most one write per person (by e-mail, oldest first,
