@@ -290,7 +290,7 @@ async fn a_forgotten_person_is_refused_after_one_call_and_never_called_again() {
 async fn four_instances_never_hold_more_than_ten_connections_at_once() {
     for shared_slots in [true, false] {
         let fake = MailchimpFake::start(KEY, LIST).await.unwrap();
-        fake.set_delay(Duration::from_millis(40));
+        fake.set_delay(Duration::from_millis(100));
         let slots = InProcessSlots::new(MAX_CONNECTIONS);
         let instances: Vec<(Vec<Receipt>, MailchimpWorker)> = (0..4)
             .map(|instance| {
