@@ -351,3 +351,41 @@ async fn four_instances_never_hold_more_than_ten_connections_at_once() {
         }
     }
 }
+
+/// A late, older submission of a person Mailchimp refused for good: no
+/// member to keep its note on, so it is written as a new submission would
+/// be, and refused the same way (REFUSED, not a retry until it gives up).
+#[tokio::test]
+async fn an_older_submission_of_a_refused_person_delivered_late_is_refused_too() {
+    let fake = MailchimpFake::start(KEY, LIST).await.unwrap();
+    fake.keep_away("gone@example.com", KeptAway::Forgotten);
+    let newer = receipt(
+        "sub_new",
+        "contact_form",
+        "gone@example.com",
+        "Ada",
+        serde_json::json!({}),
+        1_795_941_600,
+    );
+    let older = receipt(
+        "sub_old",
+        "contact_form",
+        "gone@example.com",
+        "Ada",
+        serde_json::json!({}),
+        1_795_941_500,
+    );
+    let worker = worker(&fake, ledger_of(&[&newer, &older]));
+
+    worker.handle(inserts(&[&newer]), in_seconds(30)).await;
+    worker.handle(inserts(&[&older]), in_seconds(30)).await;
+
+    for receipt in [&newer, &older] {
+        let stored = worker.ledger().get(&receipt.pk).unwrap();
+        assert_eq!(stored.status, ReceiptStatus::Refused, "{}", receipt.pk);
+        assert_eq!(
+            stored.refusal.as_deref(),
+            Some("Forgotten Email Not Subscribed")
+        );
+    }
+}

@@ -47,7 +47,9 @@ use shared::{IdempotencyKey, Lead};
 
 use super::refusal::traced;
 use crate::destinations::client;
-use crate::destinations::history::{memory_error, note_item, CreateOnce, Keeping, NOTE_IN_FLIGHT};
+use crate::destinations::history::{
+    memory_error, note_item, waiting, CreateOnce, Keeping, NOTE_IN_FLIGHT,
+};
 use crate::destinations::memory::PersonMemory;
 use crate::destinations::per_person::{person_count, write_by_person};
 use crate::destinations::port::{
@@ -82,6 +84,9 @@ const SLOT_PAUSE: Duration = Duration::from_millis(250);
 /// A lead that found every slot held waits this long before its next try:
 /// calls end within a second or two.
 pub const SLOT_WAIT: Duration = Duration::from_secs(1);
+
+/// Why a note (or tags) could not be written: the member is not there.
+pub const MEMBER_NOT_FOUND: &str = "member-not-found";
 
 /// Why a lead waits when every connection of the account is in use.
 pub const CONNECTIONS_BUSY: &str = "connections-busy";
@@ -176,14 +181,28 @@ impl<M: PersonMemory> Mailchimp<M> {
             text: note.text_within(NOTE_MAX_CHARS),
             reference: note.reference,
         };
-        keeping
+        let kept = keeping
             .once(
                 &notes,
                 &member,
                 &note_item(write.key.as_str()),
                 NOTE_IN_FLIGHT,
             )
-            .await?;
+            .await;
+        match kept {
+            // No member to keep a late, older submission on: the newer one
+            // was refused, or the member deleted. This one is written as a
+            // new submission would be: refused the same way (REFUSED), or
+            // the member made again and its note written by a later attempt.
+            Err(DestinationError::Retryable { reason, .. })
+                if record.is_none() && reason == MEMBER_NOT_FOUND =>
+            {
+                self.put_member(&member, &email, write.lead, deadline)
+                    .await?;
+                return Err(waiting(NOTE_IN_FLIGHT, NOTE_LAG));
+            }
+            kept => kept?,
+        }
         Ok(match record {
             Some(record) => Upserted::Written(record),
             None => Upserted::Stale,
@@ -259,7 +278,7 @@ impl<M: PersonMemory> Mailchimp<M> {
             .await
         {
             Called::Done(_) => Ok(()),
-            Called::NotFound => Err(DestinationError::retryable("member-not-found")),
+            Called::NotFound => Err(DestinationError::retryable(MEMBER_NOT_FOUND)),
             Called::Failed(error) => Err(error),
         }
     }
@@ -363,7 +382,7 @@ impl<M: PersonMemory> CreateOnce for Notes<'_, M> {
                 Some(Value::Number(id)) => Ok(id.to_string()),
                 _ => Err(DestinationError::retryable("note-created-without-id")),
             },
-            Called::NotFound => Err(DestinationError::retryable("member-not-found")),
+            Called::NotFound => Err(DestinationError::retryable(MEMBER_NOT_FOUND)),
             Called::Failed(error) => Err(error),
         }
     }
