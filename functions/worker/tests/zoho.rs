@@ -302,3 +302,60 @@ async fn a_revoked_refresh_token_is_our_credentials_refused_and_the_lead_waits()
     );
     assert!(fake.records().is_empty());
 }
+
+/// A late, older submission whose record was deleted in Zoho meanwhile:
+/// its note has nowhere to go, so the record is written again, as a new
+/// submission's would be, and the note kept on it (not retried until it
+/// gives up).
+#[tokio::test]
+async fn a_late_submission_whose_record_was_deleted_writes_it_again_with_its_note() {
+    let fake = ZohoFake::start(
+        CLIENT_ID,
+        CLIENT_SECRET,
+        REFRESH_TOKEN,
+        Duration::from_secs(3600),
+    )
+    .await
+    .unwrap();
+    let store = InProcessTokenStore::new();
+    let newer = receipt(
+        "sub_new",
+        "ada@example.com",
+        "Augusta Lovelace",
+        "Newer",
+        1_795_941_600,
+    );
+    let older = receipt(
+        "sub_old",
+        "ada@example.com",
+        "Ada Lovelace",
+        "Older",
+        1_795_941_500,
+    );
+    let later = shared::clock::Adjustable::default();
+    let lag = Duration::from_secs(1);
+    let worker = Worker::new(
+        zoho(&fake, BY_EMAIL, &store).with_note_lag(lag),
+        ledger_of(&[&newer, &older]),
+        8,
+    )
+    .with_retry_policy(fast_retries())
+    .with_clock(later.clock());
+
+    worker.handle(inserts(&[&newer]), in_seconds(30)).await;
+    fake.delete_records();
+    worker.handle(inserts(&[&older]), in_seconds(30)).await;
+    // Its note's create was started on the deleted record: none starts
+    // again within the lag, then a pass writes it.
+    tokio::time::sleep(lag + Duration::from_millis(1_100)).await;
+    later.advance(Duration::from_secs(3 * 3600));
+    worker.reconcile(in_seconds(30)).await;
+
+    assert_eq!(status_of(&worker, &older), (ReceiptStatus::Completed, None));
+    let records = fake.records();
+    assert_eq!(records.len(), 1, "{records:?}");
+    let notes = fake.notes();
+    assert_eq!(notes.len(), 1, "{notes:?}");
+    assert_eq!(notes[0].record, records[0].id);
+    assert!(notes[0].content.contains("Older"));
+}

@@ -223,6 +223,12 @@ impl ZohoFake {
         lock(&self.state.lost).push(what);
     }
 
+    /// Deletes every record and its notes, as a person in Zoho would.
+    pub fn delete_records(&self) {
+        lock(&self.state.records).clear();
+        lock(&self.state.notes).clear();
+    }
+
     pub fn records(&self) -> Vec<Record> {
         lock(&self.state.records).clone()
     }

@@ -281,7 +281,7 @@ impl<M: PersonMemory> CreateOnce for Notes<'_, M> {
                     Err(DestinationError::retryable("note-created-without-id")),
                     record_result,
                 ),
-            Called::NotFound => Err(DestinationError::retryable("record-not-found")),
+            Called::NotFound => Err(DestinationError::retryable(super::RECORD_NOT_FOUND)),
             Called::Failed(error) => Err(error),
         }
     }

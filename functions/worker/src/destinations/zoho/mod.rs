@@ -57,6 +57,9 @@ const REQUEST_TIMEOUT: Duration = Duration::from_secs(20);
 /// The most records one upsert call carries.
 pub const MAX_RECORDS_PER_CALL: usize = 100;
 
+/// Why a note could not be written: its record is not there.
+pub const RECORD_NOT_FOUND: &str = "record-not-found";
+
 /// How long a note Zoho created may take to be listed.
 pub const NOTE_LAG: Duration = Duration::from_secs(30);
 
@@ -73,6 +76,7 @@ pub struct Zoho<M> {
     /// Only when keyed by e-mail.
     gate_secret: Option<GateSecret>,
     memory: M,
+    note_lag: Duration,
 }
 
 impl<M: PersonMemory> Zoho<M> {
@@ -96,7 +100,15 @@ impl<M: PersonMemory> Zoho<M> {
             token: SharedToken::new(token_store),
             gate_secret,
             memory,
+            note_lag: NOTE_LAG,
         })
+    }
+
+    /// How long a note Zoho created may take to be listed ([`NOTE_LAG`]
+    /// unless a test waits less).
+    pub fn with_note_lag(mut self, lag: Duration) -> Self {
+        self.note_lag = lag;
+        self
     }
 
     fn by_email(&self) -> bool {
@@ -152,8 +164,10 @@ impl<M: PersonMemory> Zoho<M> {
     }
 
     /// A write keyed by e-mail after its record's upsert (`record`, or none
-    /// for a history-only write): the record id remembered on the person's
-    /// gate item, then the submission's note on it, exactly once.
+    /// for a history-only write, whose record is the one remembered, else
+    /// the one found by e-mail, else written now as a new submission's):
+    /// the record id remembered on the person's gate item, then the
+    /// submission's note on it, exactly once.
     async fn keep_note(
         &self,
         write: Write<'_>,
@@ -168,31 +182,35 @@ impl<M: PersonMemory> Zoho<M> {
         };
         let gate = gates.gate_key(&email);
         let recalled = self.memory.recall(&gate).await.map_err(memory_error)?;
-        let id = match record {
-            Some(written) => {
-                let id = written?;
-                if recalled.record_id.as_deref() != Some(id.as_str()) {
-                    self.memory
-                        .remember_record(&gate, &id)
-                        .await
-                        .map_err(memory_error)?;
+        let written = record.transpose()?;
+        let (id, wrote) = match (written, &recalled.record_id) {
+            (Some(id), _) => (id, true),
+            (None, Some(id)) => (id.clone(), false),
+            (None, None) => match self.find_by_email(&email, deadline).await? {
+                Some(id) => (id, false),
+                // No record to keep a late, older submission on (deleted
+                // in Zoho): written as a new submission would be.
+                None => {
+                    let mut results = self.upsert_records(&[write.lead], deadline).await;
+                    let id = results
+                        .pop()
+                        .unwrap_or_else(|| Err(DestinationError::retryable("no answer")))?;
+                    (id, true)
                 }
-                id
-            }
-            None => match &recalled.record_id {
-                Some(id) => id.clone(),
-                None => self
-                    .find_by_email(&email, deadline)
-                    .await?
-                    .ok_or_else(|| DestinationError::retryable("record-not-found"))?,
             },
         };
+        if recalled.record_id.as_deref() != Some(id.as_str()) {
+            self.memory
+                .remember_record(&gate, &id)
+                .await
+                .map_err(memory_error)?;
+        }
         let note = SubmissionNote::of(write.lead, write.key, &self.field_map);
         let keeping = Keeping {
             memory: &self.memory,
             gate: &gate,
             recalled: &recalled,
-            lag: NOTE_LAG,
+            lag: self.note_lag,
         };
         let notes = calls::Notes {
             zoho: self,
@@ -200,13 +218,24 @@ impl<M: PersonMemory> Zoho<M> {
             note: &note,
             deadline,
         };
-        keeping
+        let kept = keeping
             .once(&notes, &id, &note_item(write.key.as_str()), NOTE_IN_FLIGHT)
-            .await?;
-        Ok(if write.history_only {
-            Upserted::Stale
-        } else {
+            .await;
+        if let Err(DestinationError::Retryable { reason, .. }) = &kept {
+            if reason == RECORD_NOT_FOUND {
+                // Deleted in Zoho: forgotten here, so the next attempt
+                // finds the person's record again, or writes a new one.
+                self.memory
+                    .forget_record(&gate, &id)
+                    .await
+                    .map_err(memory_error)?;
+            }
+        }
+        kept?;
+        Ok(if wrote {
             Upserted::Written(DeliveredRecord::with_id(&id))
+        } else {
+            Upserted::Stale
         })
     }
 }
