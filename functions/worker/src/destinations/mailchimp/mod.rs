@@ -32,13 +32,12 @@
 
 mod answers;
 pub mod build;
+mod calls;
 mod settings;
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use reqwest::Method;
-use serde_json::{json, Map, Value};
 use shared::consent::is_checked;
 use shared::field_map::FieldMap;
 use shared::history::SubmissionNote;
@@ -47,19 +46,15 @@ use shared::{IdempotencyKey, Lead};
 
 use super::refusal::traced;
 use crate::destinations::client;
-use crate::destinations::history::{
-    memory_error, note_item, waiting, CreateOnce, Keeping, NOTE_IN_FLIGHT,
-};
+use crate::destinations::history::{memory_error, note_item, waiting, Keeping, NOTE_IN_FLIGHT};
 use crate::destinations::memory::PersonMemory;
 use crate::destinations::per_person::{person_count, write_by_person};
 use crate::destinations::port::{
-    upsert_alone, Answer, CallDeadline, DeliveredRecord, Destination, DestinationError, Upserted,
-    Write,
+    upsert_alone, Answer, CallDeadline, Destination, DestinationError, Upserted, Write,
 };
 use crate::destinations::slots::{now_ms, AnySlots, CallSlots, Lease};
 use crate::destinations::token::{BearerToken, CrmToken, Source, TokenError};
 
-use answers::{answer_for, note_with, web_id, Called};
 pub use answers::{BUSY_WAIT, REFUSALS};
 pub use settings::*;
 
@@ -90,9 +85,6 @@ pub const MEMBER_NOT_FOUND: &str = "member-not-found";
 
 /// Why a lead waits when every connection of the account is in use.
 pub const CONNECTIONS_BUSY: &str = "connections-busy";
-
-/// How many of a member's newest notes are read to find a lost one.
-const NOTES_READ: &str = "50";
 
 /// A member's status when no checked consent box asks for more: kept, and
 /// sent no campaign.
@@ -175,7 +167,7 @@ impl<M: PersonMemory> Mailchimp<M> {
             recalled: &recalled,
             lag: NOTE_LAG,
         };
-        let notes = Notes {
+        let notes = calls::Notes {
             mailchimp: self,
             deadline,
             text: note.text_within(NOTE_MAX_CHARS),
@@ -208,133 +200,6 @@ impl<M: PersonMemory> Mailchimp<M> {
             None => Upserted::Stale,
         })
     }
-
-    /// Adds or updates the member: its record, by its `web_id` (its page's
-    /// link carries the id in a query, which a receipt never keeps).
-    async fn put_member(
-        &self,
-        member: &str,
-        email: &str,
-        lead: &Lead,
-        deadline: CallDeadline,
-    ) -> Result<DeliveredRecord, DestinationError> {
-        let merge_fields: Map<String, Value> = self.field_map.apply(lead);
-        let tags: Vec<&str> = merge_fields.keys().map(String::as_str).collect();
-        let mut body = json!({
-            "email_address": email,
-            "status_if_new": status_if_new(lead),
-            "merge_fields": merge_fields,
-        });
-        if let Some(permission) = marketing_permission(lead) {
-            body["marketing_permissions"] =
-                json!([{"marketing_permission_id": permission, "enabled": true}]);
-        }
-        let path = format!("/3.0/lists/{}/members/{member}", self.list_id);
-        match self
-            .call(Method::PUT, &path, &[], Some(&body), &tags, deadline)
-            .await
-        {
-            Called::Done(answer) => {
-                self.tag(member, lead, deadline).await?;
-                Ok(web_id(&answer)
-                    .map_or_else(DeliveredRecord::unknown, |id| DeliveredRecord::with_id(&id)))
-            }
-            // A member PUT creates the member: only the audience can be
-            // missing, which is ours to fix.
-            Called::NotFound => Err(DestinationError::Misconfigured {
-                status: Some(404),
-                reason: "MAILCHIMP_LIST_ID: no such audience".to_owned(),
-            }),
-            Called::Failed(error) => Err(error),
-        }
-    }
-
-    /// The route's tags on the member: active, which they stay however
-    /// often they are set (one call, none without tags).
-    async fn tag(
-        &self,
-        member: &str,
-        lead: &Lead,
-        deadline: CallDeadline,
-    ) -> Result<(), DestinationError> {
-        let Some(route) = lead.route.as_deref().filter(|route| !route.tags.is_empty()) else {
-            return Ok(());
-        };
-        let tags: Vec<Value> = route
-            .tags
-            .iter()
-            .map(|name| json!({"name": name, "status": "active"}))
-            .collect();
-        let path = format!("/3.0/lists/{}/members/{member}/tags", self.list_id);
-        match self
-            .call(
-                Method::POST,
-                &path,
-                &[],
-                Some(&json!({ "tags": tags })),
-                &[],
-                deadline,
-            )
-            .await
-        {
-            Called::Done(_) => Ok(()),
-            Called::NotFound => Err(DestinationError::retryable(MEMBER_NOT_FOUND)),
-            Called::Failed(error) => Err(error),
-        }
-    }
-
-    /// One call, within `deadline`; once more with a renewed key after a
-    /// 401.
-    async fn call(
-        &self,
-        method: Method,
-        path: &str,
-        query: &[(&str, &str)],
-        body: Option<&Value>,
-        sent_tags: &[&str],
-        deadline: CallDeadline,
-    ) -> Called {
-        client::renewing_within(&self.key, deadline, || {
-            self.call_once(method.clone(), path, query, body, sent_tags)
-        })
-        .await
-    }
-
-    async fn call_once(
-        &self,
-        method: Method,
-        path: &str,
-        query: &[(&str, &str)],
-        body: Option<&Value>,
-        sent_tags: &[&str],
-    ) -> Called {
-        let Ok(url) = reqwest::Url::parse_with_params(&format!("{}{path}", self.base_url), query)
-        else {
-            return Called::Failed(DestinationError::Permanent {
-                status: None,
-                reason: "request could not be built".to_owned(),
-            });
-        };
-        let mut request = self.client.request(method, url);
-        if let Some(body) = body {
-            request = request.json(body);
-        }
-        match self.key.current() {
-            Ok(Some(key)) => request = request.basic_auth("staticforms-to-crm", Some(key.expose())),
-            Ok(None) => {}
-            Err(unavailable) => {
-                return Called::Failed(DestinationError::CredentialsUnavailable(unavailable))
-            }
-        }
-        let response = match request.send().await {
-            Ok(response) => response,
-            Err(error) => return Called::Failed(client::transport_error(&error)),
-        };
-        let status = response.status().as_u16();
-        let retry_after = client::retry_after(&response);
-        let body = client::json_capped(response).await;
-        answer_for(status, retry_after, body, sent_tags)
-    }
 }
 
 /// The marketing permission a checked consent box enables, where the
@@ -354,59 +219,6 @@ pub fn status_if_new(lead: &Lead) -> &'static str {
         .and_then(|route| route.consent.as_ref())
         .filter(|consent| is_checked(lead.answer(&consent.field)))
         .map_or(WITHOUT_CONSENT, |consent| consent.status.as_str())
-}
-
-/// Mailchimp's calls for one submission's note, within its delivery's
-/// deadline.
-struct Notes<'a, M> {
-    mailchimp: &'a Mailchimp<M>,
-    deadline: CallDeadline,
-    /// The note's text, capped, its reference at the end.
-    text: String,
-    reference: String,
-}
-
-impl<M: PersonMemory> CreateOnce for Notes<'_, M> {
-    async fn create(&self, member: &str) -> Result<String, DestinationError> {
-        let path = format!(
-            "/3.0/lists/{}/members/{member}/notes",
-            self.mailchimp.list_id
-        );
-        let body = json!({ "note": self.text });
-        match self
-            .mailchimp
-            .call(Method::POST, &path, &[], Some(&body), &[], self.deadline)
-            .await
-        {
-            Called::Done(answer) => match answer.get("id") {
-                Some(Value::Number(id)) => Ok(id.to_string()),
-                _ => Err(DestinationError::retryable("note-created-without-id")),
-            },
-            Called::NotFound => Err(DestinationError::retryable(MEMBER_NOT_FOUND)),
-            Called::Failed(error) => Err(error),
-        }
-    }
-
-    async fn find(&self, member: &str) -> Result<Option<String>, DestinationError> {
-        let path = format!(
-            "/3.0/lists/{}/members/{member}/notes",
-            self.mailchimp.list_id
-        );
-        let query = [
-            ("count", NOTES_READ),
-            ("sort_field", "created_at"),
-            ("sort_dir", "DESC"),
-        ];
-        match self
-            .mailchimp
-            .call(Method::GET, &path, &query, None, &[], self.deadline)
-            .await
-        {
-            Called::Done(answer) => Ok(note_with(&answer, &self.reference)),
-            Called::NotFound => Ok(None),
-            Called::Failed(error) => Err(error),
-        }
-    }
 }
 
 impl<M: PersonMemory> Destination for Mailchimp<M> {
