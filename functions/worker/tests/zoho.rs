@@ -359,3 +359,45 @@ async fn a_late_submission_whose_record_was_deleted_writes_it_again_with_its_not
     assert_eq!(notes[0].record, records[0].id);
     assert!(notes[0].content.contains("Older"));
 }
+
+/// An accounts server slower than the invocation: the token is fetched
+/// within the invocation's deadline too, so the lead waits for a later
+/// attempt and the invocation still records it.
+#[tokio::test]
+async fn a_slow_accounts_server_never_outlasts_the_invocation() {
+    let fake = ZohoFake::start(
+        CLIENT_ID,
+        CLIENT_SECRET,
+        REFRESH_TOKEN,
+        Duration::from_secs(3600),
+    )
+    .await
+    .unwrap();
+    fake.set_token_delay(Duration::from_secs(30));
+    let store = InProcessTokenStore::new();
+    let lead = receipt(
+        "sub_1",
+        "ada@example.com",
+        "Ada Lovelace",
+        "Hello",
+        1_795_941_500,
+    );
+    let worker = worker(&fake, BY_EMAIL, &store, ledger_of(&[&lead]));
+
+    let started = std::time::Instant::now();
+    let answer = worker.handle(inserts(&[&lead]), in_seconds(3)).await;
+
+    assert!(
+        started.elapsed() < Duration::from_secs(8),
+        "ended by its deadline, not the HTTP client's 20 s: {:?}",
+        started.elapsed()
+    );
+
+    assert!(
+        answer.batch_item_failures.is_empty(),
+        "its outcome is recorded"
+    );
+    let (status, _) = status_of(&worker, &lead);
+    assert_eq!(status, ReceiptStatus::Received, "waits for a later attempt");
+    assert!(fake.records().is_empty());
+}

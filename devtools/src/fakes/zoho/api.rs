@@ -25,6 +25,10 @@ fn params(text: &str) -> HashMap<String, String> {
 
 /// `POST /oauth/v2/token`: a new access token for a valid refresh token.
 pub(super) async fn token(State(state): State<Arc<FakeState>>, uri: Uri, body: Bytes) -> Response {
+    let delay = *lock(&state.token_delay);
+    if !delay.is_zero() {
+        tokio::time::sleep(delay).await;
+    }
     let mut asked = params(uri.query().unwrap_or(""));
     asked.extend(params(&String::from_utf8_lossy(&body)));
     let given = |name: &str| asked.get(name).map(String::as_str).unwrap_or("");

@@ -108,6 +108,8 @@ struct FakeState {
     client_secret: String,
     refresh_token: Mutex<String>,
     token_life: Mutex<Duration>,
+    /// How long the accounts server takes to answer.
+    token_delay: Mutex<Duration>,
     /// Live access tokens, oldest first, with when each expires.
     tokens: Mutex<Vec<(String, Instant)>>,
     refreshes: Mutex<u32>,
@@ -158,6 +160,7 @@ impl ZohoFake {
             client_secret: client_secret.to_owned(),
             refresh_token: Mutex::new(refresh_token.to_owned()),
             token_life: Mutex::new(token_life),
+            token_delay: Mutex::new(Duration::ZERO),
             tokens: Mutex::new(Vec::new()),
             refreshes: Mutex::new(0),
             records: Mutex::new(Vec::new()),
@@ -203,6 +206,11 @@ impl ZohoFake {
     /// Access tokens issued from now on last `life`.
     pub fn set_token_life(&self, life: Duration) {
         *lock(&self.state.token_life) = life;
+    }
+
+    /// The accounts server answers after `delay`.
+    pub fn set_token_delay(&self, delay: Duration) {
+        *lock(&self.state.token_delay) = delay;
     }
 
     /// Ends every live access token now (as if an hour had passed).

@@ -176,7 +176,9 @@ impl<M: PersonMemory> Zoho<M> {
     ) -> Called {
         let mut refused = None;
         for _ in 0..2 {
-            let token = match self.access_token(refused).await {
+            // The token too within the deadline: a slow accounts server, or
+            // another instance's refresh waited for, never outlasts it.
+            let token = match deadline.bound(self.access_token(refused)).await {
                 Ok(token) => token,
                 Err(error) => return Called::Failed(error),
             };
