@@ -17,6 +17,19 @@ use serde::de::DeserializeOwned;
 
 /// The guarded value, even when a thread panicked while holding it: a fake
 /// keeps answering after one test's assertion failed inside a handler.
+/// Takes one `what` from `queue` if it holds one: whether it did. A
+/// fake's answers to lose (`lose_answer`) are queued so.
+pub fn take_one<T: PartialEq>(queue: &Mutex<Vec<T>>, what: &T) -> bool {
+    let mut queue = lock(queue);
+    match queue.iter().position(|queued| queued == what) {
+        Some(at) => {
+            queue.remove(at);
+            true
+        }
+        None => false,
+    }
+}
+
 pub fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex
         .lock()

@@ -111,15 +111,9 @@ fn problem(status: StatusCode, title: &str, detail: &str) -> Response {
     response
 }
 
+/// Whether the next `what`'s answer is to be lost (and counts it).
 fn loses(state: &FakeState, what: Lost) -> bool {
-    let mut lost = lock(&state.lost);
-    match lost.iter().position(|l| *l == what) {
-        Some(at) => {
-            lost.remove(at);
-            true
-        }
-        None => false,
-    }
+    crate::server::take_one(&state.lost, &what)
 }
 
 fn no_resource() -> Response {

@@ -88,14 +88,7 @@ pub(super) async fn admit_and_record(
 
 /// Whether the next `what`'s answer is to be lost (and counts it).
 pub(super) fn loses(state: &FakeState, what: Lost) -> bool {
-    let mut lost = lock(&state.lost);
-    match lost.iter().position(|l| *l == what) {
-        Some(at) => {
-            lost.remove(at);
-            true
-        }
-        None => false,
-    }
+    crate::server::take_one(&state.lost, &what)
 }
 
 pub(super) fn lost_answer() -> Response {

@@ -124,15 +124,9 @@ fn error(status: StatusCode, code: &str, message: &str) -> Response {
         .into_response()
 }
 
+/// Whether the next `what`'s answer is to be lost (and counts it).
 fn loses(state: &FakeState, what: Lost) -> bool {
-    let mut lost = lock(&state.lost);
-    match lost.iter().position(|l| *l == what) {
-        Some(at) => {
-            lost.remove(at);
-            true
-        }
-        None => false,
-    }
+    crate::server::take_one(&state.lost, &what)
 }
 
 fn next_id(state: &FakeState) -> String {
