@@ -9,7 +9,7 @@ use std::collections::HashSet;
 use std::time::{Duration, Instant, SystemTime};
 
 use serde_json::Value;
-use shared::sender::listing::{ApiRequest, Listed, ListingError, PageAsk, SenderApi};
+use shared::sender::listing::{ApiAuth, ApiRequest, Listed, ListingError, PageAsk, SenderApi};
 use shared::Sender;
 
 /// How often a 429 or a 5xx answer is tried again before giving up.
@@ -227,14 +227,12 @@ impl SenderApiClient {
         for _ in 0..TRIES {
             self.wait_for_pace().await;
             let limit = self.time_for_a_request(form)?;
-            let sent = self
-                .http
-                .get(url.clone())
-                .timeout(limit)
-                .bearer_auth(&self.token)
-                .header("accept", "application/json")
-                .send()
-                .await;
+            let asked = self.http.get(url.clone()).timeout(limit);
+            let asked = match self.api.auth {
+                ApiAuth::Bearer => asked.bearer_auth(&self.token),
+                ApiAuth::BasicPassword => asked.basic_auth("", Some(&self.token)),
+            };
+            let sent = asked.header("accept", "application/json").send().await;
             let response = sent.map_err(|error| SenderApiError::Unreachable {
                 sender,
                 base_url: self.base_url.clone(),

@@ -76,6 +76,9 @@ pub enum EnvelopeError {
     SubmissionIdDotSegment,
     #[error("this is Static Forms' older webhook format, without `event` and `data.submissionId`, which a delivery needs to be stored once; switch the webhook to the current format in Static Forms' webhook settings")]
     OlderFormat,
+    /// The header that carries a sender's stable id (Framer's).
+    #[error("the {0} header (the submission's id) is missing or sent more than once")]
+    MissingIdHeader(&'static str),
     /// Another sender's field is missing or not of its documented type.
     #[error("`{0}` is missing or not {1}")]
     MissingField(&'static str, &'static str),

@@ -236,9 +236,9 @@ fn parse_auth(
                 )
             })?;
             let mut scheme = SignatureScheme::of(own);
-            if let Some(time) = own.time {
+            if let Some(tolerance) = own.tolerance() {
                 scheme.tolerance =
-                    seconds_in(&get, WEBHOOK_TOLERANCE_SECONDS, time.tolerance, 1..=3600)?;
+                    seconds_in(&get, WEBHOOK_TOLERANCE_SECONDS, tolerance, 1..=3600)?;
             }
             Scheme::SenderSignature(scheme)
         }
@@ -265,7 +265,7 @@ fn parse_auth(
     };
     let signs_time = match &scheme {
         Scheme::StandardWebhooks { .. } => true,
-        Scheme::SenderSignature(own) => own.signature.time.is_some(),
+        Scheme::SenderSignature(own) => own.signature.signs_time(),
         _ => false,
     };
     if get(WEBHOOK_TOLERANCE_SECONDS).is_some() && !signs_time {
@@ -500,7 +500,7 @@ mod tests {
                 secret,
                 (WEBHOOK_TOLERANCE_SECONDS, "60"),
             ]);
-            match own.time {
+            match own.tolerance() {
                 Some(_) => {
                     let mut scheme = Scheme::of(own);
                     scheme.tolerance = Duration::from_secs(60);

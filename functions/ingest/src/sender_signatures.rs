@@ -54,7 +54,7 @@ impl Scheme {
     pub fn of(signature: &'static Signature) -> Self {
         Scheme {
             signature,
-            tolerance: signature.time.map_or(Duration::ZERO, |time| time.tolerance),
+            tolerance: signature.tolerance().unwrap_or(Duration::ZERO),
         }
     }
 }
@@ -114,7 +114,14 @@ mod tests {
             let verifier =
                 SenderSignatures::new(Scheme::of(own), ["a-secret-0001", "b-secret-0002"]);
             let mut headers = HeaderMap::new();
-            for (name, value) in own.sign(b"b-secret-0002", body, now) {
+            let sent = sender.sample_headers("sub-1");
+            let sent_pairs: Vec<(&str, &str)> =
+                sent.iter().map(|(n, v)| (*n, v.as_str())).collect();
+            for (name, value) in
+                sent.iter()
+                    .cloned()
+                    .chain(own.sign(b"b-secret-0002", body, now, &sent_pairs))
+            {
                 headers.append(name, HeaderValue::from_str(&value).unwrap());
             }
             assert_eq!(verifier.verify(&headers, body, now), Ok(()), "{sender:?}");

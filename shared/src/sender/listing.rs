@@ -28,6 +28,8 @@ pub struct SenderApi {
     pub pace: Duration,
     /// Where its token is made and what it needs, for docs and errors.
     pub token_help: &'static str,
+    /// How the token is presented.
+    pub auth: ApiAuth,
     /// A request made once per form before its pages (Typeform's form
     /// definition, which names its questions; the site Webflow's token
     /// reads); its answer is in each page's `PageAsk::definition`.
@@ -36,6 +38,16 @@ pub struct SenderApi {
     pub page: fn(&PageAsk) -> ApiRequest,
     /// A page's body read back.
     pub read_page: ReadPage,
+}
+
+/// How a sender's API takes its token.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ApiAuth {
+    /// `Authorization: Bearer <token>`.
+    Bearer,
+    /// HTTP Basic with an empty user and the token as the password
+    /// (`curl -u :API_KEY`, Formspree's).
+    BasicPassword,
 }
 
 /// Reads a page's body, given what was asked.

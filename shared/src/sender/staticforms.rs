@@ -23,6 +23,7 @@ pub const PROFILE: Profile = Profile {
     form_id_pointer: None,
     accepted_status: 202,
     signature: None,
+    id_header: None,
     parse,
     answers,
     submitted_at,

@@ -8,8 +8,8 @@ use serde_json::Value;
 
 use serde_json::json;
 
-use super::listing::{self, ApiRequest, Listed, ListingError, Page, PageAsk, SenderApi};
-use super::signature::{Encoding, Signature};
+use super::listing::{self, ApiAuth, ApiRequest, Listed, ListingError, Page, PageAsk, SenderApi};
+use super::signature::{Encoding, Scheme, Signature};
 use super::{
     canonical_field, parse_shaped, timestamp_at, Answers, FormSubmission, Profile, Sample, Sender,
     Shape,
@@ -25,6 +25,7 @@ pub const PROFILE: Profile = Profile {
     form_id_pointer: Some("/data/formId"),
     accepted_status: 202,
     signature: Some(SIGNATURE),
+    id_header: None,
     parse,
     answers,
     submitted_at,
@@ -39,8 +40,10 @@ pub const PROFILE: Profile = Profile {
 pub const SIGNATURE: Signature = Signature {
     mode: "tally-signature",
     header: "tally-signature",
-    encoding: Encoding::Base64 { prefix: "" },
-    time: None,
+    scheme: Scheme::Hmac {
+        encoding: Encoding::Base64 { prefix: "" },
+        time: None,
+    },
     key_chosen_by_sender: false,
 };
 
@@ -136,6 +139,7 @@ pub const API: SenderApi = SenderApi {
     base_url: "https://api.tally.so",
     pace: std::time::Duration::from_millis(600),
     token_help: "a Tally API key (Settings, API keys); it reads what its user can",
+    auth: ApiAuth::Bearer,
     definition: None,
     page: page_request,
     read_page,
@@ -408,7 +412,7 @@ mod tests {
             ),
             Ok(())
         );
-        let signed = SIGNATURE.sign(b"whsec_tally_demo", TALLY_BODY.as_bytes(), now);
+        let signed = SIGNATURE.sign(b"whsec_tally_demo", TALLY_BODY.as_bytes(), now, &[]);
         assert_eq!(
             signed,
             vec![("tally-signature", TALLY_SIGNATURE.to_owned())]

@@ -11,8 +11,8 @@ use serde_json::Value;
 
 use serde_json::json;
 
-use super::listing::{self, ApiRequest, Listed, ListingError, Page, PageAsk, SenderApi};
-use super::signature::{Encoding, Signature};
+use super::listing::{self, ApiAuth, ApiRequest, Listed, ListingError, Page, PageAsk, SenderApi};
+use super::signature::{Encoding, Scheme, Signature};
 use super::{
     canonical_field, parse_shaped, timestamp_at, Answers, FormSubmission, Profile, Sample, Sender,
     Shape,
@@ -29,6 +29,7 @@ pub const PROFILE: Profile = Profile {
     form_id_pointer: Some("/form_response/form_id"),
     accepted_status: 202,
     signature: Some(SIGNATURE),
+    id_header: None,
     parse,
     answers,
     submitted_at,
@@ -43,8 +44,10 @@ pub const PROFILE: Profile = Profile {
 pub const SIGNATURE: Signature = Signature {
     mode: "typeform-signature",
     header: "typeform-signature",
-    encoding: Encoding::Base64 { prefix: "sha256=" },
-    time: None,
+    scheme: Scheme::Hmac {
+        encoding: Encoding::Base64 { prefix: "sha256=" },
+        time: None,
+    },
     key_chosen_by_sender: false,
 };
 
@@ -174,6 +177,7 @@ pub const API: SenderApi = SenderApi {
     base_url: "https://api.typeform.com",
     pace: std::time::Duration::from_millis(500),
     token_help: "a Typeform personal access token (Account, Personal tokens) with responses:read and forms:read",
+    auth: ApiAuth::Bearer,
     definition: Some(definition_request),
     page: page_request,
     read_page,

@@ -9,8 +9,8 @@ use serde_json::Value;
 
 use serde_json::json;
 
-use super::listing::{self, ApiRequest, Listed, ListingError, Page, PageAsk, SenderApi};
-use super::signature::{Encoding, Signature, SignedTime};
+use super::listing::{self, ApiAuth, ApiRequest, Listed, ListingError, Page, PageAsk, SenderApi};
+use super::signature::{Encoding, Scheme, Signature, SignedTime};
 use super::{
     canonical_field, parse_shaped, timestamp_at, Answers, FormSubmission, Profile, Sample, Sender,
     Shape,
@@ -28,6 +28,7 @@ pub const PROFILE: Profile = Profile {
     form_id_pointer: Some("/payload/formId"),
     accepted_status: 200,
     signature: Some(SIGNATURE),
+    id_header: None,
     parse,
     answers,
     submitted_at,
@@ -46,12 +47,16 @@ pub const PROFILE: Profile = Profile {
 pub const SIGNATURE: Signature = Signature {
     mode: "webflow-signature",
     header: "x-webflow-signature",
-    encoding: Encoding::Hex,
-    time: Some(SignedTime {
-        header: "x-webflow-timestamp",
-        tolerance: std::time::Duration::from_secs(300),
-    }),
+    scheme: Scheme::Hmac {
+        encoding: Encoding::Hex { prefix: "" },
+        time: Some(SIGNED_TIME),
+    },
     key_chosen_by_sender: true,
+};
+
+const SIGNED_TIME: SignedTime = SignedTime {
+    header: "x-webflow-timestamp",
+    tolerance: std::time::Duration::from_secs(300),
 };
 
 pub fn parse(body: &[u8]) -> Result<FormSubmission, EnvelopeError> {
@@ -110,6 +115,7 @@ pub const API: SenderApi = SenderApi {
     base_url: "https://api.webflow.com",
     pace: std::time::Duration::from_millis(1000),
     token_help: "a Webflow site token (Site settings, Apps & Integrations, API access) with forms:read and sites:read",
+    auth: ApiAuth::Bearer,
     definition: Some(sites_request),
     page: page_request,
     read_page,
@@ -273,7 +279,7 @@ mod tests {
     fn the_documented_example_verifies_within_five_minutes() {
         use super::super::signature::{lookup, SignatureError};
         let keys = [b"wf_demo_client_secret".to_vec()];
-        let tolerance = SIGNATURE.time.unwrap().tolerance;
+        let tolerance = SIGNED_TIME.tolerance;
         let signed = [
             ("x-webflow-timestamp", WEBFLOW_TIMESTAMP),
             ("x-webflow-signature", WEBFLOW_SIGNATURE),
@@ -293,7 +299,8 @@ mod tests {
             SIGNATURE.sign(
                 b"wf_demo_client_secret",
                 WEBFLOW_BODY.as_bytes(),
-                at_millis(sent)
+                at_millis(sent),
+                &[]
             ),
             vec![
                 ("x-webflow-timestamp", WEBFLOW_TIMESTAMP.to_owned()),

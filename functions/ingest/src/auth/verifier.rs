@@ -155,7 +155,10 @@ fn signature_accepted<E: std::fmt::Display>(checked: Result<(), E>) -> bool {
     match checked {
         Ok(()) => true,
         Err(reason) => {
-            tracing::debug!(reason = %reason, "signature refused");
+            // The operator's one clue to a misconfigured sender: which part
+            // failed (no header: no secret set at the sender; no match:
+            // another secret, or a changed body). Never a value.
+            tracing::warn!(reason = %reason, "signature refused");
             false
         }
     }
