@@ -67,6 +67,28 @@ SENDER_SETUP = {
     "tally": "In Tally: the form > Integrations > Webhooks: Endpoint URL {url}, Signing secret: the secret",
     "typeform": "In Typeform: the form > Connect > Webhooks: add {url}, then Edit > Secret: the secret",
     "webflow": "In Webflow: create a form_submission webhook to {url} (the key you stored signs it)",
+    "netlify": "In Netlify: Project configuration > Notifications > Form submission notifications > "
+               "Add notification > HTTP POST request: URL to notify {url}, JWS secret token: the secret",
+    "framer": "In Framer: select the form > Send To > Add... > Webhook: URL {url}, Secret: the secret",
+}
+# Senders whose signing key exists only once their webhook, and so the URL,
+# does: the stack starts with a placeholder secret, and the key is stored
+# after the deploy (its environment variable, or asked). Webflow's only for
+# a webhook made with a site token (--webflow-webhook api).
+KEY_AFTER_DEPLOY = {
+    "webflow": {"variable": "WEBFLOW_WEBHOOK_SECRET", "title": "Webflow", "label": "Webflow secretKey",
+                "create": "Create the webhook with your site token: POST /v2/sites/<site_id>/webhooks, "
+                          "triggerType form_submission, url {url}",
+                "ask": "Webflow's answer holds secretKey, the key that signs its deliveries",
+                "later": "Then put its secretKey into the secret {name}: make deploy ARGS=\"... --webflow-webhook api\" "
+                         "with WEBFLOW_WEBHOOK_SECRET set, or the Secrets Manager console."},
+    "formspree": {"variable": "FORMSPREE_SIGNING_SECRET", "title": "Formspree", "label": "Formspree signing secret",
+                  "create": "In Formspree: the form > Plugins > Webhook: URL {url}, then open the webhook's "
+                            "settings for its signing secret",
+                  "ask": "Formspree's signing secret, shown once the webhook exists",
+                  "later": "Then put Formspree's signing secret into the secret {name}: make deploy "
+                           "ARGS=\"... --sender formspree\" with FORMSPREE_SIGNING_SECRET set, or the Secrets "
+                           "Manager console."},
 }
 # Webflow's three kinds of webhook (docs/senders/webflow.md): made in the
 # dashboard (unsigned: a token in the URL), through the API with a site token
@@ -204,7 +226,7 @@ def gather(args, asker: Asker, routes=None) -> Answers:
     """The answers: each flag given is taken, each one missing is asked."""
     a = Answers(architecture=args.architecture, observability=args.observability)
     a.sender = args.sender or asker.ask(
-        "Who sends the form submissions: staticforms, tally, typeform or webflow.",
+        "Who sends the form submissions: " + ", ".join(SENDERS) + ".",
         "Sender", "staticforms", one_of(SENDERS), give="give --sender").lower()
     a.stack_name = args.stack_name or asker.ask(
         "The CloudFormation stack's name (several stacks can live in one account).",
@@ -270,7 +292,7 @@ def offer_audit(a: Answers, args, asker: Asker, routes) -> None:
     given = args.sender_api_token_secret_arn or os.environ.get("SENDER_API_TOKEN")
     if a.sender not in AUDITED_SENDERS:
         if args.sender_api_token_secret_arn or args.audit_forms:
-            raise Refused(f"the audit reads Tally's, Typeform's or Webflow's own list of submissions, not {a.sender}'s")
+            raise Refused(f"the audit reads the own list of submissions of {', '.join(AUDITED_SENDERS)}, not {a.sender}'s")
         return
     if args.no_audit or not (given or asker.interactive):
         return
@@ -567,40 +589,50 @@ def check_prerequisites(architecture: str, release: Path | None) -> None:
         raise Refused("; ".join(problems))
 
 
-WEBFLOW_KEY_SECRET = SENDER_SECRET_NAMES["WebhookSecretArn"]
+def key_after_deploy(a: Answers) -> dict | None:
+    """How the sender's signing key reaches the stack when it exists only
+    after the deploy (KEY_AFTER_DEPLOY); None when it is known before."""
+    if a.sender == "webflow" and a.webflow_webhook != "api":
+        return None
+    return KEY_AFTER_DEPLOY.get(a.sender)
 
 
-def webflow_key_placeholder(a: Answers, secrets_client) -> None:
-    """For a Webflow webhook made with a site token: its key exists only
-    once the webhook does, after the deploy. The stack needs the secret
-    now; until the key is put into it, it holds a random value that no
-    delivery matches. A second run keeps what the secret holds."""
-    name = f"{a.stack_name}/{WEBFLOW_KEY_SECRET}"
+def signing_key_secret(a: Answers) -> str:
+    """The secret that holds a sender's own signing key."""
+    return f"{a.stack_name}/{a.sender}-signing-key"
+
+
+def sender_key_placeholder(a: Answers, secrets_client) -> None:
+    """For a sender whose key exists only once its webhook does, after the
+    deploy. The stack needs the secret now; until the key is put into it,
+    it holds a random value that no delivery matches. A second run keeps
+    what the secret holds."""
+    name = signing_key_secret(a)
+    title = KEY_AFTER_DEPLOY[a.sender]["title"]
     try:
         a.secret_arns["WebhookSecretArn"] = secrets_client.describe_secret(SecretId=name)["ARN"]
     except secrets_client.exceptions.ResourceNotFoundException:
         created = secrets_client.create_secret(
             Name=name, SecretString="placeholder-" + os.urandom(24).hex(),
-            Description=f"Webflow's signing key for the {a.stack_name} stack (staticforms-to-crm)")
+            Description=f"{title}'s signing key for the {a.stack_name} stack (staticforms-to-crm)")
         a.secret_arns["WebhookSecretArn"] = created["ARN"]
-        say(f"created secret {name} (Webflow's key goes into it after the deploy)")
+        say(f"created secret {name} ({title}'s key goes into it after the deploy)")
 
 
-def store_webflow_key(a: Answers, secrets_client, asker: Asker, url: str) -> None:
-    """After the deploy: Webflow's key for the webhook made with the URL."""
-    name = f"{a.stack_name}/{WEBFLOW_KEY_SECRET}"
-    say(f"  Create the webhook with your site token: POST /v2/sites/<site_id>/webhooks, "
-        f"triggerType form_submission, url {url}")
-    key = os.environ.get("WEBFLOW_WEBHOOK_SECRET", "")
+def store_sender_key(a: Answers, secrets_client, asker: Asker, url: str) -> None:
+    """After the deploy: the sender's key for the webhook made with the URL."""
+    how = KEY_AFTER_DEPLOY[a.sender]
+    name = signing_key_secret(a)
+    say("  " + how["create"].format(url=url))
+    key = os.environ.get(how["variable"], "")
     if not key and asker.interactive:
-        key = asker.ask("Webflow's answer holds secretKey, the key that signs its deliveries; stored in "
-                        "Secrets Manager (empty: store it later).", "Webflow secretKey", "", hidden=True)
+        key = asker.ask(how["ask"] + "; stored in Secrets Manager (empty: store it later).",
+                        how["label"], "", hidden=True)
     if not key:
-        say(f"  Then put its secretKey into the secret {name}: make deploy ARGS=\"... --webflow-webhook api\" "
-            f"with WEBFLOW_WEBHOOK_SECRET set, or the Secrets Manager console.")
+        say("  " + how["later"].format(name=name))
         return
     secrets_client.put_secret_value(SecretId=name, SecretString=key)
-    say(f"  stored Webflow's key in {name}: deliveries signed with it are accepted within five minutes "
+    say(f"  stored {how['title']}'s key in {name}: deliveries signed with it are accepted within five minutes "
         "(the function re-reads its secrets)")
 
 
@@ -772,7 +804,7 @@ def main(argv=None, stdin=sys.stdin) -> int:
     parser.add_argument("--auth", choices=sorted(AUTH_MODES), type=str.lower, help="Static Forms only. url: a token in the webhook URL; header: Authorization: Bearer")
     parser.add_argument("--webflow-webhook", choices=WEBFLOW_WEBHOOKS, type=str.lower,
                         help="webflow: dashboard (unsigned; a token in the URL), api (site token; its key is asked after the deploy) or app (OAuth app's client secret)")
-    parser.add_argument("--webhook-secret-arn", help="webflow app or api: an existing secret holding Webflow's key, instead of WEBFLOW_WEBHOOK_SECRET")
+    parser.add_argument("--webhook-secret-arn", help="webflow app or api, formspree: an existing secret holding the sender's signing key, instead of WEBFLOW_WEBHOOK_SECRET or FORMSPREE_SIGNING_SECRET")
     parser.add_argument("--destination", choices=DESTINATIONS, type=str.lower)
     parser.add_argument("--field-map", metavar="FILE", help=f"{' or '.join(MAPPED_DESTINATIONS)}: a JSON file of CRM property to form field")
     parser.add_argument("--alarm-email", help="empty for none: --alarm-email=")
@@ -825,9 +857,9 @@ def main(argv=None, stdin=sys.stdin) -> int:
         import boto3
         session = boto3.session.Session(region_name=answers.region)
         secrets_client = session.client("secretsmanager")
-        if answers.webflow_webhook == "api" and not args.webhook_secret_arn:
-            webflow_key_placeholder(answers, secrets_client)
-        elif answers.webflow_webhook == "api":
+        if key_after_deploy(answers) and not args.webhook_secret_arn:
+            sender_key_placeholder(answers, secrets_client)
+        elif key_after_deploy(answers):
             answers.secret_arns["WebhookSecretArn"] = args.webhook_secret_arn
         if answers.observability == "lean":
             say("Observability: lean, every alarm for a lead that could be lost or stuck, without the "
@@ -867,9 +899,9 @@ def main(argv=None, stdin=sys.stdin) -> int:
                 "trigger Form submission,")
             say(f"  URL: {url}?token=<the secret>")
             say(f"  Print it whole, secret included, at a terminal: {print_url}")
-        elif answers.webflow_webhook == "api":
+        elif key_after_deploy(answers):
             say("Deployed.")
-            store_webflow_key(answers, secrets_client, asker, url)
+            store_sender_key(answers, secrets_client, asker, url)
         else:
             say(f"Deployed. {SENDER_SETUP[answers.sender].format(url=url)}")
             if answers.sender != "webflow":

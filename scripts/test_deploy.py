@@ -341,6 +341,29 @@ class Wizard(unittest.TestCase):
             self.assertNotIn(key, text)
             self.assertNotIn(placeholder, text)
 
+    def test_formspree_deploys_first_then_stores_the_secret_it_shows(self):
+        flags = ["--sender", "formspree", "--stack-name", self.stack, "--region", "eu-west-1",
+                 "--destination", "dynamodb", "--alarm-email=", "--no-audit"]
+        first = self.wizard(*flags)
+        self.assertEqual(first.returncode, 0, first.stdout + first.stderr)
+        arn, placeholder = self.secret(f"{self.stack}/formspree-signing-key")
+        overrides = self.overrides(self.sam_calls()[1])
+        self.assertEqual(overrides["WebhookSecretArn"], f"'{arn}'", "the stack reads the secret from the start")
+        self.assertEqual(overrides["Sender"], "'formspree'")
+        self.assertIn("Plugins > Webhook", first.stdout)
+        self.assertIn("FORMSPREE_SIGNING_SECRET", first.stdout, "no secret yet: said how")
+        key = "fs-signing-" + uuid.uuid4().hex
+        self.record.unlink()
+        boto3.client("cloudformation", region_name="eu-west-1", endpoint_url=MOTO_URL,
+                     aws_access_key_id="test", aws_secret_access_key="test").delete_stack(StackName=self.stack)
+        second = self.wizard(*flags, env={"FORMSPREE_SIGNING_SECRET": key})
+        self.assertEqual(second.returncode, 0, second.stdout + second.stderr)
+        self.assertEqual(self.secret(f"{self.stack}/formspree-signing-key"), (arn, key))
+        self.assertIn("stored Formspree's key", second.stdout)
+        for text in [first.stdout, second.stdout, second.stderr, self.samconfig.read_text()]:
+            self.assertNotIn(key, text)
+            self.assertNotIn(placeholder, text)
+
     def test_a_field_map_file_reaches_the_stack_quoted_so_sam_reads_it_whole(self):
         from samcli.cli.types import CfnParameterOverridesType
         from samcli.yamlhelper import yaml_parse

@@ -28,25 +28,32 @@ fn python() -> String {
     })
 }
 
-/// The signature header(s) a vendor sends with `body`, computed by the
-/// vendor's documented steps in Python over the exact bytes:
-/// Tally base64(HMAC), Typeform `sha256=` + base64(HMAC), Webflow
-/// hex(HMAC("<ms timestamp>:" + body)).
+/// The signature header(s) a vendor sends with `body` (and, for Framer,
+/// the id header it signs), computed by the vendor's documented steps in
+/// Python over the exact bytes: Tally base64(HMAC), Typeform `sha256=` +
+/// base64(HMAC), Webflow hex(HMAC("<ms timestamp>:" + body)), Formspree
+/// `t=<s>,v1=` + hex(HMAC("<t>." + body)), Framer `sha256=` +
+/// hex(HMAC(body + id)), Netlify a JWS made by PyJWT (an independent JWT
+/// library) with `iss` netlify and the body's SHA-256.
 fn vendor_signature(
     sender: Sender,
     secret: &str,
     millis: u128,
     body: &str,
+    id: &str,
 ) -> Vec<(String, String)> {
     let script = "import sys, hmac, hashlib, base64\n\
-                  vendor, secret, ts = sys.argv[1:4]\n\
+                  vendor, secret, ts, sid = sys.argv[1:5]\n\
                   body = sys.stdin.buffer.read()\n\
                   key = secret.encode()\n\
                   if vendor == 'tally':\n    print(base64.b64encode(hmac.new(key, body, hashlib.sha256).digest()).decode())\n\
                   elif vendor == 'typeform':\n    print('sha256=' + base64.b64encode(hmac.new(key, body, hashlib.sha256).digest()).decode())\n\
+                  elif vendor == 'formspree':\n    t = str(int(ts) // 1000)\n    print('t=' + t + ',v1=' + hmac.new(key, t.encode() + b'.' + body, hashlib.sha256).hexdigest())\n\
+                  elif vendor == 'framer':\n    print('sha256=' + hmac.new(key, body + sid.encode(), hashlib.sha256).hexdigest())\n\
+                  elif vendor == 'netlify':\n    import jwt\n    print(jwt.encode({'iss': 'netlify', 'sha256': hashlib.sha256(body).hexdigest()}, secret, algorithm='HS256'))\n\
                   else:\n    print(hmac.new(key, ts.encode() + b':' + body, hashlib.sha256).hexdigest())\n";
     let mut child = Command::new(python())
-        .args(["-c", script, sender.name(), secret, &millis.to_string()])
+        .args(["-c", script, sender.name(), secret, &millis.to_string(), id])
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
@@ -75,13 +82,20 @@ fn vendor_signature(
             ("x-webflow-timestamp".into(), millis.to_string()),
             ("x-webflow-signature".into(), signature),
         ],
+        Sender::Formspree => vec![("formspree-signature".into(), signature)],
+        Sender::Netlify => vec![("x-webhook-signature".into(), signature)],
+        Sender::Framer => vec![
+            ("framer-webhook-submission-id".into(), id.to_owned()),
+            ("framer-signature".into(), signature),
+        ],
         Sender::StaticForms => unreachable!("Static Forms signs nothing"),
     }
 }
 
 /// A body as the vendor writes it: compact JSON, in the vendor's field
-/// order, with `id` as the stable id and `email`/`name` in the vendor's
-/// own answer shapes.
+/// order, with `id` as the stable id (Framer's travels in its header;
+/// Formspree's is derived: `id` is the form, see `stable_id`) and
+/// `email`/`name` in the vendor's own answer shapes.
 fn vendor_body(sender: Sender, id: &str, email: &str, first: &str) -> String {
     match sender {
         Sender::Tally => format!(
@@ -93,7 +107,25 @@ fn vendor_body(sender: Sender, id: &str, email: &str, first: &str) -> String {
         Sender::Webflow => format!(
             r#"{{"triggerType":"form_submission","payload":{{"name":"Contact Us","siteId":"65427cf400e02b306eaa049c","data":{{"First Name":"{first}","Last Name":"Example","email":"{email}","UTM Campaign":"spring"}},"schema":[],"submittedAt":"2026-12-01T08:00:00.117Z","id":"{id}","formId":"65429eadebe8a9f3a30f62d0","formElementId":"4e038d2c"}}}}"#
         ),
+        Sender::Formspree => format!(
+            r#"{{"form":"{id}","keys":["first_name","email","utm_campaign"],"submission":{{"_date":"2026-12-01T08:00:00.123456","first_name":"{first}","email":"{email}","utm_campaign":"spring"}}}}"#
+        ),
+        Sender::Netlify => format!(
+            r#"{{"number":3,"title":null,"email":"{email}","name":"{first} Example","first_name":"{first}","last_name":"Example","company":null,"summary":"","body":"","data":{{"first_name":"{first}","email":"{email}","utm_campaign":"spring","ip":"192.0.2.10","user_agent":"Mozilla/5.0","referrer":"https://example.com/contact"}},"created_at":"2026-12-01T08:00:00.123Z","human_fields":{{"First name":"{first}","Email":"{email}"}},"ordered_human_fields":[{{"title":"First name","name":"first_name","value":"{first}"}},{{"title":"Email","name":"email","value":"{email}"}}],"id":"{id}","form_id":"6749a1e9c2d3e4f5a6b7c8d0","site_url":"https://example.com","form_name":"contact"}}"#
+        ),
+        Sender::Framer => {
+            format!(r#"{{"First name":"{first}","Email":"{email}","utm_campaign":"spring"}}"#)
+        }
         Sender::StaticForms => unreachable!(),
+    }
+}
+
+/// The stable id the stack keeps for a body made with `id`: Formspree's
+/// is the form and its `_date` to the microsecond.
+fn stable_id(sender: Sender, id: &str) -> String {
+    match sender {
+        Sender::Formspree => format!("{id}.1796112000123456"),
+        _ => id.to_owned(),
     }
 }
 
@@ -115,10 +147,10 @@ fn post(sender: Sender, headers: &[(String, String)], body: &str) -> Request {
     request.body(Body::from(body.to_owned())).unwrap()
 }
 
-fn signed(sender: Sender, body: &str) -> Request {
+fn signed(sender: Sender, body: &str, id: &str) -> Request {
     post(
         sender,
-        &vendor_signature(sender, SECRET, now_millis(), body),
+        &vendor_signature(sender, SECRET, now_millis(), body, id),
         body,
     )
 }
@@ -164,7 +196,7 @@ async fn each_sender_is_verified_stored_once_and_delivered_as_its_lead() {
         // log line records the status the sender got.
         let captured = devtools::log_capture::CapturedLogs::default();
         let guard = captured.install();
-        let (status, answer) = status_and_body(&ingest, signed(sender, &body)).await;
+        let (status, answer) = status_and_body(&ingest, signed(sender, &body, &id)).await;
         drop(guard);
         assert_eq!(status, sender.accepted_status(), "{name}: {answer}");
         let logged = captured.text();
@@ -174,7 +206,7 @@ async fn each_sender_is_verified_stored_once_and_delivered_as_its_lead() {
         );
         assert_eq!(answer["duplicate"], false, "{name}");
         // Again (Webflow re-signs each retry with a new timestamp): a duplicate.
-        let (status, answer) = status_and_body(&ingest, signed(sender, &body)).await;
+        let (status, answer) = status_and_body(&ingest, signed(sender, &body, &id)).await;
         assert_eq!(
             (status, &answer["duplicate"]),
             (200, &serde_json::json!(true)),
@@ -184,19 +216,27 @@ async fn each_sender_is_verified_stored_once_and_delivered_as_its_lead() {
         assert_eq!(items.len(), 1, "{name}");
         assert_eq!(
             text(&items[0], "pk"),
-            format!("{name}:{}:{id}", sender.event_name()),
+            format!("{name}:{}:{}", sender.event_name(), stable_id(sender, &id)),
         );
 
         // Other content under the same id: 422, the original kept.
         let changed = vendor_body(sender, &id, "mallory@example.com", "Mallory");
-        let (status, _) = status_and_body(&ingest, signed(sender, &changed)).await;
+        let (status, _) = status_and_body(&ingest, signed(sender, &changed, &id)).await;
         assert_eq!(status, 422, "{name}");
 
         // Unsigned, wrongly signed, or signed over other bytes: 401, nothing stored.
-        let other = vendor_body(sender, &format!("{name}_sub_2"), "eve@example.com", "Eve");
-        let wrong_key = vendor_signature(sender, "not-the-secret-00001", now_millis(), &other);
+        let other_id = format!("{name}_sub_2");
+        let other = vendor_body(sender, &other_id, "eve@example.com", "Eve");
+        let wrong_key = vendor_signature(
+            sender,
+            "not-the-secret-00001",
+            now_millis(),
+            &other,
+            &other_id,
+        );
         let reformatted = other.replacen(':', ": ", 1);
-        let over_other_bytes = vendor_signature(sender, SECRET, now_millis(), &reformatted);
+        let over_other_bytes =
+            vendor_signature(sender, SECRET, now_millis(), &reformatted, &other_id);
         for (what, headers) in [
             ("unsigned", Vec::new()),
             ("another secret", wrong_key),
@@ -205,17 +245,20 @@ async fn each_sender_is_verified_stored_once_and_delivered_as_its_lead() {
             let (status, _) = status_and_body(&ingest, post(sender, &headers, &other)).await;
             assert_eq!(status, 401, "{name}: {what}");
         }
-        if sender == Sender::Webflow {
+        if matches!(sender, Sender::Webflow | Sender::Formspree) {
             let six_minutes_ago = now_millis() - 6 * 60 * 1000;
-            let stale = vendor_signature(sender, SECRET, six_minutes_ago, &other);
+            let stale = vendor_signature(sender, SECRET, six_minutes_ago, &other, &other_id);
             let (status, _) = status_and_body(&ingest, post(sender, &stale, &other)).await;
-            assert_eq!(status, 401, "a Webflow timestamp 6 minutes old");
+            assert_eq!(status, 401, "{name}: a signed time 6 minutes old");
+        }
+        if sender == Sender::Webflow {
             // A valid signature spelled another way: a byte `0x` written as
             // `+x` (a sign, which a lenient hex parser accepts). Some moment
             // gives a signature with a byte that starts with 0.
             let respelled = (0..2000u128)
                 .find_map(|back| {
-                    let mut headers = vendor_signature(sender, SECRET, now_millis() - back, &other);
+                    let mut headers =
+                        vendor_signature(sender, SECRET, now_millis() - back, &other, &other_id);
                     let signature = &mut headers[1].1;
                     let byte = (0..signature.len())
                         .step_by(2)
@@ -231,11 +274,11 @@ async fn each_sender_is_verified_stored_once_and_delivered_as_its_lead() {
         // verifies for ever. One whose signed submission time is older than
         // the receipts are kept is a replay of an expired receipt: answered
         // 200 (the sender stops), nothing stored.
-        if matches!(sender, Sender::Tally | Sender::Typeform) {
-            let replay = vendor_body(sender, &format!("{name}_sub_old"), "eve@example.com", "Eve")
-                .replace("2026-12-01T", "2025-06-01T")
+        if matches!(sender, Sender::Tally | Sender::Typeform | Sender::Netlify) {
+            let old_id = format!("{name}_sub_old");
+            let replay = vendor_body(sender, &old_id, "eve@example.com", "Eve")
                 .replace("2026-12-01T", "2025-06-01T");
-            let (status, answer) = status_and_body(&ingest, signed(sender, &replay)).await;
+            let (status, answer) = status_and_body(&ingest, signed(sender, &replay, &old_id)).await;
             assert_eq!(
                 (status, &answer["duplicate"]),
                 (200, &serde_json::json!(true)),
@@ -256,9 +299,10 @@ async fn each_sender_is_verified_stored_once_and_delivered_as_its_lead() {
             8,
         );
         drain_stream(&moto, &client, &table, &worker).await;
+        let stable = stable_id(sender, &id);
         let lead = crm
-            .lead(&id)
-            .unwrap_or_else(|| panic!("{name}: no lead {id}"));
+            .lead(&stable)
+            .unwrap_or_else(|| panic!("{name}: no lead {stable}"));
         assert_eq!(lead.writes, 1, "{name}");
         assert_eq!(lead.body["email"], "grace@example.com", "{name}");
         let first = match sender {
@@ -277,7 +321,7 @@ async fn each_sender_is_verified_stored_once_and_delivered_as_its_lead() {
         );
         assert_eq!(
             lead.idempotency_key.as_deref(),
-            Some(format!("{name}:{}:{id}", sender.event_name()).as_str())
+            Some(format!("{name}:{}:{stable}", sender.event_name()).as_str())
         );
     }
 }

@@ -50,6 +50,7 @@ async fn send_webhook(http: &reqwest::Client, port: u16, body: String) -> (u16, 
         DEMO_SIGNING_SECRET.as_bytes(),
         body.as_bytes(),
         SystemTime::now(),
+        &[],
     );
     let mut request = http
         .post(format!("http://127.0.0.1:{port}/webhooks/tally"))
@@ -1020,4 +1021,119 @@ async fn an_import_holds_back_what_a_spam_rule_holds_back() {
     };
     assert_eq!(status("bot").await, "QUARANTINED");
     assert_eq!(status("person").await, "RECEIVED");
+}
+
+/// The webhook Netlify or Formspree sends for `kept` of `form`: Netlify's
+/// is the submission as its API lists it; Formspree's names the form and
+/// the fields with their `_date`, from which its id is derived.
+fn listing_sender_webhook(sender: shared::Sender, form: &str, kept: &Kept) -> String {
+    match sender {
+        shared::Sender::Netlify => json!({"id": kept.id, "number": 1, "email": kept.email,
+            "name": kept.name, "data": {"name": kept.name, "email": kept.email, "message": kept.message,
+                "ip": "192.0.2.1"},
+            "created_at": format_timestamp(kept.submitted_at), "form_id": form, "form_name": "contact"}),
+        _ => json!({"form": form, "keys": ["name", "email", "message"], "submission": {
+            "_date": devtools::fakes::sender_api::formspree_date(kept.submitted_at),
+            "name": kept.name, "email": kept.email, "message": kept.message}}),
+    }
+    .to_string()
+}
+
+/// Netlify Forms and Formspree keep their submissions too: of 4 a form
+/// kept, 2 came by webhook (signed as each signs); the audit names exactly
+/// the other 2 (Formspree's by the id derived from its form and `_date`),
+/// the import stores them, the worker delivers each once, and a second
+/// import and a late webhook add nothing.
+#[tokio::test]
+async fn netlify_and_formspree_audits_find_what_never_came_and_import_it_once() {
+    for sender in [shared::Sender::Netlify, shared::Sender::Formspree] {
+        let name = sender.name();
+        let now = SystemTime::now();
+        let fake = SenderApiFake::start(API_TOKEN).await.unwrap();
+        fake.set_page_size(2);
+        let form = "f5ec8a79ff1c2d3";
+        for n in 1..=4 {
+            fake.keep(form, kept(n, now));
+        }
+        let receipts_table = unique_name("audit-receipts");
+        let (pipeline, webhook_port, crm_port, _printed) =
+            start_pipeline_with("http", &receipts_table, &[("SENDER", name)]).await;
+        let http = reqwest::Client::new();
+        let post = |body: String| {
+            let signature = sender.signature().unwrap();
+            let signed = signature.sign(
+                DEMO_SIGNING_SECRET.as_bytes(),
+                body.as_bytes(),
+                SystemTime::now(),
+                &[],
+            );
+            let mut request = http
+                .post(format!("http://127.0.0.1:{webhook_port}/webhooks/{name}"))
+                .header("content-type", "application/json");
+            for (header, value) in signed {
+                request = request.header(header, value);
+            }
+            request.body(body).send()
+        };
+        for n in 1..=2 {
+            let answer = post(listing_sender_webhook(sender, form, &kept(n, now)))
+                .await
+                .unwrap();
+            assert_eq!(answer.status().as_u16(), 202, "{name}");
+        }
+        let leads_url = format!("http://127.0.0.1:{crm_port}/leads");
+        let leads = leads_once_there(&http, &leads_url, 2, Duration::from_secs(30)).await;
+        assert_eq!(leads["count"], 2, "{name}: {leads}");
+
+        let env = cli_env(&receipts_table, &fake);
+        let scope = ["--since", "2h", "--form", form, "--sender", name];
+        let (code, out, err) = cli(env.clone(), &[&["audit"][..], &scope].concat()).await;
+        assert_eq!(code, Some(4), "{name}: {out}\n{err}");
+        let expected: Vec<String> = [3, 4]
+            .into_iter()
+            .map(|n| match sender {
+                shared::Sender::Netlify => format!("aud{n}"),
+                _ => {
+                    let at = kept(n, now).submitted_at;
+                    let micros = at
+                        .duration_since(std::time::UNIX_EPOCH)
+                        .unwrap()
+                        .as_micros();
+                    format!("{form}.{micros}")
+                }
+            })
+            .collect();
+        let mut missing = missing_ids(&out);
+        missing.sort();
+        assert_eq!(missing, expected, "{name}: {out}");
+
+        let (code, out, err) = cli(env.clone(), &[&["import"][..], &scope].concat()).await;
+        assert_eq!(code, Some(0), "{name}: {out}\n{err}");
+        assert!(out.contains("imported 2;"), "{name}: {out}");
+        let key = format!("{name}:{}:{}", sender.event_name(), expected[0]);
+        let (receipt, answers) = stored_under(
+            &integration::ingest_client(&integration::endpoint(integration::DYNAMODB_ENDPOINT))
+                .await,
+            &receipts_table,
+            &key,
+        )
+        .await;
+        assert!(receipt.is_imported(), "{name}");
+        assert_eq!(answers.fields["email"], "person3@example.com", "{name}");
+        let leads = leads_once_there(&http, &leads_url, 4, Duration::from_secs(30)).await;
+        assert_eq!(leads["count"], 4, "{name}: {leads}");
+
+        let (code, out, err) = cli(env.clone(), &[&["import"][..], &scope].concat()).await;
+        assert_eq!(code, Some(0), "{name}: {out}\n{err}");
+        assert!(out.contains("imported 0;"), "{name}: {out}");
+        // The imported one's webhook, late: a duplicate, no second lead.
+        let late = post(listing_sender_webhook(sender, form, &kept(4, now)))
+            .await
+            .unwrap();
+        assert_eq!(late.status().as_u16(), 200, "{name}");
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        let leads = leads_once_there(&http, &leads_url, 4, Duration::from_secs(1)).await;
+        assert_eq!(leads["calls"], 4, "{name}: each lead written once: {leads}");
+        stop(pipeline).await;
+    }
 }

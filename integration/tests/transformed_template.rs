@@ -114,7 +114,7 @@ fn each_deployed_role_has_exactly_the_access_it_needs() {
             // the audit's progress (contract/catalog.rs holds the list to Sender::ALL).
             json!({"Action": "dynamodb:UpdateItem", "Effect": "Allow", "Resource": receipts_arn(),
                    "Condition": {"ForAllValues:StringLike": {"dynamodb:LeadingKeys":
-                       ["staticforms:*", "tally:*", "typeform:*", "webflow:*", "gate#*"]}}}),
+                       ["staticforms:*", "tally:*", "typeform:*", "webflow:*", "formspree:*", "netlify:*", "framer:*", "gate#*"]}}}),
             json!({"Action": "dynamodb:Query", "Effect": "Allow",
                    "Resource": {"Fn::Sub": "${ReceiptsTable.Arn}/index/queue-by-due"}}),
             // The stored routes: that one item's routes attribute only.

@@ -11,7 +11,10 @@
 //! and in `profile`; the catalog test (integration/tests/contract/catalog.rs) then
 //! names every file outside the code that must list it.
 
+pub mod formspree;
+pub mod framer;
 pub mod listing;
+pub mod netlify;
 pub mod signature;
 pub mod staticforms;
 pub mod tally;
@@ -31,6 +34,9 @@ pub enum Sender {
     Tally,
     Typeform,
     Webflow,
+    Formspree,
+    Netlify,
+    Framer,
 }
 
 /// What makes a sender, declared once in its module.
@@ -56,6 +62,10 @@ pub struct Profile {
     pub accepted_status: u16,
     /// Its own signature scheme, when it signs.
     pub signature: Option<Signature>,
+    /// The header that carries its stable id, for a sender that sends the
+    /// id beside the body rather than in it (Framer): ingest stores the
+    /// body under `data` with the id beside it (`Sender::parse_delivery`).
+    pub id_header: Option<&'static str>,
     pub parse: fn(&[u8]) -> Result<FormSubmission, EnvelopeError>,
     pub answers: fn(&Value) -> Answers,
     /// When it says the form was submitted, as receipt-timestamp text.
@@ -85,11 +95,14 @@ pub struct Sample<'a> {
 }
 
 impl Sender {
-    pub const ALL: [Sender; 4] = [
+    pub const ALL: [Sender; 7] = [
         Sender::StaticForms,
         Sender::Tally,
         Sender::Typeform,
         Sender::Webflow,
+        Sender::Formspree,
+        Sender::Netlify,
+        Sender::Framer,
     ];
 
     /// The one place a sender is registered.
@@ -99,6 +112,9 @@ impl Sender {
             Sender::Tally => &tally::PROFILE,
             Sender::Typeform => &typeform::PROFILE,
             Sender::Webflow => &webflow::PROFILE,
+            Sender::Formspree => &formspree::PROFILE,
+            Sender::Netlify => &netlify::PROFILE,
+            Sender::Framer => &framer::PROFILE,
         }
     }
 
@@ -148,9 +164,48 @@ impl Sender {
         self.profile().event
     }
 
-    /// Parses a raw body as this sender's delivery.
+    /// Parses a stored payload, or a raw body, as this sender's delivery.
     pub fn parse_submission(self, body: &[u8]) -> Result<FormSubmission, EnvelopeError> {
         (self.profile().parse)(body)
+    }
+
+    /// Parses a delivery as received: its body and, for a sender that
+    /// sends its stable id in a header (`Profile::id_header`), that
+    /// header's one value (`header` gives it). Such a delivery is kept as
+    /// `{"submissionId": <id>, "data": <body>}`, which `parse_submission`
+    /// reads back.
+    pub fn parse_delivery<'h>(
+        self,
+        body: &[u8],
+        header: impl Fn(&'static str) -> Option<&'h str>,
+    ) -> Result<FormSubmission, EnvelopeError> {
+        let Some(id_header) = self.profile().id_header else {
+            return self.parse_submission(body);
+        };
+        let data = object(body)?;
+        let id = header(id_header).ok_or(EnvelopeError::MissingIdHeader(id_header))?;
+        let envelope = serde_json::json!({"submissionId": id, "data": data});
+        self.parse_submission(envelope.to_string().as_bytes())
+    }
+
+    /// The headers this sender sends beside its body for a submission
+    /// `id` (Framer's id header); none for most.
+    pub fn sample_headers(self, id: &str) -> Vec<(&'static str, String)> {
+        self.profile()
+            .id_header
+            .map(|name| (name, id.to_owned()))
+            .into_iter()
+            .collect()
+    }
+
+    /// A delivery's body as the sender sends it: the stored envelope's
+    /// `data` for a sender whose id travels in a header, else the
+    /// envelope itself.
+    pub fn sent_body(self, envelope: &Value) -> Value {
+        match self.profile().id_header {
+            Some(_) => envelope.get("data").cloned().unwrap_or(Value::Null),
+            None => envelope.clone(),
+        }
     }
 
     pub fn accepted_status(self) -> u16 {
@@ -195,7 +250,7 @@ impl Sender {
         now: SystemTime,
         retention: crate::time::Retention,
     ) -> bool {
-        let signs_body_without_time = self.signature().is_some_and(|sig| sig.time.is_none());
+        let signs_body_without_time = self.signature().is_some_and(|sig| !sig.signs_time());
         if !signs_body_without_time {
             return false;
         }

@@ -18,7 +18,16 @@
 //!   `limit`; `formSubmissions[]`, `pagination.total`), no date filter:
 //!   <https://developers.webflow.com/data/reference/forms/form-submissions/list-submissions>.
 //!
-//! What it enforces: the bearer token (401 otherwise), a known form (404).
+//! - Netlify, `GET /api/v1/forms/{form_id}/submissions` (`page`,
+//!   `per_page`; a JSON array, newest first), no date filter:
+//!   <https://open-api.netlify.com/#tag/submission>.
+//! - Formspree, `GET /api/0/forms/{hashid}/submissions` (`since`, `limit`,
+//!   `offset`, `order`; `fields`, `submissions[]` with `_date` to the
+//!   microsecond and no id), HTTP Basic with the key as the password:
+//!   <https://help.formspree.io/articles/the-forms-api/form-submissions-api>.
+//!
+//! What it enforces: the token (bearer, or Formspree's Basic; 401
+//! otherwise), a known form (404).
 //! `POST /faults` with `{"status": 429, "retryAfter": "1", "times": 1}`
 //! makes the next calls fail so; `DELETE /faults` restores it. A page
 //! holds at most `page_size` submissions (Tally's limit 50 unless set).
@@ -40,6 +49,8 @@ use serde_json::{json, Value};
 use shared::receipt::{format_timestamp, parse_timestamp};
 
 use crate::server::{self, lock, FaultQueue, Listener, Server};
+
+mod offset_listings;
 
 /// The token the local fake accepts (`make run`).
 pub const DEMO_SENDER_API_TOKEN: &str = "local-demo-sender-api-token";
@@ -114,10 +125,18 @@ impl SenderApiFake {
             .route("/forms/{form}", get(typeform_form))
             .route("/forms/{form}/responses", get(typeform_responses))
             .route("/forms/{form}/submissions", get(tally_submissions))
-            .route("/v2/sites", get(webflow_sites))
+            .route(
+                "/api/v1/forms/{form}/submissions",
+                get(offset_listings::netlify_submissions),
+            )
+            .route(
+                "/api/0/forms/{form}/submissions",
+                get(offset_listings::formspree_submissions),
+            )
+            .route("/v2/sites", get(offset_listings::webflow_sites))
             .route(
                 "/v2/sites/{site}/forms/{form}/submissions",
-                get(webflow_submissions),
+                get(offset_listings::webflow_submissions),
             )
             .with_state(Arc::clone(&state))
             .merge(state.faults.routes());
@@ -215,9 +234,7 @@ fn admit(
             response.headers_mut().insert("retry-after", wait);
         }
         Err(response)
-    } else if headers.get("authorization").and_then(|v| v.to_str().ok())
-        != Some(format!("Bearer {}", state.token).as_str())
-    {
+    } else if !presents_token(headers, &state.token) {
         Err(refused(
             StatusCode::UNAUTHORIZED,
             json!({"message": "Unauthorized"}),
@@ -240,6 +257,16 @@ fn admit(
         .map_or_else(|r| r.status().as_u16(), |_| 200);
     lock(&state.calls).push((called, status));
     answer
+}
+
+/// Whether the request carries the token: as a bearer token, or as
+/// Formspree takes its key (HTTP Basic, an empty user and the key).
+fn presents_token(headers: &HeaderMap, token: &str) -> bool {
+    use base64::Engine;
+    let basic = base64::engine::general_purpose::STANDARD.encode(format!(":{token}"));
+    let sent = headers.get("authorization").and_then(|v| v.to_str().ok());
+    sent == Some(format!("Bearer {token}").as_str())
+        || sent == Some(format!("Basic {basic}").as_str())
 }
 
 /// A listing request's query and the form's submissions, or the answer
@@ -383,52 +410,10 @@ async fn typeform_responses(
         .into_response()
 }
 
-async fn webflow_sites(State(state): State<Arc<FakeState>>, headers: HeaderMap) -> Response {
-    // Any known form admits the token check; the sites list names none.
-    let form = lock(&state.forms)
-        .keys()
-        .next()
-        .cloned()
-        .unwrap_or_default();
-    if let Err(response) = admit(&state, &headers, &form, "/v2/sites".to_owned()) {
-        return *response;
-    }
-    Json(json!({"sites": [{"id": FAKE_SITE, "displayName": "Fake site"}]})).into_response()
-}
-
-async fn webflow_submissions(
-    State(state): State<Arc<FakeState>>,
-    Path((site, form)): Path<(String, String)>,
-    RawQuery(query): RawQuery,
-    headers: HeaderMap,
-) -> Response {
-    let path = format!("/v2/sites/{site}/forms/{form}/submissions");
-    let known_site = if site == FAKE_SITE { form.as_str() } else { "" };
-    let (params, kept) = match listing(&state, &headers, known_site, path, query) {
-        Ok(listed) => listed,
-        Err(response) => return *response,
-    };
-    let completed: Vec<&Kept> = kept.iter().filter(|k| !k.partial).collect();
-    let number = |name: &str, default: usize| {
-        params
-            .get(name)
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(default)
-    };
-    let limit = number("limit", 100).min(*lock(&state.page_size)).max(1);
-    let offset = number("offset", 0);
-    let listed: Vec<Value> = completed
-        .iter()
-        .skip(offset)
-        .take(limit)
-        .map(|k| {
-            json!({
-            "id": k.id, "displayName": "Contact", "siteId": FAKE_SITE, "workspaceId": "w1",
-            "dateSubmitted": format_timestamp(k.submitted_at),
-            "formResponse": {"Name": k.name, "email": k.email, "Message": k.message}})
-        })
-        .collect();
-    Json(json!({"formSubmissions": listed,
-                "pagination": {"limit": limit, "offset": offset, "total": completed.len()}}))
-    .into_response()
+/// A time as Formspree's `_date`: UTC to the microsecond, without a zone.
+pub fn formspree_date(at: SystemTime) -> String {
+    humantime::format_rfc3339_micros(at)
+        .to_string()
+        .trim_end_matches('Z')
+        .to_owned()
 }
