@@ -144,13 +144,17 @@ async fn every_event_in_events_works_under_sam_local_invoke() {
         assert_eq!(status(&answer), Some(expected), "{event}: {answer}");
     }
     // Each other sender's sample, under a stack of that sender. Webflow's
-    // signature holds its sending time, the sample's day: refused as a
-    // replay, which is the point of its window (the handler test runs it
-    // at that time).
+    // and Formspree's signatures hold their sending time, the sample's day:
+    // refused as a replay, which is the point of their window (the handler
+    // test runs them at that time).
     let other_senders = [
         ("ingest-tally.json", "tally", 202),
         ("ingest-typeform.json", "typeform", 202),
         ("ingest-webflow.json", "webflow", 401),
+        // Formspree signs its sending time too: refused as Webflow's.
+        ("ingest-formspree.json", "formspree", 401),
+        ("ingest-netlify.json", "netlify", 202),
+        ("ingest-framer.json", "framer", 202),
     ];
     for (event, sender, expected) in other_senders {
         let answer = invoke("IngestFunction", event, &sender_env_file(&env, sender)).await;
@@ -162,6 +166,8 @@ async fn every_event_in_events_works_under_sam_local_invoke() {
     assert_eq!(
         keys,
         [
+            "framer:submission:0fbbb90e-564b-4870-ac8b-78f9bc4e44a6",
+            "netlify:submission:6749a1f0c2d3e4f5a6b7c8d9",
             "staticforms:form.submitted:sub_01JDEMO00000000000000000001",
             "tally:FORM_RESPONSE:2wgx4n",
             "typeform:form_response:a3a12ec67a1365927098a606107fac15",
