@@ -171,9 +171,9 @@ impl<S: ReceiptStore> Ingest<S> {
         }
 
         let headers = request.headers();
-        let submission = self
-            .sender
-            .parse_delivery(body, |name| one_header(headers, name))?;
+        let submission = self.sender.parse_delivery(body, |name| {
+            crate::sender_signatures::single(headers, name).ok()
+        })?;
         *submission_id = Some(submission.submission_id.clone());
         if let Some(accepted) = &self.form_keys {
             let known = submission
@@ -384,15 +384,5 @@ fn log_delivery(
             error = %error,
             "webhook delivery refused"
         ),
-    }
-}
-
-/// The one value of header `name` as text; `None` when it is missing, sent
-/// more than once or not text.
-fn one_header<'h>(headers: &'h http::HeaderMap, name: &str) -> Option<&'h str> {
-    let mut values = headers.get_all(name).iter();
-    match (values.next(), values.next()) {
-        (Some(value), None) => value.to_str().ok().map(str::trim),
-        _ => None,
     }
 }

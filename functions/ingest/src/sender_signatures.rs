@@ -31,7 +31,10 @@ impl std::fmt::Debug for SenderSignatures {
 }
 
 /// The one value of `name`: missing, repeated or not text is refused.
-fn single<'h>(headers: &'h HeaderMap, name: &'static str) -> Result<&'h str, SignatureError> {
+pub(crate) fn single<'h>(
+    headers: &'h HeaderMap,
+    name: &'static str,
+) -> Result<&'h str, SignatureError> {
     let mut values = headers.get_all(name).iter();
     match (values.next(), values.next()) {
         (Some(value), None) => value

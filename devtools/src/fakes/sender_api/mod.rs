@@ -209,6 +209,14 @@ impl SenderApiFake {
 /// A request's query, decoded.
 type Params = BTreeMap<String, String>;
 
+/// A whole-number parameter, `default` when it is missing or no number.
+fn number(params: &Params, name: &str, default: usize) -> usize {
+    params
+        .get(name)
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
 fn params_of(query: Option<String>) -> Params {
     let url = format!("http://fake/?{}", query.unwrap_or_default());
     reqwest::Url::parse(&url)

@@ -11,7 +11,7 @@ use axum::Json;
 use serde_json::{json, Value};
 use shared::receipt::{format_timestamp, parse_timestamp};
 
-use super::{admit, formspree_date, listing, FakeState, Kept, FAKE_SITE};
+use super::{admit, formspree_date, listing, number, FakeState, Kept, FAKE_SITE};
 use crate::server::lock;
 
 pub(super) async fn webflow_sites(
@@ -43,14 +43,10 @@ pub(super) async fn webflow_submissions(
         Err(response) => return *response,
     };
     let completed: Vec<&Kept> = kept.iter().filter(|k| !k.partial).collect();
-    let number = |name: &str, default: usize| {
-        params
-            .get(name)
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(default)
-    };
-    let limit = number("limit", 100).min(*lock(&state.page_size)).max(1);
-    let offset = number("offset", 0);
+    let limit = number(&params, "limit", 100)
+        .min(*lock(&state.page_size))
+        .max(1);
+    let offset = number(&params, "offset", 0);
     let listed: Vec<Value> = completed
         .iter()
         .skip(offset)
@@ -78,14 +74,10 @@ pub(super) async fn netlify_submissions(
         Ok(listed) => listed,
         Err(response) => return *response,
     };
-    let number = |name: &str, default: usize| {
-        params
-            .get(name)
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(default)
-    };
-    let per_page = number("per_page", 100).min(*lock(&state.page_size)).max(1);
-    let page = number("page", 1).max(1);
+    let per_page = number(&params, "per_page", 100)
+        .min(*lock(&state.page_size))
+        .max(1);
+    let page = number(&params, "page", 1).max(1);
     let listed: Vec<Value> = kept
         .iter()
         .filter(|k| !k.partial)
@@ -121,14 +113,10 @@ pub(super) async fn formspree_submissions(
     let since = params
         .get("since")
         .and_then(|t| parse_timestamp(&format!("{t}Z")));
-    let number = |name: &str, default: usize| {
-        params
-            .get(name)
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(default)
-    };
-    let limit = number("limit", 100).min(*lock(&state.page_size)).max(1);
-    let offset = number("offset", 0);
+    let limit = number(&params, "limit", 100)
+        .min(*lock(&state.page_size))
+        .max(1);
+    let offset = number(&params, "offset", 0);
     let listed: Vec<Value> = kept
         .iter()
         .filter(|k| !k.partial && since.is_none_or(|s| k.submitted_at >= s))
