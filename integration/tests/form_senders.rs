@@ -237,13 +237,30 @@ async fn each_sender_is_verified_stored_once_and_delivered_as_its_lead() {
         let reformatted = other.replacen(':', ": ", 1);
         let over_other_bytes =
             vendor_signature(sender, SECRET, now_millis(), &reformatted, &other_id);
-        for (what, headers) in [
-            ("unsigned", Vec::new()),
-            ("another secret", wrong_key),
-            ("another body's bytes", over_other_bytes),
+        // Each refusal tells the operator which part failed (no header: is
+        // the secret set at the sender? a mismatch: another secret, or a
+        // changed body), never the secret or the body.
+        let body_hash_claim = if sender == Sender::Netlify {
+            "signed claims are not the sender's"
+        } else {
+            "signature does not match"
+        };
+        for (what, headers, logged) in [
+            ("unsigned", Vec::new(), "is the webhook's secret set"),
+            ("another secret", wrong_key, "signature does not match"),
+            ("another body's bytes", over_other_bytes, body_hash_claim),
         ] {
+            let captured = devtools::log_capture::CapturedLogs::default();
+            let guard = captured.install();
             let (status, _) = status_and_body(&ingest, post(sender, &headers, &other)).await;
+            drop(guard);
             assert_eq!(status, 401, "{name}: {what}");
+            let text = captured.text();
+            assert!(text.contains(logged), "{name}: {what}: {text}");
+            assert!(
+                !text.contains(SECRET) && !text.contains("eve@example.com"),
+                "{name}: {text}"
+            );
         }
         if matches!(sender, Sender::Webflow | Sender::Formspree) {
             let six_minutes_ago = now_millis() - 6 * 60 * 1000;

@@ -569,6 +569,22 @@ mod tests {
                 r#"{"triggerType":"form_submission","payload":{"id":"66a9","formId":"65429eadebe8a9f3a30f62d0","data":{}}}"#,
                 Some("65429eadebe8a9f3a30f62d0"),
             ),
+            (
+                Sender::Formspree,
+                r#"{"form":"mvzvldzo","submission":{"_date":"2026-12-01T08:00:00.123456"}}"#,
+                Some("mvzvldzo"),
+            ),
+            (
+                Sender::Netlify,
+                r#"{"id":"5ec8","form_id":"5ec7","data":{}}"#,
+                Some("5ec7"),
+            ),
+            // Framer sends no form id (its stored envelope).
+            (
+                Sender::Framer,
+                r#"{"submissionId":"0fbbb90e","data":{}}"#,
+                None,
+            ),
         ];
         for (sender, body, expected) in rows {
             let submission = sender
