@@ -818,7 +818,7 @@ def main(argv=None, stdin=sys.stdin) -> int:
                 parser.add_argument(f"--no-{stored['name']}", action="store_true",
                                     help=f"{name}: none ({stored['values'][0]['prompt']} is optional)")
     parser.add_argument("--sender-api-token-secret-arn",
-                        help="tally, typeform or webflow: an existing secret holding the sender's API token, for the daily "
+                        help="tally, typeform, webflow, formspree or netlify: an existing secret holding the sender's API token, for the daily "
                              "audit (else SENDER_API_TOKEN, else asked at a terminal)")
     parser.add_argument("--audit-forms", metavar="IDS", help="the forms the audit reads, comma-separated "
                         "(default: the routes file's)")
