@@ -1014,6 +1014,76 @@ async fn the_local_pipeline_holds_bots_back_and_routes_forms_by_the_routes_file(
     stop(pipeline).await;
 }
 
+/// A bot that submits sooner after the page's render than a person could:
+/// with `min_fill_seconds = 3` and the render time in a hidden field, the
+/// real ingest binary holds back a submission rendered 1 second before it
+/// was sent (`QUARANTINED`, rule `too-fast`, answered as a person is), and
+/// delivers one rendered 10 seconds before, and one with no render time.
+#[tokio::test]
+async fn a_submission_faster_than_a_person_is_held_back_as_too_fast() {
+    let file = std::env::temp_dir().join(format!("{}.toml", unique_name("routes")));
+    std::fs::write(
+        &file,
+        "[spam]\nmin_fill_seconds = 3\nrender_time_field = \"rendered_at\"\n",
+    )
+    .unwrap();
+    let table = unique_name("too-fast-receipts");
+    let (pipeline, webhook_port, crm_port, _printed) =
+        start_pipeline_with("http", &table, &[("ROUTES_FILE", file.to_str().unwrap())]).await;
+    std::fs::remove_file(&file).unwrap();
+    let http = reqwest::Client::new();
+    // Static Forms says when it was submitted: `timestamp`, 1795941528.
+    let mut answers = Vec::new();
+    for (id, rendered) in [
+        ("sub_bot", r#","rendered_at":"1795941527""#),
+        ("sub_person", r#","rendered_at":"1795941518000""#),
+        ("sub_no_snippet", ""),
+    ] {
+        let body = format!(
+            r#"{{"event":"form.submitted","timestamp":1795941528,"data":{{"submissionId":"{id}","formData":{{"name":"Ada","email":"{id}@example.com"{rendered}}}}}}}"#
+        );
+        let response = http
+            .post(format!(
+                "http://127.0.0.1:{webhook_port}/webhooks/staticforms?token=local-demo-token-change-me"
+            ))
+            .header("content-type", "application/json")
+            .body(body)
+            .send()
+            .await
+            .unwrap();
+        answers.push((response.status().as_u16(), response.text().await.unwrap()));
+    }
+    assert!(
+        answers.iter().all(|answer| *answer == answers[0]),
+        "a bot is answered as a person is: {answers:?}"
+    );
+    let leads_url = format!("http://127.0.0.1:{crm_port}/leads");
+    let leads = leads_once_there(&http, &leads_url, 2, Duration::from_secs(20)).await;
+    let delivered: Vec<&str> = leads["leads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|lead| lead["externalId"].as_str().unwrap())
+        .collect();
+    assert!(
+        delivered.contains(&"sub_person") && delivered.contains(&"sub_no_snippet"),
+        "{leads}"
+    );
+    let (ok, out, err) = receipts_cli(
+        &[("RECEIPTS_TABLE", table.as_str())],
+        &["list", "--status", "quarantined", "--json"],
+    );
+    assert!(ok, "{err}");
+    let held: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(held.as_array().map(Vec::len), Some(1), "{out}");
+    assert_eq!(held[0]["submissionId"], "sub_bot", "{out}");
+    assert_eq!(held[0]["quarantineRule"], "too-fast", "{out}");
+    tokio::time::sleep(Duration::from_secs(7)).await;
+    let leads = leads_once_there(&http, &leads_url, 2, Duration::ZERO).await;
+    assert_eq!(leads["count"], 2, "no pass delivers the held one: {leads}");
+    stop(pipeline).await;
+}
+
 /// The write units one delivered lead costs, per step, counted by the
 /// metering proxy from the requests the real binaries make against the
 /// receipts table (table and index entries: `devtools::write_meter`).

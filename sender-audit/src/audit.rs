@@ -179,7 +179,7 @@ pub async fn import(
             submission_id: entry.submission_id().to_owned(),
             why,
         };
-        let held_by = routes.rule_broken_by(&entry.submission);
+        let held_by = routes.rule_broken_by(&entry.submission, now);
         let receipt = match &held_by {
             Some(rule) => Receipt::imported_quarantined(&entry.submission, now, rule, retention),
             None => Receipt::imported(&entry.submission, now),

@@ -74,7 +74,7 @@ pub mod catalog {
         in_lean: false,
     };
     /// ingest: one per submission stored QUARANTINED, by the kind of rule
-    /// it broke (`honeypot`, `blocked-domain`, `links`): never a field's
+    /// it broke (`honeypot`, `blocked-domain`, `links`, `too-fast`): never a field's
     /// value.
     pub const QUARANTINED: MetricSpec = MetricSpec {
         name: "Quarantined",

@@ -58,7 +58,7 @@ pub mod attr {
     /// When `receipts forget` removed the receipt's personal data.
     pub const ERASED_AT: &str = "erasedAt";
     /// The spam rule a QUARANTINED receipt broke (`honeypot:<field>`,
-    /// `blocked-domain`, `links`): a rule's name, never the data.
+    /// `blocked-domain`, `links`, `too-fast`): a rule's name, never the data.
     pub const QUARANTINE_RULE: &str = "quarantineRule";
     /// When an operator released it from quarantine (`receipts release`).
     pub const RELEASED_AT: &str = "releasedAt";

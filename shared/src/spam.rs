@@ -11,6 +11,13 @@
 //! - `max_links`: the links in every text answer together, attribution
 //!   fields (`page_url`, `referrer`...) aside, since they are URLs by
 //!   nature.
+//! - `min_fill_seconds` with `render_time_field`: the hidden field the page
+//!   fills with the time it was shown; a submission sooner after it than
+//!   this, or with a render time after its submission, came too fast for a
+//!   person. A missing or unreadable render time is not judged (a page
+//!   without the snippet holds nothing back).
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde_json::Value;
 
@@ -24,6 +31,12 @@ pub struct SpamRules {
     pub block_email_domains: Vec<String>,
     /// The most links the text answers may hold; no limit when `None`.
     pub max_links: Option<u32>,
+    /// The fewest seconds a person takes from the page's render to its
+    /// submit; no limit when `None`.
+    pub min_fill_seconds: Option<u32>,
+    /// The hidden field that holds the page's render time (Unix seconds or
+    /// milliseconds, or an RFC 3339 time).
+    pub render_time_field: Option<String>,
 }
 
 /// The rule a submission broke, named without any of its data.
@@ -33,6 +46,8 @@ pub enum SpamRule {
     Honeypot(String),
     BlockedDomain,
     Links,
+    /// Submitted sooner after the page's render than `min_fill_seconds`.
+    TooFast,
 }
 
 impl SpamRule {
@@ -43,18 +58,20 @@ impl SpamRule {
             SpamRule::Honeypot(_) => "honeypot",
             SpamRule::BlockedDomain => "blocked-domain",
             SpamRule::Links => "links",
+            SpamRule::TooFast => "too-fast",
         }
     }
 }
 
 impl std::fmt::Display for SpamRule {
-    /// `honeypot:<field>`, `blocked-domain` or `links`: the receipt's
+    /// `honeypot:<field>`, `blocked-domain`, `links` or `too-fast`: the receipt's
     /// reason and the metric's dimension.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             SpamRule::Honeypot(field) => write!(f, "honeypot:{field}"),
             SpamRule::BlockedDomain => f.write_str("blocked-domain"),
             SpamRule::Links => f.write_str("links"),
+            SpamRule::TooFast => f.write_str("too-fast"),
         }
     }
 }
@@ -62,10 +79,14 @@ impl std::fmt::Display for SpamRule {
 impl SpamRules {
     /// No rule at all: nothing to check.
     pub fn is_empty(&self) -> bool {
-        self.honeypot.is_empty() && self.block_email_domains.is_empty() && self.max_links.is_none()
+        self.honeypot.is_empty()
+            && self.block_email_domains.is_empty()
+            && self.max_links.is_none()
+            && self.min_fill_seconds.is_none()
     }
     /// These rules and `more` together (a form's own rules on top of the
-    /// stack's): every honeypot and domain of both, the lower link limit.
+    /// stack's): every honeypot and domain of both, the lower link limit,
+    /// the longer fill time, the form's render-time field if it names one.
     pub fn with(&self, more: &SpamRules) -> SpamRules {
         let mut joined = self.clone();
         joined.honeypot.extend(more.honeypot.iter().cloned());
@@ -76,12 +97,21 @@ impl SpamRules {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         };
+        joined.min_fill_seconds = match (self.min_fill_seconds, more.min_fill_seconds) {
+            (Some(a), Some(b)) => Some(a.max(b)),
+            (a, b) => a.or(b),
+        };
+        joined.render_time_field = more
+            .render_time_field
+            .clone()
+            .or_else(|| self.render_time_field.clone());
         joined
     }
 
-    /// The first rule `answers` break, in the order honeypot, domain,
-    /// links; `None` for a submission that breaks none.
-    pub fn verdict(&self, answers: &Answers) -> Option<SpamRule> {
+    /// The first rule `answers`, submitted at `submitted_at`, break, in the
+    /// order honeypot, domain, links, fill time; `None` for a submission
+    /// that breaks none.
+    pub fn verdict(&self, answers: &Answers, submitted_at: SystemTime) -> Option<SpamRule> {
         if let Some(field) = self
             .honeypot
             .iter()
@@ -103,15 +133,53 @@ impl SpamRules {
                 return Some(SpamRule::BlockedDomain);
             }
         }
-        let limit = self.max_links?;
-        let links: usize = answers
-            .fields
-            .iter()
-            .filter(|(name, _)| !ATTRIBUTION_FIELDS.contains(&name.as_str()))
-            .map(|(_, value)| links_in(value))
-            .sum();
-        (links > limit as usize).then_some(SpamRule::Links)
+        if let Some(limit) = self.max_links {
+            let links: usize = answers
+                .fields
+                .iter()
+                .filter(|(name, _)| !ATTRIBUTION_FIELDS.contains(&name.as_str()))
+                .map(|(_, value)| links_in(value))
+                .sum();
+            if links > limit as usize {
+                return Some(SpamRule::Links);
+            }
+        }
+        let least = Duration::from_secs(self.min_fill_seconds?.into());
+        let rendered = answer(answers, self.render_time_field.as_deref()?).and_then(render_time)?;
+        match submitted_at.duration_since(rendered) {
+            Ok(took) if took >= least => None,
+            // Sooner than a person fills it, or rendered after it was sent.
+            _ => Some(SpamRule::TooFast),
+        }
     }
+}
+
+/// A render time as a page writes it: Unix seconds or milliseconds (a
+/// number, or digits in text; more than 10^11 is milliseconds), or an RFC
+/// 3339 time in UTC (`new Date().toISOString()`).
+pub fn render_time(value: &Value) -> Option<SystemTime> {
+    let number = match value {
+        Value::Number(number) => number.as_f64(),
+        Value::String(text) => {
+            let text = text.trim();
+            match text.parse::<f64>() {
+                Ok(number) => Some(number),
+                Err(_) => return crate::time::parse_timestamp(text),
+            }
+        }
+        _ => None,
+    }?;
+    if !number.is_finite() || number <= 0.0 {
+        return None;
+    }
+    let seconds = if number > 1e11 {
+        number / 1000.0
+    } else {
+        number
+    };
+    Duration::try_from_secs_f64(seconds)
+        .ok()
+        .and_then(|since| UNIX_EPOCH.checked_add(since))
 }
 
 /// The answer named `field`, by its name in the lead or any other name it
@@ -193,7 +261,63 @@ mod tests {
             honeypot: honeypot.iter().map(|s| s.to_string()).collect(),
             block_email_domains: domains.iter().map(|s| s.to_string()).collect(),
             max_links,
+            ..SpamRules::default()
         }
+    }
+
+    impl SpamRules {
+        /// The verdict on rules that read no time.
+        fn verdict_now(&self, answers: &Answers) -> Option<SpamRule> {
+            self.verdict(answers, SystemTime::now())
+        }
+    }
+
+    #[test]
+    fn too_fast_for_a_person() {
+        let sent = UNIX_EPOCH + Duration::from_secs(1_796_140_800);
+        let stack = SpamRules {
+            min_fill_seconds: Some(3),
+            render_time_field: Some("rendered_at".to_owned()),
+            ..SpamRules::default()
+        };
+        let rows = [
+            (json!(1_796_140_799), Some(SpamRule::TooFast)),
+            (json!(1_796_140_797), None),
+            (json!("1796140797"), None),
+            (json!(1_796_140_799_000_u64), Some(SpamRule::TooFast)),
+            (json!(1_796_140_790_500_u64), None),
+            (json!("2026-12-01T16:00:00Z"), Some(SpamRule::TooFast)),
+            (json!("2026-12-01T15:59:50.000Z"), None),
+            // Rendered after it was sent: no person did that.
+            (json!(1_796_140_860), Some(SpamRule::TooFast)),
+            // Unreadable or missing: not judged.
+            (json!("soon"), None),
+            (json!(-5), None),
+            (json!(null), None),
+        ];
+        for (rendered, expected) in rows {
+            let got = stack.verdict(&answers(json!({"rendered_at": rendered})), sent);
+            assert_eq!(got, expected, "{rendered}");
+        }
+        assert_eq!(stack.verdict(&answers(json!({})), sent), None);
+        // Without the field named, the limit judges nothing.
+        let no_field = SpamRules {
+            render_time_field: None,
+            ..stack.clone()
+        };
+        let fast = answers(json!({"rendered_at": 1_796_140_800}));
+        assert_eq!(no_field.verdict(&fast, sent), None);
+        // A form's rules: the longer time, its own field.
+        let form = SpamRules {
+            min_fill_seconds: Some(10),
+            render_time_field: Some("t0".to_owned()),
+            ..SpamRules::default()
+        };
+        let joined = stack.with(&form);
+        assert_eq!(joined.min_fill_seconds, Some(10));
+        assert_eq!(joined.render_time_field.as_deref(), Some("t0"));
+        assert_eq!(SpamRule::TooFast.to_string(), "too-fast");
+        assert_eq!(SpamRule::TooFast.kind(), "too-fast");
     }
 
     #[test]
@@ -217,7 +341,7 @@ mod tests {
             (json!({"name": "Ada"}), None),
         ];
         for (fields, expected) in rows {
-            let got = stack.verdict(&answers(fields.clone()));
+            let got = stack.verdict_now(&answers(fields.clone()));
             assert_eq!(got.map(|r| r.to_string()).as_deref(), expected, "{fields}");
         }
     }
@@ -239,11 +363,14 @@ mod tests {
             ("", false),
         ];
         for (email, blocked) in rows {
-            let got = stack.verdict(&answers(json!({"email": email})));
+            let got = stack.verdict_now(&answers(json!({"email": email})));
             assert_eq!(got == Some(SpamRule::BlockedDomain), blocked, "{email:?}");
         }
         let nothing = rules(&[], &["", "  "], None);
-        assert_eq!(nothing.verdict(&answers(json!({"email": "a@b.c"}))), None);
+        assert_eq!(
+            nothing.verdict_now(&answers(json!({"email": "a@b.c"}))),
+            None
+        );
     }
 
     #[test]
@@ -275,12 +402,12 @@ mod tests {
             (json!({"message": "no links", "count": 5}), false),
         ];
         for (fields, held) in rows {
-            let got = stack.verdict(&answers(fields.clone()));
+            let got = stack.verdict_now(&answers(fields.clone()));
             assert_eq!(got == Some(SpamRule::Links), held, "{fields}");
         }
         let unlimited = rules(&[], &[], None);
         assert_eq!(
-            unlimited.verdict(&answers(
+            unlimited.verdict_now(&answers(
                 json!({"message": "https://a https://b https://c"})
             )),
             None
@@ -291,7 +418,10 @@ mod tests {
     fn the_first_broken_rule_is_named() {
         let stack = rules(&["fax"], &["mailinator.com"], Some(0));
         let all = answers(json!({"fax": "1", "email": "x@mailinator.com", "message": "https://a"}));
-        assert_eq!(stack.verdict(&all), Some(SpamRule::Honeypot("fax".into())));
+        assert_eq!(
+            stack.verdict_now(&all),
+            Some(SpamRule::Honeypot("fax".into()))
+        );
         assert_eq!(SpamRule::Honeypot("fax".into()).kind(), "honeypot");
         assert_eq!(
             SpamRule::BlockedDomain.kind(),
@@ -299,7 +429,7 @@ mod tests {
         );
         assert_eq!(SpamRule::Links.kind(), SpamRule::Links.to_string());
         let two = answers(json!({"email": "x@mailinator.com", "message": "https://a"}));
-        assert_eq!(stack.verdict(&two), Some(SpamRule::BlockedDomain));
+        assert_eq!(stack.verdict_now(&two), Some(SpamRule::BlockedDomain));
     }
 
     #[test]

@@ -201,7 +201,7 @@ impl<S: ReceiptStore> Ingest<S> {
         {
             return Ok(Outcome::ExpiredReplay);
         }
-        let held_by = self.spam_rule_broken_by(&submission).await;
+        let held_by = self.spam_rule_broken_by(&submission, now).await;
         let receipt = match &held_by {
             Some(rule) => Receipt::quarantined(&submission, now, rule, self.retention),
             None => Receipt::new(&submission, now),
@@ -235,9 +235,13 @@ impl<S: ReceiptStore> Ingest<S> {
 impl<S> Ingest<S> {
     /// The spam rule `submission` breaks, by the routes in force: the
     /// stack's rules, and its form's route's added to them.
-    async fn spam_rule_broken_by(&self, submission: &FormSubmission) -> Option<SpamRule> {
+    async fn spam_rule_broken_by(
+        &self,
+        submission: &FormSubmission,
+        received_at: std::time::SystemTime,
+    ) -> Option<SpamRule> {
         let routes = self.routes.now().await.unwrap_or_default();
-        routes.rule_broken_by(submission)
+        routes.rule_broken_by(submission, received_at)
     }
 }
 

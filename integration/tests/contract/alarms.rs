@@ -58,6 +58,7 @@ fn alarms_and_dashboard_read_the_metrics_the_code_emits() {
                         shared::spam::SpamRule::Honeypot(String::new()).kind(),
                         shared::spam::SpamRule::BlockedDomain.kind(),
                         shared::spam::SpamRule::Links.kind(),
+                        shared::spam::SpamRule::TooFast.kind(),
                     ];
                     assert!(
                         kinds.contains(&value.as_str()),

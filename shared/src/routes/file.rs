@@ -139,8 +139,23 @@ fn read_table(table: &Table) -> Result<Routes, Vec<RouteProblem>> {
             "must be an array of tables ([[route]])",
         ),
     }
+    // A fill time needs the field that holds the render time, in the same
+    // table or the top-level one.
+    if spam.min_fill_seconds.is_some() && spam.render_time_field.is_none() {
+        problems.add("[spam]", "min_fill_seconds", NEEDS_RENDER_TIME_FIELD);
+    }
+    for (index, route) in routes.iter().enumerate() {
+        let rules = spam.with(&route.spam);
+        if route.spam.min_fill_seconds.is_some() && rules.render_time_field.is_none() {
+            let place = format!("{} spam", place_of(route, index + 1));
+            problems.add(&place, "min_fill_seconds", NEEDS_RENDER_TIME_FIELD);
+        }
+    }
     problems.into_result(Routes { spam, routes })
 }
+
+const NEEDS_RENDER_TIME_FIELD: &str =
+    "needs render_time_field, the hidden field the page fills with its render time (here or in [spam])";
 
 #[derive(Default)]
 struct Problems(Vec<RouteProblem>);
@@ -399,10 +414,18 @@ fn spam_rules(table: &Table, place: &str, problems: &mut Problems) -> SpamRules 
                 Some(Ok(limit)) => rules.max_links = Some(limit),
                 _ => problems.add(place, key, "must be a whole number, 0 or more"),
             },
+            "min_fill_seconds" => match value.as_integer() {
+                Some(seconds @ 1..=3600) => rules.min_fill_seconds = Some(seconds as u32),
+                _ => problems.add(place, key, "must be a whole number of seconds, 1 to 3600"),
+            },
+            "render_time_field" => match value.as_str().map(str::trim) {
+                Some(field) if !field.is_empty() => rules.render_time_field = Some(field.to_owned()),
+                _ => problems.add(place, key, "must be a field's name"),
+            },
             _ => problems.add(
                 place,
                 key,
-                "unknown key: spam rules are honeypot, block_email_domains and max_links",
+                "unknown key: spam rules are honeypot, block_email_domains, max_links, min_fill_seconds and render_time_field",
             ),
         }
     }

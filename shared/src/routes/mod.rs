@@ -78,12 +78,23 @@ impl Routes {
     pub fn rule_broken_by(
         &self,
         submission: &crate::FormSubmission,
+        received_at: std::time::SystemTime,
     ) -> Option<crate::spam::SpamRule> {
         let rules = self.spam_rules(submission.form_id());
         if rules.is_empty() {
             return None;
         }
-        rules.verdict(&submission.sender.answers(&submission.payload))
+        // When it was submitted: as the sender says, else when it came.
+        let submitted_at = submission
+            .sender
+            .submitted_at(&submission.payload)
+            .as_deref()
+            .and_then(crate::time::parse_timestamp)
+            .unwrap_or(received_at);
+        rules.verdict(
+            &submission.sender.answers(&submission.payload),
+            submitted_at,
+        )
     }
 
     /// The rules a submission of `form` is held to: the stack's, and its
@@ -286,7 +297,7 @@ marketing_permission = "3c9a1b2e5f"
 
     #[test]
     fn every_problem_is_named_by_route_and_key() {
-        let rows: [(&str, &[&str]); 17] = [
+        let rows: [(&str, &[&str]); 19] = [
             (
                 "[[route]]\nform = \"f\"\ntags = [\"a\", \"a\", 3]\n",
                 &[
@@ -359,9 +370,23 @@ marketing_permission = "3c9a1b2e5f"
             (
                 "[spam]\nhoneypot = \"website\"\nmax_links = -1\ncaptcha = true\n",
                 &[
-                    "[spam]: captcha: unknown key: spam rules are honeypot, block_email_domains and max_links",
+                    "[spam]: captcha: unknown key: spam rules are honeypot, block_email_domains, max_links, min_fill_seconds and render_time_field",
                     "[spam]: honeypot: must be a list of texts that are not empty",
                     "[spam]: max_links: must be a whole number, 0 or more",
+                ],
+            ),
+            (
+                "[spam]\nmin_fill_seconds = 0\nrender_time_field = \" \"\n",
+                &[
+                    "[spam]: min_fill_seconds: must be a whole number of seconds, 1 to 3600",
+                    "[spam]: render_time_field: must be a field's name",
+                ],
+            ),
+            (
+                "[spam]\nmin_fill_seconds = 3\n[[route]]\nform = \"f\"\nname = \"N\"\n[route.spam]\nmin_fill_seconds = 5\n",
+                &[
+                    "[spam]: min_fill_seconds: needs render_time_field, the hidden field the page fills with its render time (here or in [spam])",
+                    "[[route]] #1 \"N\" spam: min_fill_seconds: needs render_time_field, the hidden field the page fills with its render time (here or in [spam])",
                 ],
             ),
             (
