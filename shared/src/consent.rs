@@ -20,6 +20,41 @@ pub struct Consent {
     /// box enables (its `marketing_permission_id`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub marketing_permission: Option<String>,
+    /// HubSpot: the subscription type a checked box subscribes the contact
+    /// to (its id, digits); no subscription status is set without it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subscription_id: Option<String>,
+    /// HubSpot: the legal basis recorded with that status (one of
+    /// [`LEGAL_BASES`]; `CONSENT_WITH_NOTICE` unless the route says).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub legal_basis: Option<String>,
+    /// HubSpot: the explanation recorded with it (the consent text, where
+    /// it was given).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub explanation: Option<String>,
+}
+
+/// HubSpot's legal bases for a subscription status
+/// (https://developers.hubspot.com/docs/api-reference/latest/communication-preferences/status/update-subscription).
+pub const LEGAL_BASES: [&str; 7] = [
+    "CONSENT_WITH_NOTICE",
+    "LEGITIMATE_INTEREST_CLIENT",
+    "LEGITIMATE_INTEREST_OTHER",
+    "LEGITIMATE_INTEREST_PQL",
+    "NON_GDPR",
+    "PERFORMANCE_OF_CONTRACT",
+    "PROCESS_AND_STORE",
+];
+
+/// The legal basis a route's subscription is recorded with when it names
+/// none: the checkbox is consent given with notice.
+pub const DEFAULT_LEGAL_BASIS: &str = "CONSENT_WITH_NOTICE";
+
+impl Consent {
+    /// The legal basis to record: the route's, else consent with notice.
+    pub fn legal_basis(&self) -> &str {
+        self.legal_basis.as_deref().unwrap_or(DEFAULT_LEGAL_BASIS)
+    }
 }
 
 /// A new member's status when the box is checked.

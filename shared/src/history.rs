@@ -28,7 +28,13 @@ impl SubmissionNote {
     /// lead's route, where it has one).
     pub fn of(lead: &Lead, key: &IdempotencyKey, field_map: &FieldMap) -> Self {
         let reference = reference(key);
-        let body = field_map.history_text(lead);
+        let mut body = field_map.history_text(lead);
+        if let Some(consent) = consent_given(lead) {
+            if !body.trim().is_empty() {
+                body.push('\n');
+            }
+            body.push_str(&consent);
+        }
         let submitted = lead.submitted_at.as_deref().unwrap_or(&lead.received_at);
         let footer = format!(
             "Submitted {submitted} · submission {} {reference}",
@@ -99,6 +105,21 @@ fn escape(text: &str) -> String {
     escaped
 }
 
+/// The line a checked consent box adds to its submission's note: what the
+/// person agreed to (the route's explanation) and on what legal basis; the
+/// note's footer holds when. `None` without a consent box, or unchecked.
+fn consent_given(lead: &Lead) -> Option<String> {
+    let consent = lead.route.as_deref()?.consent.as_ref()?;
+    if !crate::consent::is_checked(lead.answer(&consent.field)) {
+        return None;
+    }
+    let what = consent
+        .explanation
+        .as_deref()
+        .unwrap_or("the form's consent box was checked");
+    Some(format!("Consent: {what} ({})", consent.legal_basis()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -122,6 +143,37 @@ mod tests {
             sender_time_replaced: false,
             route: None,
         }
+    }
+
+    /// A checked consent box's note says what was agreed to and on what
+    /// basis, beside when; an unchecked one says nothing of consent.
+    #[test]
+    fn a_checked_consent_box_is_on_the_note() {
+        let routes = crate::routes::parse(
+            "[[route]]\nform = \"f\"\n[route.consent]\nfield = \"newsletter\"\n\
+             subscription_id = \"12345\"\nexplanation = \"Send me news\"\n",
+        )
+        .unwrap();
+        let route = std::sync::Arc::new(routes.route("f").unwrap().clone());
+        let with = |answer: serde_json::Value| Lead {
+            route: Some(std::sync::Arc::clone(&route)),
+            ..lead(
+                "Hi",
+                serde_json::json!({"newsletter": answer}),
+                Some("2026-12-04T07:59:00.000Z"),
+            )
+        };
+        let map = FieldMap::new(vec![]);
+        let note = SubmissionNote::of(&with(serde_json::json!("on")), &key("sub_1"), &map);
+        assert!(
+            note.text
+                .contains("Consent: Send me news (CONSENT_WITH_NOTICE)")
+                && note.text.contains("Submitted 2026-12-04T07:59:00.000Z"),
+            "{}",
+            note.text
+        );
+        let note = SubmissionNote::of(&with(serde_json::json!(false)), &key("sub_1"), &map);
+        assert!(!note.text.contains("Consent"), "{}", note.text);
     }
 
     #[test]

@@ -220,14 +220,52 @@ fn consent(value: &toml::Value, place: &str, problems: &mut Problems) -> Option<
         );
         return None;
     };
-    let keys = ["field", "status", "marketing_permission"];
+    let keys = [
+        "field",
+        "status",
+        "marketing_permission",
+        "subscription_id",
+        "legal_basis",
+        "explanation",
+    ];
     for key in table.keys().filter(|key| !keys.contains(&key.as_str())) {
         problems.add(
             place,
             &format!("consent.{key}"),
-            "unknown key: consent has field, status and marketing_permission",
+            "unknown key: consent has field, status, marketing_permission, subscription_id, legal_basis and explanation",
         );
     }
+    let text =
+        |key: &str, valid: &dyn Fn(&str) -> bool, why: &str, problems: &mut Problems| match table
+            .get(key)
+        {
+            None => Some(None),
+            Some(toml::Value::String(text)) if valid(text.trim()) => {
+                Some(Some(text.trim().to_owned()))
+            }
+            Some(_) => {
+                problems.add(place, &format!("consent.{key}"), why);
+                None
+            }
+        };
+    let subscription_id = text(
+        "subscription_id",
+        &|id| !id.is_empty() && id.len() <= 20 && id.bytes().all(|b| b.is_ascii_digit()),
+        "must be a HubSpot subscription type's id (digits)",
+        problems,
+    )?;
+    let legal_basis = text(
+        "legal_basis",
+        &|basis| crate::consent::LEGAL_BASES.contains(&basis),
+        "must be one of HubSpot's legal bases: CONSENT_WITH_NOTICE, LEGITIMATE_INTEREST_CLIENT, LEGITIMATE_INTEREST_OTHER, LEGITIMATE_INTEREST_PQL, NON_GDPR, PERFORMANCE_OF_CONTRACT, PROCESS_AND_STORE",
+        problems,
+    )?;
+    let explanation = text(
+        "explanation",
+        &|text| !text.is_empty() && text.chars().count() <= 1000,
+        "must be a text of 1 to 1000 characters",
+        problems,
+    )?;
     let field = match table.get("field") {
         Some(toml::Value::String(field)) if !field.trim().is_empty() => field.trim().to_owned(),
         _ => {
@@ -273,6 +311,9 @@ fn consent(value: &toml::Value, place: &str, problems: &mut Problems) -> Option<
         field,
         status,
         marketing_permission,
+        subscription_id,
+        legal_basis,
+        explanation,
     })
 }
 

@@ -211,6 +211,9 @@ marketing_permission = "3c9a1b2e5f"
                 field: "newsletter".into(),
                 status: ConsentStatus::Pending,
                 marketing_permission: Some("3c9a1b2e5f".into()),
+                subscription_id: None,
+                legal_basis: None,
+                explanation: None,
             }),
             "double opt-in unless the route says otherwise"
         );
