@@ -927,3 +927,62 @@ async fn contacts_by_submission_keep_no_notes() {
     assert_eq!(status_of(&worker, &lead).0, ReceiptStatus::Completed);
     assert!(fake.notes().is_empty(), "its own contact holds its message");
 }
+
+/// A route's consent checkbox, recorded where marketing reads it: a checked
+/// box sets the contact's subscription status once, with the route's legal
+/// basis and explanation; the same submission delivered again (its settle
+/// lost) calls again and HubSpot changes nothing; an unchecked box makes no
+/// call at all.
+#[tokio::test]
+async fn a_checked_consent_box_sets_one_subscription_status_with_its_legal_basis() {
+    let fake = HubSpotFake::start(TOKEN).await.unwrap();
+    let from_form = |id: &str, email: &str, newsletter: Option<&str>| {
+        let mut form = serde_json::json!({"firstName": "Ada", "email": email});
+        if let Some(ticked) = newsletter {
+            form["newsletter"] = serde_json::json!(ticked);
+        }
+        let body = serde_json::json!({"event": "form.submitted",
+            "data": {"submissionId": id, "apiKey": "pricing_form", "formData": form}});
+        Receipt::new(
+            &FormSubmission::parse(body.to_string().as_bytes()).unwrap(),
+            SystemTime::now(),
+        )
+    };
+    let ticked = from_form("sub_ticked", "ada@example.com", Some("on"));
+    let unticked = from_form("sub_unticked", "grace@example.com", None);
+    let routes = Arc::new(
+        shared::routes::parse(
+            "[[route]]\nform = \"pricing_form\"\n[route.consent]\nfield = \"newsletter\"\n\
+             subscription_id = \"12345\"\nlegal_basis = \"LEGITIMATE_INTEREST_CLIENT\"\n\
+             explanation = \"Ticked 'Send me news' on the pricing form\"\n",
+        )
+        .unwrap(),
+    );
+    let deliver = |receipts: &[&Receipt]| {
+        let worker = worker(settings(&fake, IdProperty::Email), ledger_of(receipts))
+            .with_routes(aws_edge::routes::RoutesInForce::fixed(Arc::clone(&routes)));
+        let records = inserts(receipts);
+        async move { worker.handle(records, in_seconds(30)).await }
+    };
+
+    let response = deliver(&[&ticked, &unticked]).await;
+    assert!(response.batch_item_failures.is_empty());
+    let events = fake.status_events();
+    assert_eq!(events.len(), 1, "{events:?}");
+    assert_eq!(events[0].subscriber, "ada@example.com");
+    assert_eq!(events[0].subscription_id, 12345);
+    assert_eq!(events[0].state, "SUBSCRIBED");
+    assert_eq!(events[0].legal_basis, "LEGITIMATE_INTEREST_CLIENT");
+    assert_eq!(
+        events[0].explanation.as_deref(),
+        Some("Ticked 'Send me news' on the pricing form")
+    );
+    assert_eq!(fake.status_calls(), 1, "none for the unticked box");
+
+    // The ticked one again, as after a lost settle: a second call, no
+    // second subscription event.
+    let response = deliver(&[&ticked]).await;
+    assert!(response.batch_item_failures.is_empty());
+    assert_eq!(fake.status_calls(), 2);
+    assert_eq!(fake.status_events().len(), 1, "nothing changed");
+}

@@ -31,6 +31,7 @@
 
 mod api;
 mod notes;
+mod statuses;
 
 use std::collections::{HashSet, VecDeque};
 use std::net::SocketAddr;
@@ -86,6 +87,17 @@ pub struct Note {
     /// `hs_note_body`: HTML.
     pub body: String,
     pub timestamp: String,
+}
+
+/// A subscription status set, as HubSpot records it (an event in the
+/// contact's communication preferences).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StatusEvent {
+    pub subscriber: String,
+    pub subscription_id: u64,
+    pub state: String,
+    pub legal_basis: String,
+    pub explanation: Option<String>,
 }
 
 /// One request to the upsert endpoint.
@@ -166,6 +178,10 @@ struct FakeState {
     notes: Mutex<Vec<Note>>,
     /// Note creates done whose answer is then lost (a 502).
     lost_note_answers: Mutex<u32>,
+    /// Each status that changed something, in order.
+    status_events: Mutex<Vec<StatusEvent>>,
+    /// Status calls answered 200, changes or not.
+    status_calls: Mutex<u32>,
 }
 
 /// A running fake; it stops when dropped.
@@ -175,6 +191,16 @@ pub struct HubSpotFake {
 }
 
 impl HubSpotFake {
+    /// Each subscription status that changed something, in order.
+    pub fn status_events(&self) -> Vec<StatusEvent> {
+        lock(&self.state.status_events).clone()
+    }
+
+    /// Status calls answered 200, whether they changed anything or not.
+    pub fn status_calls(&self) -> u32 {
+        *lock(&self.state.status_calls)
+    }
+
     /// Starts on a free loopback port, accepting `token`.
     pub async fn start(token: &str) -> std::io::Result<HubSpotFake> {
         Self::start_on(SocketAddr::from(([127, 0, 0, 1], 0)), token).await
@@ -194,6 +220,8 @@ impl HubSpotFake {
             conflicting: Mutex::new(HashSet::new()),
             notes: Mutex::new(Vec::new()),
             lost_note_answers: Mutex::new(0),
+            status_events: Mutex::new(Vec::new()),
+            status_calls: Mutex::new(0),
         });
         let app = Router::new()
             .route(
@@ -205,6 +233,10 @@ impl HubSpotFake {
                 post(api::upsert_dated),
             )
             .route("/contacts", get(api::list))
+            .route(
+                "/communication-preferences/{version}/statuses/{subscriber}",
+                post(statuses::set),
+            )
             .route("/crm/v3/objects/notes", post(notes::create))
             .route("/crm/objects/{version}/notes", post(notes::create))
             .route("/crm/v3/objects/notes/batch/read", post(notes::read))

@@ -29,7 +29,7 @@ use super::{FakeState, Note};
 use crate::server::lock;
 
 /// The bearer token, then a queued fault: as every call of the fake.
-fn refused(state: &FakeState, headers: &HeaderMap) -> Option<Response> {
+pub(super) fn refused(state: &FakeState, headers: &HeaderMap) -> Option<Response> {
     let bearer = headers
         .get("authorization")
         .and_then(|v| v.to_str().ok())
@@ -50,7 +50,7 @@ fn refused(state: &FakeState, headers: &HeaderMap) -> Option<Response> {
     ))
 }
 
-fn error(status: StatusCode, category: &str, message: &str) -> Response {
+pub(super) fn error(status: StatusCode, category: &str, message: &str) -> Response {
     (
         status,
         Json(

@@ -34,7 +34,6 @@ use shared::newest::GateSecret;
 use shared::{IdempotencyKey, Lead};
 
 use crate::destinations::client;
-use crate::destinations::memory::AnyMemory;
 
 use crate::destinations::port::{
     Answer, CallDeadline, Destination, DestinationError, Upserted, Write,
@@ -43,6 +42,8 @@ use crate::destinations::token::{BearerToken, CrmToken, Source, TokenError};
 
 mod answers;
 pub mod build;
+mod calls;
+mod consent;
 pub mod notes;
 mod settings;
 
@@ -70,20 +71,12 @@ pub struct HubSpot {
     base_url: String,
     api_version: ApiVersion,
     /// With contacts by email: each submission a note on its contact.
-    notes: Option<NoteKeeping>,
+    notes: Option<notes::NoteKeeping>,
     id_property: IdProperty,
     field_map: FieldMap,
     token: BearerToken,
     /// Contacts by email: the key of the newest-wins gates.
     gate_secret: Option<GateSecret>,
-}
-
-/// Where HubSpot's notes are kept track of (`notes`): what was done,
-/// recorded on each person's gate item, and how long HubSpot may take to
-/// list a note it created.
-pub struct NoteKeeping {
-    memory: AnyMemory,
-    lag: Duration,
 }
 
 /// One input of a request: its slot in the batch and what HubSpot gets.
@@ -413,6 +406,8 @@ impl Destination for HubSpot {
         {
             answers[*slot] = answer;
         }
+        self.set_subscriptions(writes, &mut answers, concurrency, deadline)
+            .await;
         if let Some(notes) = &self.notes {
             self.keep_history(notes, writes, &mut answers, concurrency, deadline)
                 .await;

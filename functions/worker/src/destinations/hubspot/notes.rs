@@ -30,11 +30,19 @@ use serde_json::{json, Value};
 use shared::history::SubmissionNote;
 use shared::newest::GateSecret;
 
-use super::{HubSpot, NoteKeeping};
-use crate::destinations::client;
+use super::calls::{unbuildable, Calls};
+use super::HubSpot;
 use crate::destinations::history::{memory_error, note_item, CreateOnce, Keeping, NOTE_IN_FLIGHT};
 use crate::destinations::memory::{AnyMemory, PersonMemory};
 use crate::destinations::port::{Answer, CallDeadline, DestinationError, Upserted, Write};
+
+/// Where HubSpot's notes are kept track of: what was done, recorded on
+/// each person's gate item, and how long HubSpot may take to list a note
+/// it created.
+pub struct NoteKeeping {
+    memory: AnyMemory,
+    lag: Duration,
+}
 
 /// How long HubSpot may take to list a note it created among its contact's
 /// associations: no second create of one note starts within it.
@@ -122,8 +130,11 @@ impl HubSpot {
         let recalled = notes.memory.recall(&gate).await.map_err(memory_error)?;
         let note = SubmissionNote::of(write.lead, write.key, &self.field_map);
         let api = Notes {
-            hubspot: self,
-            deadline,
+            calls: Calls {
+                hubspot: self,
+                deadline,
+                refused: "NOTE_REFUSED",
+            },
             note: &note,
         };
         let contact = match known {
@@ -152,72 +163,24 @@ impl HubSpot {
 
 /// HubSpot's note calls, within one delivery's deadline.
 struct Notes<'a> {
-    hubspot: &'a HubSpot,
-    deadline: CallDeadline,
+    calls: Calls<'a>,
     note: &'a SubmissionNote,
 }
 
 impl Notes<'_> {
     async fn contact_by_email(&self, email: &str) -> Result<Option<String>, DestinationError> {
-        let mut url = self.url(&self.hubspot.api_version.objects_path("contacts"))?;
+        let mut url = self
+            .calls
+            .url(&self.calls.hubspot.api_version.objects_path("contacts"))?;
         url.path_segments_mut()
             .map_err(|_| unbuildable())?
             .push(email);
         url.query_pairs_mut().append_pair("idProperty", "email");
         Ok(self
+            .calls
             .call(Method::GET, url, None)
             .await?
             .and_then(|body| id_of(&body["id"])))
-    }
-
-    fn url(&self, path: &str) -> Result<reqwest::Url, DestinationError> {
-        reqwest::Url::parse(&format!("{}{path}", self.hubspot.base_url)).map_err(|_| unbuildable())
-    }
-
-    /// One call; once more with a renewed token after a 401. `None` for a
-    /// 404.
-    async fn call(
-        &self,
-        method: Method,
-        url: reqwest::Url,
-        body: Option<&Value>,
-    ) -> Result<Option<Value>, DestinationError> {
-        self.hubspot
-            .token
-            .call_renewing_once(
-                || async {
-                    self.deadline
-                        .bound(self.call_once(method.clone(), url.clone(), body))
-                        .await
-                },
-                |answer| matches!(answer, Err(DestinationError::Unauthorized { status: 401 })),
-            )
-            .await
-    }
-
-    async fn call_once(
-        &self,
-        method: Method,
-        url: reqwest::Url,
-        body: Option<&Value>,
-    ) -> Result<Option<Value>, DestinationError> {
-        let mut request = self.hubspot.client.request(method, url);
-        if let Some(body) = body {
-            request = request.json(body);
-        }
-        match self.hubspot.token.current() {
-            Ok(Some(token)) => request = request.bearer_auth(token.expose()),
-            Ok(None) => {}
-            Err(unavailable) => return Err(DestinationError::CredentialsUnavailable(unavailable)),
-        }
-        let response = request
-            .send()
-            .await
-            .map_err(|error| client::transport_error(&error))?;
-        let status = response.status().as_u16();
-        let retry_after = client::retry_after(&response);
-        let body = client::json_capped(response).await;
-        note_answer(status, retry_after).map(|found| found.then_some(body))
     }
 }
 
@@ -231,8 +194,11 @@ impl CreateOnce for Notes<'_> {
                 "types": [{"associationCategory": "HUBSPOT_DEFINED", "associationTypeId": NOTE_TO_CONTACT}],
             }],
         });
-        let url = self.url(&self.hubspot.api_version.objects_path("notes"))?;
-        self.call(Method::POST, url, Some(&body))
+        let url = self
+            .calls
+            .url(&self.calls.hubspot.api_version.objects_path("notes"))?;
+        self.calls
+            .call(Method::POST, url, Some(&body))
             .await?
             .and_then(|answer| id_of(&answer["id"]))
             .ok_or_else(|| DestinationError::retryable("note-created-without-id"))
@@ -243,11 +209,11 @@ impl CreateOnce for Notes<'_> {
         if !is_numeric(contact) {
             return Err(DestinationError::retryable("contact-id-not-numeric"));
         }
-        let mut listing = self.url(&format!(
+        let mut listing = self.calls.url(&format!(
             "/crm/v4/objects/contacts/{contact}/associations/notes"
         ))?;
         listing.query_pairs_mut().append_pair("limit", "500");
-        let Some(associated) = self.call(Method::GET, listing, None).await? else {
+        let Some(associated) = self.calls.call(Method::GET, listing, None).await? else {
             return Ok(None);
         };
         let ids: Vec<String> = associated["results"]
@@ -264,11 +230,11 @@ impl CreateOnce for Notes<'_> {
             "properties": ["hs_note_body"],
             "inputs": newest.iter().map(|id| json!({"id": id})).collect::<Vec<_>>(),
         });
-        let url = self.url(&format!(
+        let url = self.calls.url(&format!(
             "{}/batch/read",
-            self.hubspot.api_version.objects_path("notes")
+            self.calls.hubspot.api_version.objects_path("notes")
         ))?;
-        let Some(notes) = self.call(Method::POST, url, Some(&read)).await? else {
+        let Some(notes) = self.calls.call(Method::POST, url, Some(&read)).await? else {
             return Ok(None);
         };
         Ok(notes["results"]
@@ -281,29 +247,6 @@ impl CreateOnce for Notes<'_> {
                     .is_some_and(|body| body.contains(reference))
             })
             .and_then(|note| id_of(&note["id"])))
-    }
-}
-
-/// What a note call's status means: `true` found, `false` a 404. Pure.
-fn note_answer(status: u16, retry_after: Option<Duration>) -> Result<bool, DestinationError> {
-    match status {
-        200..=299 => Ok(true),
-        404 => Ok(false),
-        401 | 403 => Err(DestinationError::Unauthorized { status }),
-        429 => Err(DestinationError::Retryable {
-            status: Some(429),
-            retry_after: Some(retry_after.unwrap_or(super::answers::TEN_SECONDLY_WAIT)),
-            reason: "rate-limited".to_owned(),
-        }),
-        400 => Err(DestinationError::Misconfigured {
-            status: Some(400),
-            reason: "NOTE_REFUSED".to_owned(),
-        }),
-        _ => Err(DestinationError::Retryable {
-            status: Some(status),
-            retry_after,
-            reason: format!("HTTP {status}"),
-        }),
     }
 }
 
@@ -320,53 +263,12 @@ fn is_numeric(text: &str) -> bool {
     !text.is_empty() && text.len() <= 20 && text.bytes().all(|b| b.is_ascii_digit())
 }
 
-fn unbuildable() -> DestinationError {
-    DestinationError::Permanent {
-        status: None,
-        reason: "request could not be built".to_owned(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn note_answers() {
-        let rows = [
-            (201, None, Ok(true)),
-            (404, None, Ok(false)),
-            (
-                401,
-                None,
-                Err(DestinationError::Unauthorized { status: 401 }),
-            ),
-            (
-                403,
-                None,
-                Err(DestinationError::Unauthorized { status: 403 }),
-            ),
-            (
-                400,
-                None,
-                Err(DestinationError::Misconfigured {
-                    status: Some(400),
-                    reason: "NOTE_REFUSED".into(),
-                }),
-            ),
-            (
-                429,
-                Some(Duration::from_secs(3)),
-                Err(DestinationError::Retryable {
-                    status: Some(429),
-                    retry_after: Some(Duration::from_secs(3)),
-                    reason: "rate-limited".into(),
-                }),
-            ),
-        ];
-        for (status, wait, expected) in rows {
-            assert_eq!(note_answer(status, wait), expected, "{status}");
-        }
+    fn ids() {
         assert_eq!(id_of(&json!(17)).as_deref(), Some("17"));
         assert_eq!(id_of(&json!("17")).as_deref(), Some("17"));
         assert_eq!(id_of(&json!("ada@example.com")), None);
