@@ -4,12 +4,13 @@
 
 use std::time::Duration;
 
+use futures_util::stream::{self, StreamExt};
 use reqwest::Method;
 use serde_json::Value;
 
 use super::HubSpot;
 use crate::destinations::client;
-use crate::destinations::port::{CallDeadline, DestinationError};
+use crate::destinations::port::{Answer, CallDeadline, DestinationError};
 
 /// Calls of one kind for one delivery.
 pub(super) struct Calls<'a> {
@@ -96,6 +97,25 @@ fn answer(
             retry_after,
             reason: format!("HTTP {status}"),
         }),
+    }
+}
+
+/// Runs one call per write (`jobs`, each naming its write's slot), at
+/// most `concurrency` at once; a call that fails makes its write's answer
+/// that failure (the next attempt writes the contact again, then calls
+/// again).
+pub(super) async fn fail_where_failed<F>(answers: &mut [Answer], jobs: Vec<F>, concurrency: usize)
+where
+    F: std::future::Future<Output = (usize, Result<(), DestinationError>)>,
+{
+    let done: Vec<(usize, Result<(), DestinationError>)> = stream::iter(jobs)
+        .buffer_unordered(concurrency.max(1))
+        .collect()
+        .await;
+    for (slot, result) in done {
+        if let Err(error) = result {
+            answers[slot].result = Err(error);
+        }
     }
 }
 

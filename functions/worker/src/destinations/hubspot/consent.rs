@@ -10,13 +10,12 @@
 //! `legalBasisExplanation`):
 //! <https://developers.hubspot.com/docs/api-reference/latest/communication-preferences/status/update-subscription>.
 
-use futures_util::stream::{self, StreamExt};
 use reqwest::Method;
 use serde_json::{json, Value};
 use shared::consent::is_checked;
 use shared::Lead;
 
-use super::calls::{unbuildable, Calls};
+use super::calls::{fail_where_failed, unbuildable, Calls};
 use super::{ApiVersion, HubSpot};
 use crate::destinations::port::{Answer, CallDeadline, DestinationError, Write};
 
@@ -47,15 +46,7 @@ impl HubSpot {
                 (slot, self.subscribe(calls, &email, &body).await)
             })
             .collect();
-        let done: Vec<(usize, Result<(), DestinationError>)> = stream::iter(jobs)
-            .buffer_unordered(concurrency.max(1))
-            .collect()
-            .await;
-        for (slot, result) in done {
-            if let Err(error) = result {
-                answers[slot].result = Err(error);
-            }
-        }
+        fail_where_failed(answers, jobs, concurrency).await;
     }
 
     async fn subscribe(

@@ -24,13 +24,12 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use futures_util::stream::{self, StreamExt};
 use reqwest::Method;
 use serde_json::{json, Value};
 use shared::history::SubmissionNote;
 use shared::newest::GateSecret;
 
-use super::calls::{unbuildable, Calls};
+use super::calls::{fail_where_failed, unbuildable, Calls};
 use super::HubSpot;
 use crate::destinations::history::{memory_error, note_item, CreateOnce, Keeping, NOTE_IN_FLIGHT};
 use crate::destinations::memory::{AnyMemory, PersonMemory};
@@ -106,15 +105,7 @@ impl HubSpot {
                 }
             })
             .collect();
-        let done: Vec<(usize, Result<(), DestinationError>)> = stream::iter(jobs)
-            .buffer_unordered(concurrency.max(1))
-            .collect()
-            .await;
-        for (slot, result) in done {
-            if let Err(error) = result {
-                answers[slot].result = Err(error);
-            }
-        }
+        fail_where_failed(answers, jobs, concurrency).await;
     }
 
     async fn note_for(
