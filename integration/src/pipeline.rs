@@ -148,3 +148,14 @@ pub async fn stop(mut pipeline: tokio::process::Child) {
         "{exit:?}"
     );
 }
+
+/// A POST to the local pipeline's Static Forms webhook on `port`, as Static
+/// Forms sends one: the demo token in the URL, a JSON body, no header of
+/// ours; the caller adds the body.
+pub fn static_forms_post(http: &reqwest::Client, port: u16) -> reqwest::RequestBuilder {
+    http.post(format!(
+        "http://127.0.0.1:{port}/webhooks/staticforms?token={}",
+        devtools::local::DEMO_TOKEN
+    ))
+    .header("content-type", "application/json")
+}

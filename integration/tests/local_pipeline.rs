@@ -48,12 +48,9 @@ async fn the_local_pipeline_takes_a_delivery_to_one_lead_and_stops_cleanly() {
     let http = reqwest::Client::new();
     let send = || {
         // As Static Forms sends it: the secret in the URL, no header of ours.
-        http.post(format!(
-            "http://127.0.0.1:{webhook_port}/webhooks/staticforms?token=local-demo-token-change-me"
-        ))
-        .header("content-type", "application/json")
-        .body(event["body"].as_str().unwrap().to_owned())
-        .send()
+        static_forms_post(&http, webhook_port)
+            .body(event["body"].as_str().unwrap().to_owned())
+            .send()
     };
     let first = send().await.unwrap();
     assert_eq!(first.status(), 202);
@@ -107,12 +104,7 @@ async fn the_local_pipeline_takes_a_delivery_to_one_lead_and_stops_cleanly() {
     assert_eq!(broken.status(), 204);
     for n in 1..=3 {
         let id = format!("sub_outage_{n}");
-        let accepted = http
-            .post(format!(
-                "http://127.0.0.1:{webhook_port}/webhooks/staticforms?token=local-demo-token-change-me"
-            ))
-            .header("content-type", "application/json")
-            .body(format!(r#"{{"event":"form.submitted","data":{{"submissionId":"{id}","formData":{{"email":"ada@example.com"}}}}}}"#))
+        let accepted = static_forms_post(&http, webhook_port).body(format!(r#"{{"event":"form.submitted","data":{{"submissionId":"{id}","formData":{{"email":"ada@example.com"}}}}}}"#))
             .send()
             .await
             .unwrap();
@@ -220,14 +212,7 @@ async fn deliver_twice_and_list(
 ) -> serde_json::Value {
     let http = reqwest::Client::new();
     let body = r#"{"event":"form.submitted","timestamp":1795941528,"data":{"submissionId":"sub_crm_1","formData":{"name":"Ada Lovelace","email":"Ada@Example.com","company":"AE"}}}"#;
-    let send = || {
-        http.post(format!(
-            "http://127.0.0.1:{webhook_port}/webhooks/staticforms?token=local-demo-token-change-me"
-        ))
-        .header("content-type", "application/json")
-        .body(body)
-        .send()
-    };
+    let send = || static_forms_post(&http, webhook_port).body(body).send();
     assert_eq!(send().await.unwrap().status(), 202);
     assert_eq!(send().await.unwrap().status(), 200);
     let listed = listed_once(&http, &format!("http://127.0.0.1:{crm_port}{list_path}")).await;
@@ -455,11 +440,7 @@ async fn pipedrive_limits_and_refusals_end_as_the_other_destinations_do() {
         );
         let http = http.clone();
         async move {
-            let answer = http
-                .post(format!(
-                    "http://127.0.0.1:{webhook_port}/webhooks/staticforms?token=local-demo-token-change-me"
-                ))
-                .header("content-type", "application/json")
+            let answer = static_forms_post(&http, webhook_port)
                 .body(body)
                 .send()
                 .await
@@ -514,11 +495,7 @@ async fn pipedrive_limits_and_refusals_end_as_the_other_destinations_do() {
     let (pipeline, webhook_port, _, _) =
         start_pipeline_with("pipedrive", &receipts, &[("FIELD_MAP", &field_map)]).await;
     let body = r#"{"event":"form.submitted","timestamp":1795941528,"data":{"submissionId":"sub_field","formData":{"name":"Ada Lovelace","email":"ada@example.com","company":"AE"}}}"#;
-    let answer = http
-        .post(format!(
-            "http://127.0.0.1:{webhook_port}/webhooks/staticforms?token=local-demo-token-change-me"
-        ))
-        .header("content-type", "application/json")
+    let answer = static_forms_post(&http, webhook_port)
         .body(body)
         .send()
         .await
@@ -904,12 +881,7 @@ async fn the_local_pipeline_holds_bots_back_and_routes_forms_by_the_routes_file(
         let body = format!(
             r#"{{"event":"form.submitted","timestamp":1795941528,"data":{{"submissionId":"{id}","apiKey":"{form}","formData":{{"name":"Ada","email":"{email}","lead_source":"typed"{extra}}}}}}}"#
         );
-        http.post(format!(
-            "http://127.0.0.1:{webhook_port}/webhooks/staticforms?token=local-demo-token-change-me"
-        ))
-        .header("content-type", "application/json")
-        .body(body)
-        .send()
+        static_forms_post(&http, webhook_port).body(body).send()
     };
     let mut answers = Vec::new();
     for (id, form, email, extra) in [
@@ -1042,11 +1014,7 @@ async fn a_submission_faster_than_a_person_is_held_back_as_too_fast() {
         let body = format!(
             r#"{{"event":"form.submitted","timestamp":1795941528,"data":{{"submissionId":"{id}","formData":{{"name":"Ada","email":"{id}@example.com"{rendered}}}}}}}"#
         );
-        let response = http
-            .post(format!(
-                "http://127.0.0.1:{webhook_port}/webhooks/staticforms?token=local-demo-token-change-me"
-            ))
-            .header("content-type", "application/json")
+        let response = static_forms_post(&http, webhook_port)
             .body(body)
             .send()
             .await
@@ -1109,11 +1077,7 @@ async fn metered_steps(
         let body = format!(
             r#"{{"event":"form.submitted","timestamp":1795941528,"data":{{"submissionId":"sub_metered_{n}","formData":{{"name":"Ada Lovelace","email":"ada{n}@example.com","message":"Hello"}}}}}}"#
         );
-        let answer = http
-            .post(format!(
-                "http://127.0.0.1:{webhook_port}/webhooks/staticforms?token=local-demo-token-change-me"
-            ))
-            .header("content-type", "application/json")
+        let answer = static_forms_post(&http, webhook_port)
             .body(body)
             .send()
             .await
