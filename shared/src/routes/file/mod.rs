@@ -7,8 +7,12 @@ use serde_json::Value;
 use toml::Table;
 
 use super::model::{Route, RouteProblem, Routes};
-use crate::consent::{Consent, ConsentStatus};
 use crate::spam::SpamRules;
+
+mod consent;
+mod spam;
+use consent::consent;
+use spam::spam_rules;
 
 /// Reads a routes file, or says everything wrong with it.
 pub fn parse(text: &str) -> Result<Routes, Vec<RouteProblem>> {
@@ -158,10 +162,10 @@ const NEEDS_RENDER_TIME_FIELD: &str =
     "needs render_time_field, the hidden field the page fills with its render time (here or in [spam])";
 
 #[derive(Default)]
-struct Problems(Vec<RouteProblem>);
+pub(super) struct Problems(Vec<RouteProblem>);
 
 impl Problems {
-    fn add(&mut self, place: &str, key: &str, problem: &str) {
+    pub(super) fn add(&mut self, place: &str, key: &str, problem: &str) {
         self.0.push(RouteProblem {
             place: place.to_owned(),
             key: key.to_owned(),
@@ -206,115 +210,6 @@ fn tags(value: &toml::Value, place: &str, problems: &mut Problems) -> Vec<String
         }
     }
     tags
-}
-
-/// A route's `[route.consent]`: its checkbox `field`, the `status` a
-/// checked box gives a new member (`pending`, or `subscribed`), and the
-/// Mailchimp marketing permission it enables.
-fn consent(value: &toml::Value, place: &str, problems: &mut Problems) -> Option<Consent> {
-    let Some(table) = value.as_table() else {
-        problems.add(
-            place,
-            "consent",
-            "must be a table: [route.consent] with field and status",
-        );
-        return None;
-    };
-    let keys = [
-        "field",
-        "status",
-        "marketing_permission",
-        "subscription_id",
-        "legal_basis",
-        "explanation",
-    ];
-    for key in table.keys().filter(|key| !keys.contains(&key.as_str())) {
-        problems.add(
-            place,
-            &format!("consent.{key}"),
-            "unknown key: consent has field, status, marketing_permission, subscription_id, legal_basis and explanation",
-        );
-    }
-    let text =
-        |key: &str, valid: &dyn Fn(&str) -> bool, why: &str, problems: &mut Problems| match table
-            .get(key)
-        {
-            None => Some(None),
-            Some(toml::Value::String(text)) if valid(text.trim()) => {
-                Some(Some(text.trim().to_owned()))
-            }
-            Some(_) => {
-                problems.add(place, &format!("consent.{key}"), why);
-                None
-            }
-        };
-    let subscription_id = text(
-        "subscription_id",
-        &|id| !id.is_empty() && id.len() <= 20 && id.bytes().all(|b| b.is_ascii_digit()),
-        "must be a HubSpot subscription type's id (digits)",
-        problems,
-    )?;
-    let legal_basis = text(
-        "legal_basis",
-        &|basis| crate::consent::LEGAL_BASES.contains(&basis),
-        "must be one of HubSpot's legal bases: CONSENT_WITH_NOTICE, LEGITIMATE_INTEREST_CLIENT, LEGITIMATE_INTEREST_OTHER, LEGITIMATE_INTEREST_PQL, NON_GDPR, PERFORMANCE_OF_CONTRACT, PROCESS_AND_STORE",
-        problems,
-    )?;
-    let explanation = text(
-        "explanation",
-        &|text| !text.is_empty() && text.chars().count() <= 1000,
-        "must be a text of 1 to 1000 characters",
-        problems,
-    )?;
-    let field = match table.get("field") {
-        Some(toml::Value::String(field)) if !field.trim().is_empty() => field.trim().to_owned(),
-        _ => {
-            problems.add(
-                place,
-                "consent.field",
-                "must name the form's consent checkbox",
-            );
-            return None;
-        }
-    };
-    let status = match table.get("status") {
-        None => ConsentStatus::default(),
-        Some(toml::Value::String(text)) if ConsentStatus::parse(text).is_some() => {
-            ConsentStatus::parse(text)?
-        }
-        Some(_) => {
-            problems.add(
-                place,
-                "consent.status",
-                "must be \"pending\" (double opt-in) or \"subscribed\"",
-            );
-            return None;
-        }
-    };
-    let marketing_permission = match table.get("marketing_permission") {
-        None => None,
-        Some(toml::Value::String(id))
-            if !id.trim().is_empty() && id.trim().bytes().all(|b| b.is_ascii_alphanumeric()) =>
-        {
-            Some(id.trim().to_owned())
-        }
-        Some(_) => {
-            problems.add(
-                place,
-                "consent.marketing_permission",
-                "must be a marketing permission's id (letters and digits)",
-            );
-            return None;
-        }
-    };
-    Some(Consent {
-        field,
-        status,
-        marketing_permission,
-        subscription_id,
-        legal_basis,
-        explanation,
-    })
 }
 
 pub(super) const NOT_A_PROPERTY: &str =
@@ -440,50 +335,6 @@ fn route(entry: &Table, number: usize, problems: &mut Problems) -> Route {
         Some(_) => problems.add(&place, "spam", "must be a table ([route.spam])"),
     }
     route
-}
-
-fn spam_rules(table: &Table, place: &str, problems: &mut Problems) -> SpamRules {
-    let mut rules = SpamRules::default();
-    for (key, value) in table {
-        match key.as_str() {
-            "honeypot" | "block_email_domains" => match texts(value) {
-                Some(texts) if key == "honeypot" => rules.honeypot = texts,
-                Some(texts) => rules.block_email_domains = texts,
-                None => problems.add(place, key, "must be a list of texts that are not empty"),
-            },
-            "max_links" => match value.as_integer().map(u32::try_from) {
-                Some(Ok(limit)) => rules.max_links = Some(limit),
-                _ => problems.add(place, key, "must be a whole number, 0 or more"),
-            },
-            "min_fill_seconds" => match value.as_integer() {
-                Some(seconds @ 1..=3600) => rules.min_fill_seconds = Some(seconds as u32),
-                _ => problems.add(place, key, "must be a whole number of seconds, 1 to 3600"),
-            },
-            "render_time_field" => match value.as_str().map(str::trim) {
-                Some(field) if !field.is_empty() => rules.render_time_field = Some(field.to_owned()),
-                _ => problems.add(place, key, "must be a field's name"),
-            },
-            _ => problems.add(
-                place,
-                key,
-                "unknown key: spam rules are honeypot, block_email_domains, max_links, min_fill_seconds and render_time_field",
-            ),
-        }
-    }
-    rules
-}
-
-fn texts(value: &toml::Value) -> Option<Vec<String>> {
-    value
-        .as_array()?
-        .iter()
-        .map(|item| {
-            item.as_str()
-                .map(str::trim)
-                .filter(|text| !text.is_empty())
-                .map(str::to_owned)
-        })
-        .collect()
 }
 
 /// A constant's JSON value: text, a number, true or false, or a list.
