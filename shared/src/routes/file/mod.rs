@@ -11,8 +11,6 @@ use crate::spam::SpamRules;
 
 mod consent;
 mod spam;
-use consent::consent;
-use spam::spam_rules;
 
 /// Reads a routes file, or says everything wrong with it.
 pub fn parse(text: &str) -> Result<Routes, Vec<RouteProblem>> {
@@ -103,7 +101,7 @@ fn read_table(table: &Table) -> Result<Routes, Vec<RouteProblem>> {
     }
     let spam = match table.get("spam") {
         None => SpamRules::default(),
-        Some(toml::Value::Table(spam)) => spam_rules(spam, "[spam]", &mut problems),
+        Some(toml::Value::Table(spam)) => spam::spam_rules(spam, "[spam]", &mut problems),
         Some(_) => {
             problems.add("the file", "spam", "must be a table ([spam])");
             SpamRules::default()
@@ -251,7 +249,7 @@ fn route(entry: &Table, number: usize, problems: &mut Problems) -> Route {
         }
     }
     if let Some(value) = entry.get("consent") {
-        route.consent = consent(value, &place, problems);
+        route.consent = consent::consent(value, &place, problems);
     }
     if let Some(value) = entry.get("tags") {
         route.tags = tags(value, &place, problems);
@@ -330,7 +328,7 @@ fn route(entry: &Table, number: usize, problems: &mut Problems) -> Route {
     match entry.get("spam") {
         None => {}
         Some(toml::Value::Table(spam)) => {
-            route.spam = spam_rules(spam, &format!("{place} spam"), problems);
+            route.spam = spam::spam_rules(spam, &format!("{place} spam"), problems);
         }
         Some(_) => problems.add(&place, "spam", "must be a table ([route.spam])"),
     }
