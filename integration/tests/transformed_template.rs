@@ -134,9 +134,8 @@ fn each_deployed_role_has_exactly_the_access_it_needs() {
             json!({"Fn::If": ["UseHubSpot",
                    {"Action": "secretsmanager:GetSecretValue", "Effect": "Allow", "Resource": {"Ref": "HubSpotTokenSecretArn"}},
                    {"Ref": "AWS::NoValue"}]}),
-            json!({"Fn::If": ["KeepsGateKey",
-                   {"Action": "secretsmanager:GetSecretValue", "Effect": "Allow", "Resource": {"Ref": "GateKeySecret"}},
-                   {"Ref": "AWS::NoValue"}]}),
+            // The gate key, which every stack has (double submits).
+            json!({"Action": "secretsmanager:GetSecretValue", "Effect": "Allow", "Resource": {"Ref": "GateKeySecret"}}),
             json!({"Fn::If": ["UseSalesforce",
                    {"Action": "secretsmanager:GetSecretValue", "Effect": "Allow", "Resource": {"Ref": "SalesforceCredentialsSecretArn"}},
                    {"Ref": "AWS::NoValue"}]}),
@@ -159,13 +158,12 @@ fn each_deployed_role_has_exactly_the_access_it_needs() {
                    {"Action": ["dynamodb:GetItem", "dynamodb:UpdateItem"], "Effect": "Allow", "Resource": {"Fn::GetAtt": ["ReceiptsTable", "Arn"]},
                     "Condition": {"ForAllValues:StringEquals": {"dynamodb:LeadingKeys": ["token#zoho"]}}},
                    {"Ref": "AWS::NoValue"}]}),
-            // What the worker recorded about a person (the CRM's id, a
-            // create in flight, each submission's note or lead), on the
-            // person's gate item: gate items only, never a receipt.
-            json!({"Fn::If": ["KeepsNewestGates",
-                   {"Action": "dynamodb:GetItem", "Effect": "Allow", "Resource": receipts_arn(),
-                    "Condition": {"ForAllValues:StringLike": {"dynamodb:LeadingKeys": ["gate#*"]}}},
-                   {"Ref": "AWS::NoValue"}]}),
+            // What the worker recorded on a gate item (the first of
+            // identical submissions; the CRM's id, a create in flight,
+            // each submission's note or lead): gate items only, never a
+            // receipt.
+            json!({"Action": "dynamodb:GetItem", "Effect": "Allow", "Resource": receipts_arn(),
+                   "Condition": {"ForAllValues:StringLike": {"dynamodb:LeadingKeys": ["gate#*"]}}}),
             // The audit, when on: the token; the listed receipts' key and
             // status; imports under this sender's keys; its own item.
             json!({"Fn::If": ["AuditsSender",

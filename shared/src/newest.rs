@@ -36,13 +36,27 @@ pub enum GateKeySetting {
 }
 
 impl GateKeySetting {
-    /// `GATE_KEY` or `GATE_KEY_SECRET_ARN`, read through `get`: required
-    /// when the destination keeps gates (`keeps_gates`), refused otherwise.
-    /// `mode` names the setting that keeps them (`HUBSPOT_ID_PROPERTY=email`).
+    /// `GATE_KEY` or `GATE_KEY_SECRET_ARN`, read through `get`, for a
+    /// destination: required when it keeps gates (`keeps_gates`), and
+    /// `None` otherwise (every stack has the key: it also keys the items
+    /// of double submits, which the worker reads with [`Self::of_stack`]).
     pub fn from_lookup(
         get: &impl Fn(&str) -> Option<String>,
         keeps_gates: bool,
-        mode: &str,
+    ) -> Result<Option<GateKeySetting>, ConfigError> {
+        match (keeps_gates, Self::of_stack(get)?) {
+            (true, None) => Err(ConfigError::Missing(
+                "GATE_KEY or GATE_KEY_SECRET_ARN (one record per e-mail address keeps newest-wins gates)",
+            )),
+            (true, setting) => Ok(setting),
+            (false, _) => Ok(None),
+        }
+    }
+
+    /// The stack's gate key, where it is set: `GATE_KEY` or
+    /// `GATE_KEY_SECRET_ARN`, never both.
+    pub fn of_stack(
+        get: &impl Fn(&str) -> Option<String>,
     ) -> Result<Option<GateKeySetting>, ConfigError> {
         let setting = match (get(GATE_KEY), get(GATE_KEY_SECRET_ARN)) {
             (None, None) => None,
@@ -65,19 +79,7 @@ impl GateKeySetting {
                 ))
             }
         };
-        match (keeps_gates, setting) {
-            (true, None) => Err(ConfigError::Missing(
-                "GATE_KEY or GATE_KEY_SECRET_ARN (one record per e-mail address keeps newest-wins gates)",
-            )),
-            (false, Some(setting)) => {
-                let name = match setting {
-                    GateKeySetting::Inline(_) => GATE_KEY,
-                    GateKeySetting::SecretsManager(_) => GATE_KEY_SECRET_ARN,
-                };
-                Err(invalid(name, format!("applies only with {mode}; unset it")))
-            }
-            (_, setting) => Ok(setting),
-        }
+        Ok(setting)
     }
 }
 
@@ -190,10 +192,9 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_gate_key_is_required_with_gates_and_refused_without() {
+    fn the_gate_key_is_required_with_gates_and_ignored_by_other_destinations() {
         let key = "k".repeat(GateSecret::MIN_LEN);
         let arn = "arn:aws:secretsmanager:us-east-1:1:secret:gate";
-        let mode = "HUBSPOT_ID_PROPERTY=email";
         type Row<'a> = (
             Option<&'a str>,
             Option<&'a str>,
@@ -205,8 +206,8 @@ mod tests {
             (None, Some(arn), true, Ok(Some(GateKeySetting::SecretsManager(arn.into())))),
             (None, None, false, Ok(None)),
             (None, None, true, Err(ConfigError::Missing("GATE_KEY or GATE_KEY_SECRET_ARN (one record per e-mail address keeps newest-wins gates)"))),
-            (Some(&key), None, false, Err(invalid(GATE_KEY, "applies only with HUBSPOT_ID_PROPERTY=email; unset it"))),
-            (None, Some(arn), false, Err(invalid(GATE_KEY_SECRET_ARN, "applies only with HUBSPOT_ID_PROPERTY=email; unset it"))),
+            (Some(&key), None, false, Ok(None)),
+            (None, Some(arn), false, Ok(None)),
             (Some("short"), None, true, Err(invalid(GATE_KEY, "must be at least 32 characters"))),
             (None, Some("gate"), true, Err(invalid(GATE_KEY_SECRET_ARN, "must be a Secrets Manager secret ARN (arn:...)"))),
             (Some(&key), Some(arn), true, Err(invalid(GATE_KEY_SECRET_ARN, "set either GATE_KEY or GATE_KEY_SECRET_ARN, not both"))),
@@ -218,7 +219,7 @@ mod tests {
                 _ => None,
             };
             assert_eq!(
-                GateKeySetting::from_lookup(&get, keeps, mode),
+                GateKeySetting::from_lookup(&get, keeps),
                 expected,
                 "{inline:?} {secret:?} {keeps}"
             );

@@ -131,6 +131,10 @@ async fn run() -> Result<(), String> {
     );
     let worker_env = vec![
         ("DESTINATION", "http".to_owned()),
+        (
+            shared::newest::GATE_KEY,
+            devtools::local::DEMO_GATE_KEY.to_owned(),
+        ),
         ("CRM_URL", crm.leads_url()),
         ("RECONCILE_AFTER_SECONDS", "1".to_owned()),
         ("REDELIVERY_BASE_SECONDS", "1".to_owned()),

@@ -99,7 +99,15 @@ impl LocalCrm {
 
     /// What the worker needs to reach it.
     pub fn worker_env(&self) -> Vec<(&'static str, String)> {
-        let mut env = vec![("DESTINATION", self.kind.name().to_owned())];
+        // Every stack has a gate key (double submits; newest-wins gates
+        // where the kind keeps them): the demo one, locally.
+        let mut env = vec![
+            ("DESTINATION", self.kind.name().to_owned()),
+            (
+                shared::newest::GATE_KEY,
+                crate::local::DEMO_GATE_KEY.to_owned(),
+            ),
+        ];
         env.extend(self.fake.worker_env());
         env
     }

@@ -60,41 +60,40 @@ fn the_audit_is_a_choice_with_its_schedule_alarm_and_rights() {
     assert_eq!(settings.every, std::time::Duration::from_secs(6 * 3600));
 
     // The markers `receipts forget` leaves are found by the stack's gate
-    // key, which a stack that audits keeps.
+    // key, which every stack keeps (it keys double submits too), so the
+    // worker may read it whether it audits or not.
     assert_eq!(
         env["ERASURE_KEY_SECRET_ARN"],
         "arn:aws:secretsmanager:us-east-1:123456789012:secret:GateKeySecret"
     );
     assert!(settings.erasure_key_secret_arn.is_some());
-    assert!(audits.condition(resource_condition(&template, "GateKeySecret").unwrap()));
+    assert!(
+        resource_condition(&template, "GateKeySecret").is_none(),
+        "every stack has the gate key"
+    );
 
     let without = statements(&template, "WorkerFunction", &[("Sender", "tally")]);
     let with = statements(&template, "WorkerFunction", &on);
     let added: Vec<&serde_json::Value> = with.iter().filter(|s| !without.contains(s)).collect();
-    assert_eq!(added.len(), 5, "{added:#?}");
+    assert_eq!(added.len(), 4, "{added:#?}");
     assert_eq!(added[0]["Action"], "secretsmanager:GetSecretValue");
+    assert_eq!(added[0]["Resource"], arn);
+    assert_eq!(added[1]["Action"], "dynamodb:BatchGetItem");
     assert_eq!(
-        added[0]["Resource"],
-        "arn:aws:secretsmanager:us-east-1:123456789012:secret:GateKeySecret"
-    );
-    assert_eq!(added[1]["Action"], "secretsmanager:GetSecretValue");
-    assert_eq!(added[1]["Resource"], arn);
-    assert_eq!(added[2]["Action"], "dynamodb:BatchGetItem");
-    assert_eq!(
-        added[2]["Condition"]["ForAllValues:StringEquals"]["dynamodb:Attributes"],
+        added[1]["Condition"]["ForAllValues:StringEquals"]["dynamodb:Attributes"],
         serde_json::json!([
             shared::receipt::attr::PK,
             shared::receipt::attr::STATUS,
             shared::receipt::attr::ERASED_AT
         ])
     );
-    assert_eq!(added[3]["Action"], "dynamodb:PutItem");
+    assert_eq!(added[2]["Action"], "dynamodb:PutItem");
     assert_eq!(
-        added[3]["Condition"]["ForAllValues:StringLike"]["dynamodb:LeadingKeys"],
+        added[2]["Condition"]["ForAllValues:StringLike"]["dynamodb:LeadingKeys"],
         serde_json::json!(["tally:*"])
     );
     assert_eq!(
-        added[4]["Condition"]["ForAllValues:StringEquals"]["dynamodb:LeadingKeys"],
+        added[3]["Condition"]["ForAllValues:StringEquals"]["dynamodb:LeadingKeys"],
         serde_json::json!([shared::audit::AUDIT_STATE_KEY])
     );
 }

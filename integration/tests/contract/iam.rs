@@ -123,8 +123,15 @@ fn each_function_may_do_only_what_it_needs() {
         .iter()
         .filter(|s| s["Action"] == "dynamodb:GetItem")
         .collect();
-    assert_eq!(reads.len(), 1, "the worker reads no receipt with GetItem");
+    // The routes item, and gate items (double submits): never a receipt.
+    assert_eq!(reads.len(), 2, "the worker reads no receipt with GetItem");
     assert!(reads_the_routes_alone(reads[0]), "{}", reads[0]);
+    assert_eq!(
+        reads[1]["Condition"]["ForAllValues:StringLike"]["dynamodb:LeadingKeys"],
+        serde_json::json!(["gate#*"]),
+        "{}",
+        reads[1]
+    );
     let with_crm = actions(&worker);
     assert!(
         !with_crm.iter().any(|(_, r)| r == "LeadsTable.Arn"),
@@ -174,10 +181,10 @@ fn each_function_may_do_only_what_it_needs() {
         ],
     ));
     assert!(
-        !by_submission
+        by_submission
             .iter()
             .any(|(_, r)| r.contains("GateKeySecret")),
-        "no gate key where no gates are kept"
+        "the gate key where no gates are kept too: it keys double submits"
     );
     // Pipedrive: its token, the gate key, and reads of gate items alone
     // (what the worker recorded about a person), never of a receipt.
@@ -228,16 +235,21 @@ fn each_function_may_do_only_what_it_needs() {
         .filter(|(a, _)| a == "secretsmanager:GetSecretValue")
         .map(|(_, r)| r)
         .collect();
+    let gate_key = "arn:aws:secretsmanager:us-east-1:123456789012:secret:GateKeySecret";
     assert_eq!(
         secrets,
-        [salesforce_secret],
-        "exactly the credentials secret"
+        [gate_key, salesforce_secret],
+        "exactly the stack's gate key and the credentials secret"
     );
-    assert!(
-        !with_crm
-            .iter()
-            .any(|(a, _)| a == "secretsmanager:GetSecretValue"),
-        "no secret for the http destination without a token"
+    let http_secrets: Vec<&String> = with_crm
+        .iter()
+        .filter(|(a, _)| a == "secretsmanager:GetSecretValue")
+        .map(|(_, r)| r)
+        .collect();
+    assert_eq!(
+        http_secrets,
+        [gate_key],
+        "no secret but the stack's gate key for the http destination without a token"
     );
 }
 

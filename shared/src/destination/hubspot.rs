@@ -6,7 +6,6 @@ use super::{
     Check, CheckCall, Cleanup, CredentialCheck, Gates, Profile, Secret, SecretValue, Setting,
     SmokeLead, Source,
 };
-use crate::newest::{GATE_KEY, GATE_KEY_SECRET_ARN};
 
 pub const HUBSPOT_TOKEN: &str = "HUBSPOT_TOKEN";
 pub const HUBSPOT_TOKEN_SECRET_ARN: &str = "HUBSPOT_TOKEN_SECRET_ARN";
@@ -50,8 +49,6 @@ pub const PROFILE: Profile = Profile {
         HUBSPOT_API_VERSION,
         HUBSPOT_ID_PROPERTY,
         HUBSPOT_MESSAGE_PROPERTY,
-        GATE_KEY,
-        GATE_KEY_SECRET_ARN,
     ],
     maps_fields: true,
     over_http: true,

@@ -6,7 +6,6 @@ use super::{
     Check, CheckCall, Cleanup, CredentialCheck, Gates, Profile, Secret, SecretValue, Setting,
     SmokeLead, Source,
 };
-use crate::newest::{GATE_KEY, GATE_KEY_SECRET_ARN};
 
 pub const MAILCHIMP_API_KEY: &str = "MAILCHIMP_API_KEY";
 pub const MAILCHIMP_API_KEY_SECRET_ARN: &str = "MAILCHIMP_API_KEY_SECRET_ARN";
@@ -48,8 +47,6 @@ pub const PROFILE: Profile = Profile {
         MAILCHIMP_API_KEY_SECRET_ARN,
         MAILCHIMP_LIST_ID,
         MAILCHIMP_BASE_URL,
-        GATE_KEY,
-        GATE_KEY_SECRET_ARN,
     ],
     maps_fields: true,
     over_http: true,

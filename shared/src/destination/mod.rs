@@ -22,6 +22,7 @@ pub mod salesforce;
 pub mod zoho;
 
 use crate::field_map::FIELD_MAP;
+use crate::newest::{GATE_KEY, GATE_KEY_SECRET_ARN};
 
 /// `CRM_ALLOW_HTTP=true` allows `http://` to any host: local runs only.
 /// Read by every destination called over HTTP.
@@ -277,11 +278,12 @@ impl DestinationKind {
         crate::text::or_list(Self::ALL.iter().map(|kind| kind.name()))
     }
 
-    /// The variables it reads with some other kinds: a field map for the
-    /// CRMs that map fields, `CRM_ALLOW_HTTP` for those called over HTTP.
+    /// The variables it reads with other kinds: the stack's gate key
+    /// (every kind: double submits), a field map for the CRMs that map
+    /// fields, `CRM_ALLOW_HTTP` for those called over HTTP.
     pub fn shared_variables(self) -> Vec<&'static str> {
         let profile = self.profile();
-        let mut variables = Vec::new();
+        let mut variables = vec![GATE_KEY, GATE_KEY_SECRET_ARN];
         if profile.maps_fields {
             variables.push(FIELD_MAP);
         }

@@ -6,7 +6,6 @@ use super::{
     CheckCall, Cleanup, CredentialCheck, Gates, Profile, Secret, SecretValue, Setting, SmokeLead,
     Source,
 };
-use crate::newest::{GATE_KEY, GATE_KEY_SECRET_ARN};
 
 pub const PIPEDRIVE_API_TOKEN: &str = "PIPEDRIVE_API_TOKEN";
 pub const PIPEDRIVE_API_TOKEN_SECRET_ARN: &str = "PIPEDRIVE_API_TOKEN_SECRET_ARN";
@@ -54,8 +53,6 @@ pub const PROFILE: Profile = Profile {
         PIPEDRIVE_API_TOKEN_SECRET_ARN,
         PIPEDRIVE_BASE_URL,
         PIPEDRIVE_SEARCH_LAG_SECONDS,
-        GATE_KEY,
-        GATE_KEY_SECRET_ARN,
     ],
     maps_fields: true,
     over_http: true,

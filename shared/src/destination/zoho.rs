@@ -6,7 +6,6 @@ use super::{
     Check, CheckCall, Cleanup, CredentialCheck, Gates, Profile, Secret, SecretValue, Setting,
     SmokeLead, Source,
 };
-use crate::newest::{GATE_KEY, GATE_KEY_SECRET_ARN};
 
 pub const ZOHO_CLIENT_ID: &str = "ZOHO_CLIENT_ID";
 pub const ZOHO_CLIENT_SECRET: &str = "ZOHO_CLIENT_SECRET";
@@ -82,8 +81,6 @@ pub const PROFILE: Profile = Profile {
         ZOHO_MODULE,
         ZOHO_DUPLICATE_CHECK_FIELD,
         ZOHO_TRIGGER,
-        GATE_KEY,
-        GATE_KEY_SECRET_ARN,
     ],
     maps_fields: true,
     over_http: true,

@@ -44,7 +44,6 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use super::stand_in::{Counts, LocalDestination};
-use crate::local;
 use crate::server::{self, lock, FaultQueue, Listener, Server};
 
 /// The token the local HubSpot fake accepts (`DESTINATION=hubspot make run`).
@@ -342,7 +341,6 @@ impl LocalDestination for Arc<HubSpotFake> {
         vec![
             ("HUBSPOT_TOKEN", DEMO_HUBSPOT_TOKEN.to_owned()),
             ("HUBSPOT_BASE_URL", self.base_url()),
-            ("GATE_KEY", local::DEMO_GATE_KEY.to_owned()),
         ]
     }
 

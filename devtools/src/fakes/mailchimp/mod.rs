@@ -47,7 +47,6 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use super::stand_in::{Counts, LocalDestination};
-use crate::local;
 use crate::server::{self, lock, FaultQueue, Listener, Server};
 
 /// The key and audience the local fake accepts (`DESTINATION=mailchimp make run`).
@@ -251,7 +250,6 @@ impl LocalDestination for Arc<MailchimpFake> {
             ("MAILCHIMP_API_KEY", DEMO_MAILCHIMP_API_KEY.to_owned()),
             ("MAILCHIMP_LIST_ID", DEMO_MAILCHIMP_LIST_ID.to_owned()),
             ("MAILCHIMP_BASE_URL", self.base_url()),
-            ("GATE_KEY", local::DEMO_GATE_KEY.to_owned()),
         ]
     }
 

@@ -48,7 +48,6 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use super::stand_in::{Counts, LocalDestination};
-use crate::local;
 use crate::server::{self, lock, FaultQueue, Listener, Server};
 
 /// The token the local Pipedrive fake accepts (`DESTINATION=pipedrive make run`).
@@ -284,7 +283,6 @@ impl LocalDestination for Arc<PipedriveFake> {
                 "PIPEDRIVE_SEARCH_LAG_SECONDS",
                 LOCAL_WORKER_LAG_SECONDS.to_owned(),
             ),
-            ("GATE_KEY", local::DEMO_GATE_KEY.to_owned()),
         ]
     }
 

@@ -42,7 +42,6 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use super::stand_in::{Counts, LocalDestination};
-use crate::local;
 use crate::server::{self, lock, FaultQueue, Listener, Server};
 
 /// The Self Client the local fake accepts (`DESTINATION=zoho make run`).
@@ -263,7 +262,6 @@ impl LocalDestination for Arc<ZohoFake> {
             ("ZOHO_REFRESH_TOKEN", DEMO_ZOHO_REFRESH_TOKEN.to_owned()),
             ("ZOHO_ACCOUNTS_URL", self.base_url()),
             ("ZOHO_API_URL", self.base_url()),
-            ("GATE_KEY", local::DEMO_GATE_KEY.to_owned()),
         ]
     }
 

@@ -138,11 +138,7 @@ impl HubSpotSettings {
                 format!("names {bad:?}, which is not a HubSpot property's internal name (letters, digits, _)"),
             ));
         }
-        let gate_key = GateKeySetting::from_lookup(
-            get,
-            id_property == IdProperty::Email,
-            "HUBSPOT_ID_PROPERTY=email",
-        )?;
+        let gate_key = GateKeySetting::from_lookup(get, id_property == IdProperty::Email)?;
         Ok((
             HubSpotSettings {
                 base_url,
@@ -270,8 +266,6 @@ mod tests {
             ("short gate key", with_token(&[(GATE_KEY, "pat-local-gate")]), invalid(GATE_KEY, "must be at least 32 characters")),
             ("gate key not an arn", with_token(&[(GATE_KEY_SECRET_ARN, "gate")]), invalid(GATE_KEY_SECRET_ARN, "must be a Secrets Manager secret ARN (arn:...)")),
             ("both gate keys", with_token(&[(GATE_KEY, A_GATE_KEY), (GATE_KEY_SECRET_ARN, GATE_ARN)]), invalid(GATE_KEY_SECRET_ARN, "set either GATE_KEY or GATE_KEY_SECRET_ARN, not both")),
-            ("gate key by submission", with_token(&[(HUBSPOT_ID_PROPERTY, "sid"), (GATE_KEY, A_GATE_KEY)]), invalid(GATE_KEY, "applies only with HUBSPOT_ID_PROPERTY=email; unset it")),
-            ("gate secret by submission", with_token(&[(HUBSPOT_ID_PROPERTY, "sid"), (GATE_KEY_SECRET_ARN, GATE_ARN)]), invalid(GATE_KEY_SECRET_ARN, "applies only with HUBSPOT_ID_PROPERTY=email; unset it")),
             ("message with a map", with_token(&[(FIELD_MAP, r#"{"email":"email"}"#), (HUBSPOT_MESSAGE_PROPERTY, "message")]), invalid(HUBSPOT_MESSAGE_PROPERTY, "applies only without FIELD_MAP (map the message there); unset it")),
         ];
         for (name, error, expected) in rows {

@@ -68,7 +68,7 @@ impl MailchimpSettings {
                 ),
             ));
         }
-        let gate_key = GateKeySetting::from_lookup(get, true, "DESTINATION=mailchimp")?
+        let gate_key = GateKeySetting::from_lookup(get, true)?
             .ok_or(ConfigError::Missing("GATE_KEY or GATE_KEY_SECRET_ARN"))?;
         Ok((
             MailchimpSettings {

@@ -84,7 +84,7 @@ impl PipedriveSettings {
                 ),
             ));
         }
-        let gate_key = GateKeySetting::from_lookup(get, true, "DESTINATION=pipedrive")?
+        let gate_key = GateKeySetting::from_lookup(get, true)?
             .ok_or(ConfigError::Missing("GATE_KEY or GATE_KEY_SECRET_ARN"))?;
         Ok((
             PipedriveSettings {

@@ -328,7 +328,6 @@ mod tests {
     fn the_worker_configuration_hands_them_over() {
         use crate::config::{Config, DESTINATION, RECEIPTS_TABLE};
         use shared::config::invalid;
-        use shared::newest::GATE_KEY;
         let config = |extra: &[(&'static str, &'static str)]| {
             let mut env: HashMap<&str, &str> = HashMap::from([
                 (RECEIPTS_TABLE, "receipts"),
@@ -364,13 +363,6 @@ mod tests {
                 ("HUBSPOT_TOKEN", "x"),
                 invalid(
                     "HUBSPOT_TOKEN",
-                    "does not apply to DESTINATION=salesforce; unset it",
-                ),
-            ),
-            (
-                (GATE_KEY, "x"),
-                invalid(
-                    GATE_KEY,
                     "does not apply to DESTINATION=salesforce; unset it",
                 ),
             ),

@@ -168,7 +168,7 @@ impl ZohoSettings {
         let field_map = field_map.with_fallbacks(&[("Last_Name", "[not provided]")]);
         let gate_key = if by_email {
             Some(
-                GateKeySetting::from_lookup(get, true, "DESTINATION=zoho")?
+                GateKeySetting::from_lookup(get, true)?
                     .ok_or(ConfigError::Missing("GATE_KEY or GATE_KEY_SECRET_ARN"))?,
             )
         } else {
