@@ -1412,3 +1412,79 @@ async fn a_pipedrive_person_costs_its_gate_and_four_small_writes_of_what_the_wor
         format!("a new Pipedrive person costs **{per_lead} write units**"),
     ]);
 }
+
+/// Double submits (`duplicate_window`, 2 minutes unless a routes file says
+/// otherwise), through the real binaries and the receipts table: the same
+/// form, address and answers submitted 10 seconds apart (Static Forms'
+/// own `timestamp`, which the window compares) make one CRM write, the
+/// other receipt DUPLICATE of it; the same answers 10 minutes on, and
+/// other answers within the window, are leads of their own.
+#[tokio::test]
+async fn a_double_submit_is_one_lead_and_the_same_answers_later_are_another() {
+    let table = unique_name("double-receipts");
+    let (pipeline, webhook_port, crm_port, _printed) = start_pipeline_on("http", &table).await;
+    let http = reqwest::Client::new();
+    const CLICKED: u64 = 1795941528;
+    for (id, at, message) in [
+        ("sub_click", CLICKED, "Call me"),
+        ("sub_click_again", CLICKED + 10, "Call me"),
+        ("sub_ten_minutes_on", CLICKED + 600, "Call me"),
+        ("sub_other_answers", CLICKED + 605, "Call me tomorrow"),
+    ] {
+        let body = format!(
+            r#"{{"event":"form.submitted","timestamp":{at},"data":{{"submissionId":"{id}","formData":{{"name":"Ada","email":"ada@example.com","message":"{message}"}}}}}}"#
+        );
+        let answer = static_forms_post(&http, webhook_port)
+            .body(body)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(answer.status(), 202, "every submission is stored: {id}");
+    }
+    let leads_url = format!("http://127.0.0.1:{crm_port}/leads");
+    leads_once_there(&http, &leads_url, 3, Duration::from_secs(20)).await;
+    // The duplicate is settled in the same batch: give it a moment.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let (ok, out, err) = receipts_cli(
+        &[("RECEIPTS_TABLE", table.as_str())],
+        &["list", "--status", "duplicate", "--json"],
+    );
+    assert!(ok, "{err}");
+    let duplicates: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(duplicates.as_array().map(Vec::len), Some(1), "{out}");
+    let duplicate = duplicates[0]["submissionId"].as_str().unwrap();
+    let original = duplicates[0]["duplicateOf"].as_str().unwrap();
+    let clicks = ["sub_click", "sub_click_again"];
+    assert!(
+        clicks.contains(&duplicate)
+            && clicks
+                .iter()
+                .any(|other| *other != duplicate && original.ends_with(&format!(":{other}"))),
+        "one click repeats the other: {out}"
+    );
+    assert!(duplicates[0].get("payload").is_none(), "{out}");
+    let (ok, stats, err) =
+        receipts_cli(&[("RECEIPTS_TABLE", table.as_str())], &["stats", "--json"]);
+    assert!(ok, "{err}");
+    let stats: serde_json::Value = serde_json::from_str(&stats).unwrap();
+    assert_eq!(stats["byStatus"]["DUPLICATE"], 1, "{stats}");
+    assert_eq!(stats["byStatus"]["COMPLETED"], 3, "{stats}");
+    // A pass later, still one write per lead, and none for the duplicate.
+    tokio::time::sleep(Duration::from_secs(7)).await;
+    let leads = leads_once_there(&http, &leads_url, 3, Duration::ZERO).await;
+    assert_eq!(leads["count"], 3, "{leads}");
+    assert_eq!(leads["calls"], 3, "one CRM write per lead: {leads}");
+    let delivered: Vec<&str> = leads["leads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|lead| lead["externalId"].as_str().unwrap())
+        .collect();
+    assert!(
+        delivered.contains(&"sub_ten_minutes_on")
+            && delivered.contains(&"sub_other_answers")
+            && !delivered.contains(&duplicate),
+        "{leads}"
+    );
+    stop(pipeline).await;
+}

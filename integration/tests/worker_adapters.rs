@@ -654,6 +654,72 @@ async fn a_refused_person_leaves_the_queue_refused_with_its_code_and_no_personal
     );
 }
 
+/// Double submits against the real table: two deliveries of one double
+/// click at once stand first exactly once; a repeat is found whichever of
+/// the two comes first, and a later first in between hides nothing; the
+/// same answers ten minutes on stand first; the item holds receipt keys
+/// and times only.
+#[tokio::test]
+async fn the_firsts_of_identical_submissions_find_every_repeat_in_any_order() {
+    use shared::duplicates::{FirstSubmission, Window};
+    let client = worker_client(&endpoint(DYNAMODB_ENDPOINT)).await;
+    let receipts = create_table(&client, "ReceiptsTable").await;
+    let ledger = DynamoLedger::new(client.clone(), &receipts);
+    let item = "gate#double:0123abcd";
+    let window = Window::parse("2m").unwrap();
+    let now = std::time::SystemTime::now();
+    let submission =
+        |receipt: &str, at: &str| FirstSubmission::new(receipt, at, window, now).unwrap();
+    let click = submission("staticforms:e:click", "2026-12-01T10:00:00.000Z");
+    let again = submission("staticforms:e:again", "2026-12-01T10:00:10.000Z");
+    let (one, other) = tokio::join!(
+        ledger.first_of_identical(item, &click),
+        ledger.first_of_identical(item, &again)
+    );
+    let mut answers = [one.unwrap(), other.unwrap()];
+    answers.sort();
+    assert!(
+        answers[0].is_none() && answers[1].is_some(),
+        "exactly one of two at once stands first: {answers:?}"
+    );
+    let first = if answers[1].as_deref() == Some(click.receipt.as_str()) {
+        &click
+    } else {
+        &again
+    };
+    let later = submission("staticforms:e:later", "2026-12-01T10:10:00.000Z");
+    let rows = [
+        (first, None, "the first again (a retry)"),
+        (&later, None, "the same answers ten minutes on"),
+        (&later, None, "that one again"),
+    ];
+    for (submission, expected, what) in rows {
+        assert_eq!(
+            ledger.first_of_identical(item, submission).await,
+            Ok(expected),
+            "{what}"
+        );
+    }
+    let late_click = submission("staticforms:e:third", "2026-12-01T10:00:20.000Z");
+    assert_eq!(
+        ledger.first_of_identical(item, &late_click).await,
+        Ok(Some(first.receipt.clone())),
+        "a third click delivered after the later first still repeats the first"
+    );
+    let items: Vec<_> = scan(&client, &receipts)
+        .await
+        .into_iter()
+        .filter(|stored| text(stored, "pk") == item)
+        .collect();
+    assert_eq!(items.len(), 1);
+    let firsts = text(&items[0], "firsts");
+    assert!(
+        firsts.contains(&first.receipt) && firsts.contains("staticforms:e:later"),
+        "{firsts}"
+    );
+    assert!(!items[0].contains_key("pending"), "never in the queue");
+}
+
 #[tokio::test]
 async fn the_newest_wins_gate_lets_only_newer_submissions_through_and_holds_no_email() {
     let client = worker_client(&endpoint(DYNAMODB_ENDPOINT)).await;

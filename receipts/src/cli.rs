@@ -298,6 +298,8 @@ pub enum StatusFilter {
     Quarantined,
     /// Refused for good by the destination (its code in the last column).
     Refused,
+    /// A double submit of another receipt (named in the last column).
+    Duplicate,
 }
 
 /// What redrive may select: completed receipts are never redriven, and

@@ -13,6 +13,7 @@ fn problem(receipt: &Receipt) -> String {
     let (code, status) = match receipt.status {
         ReceiptStatus::Failed => (&receipt.failure_reason, receipt.failure_http_status),
         ReceiptStatus::Refused => (&receipt.refusal, None),
+        ReceiptStatus::Duplicate => (&receipt.duplicate_of, None),
         _ => (&receipt.last_error, receipt.last_http_status),
     };
     // Stored by older versions unbounded: never print a CRM's raw text.
@@ -194,6 +195,7 @@ pub fn card(receipt: &Receipt, payload: bool, now: SystemTime, route: &RouteOfFo
         let label = match receipt.status {
             ReceiptStatus::Failed => "reason",
             ReceiptStatus::Refused => "refused as",
+            ReceiptStatus::Duplicate => "duplicate of",
             _ => "last error",
         };
         lines.push((label, problem));
@@ -267,6 +269,7 @@ pub fn stats(receipts: &[Receipt], now: SystemTime) -> Stats {
         (ReceiptStatus::Failed.as_str(), 0),
         (ReceiptStatus::Erased.as_str(), 0),
         (ReceiptStatus::Refused.as_str(), 0),
+        (ReceiptStatus::Duplicate.as_str(), 0),
     ]);
     let mut received_outside_queue = 0;
     let mut oldest: Option<SystemTime> = None;
@@ -546,7 +549,8 @@ mod tests {
                 ("ERASED", 0),
                 ("FAILED", 1),
                 ("RECEIVED", 2),
-                ("REFUSED", 0)
+                ("REFUSED", 0),
+                ("DUPLICATE", 0)
             ])
         );
         assert_eq!(stats.received_outside_queue, 1);

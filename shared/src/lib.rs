@@ -12,6 +12,8 @@ pub mod config;
 pub mod consent;
 pub mod delivery;
 pub mod destination;
+pub mod duplicate_window;
+pub mod duplicates;
 pub mod endpoint;
 pub mod envelope;
 pub mod erasure;

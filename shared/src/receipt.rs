@@ -82,6 +82,9 @@ pub mod attr {
     /// Why the destination refused a REFUSED receipt's person for good: its
     /// own code (`Forgotten Email Not Subscribed`), never its free text.
     pub const REFUSAL: &str = "refusal";
+    /// The key of the receipt a DUPLICATE one repeats
+    /// (`crate::duplicates`).
+    pub const DUPLICATE_OF: &str = "duplicateOf";
 }
 
 /// The `source` of a receipt `receipts import` stored from the sender's
@@ -132,6 +135,7 @@ pub const OPERATOR_ATTRIBUTES: &[&str] = &[
     attr::RECORD_ID,
     attr::RECORD_URL,
     attr::REFUSAL,
+    attr::DUPLICATE_OF,
 ];
 
 /// The sparse global secondary index of the receipts that wait: for an
@@ -178,6 +182,12 @@ pub enum ReceiptStatus {
     /// Never retried nor redriven, never a FAILED alarm; keeps the code
     /// (`refusal`) and no personal data, and expires as a delivered one.
     Refused,
+    /// The same form, address and answers as another submission within
+    /// the form's `duplicate_window` (`crate::duplicates`): a double
+    /// submit. Never delivered nor redriven; names the other receipt
+    /// (`duplicateOf`), keeps no personal data, and expires as a
+    /// delivered one.
+    Duplicate,
 }
 
 impl ReceiptStatus {
@@ -190,6 +200,7 @@ impl ReceiptStatus {
             ReceiptStatus::Erased => "ERASED",
             ReceiptStatus::Quarantined => "QUARANTINED",
             ReceiptStatus::Refused => "REFUSED",
+            ReceiptStatus::Duplicate => "DUPLICATE",
         }
     }
 }
@@ -281,6 +292,9 @@ pub struct Receipt {
     /// `attr::REFUSAL`: set with REFUSED.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub refusal: Option<String>,
+    /// `attr::DUPLICATE_OF`: set with DUPLICATE.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duplicate_of: Option<String>,
 }
 
 fn is_zero(count: &u32) -> bool {
@@ -329,6 +343,7 @@ impl Receipt {
             record_id: None,
             record_url: None,
             refusal: None,
+            duplicate_of: None,
         }
     }
 
@@ -568,6 +583,7 @@ mod tests {
         receipt.record_url =
             Some("https://acme.my.salesforce.com/lightning/r/Lead/00Q1/view".into());
         receipt.refusal = Some("Member In Compliance State".into());
+        receipt.duplicate_of = Some("staticforms:form.submitted:sub_1".into());
         receipt
     }
 

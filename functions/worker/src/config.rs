@@ -52,6 +52,10 @@ pub struct Config {
     pub routes_reread: Duration,
     /// The scheduled audit, when `SENDER_API_TOKEN_SECRET_ARN` is set.
     pub audit: Option<crate::audit::AuditSettings>,
+    /// The stack's gate key (`GATE_KEY` or `GATE_KEY_SECRET_ARN`), which
+    /// keys the items of double submits (`duplicate_window`). A deployed
+    /// stack always has one; without it no two submissions are compared.
+    pub gate_key: Option<shared::newest::GateKeySetting>,
 }
 
 impl Config {
@@ -127,6 +131,7 @@ impl Config {
             metrics: shared::config::metrics(&get)?,
             routes_reread: shared::config::routes_reread(&get)?,
             audit: crate::audit::AuditSettings::from_lookup(&get)?,
+            gate_key: shared::newest::GateKeySetting::of_stack(&get)?,
         })
     }
 }

@@ -198,6 +198,9 @@ pub enum Settlement {
     /// FAILED because the age limit ran out: the reason is `gave-up`, the
     /// status the last attempt's.
     GiveUp(AttemptError),
+    /// DUPLICATE: a double submit of the receipt with this key, never
+    /// delivered (`shared::duplicates`).
+    Duplicate(String),
     /// Still RECEIVED; the reconciler tries again at `at`.
     Later {
         at: SystemTime,

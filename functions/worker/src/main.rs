@@ -8,6 +8,7 @@ use aws_edge::routes::StoredRoutes;
 use lambda_runtime::{run, service_fn, Error, LambdaEvent};
 use serde_json::Value;
 use worker::audit::Auditor;
+use worker::destinations::gates::gate_secret;
 use worker::invocation::deadline_from;
 use worker::ledger::dynamodb::{sdk_loader, DynamoLedger};
 use worker::{Config, Worker};
@@ -28,6 +29,18 @@ async fn main() -> Result<(), Error> {
         .inspect_err(|error| {
             tracing::error!(error = %error, "the destination is unavailable; the function cannot start");
         })?;
+    let double_submit_key = gate_secret(config.gate_key.as_ref(), || {
+        aws_sdk_secretsmanager::Client::new(&sdk_config)
+    })
+    .await
+    .inspect_err(|error| {
+        tracing::error!(error = %error, "the gate key is unavailable; the function cannot start");
+    })?;
+    if double_submit_key.is_none() {
+        tracing::warn!(
+            "no GATE_KEY or GATE_KEY_SECRET_ARN: double submits (duplicate_window) are not recognised"
+        );
+    }
     let routes = StoredRoutes::new(client.clone(), &config.receipts_table)
         .with_metrics(config.metrics.clone(), "worker");
     let auditor = config.audit.map(|settings| {
@@ -47,7 +60,8 @@ async fn main() -> Result<(), Error> {
         .with_delivery_rules(config.delivery)
         .with_reconcile_after(config.reconcile_after)
         .with_metrics(config.metrics)
-        .with_auditor(auditor);
+        .with_auditor(auditor)
+        .with_double_submit_key(double_submit_key);
     let worker = &worker;
 
     run(service_fn(move |event: LambdaEvent<Value>| async move {

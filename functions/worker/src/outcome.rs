@@ -24,11 +24,13 @@ pub enum RecordOutcome {
     GaveUp,
     /// The destination refused the person for good: REFUSED, no alarm.
     Refused,
+    /// A double submit of another receipt: DUPLICATE, never delivered.
+    Duplicate,
 }
 
 impl RecordOutcome {
     /// Every outcome, for the metrics contract and the dashboard.
-    pub const ALL: [RecordOutcome; 8] = [
+    pub const ALL: [RecordOutcome; 9] = [
         RecordOutcome::Upserted,
         RecordOutcome::Skipped,
         RecordOutcome::Stale,
@@ -37,6 +39,7 @@ impl RecordOutcome {
         RecordOutcome::FailedPermanent,
         RecordOutcome::GaveUp,
         RecordOutcome::Refused,
+        RecordOutcome::Duplicate,
     ];
 
     pub fn code(self) -> &'static str {
@@ -49,6 +52,7 @@ impl RecordOutcome {
             RecordOutcome::FailedPermanent => "failed-permanent",
             RecordOutcome::GaveUp => "gave-up",
             RecordOutcome::Refused => "refused",
+            RecordOutcome::Duplicate => "duplicate",
         }
     }
 }

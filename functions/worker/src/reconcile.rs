@@ -51,6 +51,8 @@ pub struct PassReport {
     pub gave_up: usize,
     /// Refused for good by the destination (REFUSED): not failures.
     pub refused: usize,
+    /// Double submits of other receipts (DUPLICATE): never delivered.
+    pub duplicates: usize,
     /// Taken by another pass or delivery first, or no longer RECEIVED.
     pub skipped: usize,
     /// Outcomes that could not be recorded; due again at their claim's end.
@@ -125,6 +127,7 @@ impl<D: Destination, L: ReceiptLedger + PendingQueue> Worker<D, L> {
                         report.gave_up += 1;
                     }
                     RecordOutcome::Refused => report.refused += 1,
+                    RecordOutcome::Duplicate => report.duplicates += 1,
                     RecordOutcome::FailedRetryable => report.unrecorded += 1,
                     RecordOutcome::Skipped => report.skipped += 1,
                 }

@@ -75,6 +75,7 @@ impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
             failed_permanent = count(RecordOutcome::FailedPermanent),
             gave_up = count(RecordOutcome::GaveUp),
             refused = count(RecordOutcome::Refused),
+            duplicates = count(RecordOutcome::Duplicate),
             duration_ms = started.elapsed().as_millis() as u64,
             time_given_ms,
             "stream batch handled"

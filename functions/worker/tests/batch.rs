@@ -729,6 +729,13 @@ impl ReceiptLedger for CompletedElsewhere {
     ) -> Result<bool, LedgerError> {
         self.0.admit_newest(gate, pass, expires_at).await
     }
+    async fn first_of_identical(
+        &self,
+        item: &str,
+        first: &shared::duplicates::FirstSubmission,
+    ) -> Result<Option<String>, LedgerError> {
+        self.0.first_of_identical(item, first).await
+    }
     async fn claim_alone(
         &self,
         key: &shared::IdempotencyKey,

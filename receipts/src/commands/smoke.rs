@@ -245,6 +245,11 @@ pub fn progress(receipt: Option<&Receipt>) -> Progress {
              give smoke an address the destination accepts",
             receipt.refusal.as_deref().unwrap_or("no code recorded")
         )),
+        ReceiptStatus::Duplicate => Progress::Failed(format!(
+            "DUPLICATE of {}: the same smoke submission within the duplicate window; \
+             run smoke again with another message",
+            receipt.duplicate_of.as_deref().unwrap_or("another receipt")
+        )),
         ReceiptStatus::Quarantined => Progress::Failed(format!(
             "QUARANTINED by the stack's spam rule {}: the stack's rules hold the smoke submission back",
             receipt.quarantine_rule.as_deref().unwrap_or("(unnamed)")

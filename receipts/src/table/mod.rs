@@ -256,6 +256,7 @@ impl ReceiptsTable {
             Some(StatusFilter::Failed) => Some(ReceiptStatus::Failed.as_str()),
             Some(StatusFilter::Quarantined) => Some(ReceiptStatus::Quarantined.as_str()),
             Some(StatusFilter::Refused) => Some(ReceiptStatus::Refused.as_str()),
+            Some(StatusFilter::Duplicate) => Some(ReceiptStatus::Duplicate.as_str()),
             Some(StatusFilter::Pending) | None => None,
         };
         if let Some(text) = status_text {

@@ -156,6 +156,8 @@ mod tests {
     use serde_json::Value;
 
     const EXAMPLE: &str = r#"
+duplicate_window = "5m"
+
 [spam]
 honeypot = ["website_url"]
 block_email_domains = ["mailinator.com"]
@@ -175,6 +177,7 @@ honeypot = ["fax"]
 [[route]]
 form = "lT4Z3j"
 tags = ["newsletter", "website"]
+duplicate_window = "0s"
 [route.consent]
 field = "newsletter"
 marketing_permission = "3c9a1b2e5f"
@@ -221,6 +224,17 @@ marketing_permission = "3c9a1b2e5f"
             routes.route("lT4Z3j").unwrap().tags,
             ["newsletter", "website"]
         );
+        assert_eq!(
+            routes.duplicate_window.map(|w| w.duration().as_secs()),
+            Some(300)
+        );
+        assert_eq!(pricing.duplicate_window, None, "the file's applies");
+        assert!(routes
+            .route("lT4Z3j")
+            .unwrap()
+            .duplicate_window
+            .unwrap()
+            .is_off());
         assert_eq!(parse("").unwrap(), Routes::default());
     }
 
@@ -300,7 +314,15 @@ marketing_permission = "3c9a1b2e5f"
 
     #[test]
     fn every_problem_is_named_by_route_and_key() {
-        let rows: [(&str, &[&str]); 19] = [
+        let rows: [(&str, &[&str]); 21] = [
+            (
+                "duplicate_window = 120\n",
+                &[r#"the file: duplicate_window: must be a duration such as "2m", "90s" or "1h" ("0s" turns it off), at most a day"#],
+            ),
+            (
+                "[[route]]\nform = \"f\"\nduplicate_window = \"2d\"\n",
+                &[r#"[[route]] #1: duplicate_window: must be a duration such as "2m", "90s" or "1h" ("0s" turns it off), at most a day"#],
+            ),
             (
                 "[[route]]\nform = \"f\"\ntags = [\"a\", \"a\", 3]\n",
                 &[
@@ -342,7 +364,7 @@ marketing_permission = "3c9a1b2e5f"
             ),
             (
                 "[[route]]\nform = \"f\"\nfrom = \"typo\"\n",
-                &["[[route]] #1: from: unknown key: a route has form, name, fields, set, spam, lead, consent and tags"],
+                &["[[route]] #1: from: unknown key: a route has form, name, fields, set, spam, lead, consent, tags and duplicate_window"],
             ),
             (
                 "[[route]]\nform = \"f\"\n[route.fields]\nsize = \"numemployees\"\nemployees = \"numemployees\"\n",
@@ -395,7 +417,7 @@ marketing_permission = "3c9a1b2e5f"
             (
                 "spam = 1\nroutes = []\n",
                 &[
-                    "the file: routes: unknown key: the file holds [spam] and [[route]]",
+                    "the file: routes: unknown key: the file holds duplicate_window, [spam] and [[route]]",
                     "the file: spam: must be a table ([spam])",
                 ],
             ),

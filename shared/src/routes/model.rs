@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::consent::Consent;
+use crate::duplicate_window::Window;
 use crate::spam::SpamRules;
 
 /// Every route of a stack, and the spam rules of every form.
@@ -13,6 +14,10 @@ use crate::spam::SpamRules;
 #[serde(default)]
 pub struct Routes {
     pub spam: SpamRules,
+    /// `duplicate_window` for every form without its own (a default
+    /// applies when neither says: `duplicates::DEFAULT_WINDOW`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub duplicate_window: Option<Window>,
     pub routes: Vec<Route>,
 }
 
@@ -41,6 +46,9 @@ pub struct Route {
     /// (Mailchimp's member tags): `tags = ["pricing"]`.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub tags: Vec<String>,
+    /// This form's `duplicate_window`, over the file's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub duplicate_window: Option<Window>,
 }
 
 /// One thing wrong with a routes file: where (`[spam]`,

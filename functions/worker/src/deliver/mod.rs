@@ -24,6 +24,7 @@ use aws_edge::routes::RoutesInForce;
 
 mod attempts;
 pub mod claim;
+mod double;
 mod newest;
 mod routing;
 mod settlement;
@@ -79,6 +80,9 @@ pub struct Worker<D, L> {
     metrics: shared::metrics::Metrics,
     routes: RoutesInForce,
     auditor: Option<crate::audit::Auditor>,
+    /// The stack's gate key, which keys the items of double submits;
+    /// without it no two submissions are compared.
+    double_submit_key: Option<shared::newest::GateSecret>,
 }
 
 impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
@@ -94,12 +98,20 @@ impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
             metrics: shared::metrics::Metrics::default(),
             routes: RoutesInForce::fixed(Default::default()),
             auditor: None,
+            double_submit_key: None,
         }
     }
 
     /// The scheduled audit this worker runs when its schedule asks.
     pub fn with_auditor(mut self, auditor: Option<crate::audit::Auditor>) -> Self {
         self.auditor = auditor;
+        self
+    }
+
+    /// Compares submissions for double submits (`duplicate_window`) with
+    /// the stack's gate key.
+    pub fn with_double_submit_key(mut self, key: Option<shared::newest::GateSecret>) -> Self {
+        self.double_submit_key = key;
         self
     }
 
@@ -292,7 +304,8 @@ impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
         let started = Instant::now();
         let mut outcomes = vec![RecordOutcome::Skipped; deliveries.len()];
         let (routed, waiting) = self.follow_routes(deliveries, via, started).await;
-        for (slot, outcome) in waiting {
+        let (routed, set_aside) = self.set_aside_double_submits(routed, via, started).await;
+        for (slot, outcome) in waiting.into_iter().chain(set_aside) {
             outcomes[slot] = outcome;
         }
         let (slots, routed): (Vec<usize>, Vec<Delivery>) = routed.into_iter().unzip();

@@ -78,6 +78,11 @@ impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
                     "receipt delivery handled; the destination refuses this person",
                 )
             }
+            Settlement::Duplicate(_) => (
+                RecordOutcome::Duplicate,
+                Level::INFO,
+                "receipt delivery handled; a double submit of another receipt, not delivered",
+            ),
             Settlement::Fail(failure) | Settlement::GiveUp(failure) => {
                 line.reason = Some(&failure.code);
                 line.http_status = failure.status;
@@ -144,6 +149,15 @@ impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
                     keep_payload: false,
                     destination: self.destination.name(),
                     ending: Ending::Refused(refusal.code.clone()),
+                };
+                self.ledger.mark_completed(key, &attempt, &completion).await
+            }
+            Settlement::Duplicate(of) => {
+                let completion = Completion {
+                    expires_at: self.rules.retention.expiry_after((self.clock)()),
+                    keep_payload: false,
+                    destination: self.destination.name(),
+                    ending: Ending::Duplicate(of.clone()),
                 };
                 self.ledger.mark_completed(key, &attempt, &completion).await
             }

@@ -5,6 +5,7 @@
 use std::collections::HashMap;
 use std::sync::Mutex;
 
+use shared::duplicates::{First, FirstSubmission, Judgement};
 use shared::receipt::Timestamp;
 use shared::receipt::{FAILED, PENDING};
 use shared::{IdempotencyKey, Receipt, ReceiptStatus};
@@ -21,6 +22,8 @@ pub struct MemoryLedger {
     receipts: Mutex<HashMap<String, Receipt>>,
     /// Newest-wins gates: the last stamp let through, by gate key.
     gates: Mutex<HashMap<String, String>>,
+    /// The firsts of identical submissions, by item.
+    firsts: Mutex<HashMap<String, Vec<First>>>,
 }
 
 impl MemoryLedger {
@@ -106,6 +109,26 @@ impl ReceiptLedger for MemoryLedger {
         Ok(admitted)
     }
 
+    async fn first_of_identical(
+        &self,
+        item: &str,
+        submission: &FirstSubmission,
+    ) -> Result<Option<String>, LedgerError> {
+        let mut items = self
+            .firsts
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let held = items.get(item).map(Vec::as_slice).unwrap_or_default();
+        match submission.judge(held) {
+            Judgement::Repeats(first) => Ok(Some(first)),
+            Judgement::StandsFirst(None) => Ok(None),
+            Judgement::StandsFirst(Some(kept)) => {
+                items.insert(item.to_owned(), kept);
+                Ok(None)
+            }
+        }
+    }
+
     async fn claim(
         &self,
         key: &IdempotencyKey,
@@ -168,10 +191,12 @@ impl ReceiptLedger for MemoryLedger {
             receipt.failure_reason = None;
             receipt.failure_http_status = None;
             receipt.delivered_to = Some(completion.destination.to_owned());
-            let (status, record, refusal) = match &completion.ending {
-                Ending::Delivered(record) => (ReceiptStatus::Completed, Some(record), None),
-                Ending::Refused(code) => (ReceiptStatus::Refused, None, Some(code.clone())),
+            let (status, record, refusal, duplicate_of) = match &completion.ending {
+                Ending::Delivered(record) => (ReceiptStatus::Completed, Some(record), None, None),
+                Ending::Refused(code) => (ReceiptStatus::Refused, None, Some(code.clone()), None),
+                Ending::Duplicate(of) => (ReceiptStatus::Duplicate, None, None, Some(of.clone())),
             };
+            receipt.duplicate_of = duplicate_of;
             receipt.status = status;
             receipt.record_id = record.and_then(|r| r.id()).map(str::to_owned);
             receipt.record_url = record.and_then(|r| r.url()).map(str::to_owned);
@@ -326,6 +351,14 @@ impl<L: ReceiptLedger> ReceiptLedger for WatchedLedger<L> {
         expires_at: u64,
     ) -> Result<bool, LedgerError> {
         self.inner.admit_newest(gate, pass, expires_at).await
+    }
+
+    async fn first_of_identical(
+        &self,
+        item: &str,
+        first: &FirstSubmission,
+    ) -> Result<Option<String>, LedgerError> {
+        self.inner.first_of_identical(item, first).await
     }
 
     async fn claim(

@@ -16,6 +16,7 @@ pub mod memory;
 
 use std::future::Future;
 
+use shared::duplicates::FirstSubmission;
 use shared::receipt::Timestamp;
 use shared::record::DeliveredRecord;
 use shared::{IdempotencyKey, Receipt};
@@ -54,6 +55,9 @@ pub enum Ending {
     /// REFUSED: the destination refused the person for good, with this
     /// code (`refusal`); the personal data goes whatever `keep_payload`.
     Refused(String),
+    /// DUPLICATE: a double submit of the receipt with this key
+    /// (`duplicateOf`), never delivered; no personal data is kept.
+    Duplicate(String),
 }
 
 impl Completion {
@@ -148,6 +152,17 @@ pub trait ReceiptLedger: Send + Sync {
         pass: &GatePass<'_>,
         expires_at: u64,
     ) -> impl Future<Output = Result<bool, LedgerError>> + Send;
+
+    /// The first of identical submissions (`shared::duplicates`): makes
+    /// `first.receipt` the holder of `item` unless another receipt
+    /// submitted within its window holds it. `None`: it stands first (it
+    /// took the item, or held it already); `Some(key)`: it repeats the
+    /// receipt with that key. The item expires at `first.expires_at`.
+    fn first_of_identical(
+        &self,
+        item: &str,
+        first: &FirstSubmission,
+    ) -> impl Future<Output = Result<Option<String>, LedgerError>> + Send;
 
     /// Stays RECEIVED, due again at `next_attempt_at`, with no expiry.
     fn defer(

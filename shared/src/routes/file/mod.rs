@@ -7,6 +7,7 @@ use serde_json::Value;
 use toml::Table;
 
 use super::model::{Route, RouteProblem, Routes};
+use crate::duplicate_window::Window;
 use crate::spam::SpamRules;
 
 mod consent;
@@ -91,14 +92,17 @@ fn toml_of(value: Value) -> Option<toml::Value> {
 fn read_table(table: &Table) -> Result<Routes, Vec<RouteProblem>> {
     let mut problems = Problems::default();
     for key in table.keys() {
-        if key != "spam" && key != "route" {
+        if !["spam", "route", "duplicate_window"].contains(&key.as_str()) {
             problems.add(
                 "the file",
                 key,
-                "unknown key: the file holds [spam] and [[route]]",
+                "unknown key: the file holds duplicate_window, [spam] and [[route]]",
             );
         }
     }
+    let duplicate_window = table
+        .get("duplicate_window")
+        .and_then(|value| window(value, "the file", &mut problems));
     let spam = match table.get("spam") {
         None => SpamRules::default(),
         Some(toml::Value::Table(spam)) => spam::spam_rules(spam, "[spam]", &mut problems),
@@ -153,7 +157,11 @@ fn read_table(table: &Table) -> Result<Routes, Vec<RouteProblem>> {
             problems.add(&place, "min_fill_seconds", NEEDS_RENDER_TIME_FIELD);
         }
     }
-    problems.into_result(Routes { spam, routes })
+    problems.into_result(Routes {
+        spam,
+        duplicate_window,
+        routes,
+    })
 }
 
 const NEEDS_RENDER_TIME_FIELD: &str =
@@ -237,19 +245,30 @@ fn route(entry: &Table, number: usize, problems: &mut Problems) -> Route {
     let place = place_of(&route, number);
     for key in entry.keys() {
         if ![
-            "form", "name", "fields", "set", "spam", "lead", "consent", "tags",
+            "form",
+            "name",
+            "fields",
+            "set",
+            "spam",
+            "lead",
+            "consent",
+            "tags",
+            "duplicate_window",
         ]
         .contains(&key.as_str())
         {
             problems.add(
                 &place,
                 key,
-                "unknown key: a route has form, name, fields, set, spam, lead, consent and tags",
+                "unknown key: a route has form, name, fields, set, spam, lead, consent, tags and duplicate_window",
             );
         }
     }
     if let Some(value) = entry.get("consent") {
         route.consent = consent::consent(value, &place, problems);
+    }
+    if let Some(value) = entry.get("duplicate_window") {
+        route.duplicate_window = window(value, &place, problems);
     }
     if let Some(value) = entry.get("tags") {
         route.tags = tags(value, &place, problems);
@@ -333,6 +352,17 @@ fn route(entry: &Table, number: usize, problems: &mut Problems) -> Route {
         Some(_) => problems.add(&place, "spam", "must be a table ([route.spam])"),
     }
     route
+}
+
+/// A `duplicate_window`: a duration as text (`"2m"`).
+fn window(value: &toml::Value, place: &str, problems: &mut Problems) -> Option<Window> {
+    let parsed = match value.as_str() {
+        Some(text) => Window::parse(text),
+        None => Window::parse(""),
+    };
+    parsed
+        .map_err(|why| problems.add(place, "duplicate_window", why))
+        .ok()
 }
 
 /// A constant's JSON value: text, a number, true or false, or a list.

@@ -3,6 +3,8 @@
 //! the queue of waiting ones (queries of the sparse, keys-only queue index)
 //! in `queue`.
 
+mod identical;
+mod newest;
 mod queue;
 
 use std::time::Duration;
@@ -11,12 +13,10 @@ use aws_edge::CallLimits;
 use aws_sdk_dynamodb::config::http::HttpResponse;
 use aws_sdk_dynamodb::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_dynamodb::operation::query::QueryError;
-use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
 use aws_sdk_dynamodb::operation::update_item::{UpdateItemError, UpdateItemOutput};
-use aws_sdk_dynamodb::types::{
-    AttributeValue, ConditionCheck, ReturnValue, TransactWriteItem, Update,
-};
+use aws_sdk_dynamodb::types::{AttributeValue, ConditionCheck, ReturnValue};
 use aws_sdk_dynamodb::Client;
+use shared::duplicates::FirstSubmission;
 use shared::receipt::Timestamp;
 use shared::receipt::{attr, FAILED, PENDING, PERSONAL_ATTRIBUTES};
 use shared::{IdempotencyKey, ReceiptStatus};
@@ -172,77 +172,15 @@ impl ReceiptLedger for DynamoLedger {
         pass: &GatePass<'_>,
         expires_at: u64,
     ) -> Result<bool, LedgerError> {
-        // One transaction: the gate moves only while the receipt is
-        // RECEIVED, so a delivery that held a receipt `receipts forget`
-        // erased never re-creates the gate it deleted.
-        let unbuilt = |_| LedgerError("request not built".to_owned());
-        let receipt_received = still_received(&self.table, pass.receipt).map_err(unbuilt)?;
-        let gate_update = Update::builder()
-            .table_name(&self.table)
-            .key(attr::PK, s(gate))
-            .update_expression("SET #newest = :mine, #expires = :expires")
-            .condition_expression("attribute_not_exists(#pk) OR #newest <= :over")
-            .expression_attribute_names("#pk", attr::PK)
-            .expression_attribute_names("#newest", attr::NEWEST_AT)
-            .expression_attribute_names("#expires", attr::EXPIRES_AT)
-            .expression_attribute_values(":mine", s(pass.stamp))
-            .expression_attribute_values(":over", s(pass.over))
-            .expression_attribute_values(":expires", n(expires_at))
-            .build()
-            .map_err(unbuilt)?;
-        // Two leads of one person in one batch take their gates at once;
-        // DynamoDB cancels one with TransactionConflict. Tried again here,
-        // briefly, rather than left claimed until a pass ten minutes on.
-        let mut conflicts = 0;
-        loop {
-            let result = self
-                .client
-                .transact_write_items()
-                .transact_items(
-                    TransactWriteItem::builder()
-                        .condition_check(receipt_received.clone())
-                        .build(),
-                )
-                .transact_items(
-                    TransactWriteItem::builder()
-                        .update(gate_update.clone())
-                        .build(),
-                )
-                .send()
-                .await;
-            let reasons =
-                |cancelled: &aws_sdk_dynamodb::types::error::TransactionCanceledException,
-                 code: &str| {
-                    cancelled
-                        .cancellation_reasons()
-                        .iter()
-                        .any(|reason| reason.code() == Some(code))
-                };
-            return match result {
-                Ok(_) => Ok(true),
-                Err(SdkError::ServiceError(failure)) => match failure.err() {
-                    TransactWriteItemsError::TransactionCanceledException(cancelled)
-                        if reasons(cancelled, "ConditionalCheckFailed") =>
-                    {
-                        Ok(false)
-                    }
-                    TransactWriteItemsError::TransactionCanceledException(cancelled)
-                        if reasons(cancelled, "TransactionConflict")
-                            && conflicts < GATE_CONFLICT_TRIES =>
-                    {
-                        conflicts += 1;
-                        let pause = GATE_CONFLICT_PAUSE * (1 << conflicts)
-                            + Duration::from_millis(fastrand::u64(0..25));
-                        tokio::time::sleep(pause).await;
-                        continue;
-                    }
-                    error => Err(LedgerError(
-                        error.code().unwrap_or("UnknownServiceError").to_owned(),
-                    )),
-                },
-                Err(_) => Err(LedgerError("store unreachable".to_owned())),
-            };
-        }
+        self.pass_gate(gate, pass, expires_at).await
+    }
+
+    async fn first_of_identical(
+        &self,
+        item: &str,
+        first: &FirstSubmission,
+    ) -> Result<Option<String>, LedgerError> {
+        self.first_identical(item, first).await
     }
 
     async fn claim(
@@ -346,9 +284,10 @@ impl ReceiptLedger for DynamoLedger {
         // link where its answer gave them, or its refusal's code. One that
         // is unknown this time is removed, so a receipt never names another
         // delivery's record.
-        let (status, record, refusal) = match &completion.ending {
-            Ending::Delivered(record) => (ReceiptStatus::Completed, Some(record), None),
-            Ending::Refused(code) => (ReceiptStatus::Refused, None, Some(code.as_str())),
+        let (status, record, refusal, duplicate_of) = match &completion.ending {
+            Ending::Delivered(record) => (ReceiptStatus::Completed, Some(record), None, None),
+            Ending::Refused(code) => (ReceiptStatus::Refused, None, Some(code.as_str()), None),
+            Ending::Duplicate(of) => (ReceiptStatus::Duplicate, None, None, Some(of.as_str())),
         };
         let mut set = "#status = :status, #completedAt = :at, #expiresAt = :expires, #deliveredTo = :deliveredTo".to_owned();
         let mut values = vec![
@@ -371,6 +310,12 @@ impl ReceiptLedger for DynamoLedger {
                 record.and_then(|r| r.url()),
             ),
             ("#refusal", ":refusal", attr::REFUSAL, refusal),
+            (
+                "#duplicateOf",
+                ":duplicateOf",
+                attr::DUPLICATE_OF,
+                duplicate_of,
+            ),
         ];
         for (placeholder, value_placeholder, attribute, value) in record {
             names.push((placeholder, attribute));
@@ -494,7 +439,9 @@ pub fn still_received(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsOutput;
+    use aws_sdk_dynamodb::operation::transact_write_items::{
+        TransactWriteItemsError, TransactWriteItemsOutput,
+    };
     use aws_sdk_dynamodb::types::error::TransactionCanceledException;
     use aws_sdk_dynamodb::types::CancellationReason;
     use aws_smithy_mocks::{mock, mock_client, RuleMode};
