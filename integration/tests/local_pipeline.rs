@@ -1122,12 +1122,29 @@ async fn metered_steps(
         "a pass writes nothing for delivered receipts"
     );
     stop(pipeline).await;
-    let others = after_a_pass
+    let (doubles, others): (Vec<_>, Vec<_>) = after_a_pass
         .into_iter()
         .filter(|m| !m.key.starts_with("staticforms:"))
-        .collect();
+        .partition(|m| m.key.starts_with("gate#double:"));
+    // Each lead's answers (its own address) take their double-submit item
+    // once: one small write, whatever the destination.
+    assert_eq!(doubles.len(), leads, "one double-submit item per lead: {doubles:?}");
+    for write in &doubles {
+        assert_eq!(
+            (write.operation.as_str(), write.table_units, write.index_units),
+            ("UpdateItem", DOUBLE_SUBMIT_UNITS, 0)
+        );
+    }
+    assert_cost_page_says(&[cost_row(
+        "the worker's double-submit item: the first of these answers",
+        &doubles[0],
+    )]);
     (receipts_of(&metered), others)
 }
+
+/// What a lead's double-submit item costs (`gate#double:`), counted in
+/// `metered_steps` for every destination.
+const DOUBLE_SUBMIT_UNITS: u32 = 1;
 
 /// Each write as (request, table units, index units).
 fn steps_of(writes: &[devtools::write_meter::Metered]) -> Vec<(&str, u32, u32)> {
@@ -1162,7 +1179,7 @@ fn assert_cost_page_says(rows: &[String]) {
 /// index entry counted: ingest's put, the claim, the completion; and
 /// docs/cost.md says so, step by step.
 #[tokio::test]
-async fn a_delivered_lead_costs_five_write_units() {
+async fn a_delivered_lead_costs_six_write_units() {
     let (receipts, others) = metered_steps("http", "/leads", 3, 3).await;
     for writes in &receipts {
         assert_eq!(
@@ -1176,11 +1193,11 @@ async fn a_delivered_lead_costs_five_write_units() {
         );
         assert!(writes.iter().all(|m| m.succeeded));
         let units: u32 = writes.iter().map(|m| m.units()).sum();
-        assert!(units <= 5, "{units} write units for one lead: {writes:?}");
+        assert!(units <= 5, "{units} write units for one receipt: {writes:?}");
     }
     assert!(others.is_empty(), "no other write: {others:?}");
     let lead = &receipts[0];
-    let total: u32 = lead.iter().map(|m| m.units()).sum();
+    let total: u32 = lead.iter().map(|m| m.units()).sum::<u32>() + DOUBLE_SUBMIT_UNITS;
     assert_cost_page_says(&[
         cost_row("ingest stores the receipt", &lead[0]),
         cost_row("the worker claims it", &lead[1]),
@@ -1241,7 +1258,8 @@ async fn a_hubspot_contact_by_email_costs_the_gates_transaction_more() {
         .iter()
         .chain(by_gate.values().next().unwrap().iter().copied())
         .map(|m| m.units())
-        .sum();
+        .sum::<u32>()
+        + DOUBLE_SUBMIT_UNITS;
     assert_cost_page_says(&[
         cost_row("HubSpot by e-mail: the person's newest-wins gate", gates[0]),
         cost_row(
@@ -1296,7 +1314,8 @@ async fn a_mailchimp_member_costs_its_gate_two_small_writes_of_its_note_and_a_ca
         .unwrap();
     let per_lead: u32 = receipts[0].iter().map(|m| m.units()).sum::<u32>()
         + gates[0].1.iter().map(|(_, t, i)| t + i).sum::<u32>()
-        + 2 * slot_write.table_units;
+        + 2 * slot_write.table_units
+        + DOUBLE_SUBMIT_UNITS;
     assert_cost_page_says(&[
         cost_row(
             "Mailchimp: a call slot taken, then given back (each write, one slot per person of a batch)",
@@ -1344,7 +1363,8 @@ async fn a_zoho_lead_costs_its_gate_three_small_writes_and_the_token_once_an_hou
         );
     }
     let per_lead: u32 = receipts[0].iter().map(|m| m.units()).sum::<u32>()
-        + gates[0].1.iter().map(|(_, t, i)| t + i).sum::<u32>();
+        + gates[0].1.iter().map(|(_, t, i)| t + i).sum::<u32>()
+        + DOUBLE_SUBMIT_UNITS;
     assert_cost_page_says(&[format!(
         "a Zoho CRM Lead by e-mail costs **{per_lead} write units**"
     )]);
@@ -1403,7 +1423,8 @@ async fn a_pipedrive_person_costs_its_gate_and_four_small_writes_of_what_the_wor
             .unwrap()
             .iter()
             .map(|(_, t, i)| t + i)
-            .sum::<u32>();
+            .sum::<u32>()
+        + DOUBLE_SUBMIT_UNITS;
     assert_cost_page_says(&[
         cost_row(
             "HubSpot by e-mail and Pipedrive: what the worker records on the person's gate item (each write)",

@@ -858,7 +858,10 @@ async fn a_lead_in_the_leads_table_costs_its_rows_transaction_more() {
         ),
         DynamoLedger::new(worker_client, &receipts),
         8,
-    );
+    )
+    .with_double_submit_key(shared::newest::GateSecret::new(
+        devtools::local::DEMO_GATE_KEY,
+    ));
     let stored: Receipt =
         serde_dynamo::from_item(scan(&client, &receipts).await.remove(0)).unwrap();
     let event = stream_event::event(vec![stream_event::record("INSERT", &stored, "1")]);
@@ -869,10 +872,10 @@ async fn a_lead_in_the_leads_table_costs_its_rows_transaction_more() {
     let steps: Vec<(&str, &str, u32, u32)> = metered
         .iter()
         .map(|m| {
-            let on = if m.table == receipts {
-                "receipt"
-            } else {
-                "lead"
+            let on = match (m.table == receipts, m.key.starts_with("gate#double:")) {
+                (true, true) => "double-submit item",
+                (true, false) => "receipt",
+                (false, _) => "lead",
             };
             (on, m.operation.as_str(), m.table_units, m.index_units)
         })
@@ -882,11 +885,12 @@ async fn a_lead_in_the_leads_table_costs_its_rows_transaction_more() {
         [
             ("receipt", "PutItem", 1, 1),
             ("receipt", "UpdateItem", 1, 0),
+            ("double-submit item", "UpdateItem", 1, 0),
             ("receipt", "TransactWriteItems:ConditionCheck", 2, 0),
             ("lead", "TransactWriteItems:Put", 2, 0),
             ("receipt", "UpdateItem", 1, 1),
         ],
-        "the put, the claim, the row's check and the row, the completion"
+        "the put, the claim, the double-submit item, the row's check and the row, the completion"
     );
     let total: u32 = metered.iter().map(|m| m.units()).sum();
     let page =
@@ -894,11 +898,11 @@ async fn a_lead_in_the_leads_table_costs_its_rows_transaction_more() {
     for row in [
         format!(
             "| `dynamodb`: the lead's row | `TransactWriteItems` | {} | {} |",
-            metered[3].table_units, metered[3].index_units
+            metered[4].table_units, metered[4].index_units
         ),
         format!(
             "| `dynamodb`: the row's check that the receipt is still `RECEIVED` | `TransactWriteItems` | {} | {} |",
-            metered[2].table_units, metered[2].index_units
+            metered[3].table_units, metered[3].index_units
         ),
         format!("a lead in the `dynamodb` destination's table costs **{total} write units**"),
     ] {
