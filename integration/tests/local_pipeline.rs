@@ -1128,10 +1128,18 @@ async fn metered_steps(
         .partition(|m| m.key.starts_with("gate#double:"));
     // Each lead's answers (its own address) take their double-submit item
     // once: one small write, whatever the destination.
-    assert_eq!(doubles.len(), leads, "one double-submit item per lead: {doubles:?}");
+    assert_eq!(
+        doubles.len(),
+        leads,
+        "one double-submit item per lead: {doubles:?}"
+    );
     for write in &doubles {
         assert_eq!(
-            (write.operation.as_str(), write.table_units, write.index_units),
+            (
+                write.operation.as_str(),
+                write.table_units,
+                write.index_units
+            ),
             ("UpdateItem", DOUBLE_SUBMIT_UNITS, 0)
         );
     }
@@ -1193,7 +1201,10 @@ async fn a_delivered_lead_costs_six_write_units() {
         );
         assert!(writes.iter().all(|m| m.succeeded));
         let units: u32 = writes.iter().map(|m| m.units()).sum();
-        assert!(units <= 5, "{units} write units for one receipt: {writes:?}");
+        assert!(
+            units <= 5,
+            "{units} write units for one receipt: {writes:?}"
+        );
     }
     assert!(others.is_empty(), "no other write: {others:?}");
     let lead = &receipts[0];
