@@ -104,7 +104,9 @@ async fn the_local_pipeline_takes_a_delivery_to_one_lead_and_stops_cleanly() {
     assert_eq!(broken.status(), 204);
     for n in 1..=3 {
         let id = format!("sub_outage_{n}");
-        let accepted = static_forms_post(&http, webhook_port).body(format!(r#"{{"event":"form.submitted","data":{{"submissionId":"{id}","formData":{{"email":"ada@example.com"}}}}}}"#))
+        // Each its own answer: the same ones within minutes would be one
+        // lead (a double submit).
+        let accepted = static_forms_post(&http, webhook_port).body(format!(r#"{{"event":"form.submitted","data":{{"submissionId":"{id}","formData":{{"email":"ada@example.com","message":"outage {n}"}}}}}}"#))
             .send()
             .await
             .unwrap();

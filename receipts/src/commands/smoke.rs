@@ -113,12 +113,15 @@ pub fn request_as(
 ) -> Result<SmokeRequest, SmokeError> {
     let since_epoch = now.duration_since(UNIX_EPOCH).unwrap_or_default();
     let chosen_id = format!("smoke_{}", since_epoch.as_millis());
+    // Its own message each time: two smokes a minute apart are two leads,
+    // not a double submit (`duplicate_window`).
+    let message = format!("{SMOKE_MESSAGE} ({chosen_id})");
     let envelope = sender.sample(&Sample {
         id: &chosen_id,
         at: now,
         name: SMOKE_NAME,
         email,
-        message: SMOKE_MESSAGE,
+        message: &message,
         form_key: first_secret(accepted_forms),
     });
     // The key the stack stores it under, read as ingest reads it (a sender
