@@ -108,7 +108,8 @@ MAPPED_DESTINATIONS = [name for name, d in DESTINATION.items() if d["maps_fields
 REGION = re.compile(r"^[a-z]{2}(-[a-z]+)+-[0-9]$")
 # The secrets of the senders' side, by template parameter; each
 # destination's come from the catalog.
-SENDER_SECRET_NAMES = {"WebhookSecretArn": "webflow-signing-key", "SenderApiTokenSecretArn": "sender-api-token"}
+SENDER_SECRET_NAMES = {"WebhookSecretArn": "webflow-signing-key", "SenderApiTokenSecretArn": "sender-api-token",
+                       "NotifyUrlSecretArn": "notify-url"}
 STACK_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9-]{0,127}$")
 EMAIL = re.compile(r"^[^\s@]+@[^\s@]+$")
 
@@ -282,7 +283,28 @@ def gather(args, asker: Asker, routes=None) -> Answers:
     if check_email(a.alarm_email):
         raise Refused(f"--alarm-email: {check_email(a.alarm_email)}")
     offer_audit(a, args, asker, routes)
+    offer_notice(a, args, asker)
     return a
+
+
+def offer_notice(a: Answers, args, asker: Asker) -> None:
+    """The new-lead notice: offered at a terminal, taken from
+    --notify-url-secret-arn or NOTIFY_URL otherwise; the URL is a secret
+    (a Slack webhook's URL posts to its channel)."""
+    if args.no_notice:
+        if args.notify_url_secret_arn or os.environ.get("NOTIFY_URL"):
+            raise Refused("--no-notice, and yet a notice URL is given: choose one")
+        return
+    if not (args.notify_url_secret_arn or os.environ.get("NOTIFY_URL") or asker.interactive):
+        return
+    secret(a, asker, "NotifyUrlSecretArn", args.notify_url_secret_arn, [
+        ("NOTIFY_URL", "A notice of each new lead (its form, time and CRM record; no personal data) to a Slack "
+         "or Teams incoming webhook, or any https URL taking a JSON POST; stored in Secrets Manager "
+         "(empty: none; docs/operations.md#new-lead-notices).", "Notice URL", None),
+    ], "--notify-url-secret-arn", optional=True)
+    url = a.secret_values.get("NotifyUrlSecretArn")
+    if url and check_https(url):
+        raise Refused(f"Notice URL: {check_https(url)}")
 
 
 def offer_audit(a: Answers, args, asker: Asker, routes) -> None:
@@ -823,6 +845,10 @@ def main(argv=None, stdin=sys.stdin) -> int:
     parser.add_argument("--audit-forms", metavar="IDS", help="the forms the audit reads, comma-separated "
                         "(default: the routes file's)")
     parser.add_argument("--no-audit", action="store_true", help="do not offer the audit")
+    parser.add_argument("--notify-url-secret-arn",
+                        help="an existing secret holding the URL each new lead is announced at (a Slack or Teams "
+                             "incoming webhook; else NOTIFY_URL, else asked at a terminal)")
+    parser.add_argument("--no-notice", action="store_true", help="do not offer the new-lead notice")
     parser.add_argument("--architecture", choices=["arm64", "x86_64"], default="arm64")
     parser.add_argument("--observability", choices=["lean", "full"], default="lean",
                         help="lean (recommended for a small stack): every alarm for a lead that could be lost "

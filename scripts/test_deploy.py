@@ -478,6 +478,25 @@ class Wizard(unittest.TestCase):
         self.assertEqual(refused.returncode, 1)
         self.assertIn("not staticforms's", refused.stderr)
 
+    def test_a_new_lead_notice_url_is_stored_as_a_secret_and_never_shown(self):
+        flags = ["--sender", "staticforms", "--stack-name", self.stack, "--region", "eu-west-1", "--auth", "url",
+                 "--destination", "http", "--crm-url", "https://crm.example.com/leads/{externalId}",
+                 "--no-crm-token", "--alarm-email="]
+        url = "https://hooks.slack.com/services/T000/B000/" + uuid.uuid4().hex
+        result = self.wizard(*flags, env={"NOTIFY_URL": url})
+        self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
+        arn, value = self.secret(f"{self.stack}/notify-url")
+        self.assertEqual(value, url)
+        self.assertEqual(self.overrides(self.sam_calls()[1])["NotifyUrlSecretArn"], f"'{arn}'")
+        self.assertNotIn(url, result.stdout + result.stderr + self.samconfig.read_text())
+        clear = self.wizard(*flags, env={"NOTIFY_URL": "http://hooks.example.com/x"})
+        self.assertEqual(clear.returncode, 1)
+        self.assertIn("Notice URL: an https:// URL", clear.stderr)
+        self.assertNotIn("hooks.example.com", clear.stdout + clear.stderr)
+        both = self.wizard(*flags, "--no-notice", env={"NOTIFY_URL": url})
+        self.assertEqual(both.returncode, 1)
+        self.assertIn("--no-notice, and yet a notice URL is given", both.stderr)
+
     def test_an_http_crm_without_a_token_deploys_from_flags_alone(self):
         flags = ["--sender", "staticforms", "--stack-name", self.stack, "--region", "eu-west-1", "--auth", "url",
                  "--destination", "http", "--crm-url", "https://crm.example.com/leads/{externalId}",

@@ -11,6 +11,7 @@ pub mod human_log;
 pub mod lambda_emulator;
 pub mod local;
 pub mod log_capture;
+pub mod notice_endpoint;
 pub mod pump;
 pub mod server;
 pub mod stream_event;

@@ -1522,3 +1522,122 @@ async fn a_double_submit_is_one_lead_and_the_same_answers_later_are_another() {
     );
     stop(pipeline).await;
 }
+
+/// New-lead notices through the real binaries, the receipts table and a
+/// stand-in chat webhook that refuses its first two POSTs: each lead the
+/// CRM got is announced exactly once (the refused ones by later passes),
+/// with its form's name and no personal data; a muted form's lead is not
+/// announced; a quarantined submission is announced only once released
+/// and delivered; the CRM is written once per lead whatever the notices do.
+#[tokio::test]
+async fn each_delivered_lead_is_announced_once_and_without_personal_data() {
+    let endpoint = devtools::notice_endpoint::NoticeEndpoint::start(2)
+        .await
+        .unwrap();
+    let file = std::env::temp_dir().join(format!("{}.toml", unique_name("routes")));
+    std::fs::write(
+        &file,
+        "[spam]\nhoneypot = [\"fax\"]\n\n[[route]]\nform = \"sf_pricing\"\nname = \"Pricing page\"\n\n\
+         [[route]]\nform = \"sf_quiet\"\nname = \"Newsletter\"\nnotify = false\n",
+    )
+    .unwrap();
+    let table = unique_name("notice-receipts");
+    let url = endpoint.url();
+    let (pipeline, webhook_port, crm_port, _printed) = start_pipeline_with(
+        "http",
+        &table,
+        &[
+            ("ROUTES_FILE", file.to_str().unwrap()),
+            ("NOTIFY_URL", &url),
+        ],
+    )
+    .await;
+    std::fs::remove_file(&file).unwrap();
+    let http = reqwest::Client::new();
+    for (id, form, fax) in [
+        ("sub_n1", "sf_pricing", ""),
+        ("sub_n2", "sf_pricing", ""),
+        ("sub_n3", "sf_pricing", ""),
+        ("sub_quiet", "sf_quiet", ""),
+        ("sub_held", "sf_pricing", "0123 456"),
+    ] {
+        let body = format!(
+            r#"{{"event":"form.submitted","timestamp":1795941528,"data":{{"submissionId":"{id}","apiKey":"{form}","formData":{{"name":"Ada Lovelace","email":"{id}@example.com","message":"Call me","fax":"{fax}"}}}}}}"#
+        );
+        let answer = static_forms_post(&http, webhook_port)
+            .body(body)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(answer.status(), 202, "{id}");
+    }
+    let leads_url = format!("http://127.0.0.1:{crm_port}/leads");
+    leads_once_there(&http, &leads_url, 4, Duration::from_secs(20)).await;
+    let announced = |endpoint: &devtools::notice_endpoint::NoticeEndpoint| -> Vec<String> {
+        let mut receipts: Vec<String> = endpoint
+            .accepted()
+            .iter()
+            .map(|body| {
+                body["lead"]["receipt"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_owned()
+            })
+            .collect();
+        receipts.sort();
+        receipts
+    };
+    let until = |count: usize| {
+        let endpoint = &endpoint;
+        async move {
+            let deadline = Instant::now() + Duration::from_secs(40);
+            while endpoint.accepted().len() < count && Instant::now() < deadline {
+                tokio::time::sleep(Duration::from_millis(250)).await;
+            }
+        }
+    };
+    until(3).await;
+    let key = |id: &str| format!("staticforms:form.submitted:{id}");
+    assert_eq!(
+        announced(&endpoint),
+        [key("sub_n1"), key("sub_n2"), key("sub_n3")],
+        "the three leads of the announced form, the two refused sends again"
+    );
+    assert_eq!(endpoint.calls(), 5, "three accepted, two refused");
+    for body in endpoint.accepted() {
+        let text = body.to_string();
+        assert!(
+            !text.contains("example.com") && !text.contains("Ada") && !text.contains("Call me"),
+            "no personal data in a notice: {text}"
+        );
+        assert_eq!(body["lead"]["form"], "Pricing page", "{text}");
+        assert_eq!(body["lead"]["destination"], "http", "{text}");
+        assert!(body["lead"]["recordId"].is_string(), "{text}");
+    }
+
+    // The held one: announced only once released and delivered.
+    let (ok, _, err) = receipts_cli(
+        &[("RECEIPTS_TABLE", table.as_str())],
+        &["release", "sub_held"],
+    );
+    assert!(ok, "{err}");
+    leads_once_there(&http, &leads_url, 5, Duration::from_secs(30)).await;
+    until(4).await;
+    assert_eq!(
+        announced(&endpoint),
+        [key("sub_held"), key("sub_n1"), key("sub_n2"), key("sub_n3")]
+    );
+    // A pass later: nothing announced twice, the CRM written once per lead.
+    tokio::time::sleep(Duration::from_secs(7)).await;
+    assert_eq!(endpoint.accepted().len(), 4);
+    assert_eq!(endpoint.calls(), 6);
+    let leads = leads_once_there(&http, &leads_url, 5, Duration::ZERO).await;
+    assert_eq!(leads["calls"], 5, "one CRM write per lead: {leads}");
+    let (ok, out, err) = receipts_cli(
+        &[("RECEIPTS_TABLE", table.as_str())],
+        &["show", "sub_n1", "--json"],
+    );
+    assert!(ok, "{err}");
+    assert!(out.contains(r#""notice":"SENT""#), "{out}");
+    stop(pipeline).await;
+}

@@ -136,6 +136,10 @@ fn each_deployed_role_has_exactly_the_access_it_needs() {
                    {"Ref": "AWS::NoValue"}]}),
             // The gate key, which every stack has (double submits).
             json!({"Action": "secretsmanager:GetSecretValue", "Effect": "Allow", "Resource": {"Ref": "GateKeySecret"}}),
+            // The notice URL, when the stack announces new leads.
+            json!({"Fn::If": ["SendsNotices",
+                   {"Action": "secretsmanager:GetSecretValue", "Effect": "Allow", "Resource": {"Ref": "NotifyUrlSecretArn"}},
+                   {"Ref": "AWS::NoValue"}]}),
             json!({"Fn::If": ["UseSalesforce",
                    {"Action": "secretsmanager:GetSecretValue", "Effect": "Allow", "Resource": {"Ref": "SalesforceCredentialsSecretArn"}},
                    {"Ref": "AWS::NoValue"}]}),

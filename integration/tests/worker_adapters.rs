@@ -255,6 +255,7 @@ fn completion(expires_at: u64) -> Completion {
         keep_payload: false,
         destination: "http",
         ending: Ending::Delivered(DeliveredRecord::unknown()),
+        notice: false,
     }
 }
 
@@ -605,6 +606,7 @@ async fn keep_payload_after_delivery_keeps_it() {
         keep_payload: true,
         destination: "http",
         ending: Ending::Delivered(DeliveredRecord::unknown()),
+        notice: false,
     };
     assert_eq!(
         ledger
@@ -630,6 +632,7 @@ async fn a_refused_person_leaves_the_queue_refused_with_its_code_and_no_personal
         keep_payload: true,
         destination: "mailchimp",
         ending: Ending::Refused("Forgotten Email Not Subscribed".into()),
+        notice: false,
     };
     let at = attempt(1, "2026-11-29T09:00:00.000Z");
     assert_eq!(

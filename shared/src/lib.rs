@@ -28,6 +28,7 @@ pub mod lead;
 pub mod logging;
 pub mod metrics;
 pub mod newest;
+pub mod notice;
 pub mod outcome;
 pub mod receipt;
 pub mod record;

@@ -138,6 +138,15 @@ pub mod catalog {
         dimensions: &[FUNCTION],
         in_lean: true,
     };
+    /// Delivered leads whose new-lead notice is not sent yet, counted by
+    /// every pass (kept in lean: a notice endpoint that refuses everything
+    /// shows here).
+    pub const PENDING_NOTICES: MetricSpec = MetricSpec {
+        name: "PendingNotices",
+        unit: Unit::Count,
+        dimensions: &[FUNCTION],
+        in_lean: true,
+    };
     pub const REDELIVERED: MetricSpec = MetricSpec {
         name: "Redelivered",
         unit: Unit::Count,
@@ -195,6 +204,7 @@ pub mod catalog {
         PENDING_RECEIPTS,
         OLDEST_PENDING_AGE,
         FAILED_RECEIPTS,
+        PENDING_NOTICES,
         REDELIVERED,
         GAVE_UP,
         MISSING_SUBMISSIONS,
@@ -563,8 +573,9 @@ mod tests {
         }
     }
 
-    /// Lean emits what the alarms for a lost or stuck lead read, and
-    /// nothing that only explains; full emits everything.
+    /// Lean emits what the alarms for a lost or stuck lead read, and the
+    /// count of notices not yet sent (a notice endpoint that refuses all of
+    /// them), and nothing that only explains; full emits everything.
     #[test]
     fn each_mode_emits_its_share_of_the_catalog() {
         let lean: Vec<&str> = catalog::ALL
@@ -579,6 +590,7 @@ mod tests {
                 "DestinationAuthErrors",
                 "OldestPendingAgeSeconds",
                 "FailedReceipts",
+                "PendingNotices",
                 "MissingSubmissions",
                 "AuditBehindPeriods",
                 "RoutesRefused"

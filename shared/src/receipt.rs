@@ -85,6 +85,15 @@ pub mod attr {
     /// The key of the receipt a DUPLICATE one repeats
     /// (`crate::duplicates`).
     pub const DUPLICATE_OF: &str = "duplicateOf";
+    /// Its new-lead notice (`crate::notice`): `PENDING`, `SENT` or
+    /// `UNCONFIRMED`; absent where no notice is sent.
+    pub const NOTICE: &str = "notice";
+    /// Until when one delivery holds the notice to send it.
+    pub const NOTICE_CLAIMED_UNTIL: &str = "noticeClaimedUntil";
+    /// Sends the endpoint refused or did not take.
+    pub const NOTICE_ATTEMPTS: &str = "noticeAttempts";
+    /// When the endpoint accepted it.
+    pub const NOTICED_AT: &str = "noticedAt";
 }
 
 /// The `source` of a receipt `receipts import` stored from the sender's
@@ -136,6 +145,10 @@ pub const OPERATOR_ATTRIBUTES: &[&str] = &[
     attr::RECORD_URL,
     attr::REFUSAL,
     attr::DUPLICATE_OF,
+    attr::NOTICE,
+    attr::NOTICE_CLAIMED_UNTIL,
+    attr::NOTICE_ATTEMPTS,
+    attr::NOTICED_AT,
 ];
 
 /// The sparse global secondary index of the receipts that wait: for an
@@ -156,6 +169,10 @@ pub const PENDING: &str = "PENDING";
 /// The queue of receipts that failed and wait for a person (`receipts
 /// redrive`): counted by every pass, so an alarm stays on while one exists.
 pub const FAILED: &str = "FAILED";
+
+/// The queue of delivered receipts whose new-lead notice waits to be sent
+/// (`crate::notice`), due at `nextAttemptAt`: counted by every pass.
+pub const NOTICE: &str = "NOTICE";
 
 /// Largest body a receipt can hold. DynamoDB items are limited to 400 KiB,
 /// counting attribute names and the other attributes (a key of up to ~300
@@ -295,6 +312,15 @@ pub struct Receipt {
     /// `attr::DUPLICATE_OF`: set with DUPLICATE.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub duplicate_of: Option<String>,
+    /// `attr::NOTICE`, and the notice's claim, attempts and time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub notice: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub notice_claimed_until: Option<String>,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub notice_attempts: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub noticed_at: Option<String>,
 }
 
 fn is_zero(count: &u32) -> bool {
@@ -344,6 +370,10 @@ impl Receipt {
             record_url: None,
             refusal: None,
             duplicate_of: None,
+            notice: None,
+            notice_claimed_until: None,
+            notice_attempts: 0,
+            noticed_at: None,
         }
     }
 
@@ -584,6 +614,10 @@ mod tests {
             Some("https://acme.my.salesforce.com/lightning/r/Lead/00Q1/view".into());
         receipt.refusal = Some("Member In Compliance State".into());
         receipt.duplicate_of = Some("staticforms:form.submitted:sub_1".into());
+        receipt.notice = Some("SENT".into());
+        receipt.notice_claimed_until = Some("2026-12-04T10:00:00.000Z".into());
+        receipt.notice_attempts = 2;
+        receipt.noticed_at = Some("2026-12-04T10:00:01.000Z".into());
         receipt
     }
 

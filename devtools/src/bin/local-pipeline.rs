@@ -184,6 +184,10 @@ async fn run() -> Result<(), String> {
     if let Ok(field_map) = std::env::var(shared::field_map::FIELD_MAP) {
         worker_env.push((shared::field_map::FIELD_MAP, field_map));
     }
+    // Where new-lead notices go (`NOTIFY_URL=http://127.0.0.1:9000/hook make run`).
+    if let Ok(url) = std::env::var(shared::notice::NOTIFY_URL) {
+        worker_env.push((shared::notice::NOTIFY_URL, url));
+    }
     worker_env.extend(
         LOCAL_DELIVERY_TIMINGS
             .iter()

@@ -56,6 +56,10 @@ pub struct Config {
     /// keys the items of double submits (`duplicate_window`). A deployed
     /// stack always has one; without it no two submissions are compared.
     pub gate_key: Option<shared::newest::GateKeySetting>,
+    /// Where new-lead notices go (`NOTIFY_URL` or `NOTIFY_URL_SECRET_ARN`);
+    /// none, no notice. With it, `CRM_ALLOW_HTTP` as for a CRM URL.
+    pub notify: Option<crate::notice::NotifySetting>,
+    pub allow_http: bool,
 }
 
 impl Config {
@@ -132,6 +136,8 @@ impl Config {
             routes_reread: shared::config::routes_reread(&get)?,
             audit: crate::audit::AuditSettings::from_lookup(&get)?,
             gate_key: shared::newest::GateKeySetting::of_stack(&get)?,
+            notify: crate::notice::NotifySetting::from_lookup(&get, allow_http)?,
+            allow_http,
         })
     }
 }

@@ -8,7 +8,8 @@
 //! Decisions are pure functions in `decide`; the delivery core (`deliver`)
 //! acts on them for its two callers, the stream batch (`stream`) and the
 //! pass (`reconcile`), through two ports, `destinations` and `ledger`, each
-//! with its adapters beside it. `main.rs` only wires these parts together.
+//! with its adapters beside it; new-lead notices go through `notice`.
+//! `main.rs` only wires these parts together.
 
 pub mod audit;
 pub mod config;
@@ -17,6 +18,7 @@ pub mod deliver;
 pub mod destinations;
 pub mod invocation;
 pub mod ledger;
+pub mod notice;
 pub mod outcome;
 pub mod reconcile;
 pub mod secrets;

@@ -11,6 +11,7 @@ use worker::audit::Auditor;
 use worker::destinations::gates::gate_secret;
 use worker::invocation::deadline_from;
 use worker::ledger::dynamodb::{sdk_loader, DynamoLedger};
+use worker::notice::Notifier;
 use worker::{Config, Worker};
 
 #[tokio::main(flavor = "current_thread")]
@@ -41,6 +42,13 @@ async fn main() -> Result<(), Error> {
             "no GATE_KEY or GATE_KEY_SECRET_ARN: double submits (duplicate_window) are not recognised"
         );
     }
+    let notifier = Notifier::from_setting(config.notify.as_ref(), config.allow_http, || {
+        aws_sdk_secretsmanager::Client::new(&sdk_config)
+    })
+    .await
+    .inspect_err(|error| {
+        tracing::error!(error = %error, "the notice URL is unavailable; the function cannot start");
+    })?;
     let routes = StoredRoutes::new(client.clone(), &config.receipts_table)
         .with_metrics(config.metrics.clone(), "worker");
     let auditor = config.audit.map(|settings| {
@@ -61,7 +69,8 @@ async fn main() -> Result<(), Error> {
         .with_reconcile_after(config.reconcile_after)
         .with_metrics(config.metrics)
         .with_auditor(auditor)
-        .with_double_submit_key(double_submit_key);
+        .with_double_submit_key(double_submit_key)
+        .with_notifier(notifier);
     let worker = &worker;
 
     run(service_fn(move |event: LambdaEvent<Value>| async move {

@@ -19,6 +19,7 @@ use serde::Serialize;
 use shared::metrics::catalog;
 use shared::receipt::{format_timestamp, Timestamp};
 
+use crate::deliver::announce::Announced;
 use crate::deliver::{Claimed, Worker};
 use crate::destinations::port::Destination;
 use crate::ledger::{Census, Cursor, DueQuery, DueReceipt, PendingQueue, ReceiptLedger};
@@ -53,6 +54,10 @@ pub struct PassReport {
     pub refused: usize,
     /// Double submits of other receipts (DUPLICATE): never delivered.
     pub duplicates: usize,
+    /// New-lead notices sent by this pass (waiting ones, and those of the
+    /// leads it wrote), and those still due again after it.
+    pub notices_sent: usize,
+    pub notices_again: usize,
     /// Taken by another pass or delivery first, or no longer RECEIVED.
     pub skipped: usize,
     /// Outcomes that could not be recorded; due again at their claim's end.
@@ -70,6 +75,8 @@ pub struct PassReport {
     pub pending: Option<usize>,
     pub oldest_pending_age_seconds: Option<u64>,
     pub failed_receipts: Option<usize>,
+    /// Delivered receipts whose notice was not sent yet when it began.
+    pub notices_waiting: Option<usize>,
     pub census_complete: bool,
 }
 
@@ -95,6 +102,7 @@ impl<D: Destination, L: ReceiptLedger + PendingQueue> Worker<D, L> {
 
         let received_before = now.checked_sub(self.reconcile_after()).unwrap_or(now);
         let query = DueQuery {
+            queue: shared::receipt::PENDING,
             now: format_timestamp(now),
             received_before: format_timestamp(received_before),
             page_size: PAGE_SIZE,
@@ -140,6 +148,7 @@ impl<D: Destination, L: ReceiptLedger + PendingQueue> Worker<D, L> {
                 }
             }
         }
+        self.announce_waiting(&mut report, deadline).await;
         self.measure_pass(&report);
         tracing::info!(
             due = report.due,
@@ -156,11 +165,50 @@ impl<D: Destination, L: ReceiptLedger + PendingQueue> Worker<D, L> {
             pending = report.pending,
             oldest_pending_age_seconds = report.oldest_pending_age_seconds,
             failed_receipts = report.failed_receipts,
+            notices_sent = report.notices_sent,
+            notices_again = report.notices_again,
+            notices_waiting = report.notices_waiting,
             census_complete = report.census_complete,
             duration_ms = started.elapsed().as_millis() as u64,
             "reconciliation pass handled"
         );
         report
+    }
+
+    /// Sends the new-lead notices that wait (a refused or unsent one, due
+    /// again), page by page while the invocation has time.
+    async fn announce_waiting(&self, report: &mut PassReport, deadline: Instant) {
+        let now = format_timestamp(self.now());
+        let query = DueQuery {
+            queue: shared::receipt::NOTICE,
+            now: now.clone(),
+            received_before: now,
+            page_size: PAGE_SIZE,
+        };
+        let mut from: Option<Cursor> = None;
+        while deadline.saturating_duration_since(Instant::now()) > self.safety_margin() * 2 {
+            let page = match self.ledger().due(&query, from.as_ref()).await {
+                Ok(page) => page,
+                Err(error) => {
+                    tracing::error!(error = %error, "waiting notices could not be read");
+                    return;
+                }
+            };
+            report.items_read += page.read;
+            report.bytes_read += page.bytes_read;
+            let keys = page.due.into_iter().map(|due| due.key).collect();
+            for announced in self.announce_all(keys, deadline).await {
+                match announced {
+                    Announced::Sent => report.notices_sent += 1,
+                    Announced::Again => report.notices_again += 1,
+                    _ => {}
+                }
+            }
+            match page.next {
+                Some(next) => from = Some(next),
+                None => return,
+            }
+        }
     }
 
     /// Claims a page's due receipts, a round of `concurrency` at a time,
@@ -208,6 +256,7 @@ impl<D: Destination, L: ReceiptLedger + PendingQueue> Worker<D, L> {
         report.bytes_read += census.bytes_read;
         report.pending = Some(census.pending);
         report.failed_receipts = Some(census.failed);
+        report.notices_waiting = Some(census.notices);
         report.census_complete = census.complete;
         report.oldest_pending_age_seconds = census
             .oldest_received_at
@@ -224,18 +273,24 @@ impl<D: Destination, L: ReceiptLedger + PendingQueue> Worker<D, L> {
         };
         // No pending receipt is an age of zero, so the alarm clears.
         let age = report.oldest_pending_age_seconds.unwrap_or(0);
-        self.metrics().emit(
-            &[(shared::metrics::FUNCTION, "worker")],
-            &[
-                (catalog::PENDING_RECEIPTS, (pending as f64).into()),
-                (catalog::OLDEST_PENDING_AGE, (age as f64).into()),
-                (
-                    catalog::FAILED_RECEIPTS,
-                    (report.failed_receipts.unwrap_or(0) as f64).into(),
-                ),
-            ],
-            &[],
-        );
+        let mut figures = vec![
+            (catalog::PENDING_RECEIPTS, (pending as f64).into()),
+            (catalog::OLDEST_PENDING_AGE, (age as f64).into()),
+            (
+                catalog::FAILED_RECEIPTS,
+                (report.failed_receipts.unwrap_or(0) as f64).into(),
+            ),
+        ];
+        // Notices not yet sent: only a stack that sends them pays for the
+        // series.
+        if self.sends_notices() {
+            figures.push((
+                catalog::PENDING_NOTICES,
+                (report.notices_waiting.unwrap_or(0) as f64).into(),
+            ));
+        }
+        self.metrics()
+            .emit(&[(shared::metrics::FUNCTION, "worker")], &figures, &[]);
     }
 
     /// One EMF line per pass: what it delivered or gave up on.

@@ -736,6 +736,22 @@ impl ReceiptLedger for CompletedElsewhere {
     ) -> Result<Option<String>, LedgerError> {
         self.0.first_of_identical(item, first).await
     }
+    async fn claim_notice(
+        &self,
+        key: &shared::IdempotencyKey,
+        until: &shared::receipt::Timestamp,
+        now: &shared::receipt::Timestamp,
+    ) -> Result<worker::ledger::NoticeClaim, LedgerError> {
+        self.0.claim_notice(key, until, now).await
+    }
+    async fn settle_notice(
+        &self,
+        key: &shared::IdempotencyKey,
+        held: &shared::receipt::Timestamp,
+        sent: &worker::ledger::NoticeSent,
+    ) -> Result<Marked, LedgerError> {
+        self.0.settle_notice(key, held, sent).await
+    }
     async fn claim_alone(
         &self,
         key: &shared::IdempotencyKey,
@@ -766,6 +782,7 @@ impl ReceiptLedger for CompletedElsewhere {
                     ending: worker::ledger::Ending::Delivered(
                         shared::record::DeliveredRecord::unknown(),
                     ),
+                    notice: false,
                 },
             )
             .await?;

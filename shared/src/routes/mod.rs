@@ -178,6 +178,7 @@ honeypot = ["fax"]
 form = "lT4Z3j"
 tags = ["newsletter", "website"]
 duplicate_window = "0s"
+notify = false
 [route.consent]
 field = "newsletter"
 marketing_permission = "3c9a1b2e5f"
@@ -235,6 +236,8 @@ marketing_permission = "3c9a1b2e5f"
             .duplicate_window
             .unwrap()
             .is_off());
+        assert_eq!(routes.route("lT4Z3j").unwrap().notify, Some(false));
+        assert_eq!(pricing.notify, None, "announced unless muted");
         assert_eq!(parse("").unwrap(), Routes::default());
     }
 
@@ -314,7 +317,11 @@ marketing_permission = "3c9a1b2e5f"
 
     #[test]
     fn every_problem_is_named_by_route_and_key() {
-        let rows: [(&str, &[&str]); 21] = [
+        let rows: [(&str, &[&str]); 22] = [
+            (
+                "[[route]]\nform = \"f\"\nnotify = \"no\"\n",
+                &["[[route]] #1: notify: must be true or false"],
+            ),
             (
                 "duplicate_window = 120\n",
                 &[r#"the file: duplicate_window: must be a duration such as "2m", "90s" or "1h" ("0s" turns it off), at most a day"#],
@@ -364,7 +371,7 @@ marketing_permission = "3c9a1b2e5f"
             ),
             (
                 "[[route]]\nform = \"f\"\nfrom = \"typo\"\n",
-                &["[[route]] #1: from: unknown key: a route has form, name, fields, set, spam, lead, consent, tags and duplicate_window"],
+                &["[[route]] #1: from: unknown key: a route has form, name, fields, set, spam, lead, consent, tags, duplicate_window and notify"],
             ),
             (
                 "[[route]]\nform = \"f\"\n[route.fields]\nsize = \"numemployees\"\nemployees = \"numemployees\"\n",

@@ -46,6 +46,11 @@ pub struct Route {
     /// (Mailchimp's member tags): `tags = ["pricing"]`.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub tags: Vec<String>,
+    /// `notify = false`: no new-lead notice for this form's leads
+    /// (`crate::notice`); unset, they are announced where the stack has a
+    /// notice URL.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub notify: Option<bool>,
     /// This form's `duplicate_window`, over the file's.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub duplicate_window: Option<Window>,

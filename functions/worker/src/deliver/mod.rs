@@ -13,18 +13,20 @@ use std::time::{Duration, Instant, SystemTime};
 
 use futures_util::stream::{self, StreamExt};
 use shared::delivery::RetryPolicy;
-use shared::metrics::{catalog, Values, DESTINATION, FUNCTION, OUTCOME};
+use shared::metrics::{catalog, FUNCTION, OUTCOME};
 use shared::IdempotencyKey;
 
-use crate::decide::{settle, AttemptError, Decoded, Delivery, DeliveryRules, Settlement};
-use crate::destinations::port::{Destination, DestinationError, Upserted};
+use crate::decide::{AttemptError, Decoded, Delivery, DeliveryRules, Settlement};
+use crate::destinations::port::{Destination, Upserted};
 use crate::ledger::{LedgerError, ReceiptLedger};
 use crate::outcome::{OutcomeLine, RecordOutcome, Via};
 use aws_edge::routes::RoutesInForce;
 
+pub mod announce;
 mod attempts;
 pub mod claim;
 mod double;
+mod finish;
 mod newest;
 mod routing;
 mod settlement;
@@ -83,6 +85,8 @@ pub struct Worker<D, L> {
     /// The stack's gate key, which keys the items of double submits;
     /// without it no two submissions are compared.
     double_submit_key: Option<shared::newest::GateSecret>,
+    /// Where new-lead notices go (`NOTIFY_URL`); none, no notice.
+    notifier: Option<crate::notice::Notifier>,
 }
 
 impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
@@ -99,6 +103,7 @@ impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
             routes: RoutesInForce::fixed(Default::default()),
             auditor: None,
             double_submit_key: None,
+            notifier: None,
         }
     }
 
@@ -112,6 +117,12 @@ impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
     /// the stack's gate key.
     pub fn with_double_submit_key(mut self, key: Option<shared::newest::GateSecret>) -> Self {
         self.double_submit_key = key;
+        self
+    }
+
+    /// Announces each lead written to the CRM at this URL.
+    pub fn with_notifier(mut self, notifier: Option<crate::notice::Notifier>) -> Self {
+        self.notifier = notifier;
         self
     }
 
@@ -193,6 +204,14 @@ impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
         deadline: Instant,
     ) -> Vec<RecordOutcome> {
         let mut outcomes = vec![RecordOutcome::Skipped; claimed.len()];
+        // Each delivery's receipt, by slot: a lead written is announced.
+        let keys: Vec<Option<IdempotencyKey>> = claimed
+            .iter()
+            .map(|claimed| match claimed {
+                Claimed::Act(Decoded::Deliver(delivery)) => Some(delivery.receipt.key()),
+                _ => None,
+            })
+            .collect();
         let mut deliveries = Vec::new();
         let mut delivery_slots = Vec::new();
         let mut undeliverable = Vec::new();
@@ -242,6 +261,13 @@ impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
         for (slot, suspect) in suspects {
             outcomes[slot] = self.deliver_alone(*suspect, via, deadline).await;
         }
+        let written: Vec<IdempotencyKey> = keys
+            .into_iter()
+            .zip(&outcomes)
+            .filter(|(_, outcome)| **outcome == RecordOutcome::Upserted)
+            .filter_map(|(key, _)| key)
+            .collect();
+        self.announce_all(written, deadline).await;
         for outcome in &outcomes {
             self.metrics.emit(
                 &[(FUNCTION, "worker"), (OUTCOME, outcome.code())],
@@ -423,75 +449,6 @@ impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
         stream::iter(finishing)
             .buffered(self.concurrency)
             .collect()
-            .await
-    }
-
-    /// Measures one receipt's attempts, settles the last answer and writes
-    /// the outcome to the receipt.
-    async fn finish(
-        &self,
-        delivery: Delivery,
-        key: IdempotencyKey,
-        attempts: attempts::Attempts,
-        via: Via,
-        started: Instant,
-    ) -> RecordOutcome {
-        let attempts::Attempts {
-            result,
-            made,
-            latencies_ms,
-            rate_limited,
-        } = attempts;
-        if made > 0 {
-            let auth_errors = matches!(
-                result,
-                Err(DestinationError::Unauthorized { .. }
-                    | DestinationError::CredentialsUnavailable(_)
-                    | DestinationError::Misconfigured { .. })
-            );
-            self.metrics.emit(
-                &[(FUNCTION, "worker"), (DESTINATION, self.destination.name())],
-                &[
-                    (catalog::DESTINATION_LATENCY, Values::Many(latencies_ms)),
-                    (catalog::DESTINATION_ATTEMPTS, f64::from(made).into()),
-                    (
-                        catalog::DESTINATION_AUTH_ERRORS,
-                        f64::from(u8::from(auth_errors)).into(),
-                    ),
-                    (
-                        catalog::DESTINATION_RATE_LIMITED,
-                        f64::from(rate_limited).into(),
-                    ),
-                ],
-                &[],
-            );
-        }
-        if made == 0 {
-            // No time was left for even one attempt, so nothing happened to
-            // record: the receipt stays due (the stream's case) or claimed
-            // until shortly after this invocation (a pass's), and the next
-            // pass takes it. Backing off here would punish it for our clock.
-            let mut line = OutcomeLine::new(
-                Some(delivery.receipt.submission_id.as_str()),
-                self.destination.name(),
-                via,
-                0,
-                started,
-            );
-            line.reason = Some("no time left in this invocation");
-            line.log(Level::WARN, "deferred", "receipt delivery handled");
-            return RecordOutcome::Deferred;
-        }
-        let settlement = settle(
-            &result,
-            delivery.started,
-            (self.clock)(),
-            delivery.receipt.attempts.saturating_add(made),
-            &self.rules,
-            fastrand::f64(),
-        );
-        let submission_id = Some(delivery.receipt.submission_id.as_str());
-        self.record(&key, submission_id, settlement, made, via, started)
             .await
     }
 }

@@ -24,7 +24,24 @@ impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
         via: Via,
         started: Instant,
     ) -> RecordOutcome {
-        let written = self.write_settlement(key, &settlement, made).await;
+        self.record_announcing(key, submission_id, settlement, made, via, started, false)
+            .await
+    }
+
+    /// The same, and where the lead is written and `notice` says its form
+    /// is announced, its new-lead notice waits to be sent.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) async fn record_announcing(
+        &self,
+        key: &IdempotencyKey,
+        submission_id: Option<&str>,
+        settlement: Settlement,
+        made: u32,
+        via: Via,
+        started: Instant,
+        notice: bool,
+    ) -> RecordOutcome {
+        let written = self.write_settlement(key, &settlement, made, notice).await;
         let mut line = OutcomeLine::new(submission_id, self.destination.name(), via, made, started);
         let marked = match written {
             Ok(marked) => marked,
@@ -125,6 +142,7 @@ impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
         key: &IdempotencyKey,
         settlement: &Settlement,
         made: u32,
+        notice: bool,
     ) -> Result<Marked, LedgerError> {
         let attempt = AttemptRecord {
             attempts: made,
@@ -140,6 +158,7 @@ impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
                         Upserted::Written(record) => record.clone(),
                         Upserted::Stale => DeliveredRecord::unknown(),
                     }),
+                    notice: notice && matches!(upserted, Upserted::Written(_)),
                 };
                 self.ledger.mark_completed(key, &attempt, &completion).await
             }
@@ -149,6 +168,7 @@ impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
                     keep_payload: false,
                     destination: self.destination.name(),
                     ending: Ending::Refused(refusal.code.clone()),
+                    notice: false,
                 };
                 self.ledger.mark_completed(key, &attempt, &completion).await
             }
@@ -158,6 +178,7 @@ impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
                     keep_payload: false,
                     destination: self.destination.name(),
                     ending: Ending::Duplicate(of.clone()),
+                    notice: false,
                 };
                 self.ledger.mark_completed(key, &attempt, &completion).await
             }

@@ -1,20 +1,22 @@
 //! In-memory doubles of the ledger ports, for logic tests: `MemoryLedger`
 //! enforces the same conditions as the receipts table on a map, and
-//! `WatchedLedger` counts (or breaks) the completions of any ledger.
+//! `WatchedLedger` (in `watched`, re-exported here) counts (or breaks) the
+//! completions of any ledger.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
 
 use shared::duplicates::{First, FirstSubmission, Judgement};
 use shared::receipt::Timestamp;
-use shared::receipt::{FAILED, PENDING};
+use shared::receipt::{FAILED, NOTICE, PENDING};
 use shared::{IdempotencyKey, Receipt, ReceiptStatus};
 
 use super::{
     AttemptRecord, Census, Claim, Completion, Cursor, DuePage, DueQuery, DueReceipt, Ending,
-    GatePass, LedgerError, Marked, PendingQueue, ReceiptLedger,
+    GatePass, LedgerError, Marked, NoticeClaim, NoticeSent, PendingQueue, ReceiptLedger,
 };
 use crate::decide::AttemptError;
+pub use crate::ledger::watched::WatchedLedger;
 
 /// Receipts in a map, with the same conditions, for logic tests.
 #[derive(Debug, Default)]
@@ -109,6 +111,69 @@ impl ReceiptLedger for MemoryLedger {
         Ok(admitted)
     }
 
+    async fn claim_notice(
+        &self,
+        key: &IdempotencyKey,
+        until: &Timestamp,
+        now: &Timestamp,
+    ) -> Result<NoticeClaim, LedgerError> {
+        let mut receipts = self.lock();
+        let Some(receipt) = receipts.get_mut(key.as_str()) else {
+            return Ok(NoticeClaim::Lost);
+        };
+        if receipt.notice.as_deref() != Some(shared::notice::PENDING) {
+            return Ok(NoticeClaim::Lost);
+        }
+        match receipt.notice_claimed_until.as_deref() {
+            None => {
+                receipt.notice_claimed_until = Some(until.as_str().to_owned());
+                Ok(NoticeClaim::Taken(Box::new(receipt.clone())))
+            }
+            Some(held) if held < now.as_str() => {
+                receipt.notice = Some(shared::notice::UNCONFIRMED.to_owned());
+                receipt.pending = None;
+                receipt.next_attempt_at = None;
+                receipt.notice_claimed_until = None;
+                Ok(NoticeClaim::Unconfirmed)
+            }
+            Some(_) => Ok(NoticeClaim::Lost),
+        }
+    }
+
+    async fn settle_notice(
+        &self,
+        key: &IdempotencyKey,
+        held: &Timestamp,
+        sent: &NoticeSent,
+    ) -> Result<Marked, LedgerError> {
+        let mut receipts = self.lock();
+        let Some(receipt) = receipts.get_mut(key.as_str()).filter(|receipt| {
+            receipt.notice.as_deref() == Some(shared::notice::PENDING)
+                && receipt.notice_claimed_until.as_deref() == Some(held.as_str())
+        }) else {
+            return Ok(Marked::NotPending);
+        };
+        receipt.notice_claimed_until = None;
+        match sent {
+            NoticeSent::Accepted { at } => {
+                receipt.notice = Some(shared::notice::SENT.to_owned());
+                receipt.noticed_at = Some(at.as_str().to_owned());
+                receipt.pending = None;
+                receipt.next_attempt_at = None;
+            }
+            NoticeSent::Again { at } => {
+                receipt.notice_attempts += 1;
+                receipt.next_attempt_at = Some(at.as_str().to_owned());
+            }
+            NoticeSent::Unconfirmed => {
+                receipt.notice = Some(shared::notice::UNCONFIRMED.to_owned());
+                receipt.pending = None;
+                receipt.next_attempt_at = None;
+            }
+        }
+        Ok(Marked::Updated)
+    }
+
     async fn first_of_identical(
         &self,
         item: &str,
@@ -183,8 +248,14 @@ impl ReceiptLedger for MemoryLedger {
             if !completion.keeps_payload() {
                 receipt.remove_personal_data();
             }
-            receipt.pending = None;
-            receipt.next_attempt_at = None;
+            if completion.notice {
+                receipt.pending = Some(NOTICE.to_owned());
+                receipt.next_attempt_at = Some(attempt.at.as_str().to_owned());
+                receipt.notice = Some(shared::notice::PENDING.to_owned());
+            } else {
+                receipt.pending = None;
+                receipt.next_attempt_at = None;
+            }
             receipt.last_error = None;
             receipt.last_http_status = None;
             receipt.failed_at = None;
@@ -249,13 +320,14 @@ impl PendingQueue for MemoryLedger {
                 .filter(|r| r.pending.as_deref() == Some(queue))
                 .collect::<Vec<_>>()
         };
-        let (pending, failed) = (in_queue(PENDING), in_queue(FAILED));
+        let (pending, failed, notices) = (in_queue(PENDING), in_queue(FAILED), in_queue(NOTICE));
         Ok(Census {
             pending: pending.len(),
             oldest_received_at: pending.iter().map(|r| r.received_at.clone()).min(),
             failed: failed.len(),
+            notices: notices.len(),
             complete: true,
-            read: pending.len() + failed.len(),
+            read: pending.len() + failed.len() + notices.len(),
             bytes_read: 0,
         })
     }
@@ -264,7 +336,7 @@ impl PendingQueue for MemoryLedger {
         let receipts = self.lock();
         let mut pending: Vec<&Receipt> = receipts
             .values()
-            .filter(|r| r.pending.as_deref() == Some(PENDING))
+            .filter(|r| r.pending.as_deref() == Some(query.queue))
             .filter(|r| {
                 r.next_attempt_at
                     .as_deref()
@@ -301,131 +373,5 @@ impl PendingQueue for MemoryLedger {
                 .collect(),
             next,
         })
-    }
-}
-
-/// Any ledger, watched or broken at its completions, for tests: the first
-/// `fail_first` completions fail as if the worker crashed just before the
-/// write, and `completed` counts the receipts it moved to COMPLETED.
-pub struct WatchedLedger<L> {
-    pub inner: L,
-    fail_first: std::sync::atomic::AtomicUsize,
-    completed: std::sync::Arc<std::sync::atomic::AtomicUsize>,
-}
-
-impl<L> WatchedLedger<L> {
-    pub fn new(inner: L) -> Self {
-        WatchedLedger {
-            inner,
-            fail_first: Default::default(),
-            completed: Default::default(),
-        }
-    }
-
-    /// The next `count` completions fail without writing.
-    pub fn failing_first(self, count: usize) -> Self {
-        self.fail_first
-            .store(count, std::sync::atomic::Ordering::SeqCst);
-        self
-    }
-
-    /// Counts into `counter`, which several ledgers may share.
-    pub fn counting_into(
-        mut self,
-        counter: std::sync::Arc<std::sync::atomic::AtomicUsize>,
-    ) -> Self {
-        self.completed = counter;
-        self
-    }
-
-    pub fn completed(&self) -> usize {
-        self.completed.load(std::sync::atomic::Ordering::SeqCst)
-    }
-}
-
-impl<L: ReceiptLedger> ReceiptLedger for WatchedLedger<L> {
-    async fn admit_newest(
-        &self,
-        gate: &str,
-        pass: &GatePass<'_>,
-        expires_at: u64,
-    ) -> Result<bool, LedgerError> {
-        self.inner.admit_newest(gate, pass, expires_at).await
-    }
-
-    async fn first_of_identical(
-        &self,
-        item: &str,
-        first: &FirstSubmission,
-    ) -> Result<Option<String>, LedgerError> {
-        self.inner.first_of_identical(item, first).await
-    }
-
-    async fn claim(
-        &self,
-        key: &IdempotencyKey,
-        seen: Option<&Timestamp>,
-        until: &Timestamp,
-        now: &Timestamp,
-    ) -> Result<Claim, LedgerError> {
-        self.inner.claim(key, seen, until, now).await
-    }
-
-    async fn claim_alone(
-        &self,
-        key: &IdempotencyKey,
-        held: &Timestamp,
-    ) -> Result<Claim, LedgerError> {
-        self.inner.claim_alone(key, held).await
-    }
-
-    async fn mark_completed(
-        &self,
-        key: &IdempotencyKey,
-        attempt: &AttemptRecord,
-        completion: &Completion,
-    ) -> Result<Marked, LedgerError> {
-        use std::sync::atomic::Ordering::SeqCst;
-        let crash = self
-            .fail_first
-            .fetch_update(SeqCst, SeqCst, |left| left.checked_sub(1))
-            .is_ok();
-        if crash {
-            return Err(LedgerError("crashed before the receipt update".into()));
-        }
-        let marked = self.inner.mark_completed(key, attempt, completion).await;
-        if marked == Ok(Marked::Updated) {
-            self.completed.fetch_add(1, SeqCst);
-        }
-        marked
-    }
-
-    async fn mark_failed(
-        &self,
-        key: &IdempotencyKey,
-        failure: &AttemptError,
-        attempt: &AttemptRecord,
-    ) -> Result<Marked, LedgerError> {
-        self.inner.mark_failed(key, failure, attempt).await
-    }
-
-    async fn defer(
-        &self,
-        key: &IdempotencyKey,
-        next_attempt_at: &Timestamp,
-        error: &AttemptError,
-        attempt: &AttemptRecord,
-    ) -> Result<Marked, LedgerError> {
-        self.inner.defer(key, next_attempt_at, error, attempt).await
-    }
-}
-
-impl<L: PendingQueue> PendingQueue for WatchedLedger<L> {
-    async fn census(&self, deadline: std::time::Instant) -> Result<Census, LedgerError> {
-        self.inner.census(deadline).await
-    }
-
-    async fn due(&self, query: &DueQuery, from: Option<&Cursor>) -> Result<DuePage, LedgerError> {
-        self.inner.due(query, from).await
     }
 }

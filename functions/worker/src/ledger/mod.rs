@@ -13,6 +13,7 @@
 
 pub mod dynamodb;
 pub mod memory;
+pub mod watched;
 
 use std::future::Future;
 
@@ -44,6 +45,9 @@ pub struct Completion {
     /// The destination's catalog name, kept as `deliveredTo`.
     pub destination: &'static str,
     pub ending: Ending,
+    /// A new-lead notice waits to be sent (`shared::notice`): the receipt
+    /// stays in the queue index's NOTICE partition, due now.
+    pub notice: bool,
 }
 
 /// How a receipt's delivery ended for good.
@@ -65,6 +69,29 @@ impl Completion {
     pub fn keeps_payload(&self) -> bool {
         self.keep_payload && matches!(self.ending, Ending::Delivered(_))
     }
+}
+
+/// What a claim of a delivered receipt's notice found.
+#[derive(Debug, Clone, PartialEq)]
+pub enum NoticeClaim {
+    /// This send holds it until the claim's end: the receipt as stored.
+    Taken(Box<Receipt>),
+    /// An earlier claim ended with nothing recorded (its send may have
+    /// reached the endpoint): settled UNCONFIRMED here, never sent again.
+    Unconfirmed,
+    /// Sent, held by another send, or never waiting: nothing to do.
+    Lost,
+}
+
+/// How a notice's send ended, written to its receipt.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NoticeSent {
+    /// The endpoint accepted it: SENT, out of the queue.
+    Accepted { at: Timestamp },
+    /// Refused, or not reached: due again at `at`.
+    Again { at: Timestamp },
+    /// No answer after the request went: UNCONFIRMED, never sent again.
+    Unconfirmed,
 }
 
 /// What this delivery did, written together with its outcome.
@@ -164,6 +191,25 @@ pub trait ReceiptLedger: Send + Sync {
         first: &FirstSubmission,
     ) -> impl Future<Output = Result<Option<String>, LedgerError>> + Send;
 
+    /// Takes a delivered receipt's waiting notice for one send until
+    /// `until`, if no other send holds it; one whose earlier claim ended
+    /// unrecorded at `now` is settled UNCONFIRMED instead.
+    fn claim_notice(
+        &self,
+        key: &IdempotencyKey,
+        until: &Timestamp,
+        now: &Timestamp,
+    ) -> impl Future<Output = Result<NoticeClaim, LedgerError>> + Send;
+
+    /// Records a send under the claim that ends at `held`; `NotPending`
+    /// when that claim is no longer the receipt's.
+    fn settle_notice(
+        &self,
+        key: &IdempotencyKey,
+        held: &Timestamp,
+        sent: &NoticeSent,
+    ) -> impl Future<Output = Result<Marked, LedgerError>> + Send;
+
     /// Stays RECEIVED, due again at `next_attempt_at`, with no expiry.
     fn defer(
         &self,
@@ -201,6 +247,9 @@ impl<'a> GatePass<'a> {
 /// Which pending receipts a reconciliation pass asks for.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DueQuery {
+    /// The queue index's partition: `PENDING` (receipts to deliver) or
+    /// `NOTICE` (delivered receipts whose notice waits).
+    pub queue: &'static str,
     /// Next attempt due at or before this time.
     pub now: String,
     /// Received at or before this time: younger ones are the stream's.
@@ -246,6 +295,8 @@ pub struct Census {
     pub pending: usize,
     pub oldest_received_at: Option<String>,
     pub failed: usize,
+    /// Delivered receipts whose new-lead notice is not sent yet.
+    pub notices: usize,
     /// `false` when the deadline came before the last page: the counts are
     /// then lower bounds.
     pub complete: bool,

@@ -254,13 +254,14 @@ fn route(entry: &Table, number: usize, problems: &mut Problems) -> Route {
             "consent",
             "tags",
             "duplicate_window",
+            "notify",
         ]
         .contains(&key.as_str())
         {
             problems.add(
                 &place,
                 key,
-                "unknown key: a route has form, name, fields, set, spam, lead, consent, tags and duplicate_window",
+                "unknown key: a route has form, name, fields, set, spam, lead, consent, tags, duplicate_window and notify",
             );
         }
     }
@@ -272,6 +273,11 @@ fn route(entry: &Table, number: usize, problems: &mut Problems) -> Route {
     }
     if let Some(value) = entry.get("tags") {
         route.tags = tags(value, &place, problems);
+    }
+    match entry.get("notify") {
+        None => {}
+        Some(toml::Value::Boolean(notify)) => route.notify = Some(*notify),
+        Some(_) => problems.add(&place, "notify", "must be true or false"),
     }
     match entry.get("lead") {
         None => {}

@@ -5,6 +5,7 @@
 
 mod identical;
 mod newest;
+mod notice;
 mod queue;
 
 use std::time::Duration;
@@ -18,12 +19,12 @@ use aws_sdk_dynamodb::types::{AttributeValue, ConditionCheck, ReturnValue};
 use aws_sdk_dynamodb::Client;
 use shared::duplicates::FirstSubmission;
 use shared::receipt::Timestamp;
-use shared::receipt::{attr, FAILED, PENDING, PERSONAL_ATTRIBUTES};
+use shared::receipt::{attr, FAILED, NOTICE, PENDING, PERSONAL_ATTRIBUTES};
 use shared::{IdempotencyKey, ReceiptStatus};
 
 use super::{
-    AttemptRecord, Claim, Completion, Ending, GatePass, LedgerError, Marked, ReceiptLedger,
-    UnreadableItem,
+    AttemptRecord, Claim, Completion, Ending, GatePass, LedgerError, Marked, NoticeClaim,
+    NoticeSent, ReceiptLedger, UnreadableItem,
 };
 use crate::decide::AttemptError;
 
@@ -175,6 +176,24 @@ impl ReceiptLedger for DynamoLedger {
         self.pass_gate(gate, pass, expires_at).await
     }
 
+    async fn claim_notice(
+        &self,
+        key: &IdempotencyKey,
+        until: &Timestamp,
+        now: &Timestamp,
+    ) -> Result<NoticeClaim, LedgerError> {
+        self.take_notice(key, until, now).await
+    }
+
+    async fn settle_notice(
+        &self,
+        key: &IdempotencyKey,
+        held: &Timestamp,
+        sent: &NoticeSent,
+    ) -> Result<Marked, LedgerError> {
+        self.record_notice(key, held, sent).await
+    }
+
     async fn first_of_identical(
         &self,
         item: &str,
@@ -257,7 +276,13 @@ impl ReceiptLedger for DynamoLedger {
         // A receipt delivered after a failure keeps no failure fields, and,
         // unless kept on purpose, no personal data: in this same update, so
         // no delivered receipt ever holds it.
-        let mut remove = " REMOVE #queue, #nextAttemptAt, #lastError, #lastHttpStatus, #failedAt, #reason, #failureStatus".to_owned();
+        // A notice that waits keeps the receipt in the queue index, in its
+        // own partition and due now; otherwise it leaves the index.
+        let mut remove = match completion.notice {
+            true => " REMOVE #lastError, #lastHttpStatus, #failedAt, #reason, #failureStatus",
+            false => " REMOVE #queue, #nextAttemptAt, #lastError, #lastHttpStatus, #failedAt, #reason, #failureStatus",
+        }
+        .to_owned();
         let personal: Vec<(String, &str)> = PERSONAL_ATTRIBUTES
             .iter()
             .enumerate()
@@ -296,6 +321,12 @@ impl ReceiptLedger for DynamoLedger {
             (":deliveredTo", s(completion.destination)),
         ];
         names.push(("#deliveredTo", attr::DELIVERED_TO));
+        if completion.notice {
+            set.push_str(", #queue = :noticeQueue, #nextAttemptAt = :at, #notice = :noticePending");
+            values.push((":noticeQueue", s(NOTICE)));
+            values.push((":noticePending", s(shared::notice::PENDING)));
+            names.push(("#notice", attr::NOTICE));
+        }
         let record = [
             (
                 "#recordId",

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use aws_edge::item_size::item_size;
 use aws_sdk_dynamodb::types::AttributeValue;
 use shared::receipt::Timestamp;
-use shared::receipt::{attr, FAILED, PENDING, QUEUE_INDEX};
+use shared::receipt::{attr, FAILED, NOTICE, PENDING, QUEUE_INDEX};
 use shared::IdempotencyKey;
 
 use super::{query_error, s, DynamoLedger};
@@ -68,10 +68,15 @@ impl PendingQueue for DynamoLedger {
         let failed_done = self
             .read_queue(FAILED, deadline, &mut census, |_| failed += 1)
             .await?;
+        let mut notices = 0;
+        let notices_done = self
+            .read_queue(NOTICE, deadline, &mut census, |_| notices += 1)
+            .await?;
+        census.notices = notices;
         census.pending = pending;
         census.oldest_received_at = oldest;
         census.failed = failed;
-        census.complete = pending_done && failed_done;
+        census.complete = pending_done && failed_done && notices_done;
         Ok(census)
     }
 
@@ -79,7 +84,7 @@ impl PendingQueue for DynamoLedger {
         let start = from.map(|cursor| {
             HashMap::from([
                 (attr::PK.to_owned(), s(&cursor.key)),
-                (attr::QUEUE.to_owned(), s(PENDING)),
+                (attr::QUEUE.to_owned(), s(query.queue)),
                 (attr::NEXT_ATTEMPT_AT.to_owned(), s(&cursor.next_attempt_at)),
             ])
         });
@@ -93,7 +98,7 @@ impl PendingQueue for DynamoLedger {
             .expression_attribute_names("#queue", attr::QUEUE)
             .expression_attribute_names("#next", attr::NEXT_ATTEMPT_AT)
             .expression_attribute_names("#receivedAt", attr::RECEIVED_AT)
-            .expression_attribute_values(":pending", s(PENDING))
+            .expression_attribute_values(":pending", s(query.queue))
             .expression_attribute_values(":now", s(&query.now))
             .expression_attribute_values(":before", s(&query.received_before))
             .limit(i32::try_from(query.page_size).unwrap_or(i32::MAX))

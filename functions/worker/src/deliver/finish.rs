@@ -1,0 +1,86 @@
+//! The end of one receipt's delivery: its attempts measured, its last
+//! answer settled, and the outcome written to the receipt.
+
+use std::time::Instant;
+
+use shared::metrics::{catalog, Values, DESTINATION, FUNCTION};
+use shared::IdempotencyKey;
+use tracing::Level;
+
+use super::{attempts, Worker};
+use crate::decide::{settle, Delivery};
+use crate::destinations::port::{Destination, DestinationError};
+use crate::ledger::ReceiptLedger;
+use crate::outcome::{OutcomeLine, RecordOutcome, Via};
+
+impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
+    /// Measures one receipt's attempts, settles the last answer and writes
+    /// the outcome to the receipt.
+    pub(super) async fn finish(
+        &self,
+        delivery: Delivery,
+        key: IdempotencyKey,
+        attempts: attempts::Attempts,
+        via: Via,
+        started: Instant,
+    ) -> RecordOutcome {
+        let attempts::Attempts {
+            result,
+            made,
+            latencies_ms,
+            rate_limited,
+        } = attempts;
+        if made > 0 {
+            let auth_errors = matches!(
+                result,
+                Err(DestinationError::Unauthorized { .. }
+                    | DestinationError::CredentialsUnavailable(_)
+                    | DestinationError::Misconfigured { .. })
+            );
+            self.metrics.emit(
+                &[(FUNCTION, "worker"), (DESTINATION, self.destination.name())],
+                &[
+                    (catalog::DESTINATION_LATENCY, Values::Many(latencies_ms)),
+                    (catalog::DESTINATION_ATTEMPTS, f64::from(made).into()),
+                    (
+                        catalog::DESTINATION_AUTH_ERRORS,
+                        f64::from(u8::from(auth_errors)).into(),
+                    ),
+                    (
+                        catalog::DESTINATION_RATE_LIMITED,
+                        f64::from(rate_limited).into(),
+                    ),
+                ],
+                &[],
+            );
+        }
+        if made == 0 {
+            // No time was left for even one attempt, so nothing happened to
+            // record: the receipt stays due (the stream's case) or claimed
+            // until shortly after this invocation (a pass's), and the next
+            // pass takes it. Backing off here would punish it for our clock.
+            let mut line = OutcomeLine::new(
+                Some(delivery.receipt.submission_id.as_str()),
+                self.destination.name(),
+                via,
+                0,
+                started,
+            );
+            line.reason = Some("no time left in this invocation");
+            line.log(Level::WARN, "deferred", "receipt delivery handled");
+            return RecordOutcome::Deferred;
+        }
+        let settlement = settle(
+            &result,
+            delivery.started,
+            (self.clock)(),
+            delivery.receipt.attempts.saturating_add(made),
+            &self.rules,
+            fastrand::f64(),
+        );
+        let submission_id = Some(delivery.receipt.submission_id.as_str());
+        let notice = self.announces(&delivery);
+        self.record_announcing(&key, submission_id, settlement, made, via, started, notice)
+            .await
+    }
+}
