@@ -9,14 +9,13 @@ use std::time::Instant;
 
 use futures_util::stream::{self, StreamExt};
 use shared::duplicates::{item_key, window_of, FirstSubmission};
-use tracing::Level;
 
 use super::routing::Slotted;
 use super::Worker;
 use crate::decide::{Delivery, Settlement};
 use crate::destinations::port::Destination;
 use crate::ledger::{LedgerError, ReceiptLedger};
-use crate::outcome::{OutcomeLine, RecordOutcome, Via};
+use crate::outcome::{RecordOutcome, Via};
 
 impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
     /// The deliveries that stand first (to deliver), and the outcome of
@@ -78,21 +77,14 @@ impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
                     set_aside.push((slot, outcome));
                 }
                 Err(error) => {
-                    let mut line = OutcomeLine::new(
-                        Some(&submission_id),
-                        self.destination.name(),
-                        via,
-                        0,
-                        started,
-                    );
-                    line.reason = Some(&error.0);
-                    line.detail = Some("double-submit check");
-                    line.log(
-                        Level::WARN,
-                        RecordOutcome::FailedRetryable.code(),
+                    let outcome = self.unanswered(
+                        &submission_id,
+                        &error,
+                        (via, started),
+                        "double-submit check",
                         "receipt delivery handled; its double-submit check could not be made",
                     );
-                    set_aside.push((slot, RecordOutcome::FailedRetryable));
+                    set_aside.push((slot, outcome));
                 }
             }
         }

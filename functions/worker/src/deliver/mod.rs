@@ -396,21 +396,13 @@ impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
                         .await;
                 }
                 Err(error) => {
-                    let mut line = OutcomeLine::new(
-                        Some(&submission_id),
-                        self.destination.name(),
-                        via,
-                        0,
-                        started,
-                    );
-                    line.reason = Some(&error.0);
-                    line.detail = Some("newest-wins gate");
-                    line.log(
-                        Level::WARN,
-                        RecordOutcome::FailedRetryable.code(),
+                    outcomes[slot] = self.unanswered(
+                        &submission_id,
+                        &error,
+                        (via, started),
+                        "newest-wins gate",
                         "receipt delivery handled; its newest-wins gate could not be read",
                     );
-                    outcomes[slot] = RecordOutcome::FailedRetryable;
                 }
             }
         }

@@ -136,6 +136,31 @@ impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
         outcome
     }
 
+    /// A delivery the ledger could not answer a question for (`detail`:
+    /// its gate, its double-submit check) before any CRM call: nothing was
+    /// sent or recorded, and the stream delivers it again (a pass, at its
+    /// claim's end).
+    pub(super) fn unanswered(
+        &self,
+        submission_id: &str,
+        error: &LedgerError,
+        (via, started): (Via, Instant),
+        detail: &'static str,
+        message: &'static str,
+    ) -> RecordOutcome {
+        let mut line = OutcomeLine::new(
+            Some(submission_id),
+            self.destination.name(),
+            via,
+            0,
+            started,
+        );
+        line.reason = Some(&error.0);
+        line.detail = Some(detail);
+        line.log(Level::WARN, RecordOutcome::FailedRetryable.code(), message);
+        RecordOutcome::FailedRetryable
+    }
+
     /// Writes a settlement to the receipt, conditional on RECEIVED.
     async fn write_settlement(
         &self,
