@@ -190,6 +190,13 @@ pub fn card(receipt: &Receipt, payload: bool, now: SystemTime, route: &RouteOfFo
             lines.push(("link", url.clone()));
         }
     }
+    if let Some(notice) = &receipt.notice {
+        let when = receipt
+            .noticed_at
+            .as_deref()
+            .map_or(String::new(), |at| format!(" at {at}"));
+        lines.push(("notice", format!("{notice}{when}")));
+    }
     let problem = problem(receipt);
     if !problem.is_empty() {
         let label = match receipt.status {
@@ -399,6 +406,17 @@ mod tests {
         );
         let waiting = receipt("sub_2", ReceiptStatus::Received, 1_800_000_000);
         assert!(!card_of(&waiting, now).contains("delivered to"));
+        assert!(
+            !card.contains("notice"),
+            "no notice line without a notice URL"
+        );
+        delivered.notice = Some("SENT".into());
+        delivered.noticed_at = Some("2027-01-15T08:00:01.000Z".into());
+        let noticed = card_of(&delivered, now);
+        assert!(
+            noticed.contains(&line("notice", "SENT at 2027-01-15T08:00:01.000Z")),
+            "{noticed}"
+        );
     }
 
     fn card_of(receipt: &Receipt, now: SystemTime) -> String {
