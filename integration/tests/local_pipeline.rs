@@ -1526,7 +1526,8 @@ async fn a_double_submit_is_one_lead_and_the_same_answers_later_are_another() {
 /// New-lead notices through the real binaries, the receipts table and a
 /// stand-in chat webhook that refuses its first two POSTs: each lead the
 /// CRM got is announced exactly once (the refused ones by later passes),
-/// with its form's name and no personal data; a muted form's lead is not
+/// with its form's name and no personal data (only the answer its route
+/// names); a muted form's lead is not
 /// announced; a quarantined submission is announced only once released
 /// and delivered; the CRM is written once per lead whatever the notices do.
 #[tokio::test]
@@ -1537,7 +1538,7 @@ async fn each_delivered_lead_is_announced_once_and_without_personal_data() {
     let file = std::env::temp_dir().join(format!("{}.toml", unique_name("routes")));
     std::fs::write(
         &file,
-        "[spam]\nhoneypot = [\"fax\"]\n\n[[route]]\nform = \"sf_pricing\"\nname = \"Pricing page\"\n\n\
+        "[spam]\nhoneypot = [\"fax\"]\n\n[[route]]\nform = \"sf_pricing\"\nname = \"Pricing page\"\nnotify_fields = [\"plan\"]\n\n\
          [[route]]\nform = \"sf_quiet\"\nname = \"Newsletter\"\nnotify = false\n",
     )
     .unwrap();
@@ -1562,7 +1563,7 @@ async fn each_delivered_lead_is_announced_once_and_without_personal_data() {
         ("sub_held", "sf_pricing", "0123 456"),
     ] {
         let body = format!(
-            r#"{{"event":"form.submitted","timestamp":1795941528,"data":{{"submissionId":"{id}","apiKey":"{form}","formData":{{"name":"Ada Lovelace","email":"{id}@example.com","message":"Call me","fax":"{fax}"}}}}}}"#
+            r#"{{"event":"form.submitted","timestamp":1795941528,"data":{{"submissionId":"{id}","apiKey":"{form}","formData":{{"name":"Ada Lovelace","email":"{id}@example.com","message":"Call me","plan":"Pro","fax":"{fax}"}}}}}}"#
         );
         let answer = static_forms_post(&http, webhook_port)
             .body(body)
@@ -1611,6 +1612,11 @@ async fn each_delivered_lead_is_announced_once_and_without_personal_data() {
             "no personal data in a notice: {text}"
         );
         assert_eq!(body["lead"]["form"], "Pricing page", "{text}");
+        assert_eq!(
+            body["lead"]["fields"],
+            serde_json::json!({"plan": "Pro"}),
+            "the answer its route names, and no other: {text}"
+        );
         assert_eq!(body["lead"]["destination"], "http", "{text}");
         assert!(body["lead"]["recordId"].is_string(), "{text}");
     }

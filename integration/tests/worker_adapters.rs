@@ -255,7 +255,7 @@ fn completion(expires_at: u64) -> Completion {
         keep_payload: false,
         destination: "http",
         ending: Ending::Delivered(DeliveredRecord::unknown()),
-        notice: false,
+        notice: None,
     }
 }
 
@@ -606,7 +606,7 @@ async fn keep_payload_after_delivery_keeps_it() {
         keep_payload: true,
         destination: "http",
         ending: Ending::Delivered(DeliveredRecord::unknown()),
-        notice: false,
+        notice: None,
     };
     assert_eq!(
         ledger
@@ -617,6 +617,163 @@ async fn keep_payload_after_delivery_keeps_it() {
     let items = scan(&client, &receipts).await;
     assert_eq!(text(&items[0], "status"), "COMPLETED");
     assert_eq!(text(&items[0], "payload"), kept.payload.unwrap());
+}
+
+/// The item stored under `key`.
+async fn stored(
+    client: &aws_sdk_dynamodb::Client,
+    table: &str,
+    key: &str,
+) -> std::collections::HashMap<String, AttributeValue> {
+    scan(client, table)
+        .await
+        .into_iter()
+        .find(|item| text(item, "pk") == key)
+        .unwrap()
+}
+
+/// A delivered lead's notice against the real table: the completion puts
+/// it in the queue index's NOTICE partition with its named answers; one
+/// send holds it at a time; a refused send makes it due again, answers
+/// kept; an accepted one is SENT and out of the queue, answers gone; a
+/// claim that ended unrecorded is UNCONFIRMED, never sent again; a record
+/// under a claim that is not the receipt's changes nothing.
+#[tokio::test]
+async fn a_notice_is_claimed_once_sent_again_when_refused_and_never_after_an_unrecorded_send() {
+    use worker::ledger::{DueQuery, NoticeClaim, NoticeSent, PendingQueue, WaitingNotice};
+    let client = worker_client(&endpoint(DYNAMODB_ENDPOINT)).await;
+    let receipts = create_table(&client, "ReceiptsTable").await;
+    let ledger = DynamoLedger::new(client.clone(), &receipts);
+    let at = |text: &str| Timestamp::from_stored(text.to_owned());
+    let mut keys = Vec::new();
+    for id in ["sub_refused_once", "sub_lapsed"] {
+        let lead = receipt_at(id, "ada@example.com", "m", 1_000);
+        put_receipt(&client, &receipts, &lead).await;
+        let completion = Completion {
+            notice: Some(WaitingNotice {
+                fields: Some(r#"{"plan":"Pro"}"#.into()),
+            }),
+            ..completion(1_800_000_000)
+        };
+        let done = ledger
+            .mark_completed(
+                &lead.key(),
+                &attempt(1, "2026-11-29T09:00:00.000Z"),
+                &completion,
+            )
+            .await;
+        assert_eq!(done, Ok(Marked::Updated));
+        keys.push(lead.key());
+    }
+    let first = stored(&client, &receipts, keys[0].as_str()).await;
+    assert_eq!(text(&first, "status"), "COMPLETED");
+    assert_eq!(text(&first, "pending"), "NOTICE");
+    assert_eq!(text(&first, "notice"), "PENDING");
+    assert_eq!(text(&first, "noticeFields"), r#"{"plan":"Pro"}"#);
+    assert!(
+        !first.contains_key("payload"),
+        "the form data goes as always"
+    );
+    let due = ledger
+        .due(
+            &DueQuery {
+                queue: shared::receipt::NOTICE,
+                now: "2026-11-29T10:00:00.000Z".into(),
+                received_before: "2026-11-29T10:00:00.000Z".into(),
+                page_size: 10,
+            },
+            None,
+        )
+        .await
+        .unwrap();
+    assert_eq!(due.due.len(), 2, "both wait in the NOTICE partition");
+
+    let held = at("2026-11-29T09:05:00.000Z");
+    let now = at("2026-11-29T09:01:00.000Z");
+    let Ok(NoticeClaim::Taken(claimed)) = ledger.claim_notice(&keys[0], &held, &now).await else {
+        panic!("the first claim takes it");
+    };
+    assert_eq!(claimed.notice_fields.as_deref(), Some(r#"{"plan":"Pro"}"#));
+    assert_eq!(
+        ledger.claim_notice(&keys[0], &held, &now).await,
+        Ok(NoticeClaim::Lost)
+    );
+    let again = NoticeSent::Again {
+        at: at("2026-11-29T09:02:00.000Z"),
+    };
+    assert_eq!(
+        ledger
+            .settle_notice(&keys[0], &at("2026-11-29T09:09:00.000Z"), &again)
+            .await,
+        Ok(Marked::NotPending),
+        "another claim's record changes nothing"
+    );
+    assert_eq!(
+        ledger.settle_notice(&keys[0], &held, &again).await,
+        Ok(Marked::Updated)
+    );
+    let refused = stored(&client, &receipts, keys[0].as_str()).await;
+    assert_eq!(text(&refused, "notice"), "PENDING");
+    assert_eq!(text(&refused, "nextAttemptAt"), "2026-11-29T09:02:00.000Z");
+    assert_eq!(
+        refused.get("noticeAttempts"),
+        Some(&AttributeValue::N("1".into()))
+    );
+    assert!(!refused.contains_key("noticeClaimedUntil"));
+    assert_eq!(text(&refused, "noticeFields"), r#"{"plan":"Pro"}"#);
+    let Ok(NoticeClaim::Taken(_)) = ledger.claim_notice(&keys[0], &held, &now).await else {
+        panic!("due again, taken again");
+    };
+    let accepted = NoticeSent::Accepted {
+        at: at("2026-11-29T09:03:00.000Z"),
+    };
+    assert_eq!(
+        ledger.settle_notice(&keys[0], &held, &accepted).await,
+        Ok(Marked::Updated)
+    );
+    let sent = stored(&client, &receipts, keys[0].as_str()).await;
+    assert_eq!(text(&sent, "notice"), "SENT");
+    assert_eq!(text(&sent, "noticedAt"), "2026-11-29T09:03:00.000Z");
+    for gone in [
+        "pending",
+        "nextAttemptAt",
+        "noticeClaimedUntil",
+        "noticeFields",
+    ] {
+        assert!(!sent.contains_key(gone), "{gone}: {sent:?}");
+    }
+    assert_eq!(
+        ledger.claim_notice(&keys[0], &held, &now).await,
+        Ok(NoticeClaim::Lost)
+    );
+
+    // Claimed, then the worker stopped before recording anything.
+    let Ok(NoticeClaim::Taken(_)) = ledger.claim_notice(&keys[1], &held, &now).await else {
+        panic!("taken");
+    };
+    assert_eq!(
+        ledger.claim_notice(&keys[1], &held, &now).await,
+        Ok(NoticeClaim::Lost)
+    );
+    let later = at("2026-11-29T09:06:00.000Z");
+    assert_eq!(
+        ledger.claim_notice(&keys[1], &held, &later).await,
+        Ok(NoticeClaim::Unconfirmed)
+    );
+    let lapsed = stored(&client, &receipts, keys[1].as_str()).await;
+    assert_eq!(text(&lapsed, "notice"), "UNCONFIRMED");
+    for gone in [
+        "pending",
+        "nextAttemptAt",
+        "noticeClaimedUntil",
+        "noticeFields",
+    ] {
+        assert!(!lapsed.contains_key(gone), "{gone}: {lapsed:?}");
+    }
+    assert_eq!(
+        ledger.claim_notice(&keys[1], &held, &later).await,
+        Ok(NoticeClaim::Lost)
+    );
 }
 
 #[tokio::test]
@@ -632,7 +789,7 @@ async fn a_refused_person_leaves_the_queue_refused_with_its_code_and_no_personal
         keep_payload: true,
         destination: "mailchimp",
         ending: Ending::Refused("Forgotten Email Not Subscribed".into()),
-        notice: false,
+        notice: None,
     };
     let at = attempt(1, "2026-11-29T09:00:00.000Z");
     assert_eq!(

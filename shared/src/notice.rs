@@ -6,7 +6,9 @@
 //! notice is sent once, after the lead is written, and a failed one is
 //! sent again by later passes without touching the CRM again.
 
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
+
+use crate::lead::Lead;
 
 /// The notice URL itself (local use and tests).
 pub const NOTIFY_URL: &str = "NOTIFY_URL";
@@ -37,6 +39,32 @@ pub struct Facts<'a> {
     pub record_url: Option<&'a str>,
     /// The receipt's key (`receipts show` takes its submission id).
     pub receipt: &'a str,
+    /// The answers the form's route names (`notify_fields`); none by
+    /// default.
+    pub fields: Option<&'a Map<String, Value>>,
+}
+
+/// The answers a route names for its notice, by the names it gives them
+/// (`notify_fields`: a field's name, label, key or ref, or `name`,
+/// `email`, `message`); those the lead does not hold are left out. `None`
+/// when the route names none.
+pub fn named_answers(lead: &Lead, names: &[String]) -> Option<Map<String, Value>> {
+    if names.is_empty() {
+        return None;
+    }
+    let answers = names
+        .iter()
+        .filter_map(|name| {
+            let answer = match name.as_str() {
+                "name" => Some(Value::from(lead.name.as_str())),
+                "email" => Some(Value::from(lead.email.as_str())),
+                "message" => Some(Value::from(lead.message.as_str())),
+                other => lead.answer(other).cloned(),
+            };
+            Some((name.clone(), answer?))
+        })
+        .collect();
+    Some(answers)
 }
 
 /// The JSON body: `text` for chat webhooks (Slack and Teams read it),
@@ -50,8 +78,17 @@ pub fn body(facts: &Facts<'_>) -> Value {
         (Some(id), None) => format!(" (record {id})"),
         (None, None) => String::new(),
     };
+    let answers = facts.fields.map_or(String::new(), |fields| {
+        fields
+            .iter()
+            .map(|(name, value)| match value {
+                Value::String(text) => format!(" {name}: {text}."),
+                other => format!(" {name}: {other}."),
+            })
+            .collect()
+    });
     let text = format!(
-        "New lead from {form}, received {}, in {}{record}. Receipt {}.",
+        "New lead from {form}, received {}, in {}{record}.{answers} Receipt {}.",
         facts.received_at, facts.destination, facts.receipt
     );
     json!({
@@ -63,6 +100,7 @@ pub fn body(facts: &Facts<'_>) -> Value {
             "recordId": facts.record_id,
             "recordUrl": facts.record_url,
             "receipt": facts.receipt,
+            "fields": facts.fields,
         }
     })
 }
@@ -80,6 +118,7 @@ mod tests {
             record_id: Some("901"),
             record_url: Some("https://app.hubspot.com/contacts/1/record/0-1/901"),
             receipt: "staticforms:form.submitted:sub_1",
+            fields: None,
         };
         let rows: [(Facts, &str); 3] = [
             (
@@ -99,7 +138,43 @@ mod tests {
             let body = body(&facts);
             assert_eq!(body["text"], text);
             assert_eq!(body["lead"]["receipt"], facts.receipt);
+            assert_eq!(body["lead"]["fields"], Value::Null);
             assert_eq!(body.as_object().unwrap().len(), 2, "text and lead only");
         }
+        let named = json!({"plan": "Pro", "seats": 12});
+        let with = body(&Facts {
+            fields: named.as_object(),
+            record_url: None,
+            ..facts
+        });
+        assert_eq!(
+            with["text"],
+            "New lead from \"Pricing page\", received 2026-12-04T10:00:00.000Z, in hubspot (record 901). plan: Pro. seats: 12. Receipt staticforms:form.submitted:sub_1."
+        );
+        assert_eq!(with["lead"]["fields"], named);
+    }
+
+    #[test]
+    fn a_route_names_the_answers_its_notice_carries_and_nothing_else() {
+        let lead = Lead {
+            external_id: "sub_1".into(),
+            name: "Ada Lovelace".into(),
+            email: "ada@example.com".into(),
+            message: "Call me".into(),
+            fields: json!({"plan": "Pro"}).as_object().cloned().unwrap(),
+            aliases: vec![("question_3".into(), "plan".into())],
+            received_at: "2026-12-04T08:00:00.000Z".into(),
+            submitted_at: None,
+            sender_time_replaced: false,
+            route: None,
+        };
+        let names = |list: &[&str]| list.iter().map(|n| (*n).to_owned()).collect::<Vec<_>>();
+        assert_eq!(named_answers(&lead, &[]), None);
+        assert_eq!(
+            named_answers(&lead, &names(&["plan", "question_3", "missing", "name"])),
+            json!({"plan": "Pro", "question_3": "Pro", "name": lead.name})
+                .as_object()
+                .cloned()
+        );
     }
 }

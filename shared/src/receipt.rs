@@ -94,6 +94,9 @@ pub mod attr {
     pub const NOTICE_ATTEMPTS: &str = "noticeAttempts";
     /// When the endpoint accepted it.
     pub const NOTICED_AT: &str = "noticedAt";
+    /// The answers a route names for its notice (`notify_fields`), as a
+    /// JSON object, kept only while the notice waits: personal data.
+    pub const NOTICE_FIELDS: &str = "noticeFields";
 }
 
 /// The `source` of a receipt `receipts import` stored from the sender's
@@ -107,7 +110,7 @@ pub const IMPORTED: &str = "import";
 /// person is forgotten; read by the operator's CLI only with `--payload`.
 /// Failure reasons are codes (a CRM's own code or category, a field name,
 /// an HTTP status), never a CRM's free text, so they are not in this list.
-pub const PERSONAL_ATTRIBUTES: &[&str] = &[attr::PAYLOAD];
+pub const PERSONAL_ATTRIBUTES: &[&str] = &[attr::PAYLOAD, attr::NOTICE_FIELDS];
 
 /// Every attribute of a receipt but the personal ones: what an operator
 /// reads without `--payload` (a projection, so the data never leaves
@@ -321,6 +324,9 @@ pub struct Receipt {
     pub notice_attempts: u32,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub noticed_at: Option<String>,
+    /// `attr::NOTICE_FIELDS`: personal, while the notice waits.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub notice_fields: Option<String>,
 }
 
 fn is_zero(count: &u32) -> bool {
@@ -374,6 +380,7 @@ impl Receipt {
             notice_claimed_until: None,
             notice_attempts: 0,
             noticed_at: None,
+            notice_fields: None,
         }
     }
 
@@ -432,6 +439,7 @@ impl Receipt {
     /// stores do when a lead is delivered or a person forgotten.
     pub fn remove_personal_data(&mut self) {
         self.payload = None;
+        self.notice_fields = None;
     }
 
     /// When it was received; `None` if the stored text is not a timestamp.
@@ -618,6 +626,7 @@ mod tests {
         receipt.notice_claimed_until = Some("2026-12-04T10:00:00.000Z".into());
         receipt.notice_attempts = 2;
         receipt.noticed_at = Some("2026-12-04T10:00:01.000Z".into());
+        receipt.notice_fields = Some(r#"{"plan":"Pro"}"#.into());
         receipt
     }
 

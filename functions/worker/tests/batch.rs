@@ -782,7 +782,7 @@ impl ReceiptLedger for CompletedElsewhere {
                     ending: worker::ledger::Ending::Delivered(
                         shared::record::DeliveredRecord::unknown(),
                     ),
-                    notice: false,
+                    notice: None,
                 },
             )
             .await?;

@@ -179,6 +179,7 @@ form = "lT4Z3j"
 tags = ["newsletter", "website"]
 duplicate_window = "0s"
 notify = false
+notify_fields = ["plan"]
 [route.consent]
 field = "newsletter"
 marketing_permission = "3c9a1b2e5f"
@@ -238,6 +239,8 @@ marketing_permission = "3c9a1b2e5f"
             .is_off());
         assert_eq!(routes.route("lT4Z3j").unwrap().notify, Some(false));
         assert_eq!(pricing.notify, None, "announced unless muted");
+        assert_eq!(routes.route("lT4Z3j").unwrap().notify_fields, ["plan"]);
+        assert!(pricing.notify_fields.is_empty(), "no answer unless named");
         assert_eq!(parse("").unwrap(), Routes::default());
     }
 
@@ -317,10 +320,14 @@ marketing_permission = "3c9a1b2e5f"
 
     #[test]
     fn every_problem_is_named_by_route_and_key() {
-        let rows: [(&str, &[&str]); 22] = [
+        let rows: [(&str, &[&str]); 23] = [
             (
                 "[[route]]\nform = \"f\"\nnotify = \"no\"\n",
                 &["[[route]] #1: notify: must be true or false"],
+            ),
+            (
+                "[[route]]\nform = \"f\"\nnotify_fields = [\"\"]\n",
+                &["[[route]] #1: notify_fields: must be a list of field names that are not empty"],
             ),
             (
                 "duplicate_window = 120\n",
@@ -371,7 +378,7 @@ marketing_permission = "3c9a1b2e5f"
             ),
             (
                 "[[route]]\nform = \"f\"\nfrom = \"typo\"\n",
-                &["[[route]] #1: from: unknown key: a route has form, name, fields, set, spam, lead, consent, tags, duplicate_window and notify"],
+                &["[[route]] #1: from: unknown key: a route has form, name, fields, set, spam, lead, consent, tags, duplicate_window, notify and notify_fields"],
             ),
             (
                 "[[route]]\nform = \"f\"\n[route.fields]\nsize = \"numemployees\"\nemployees = \"numemployees\"\n",

@@ -51,6 +51,11 @@ pub struct Route {
     /// notice URL.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub notify: Option<bool>,
+    /// Answers this form's notice carries (`notify_fields = ["plan"]`, by
+    /// name, label, key or ref; `name`, `email`, `message` too): none by
+    /// default, so a notice holds no personal data unless asked.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub notify_fields: Vec<String>,
     /// This form's `duplicate_window`, over the file's.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub duplicate_window: Option<Window>,

@@ -17,7 +17,7 @@ use shared::IdempotencyKey;
 use super::Worker;
 use crate::decide::Delivery;
 use crate::destinations::port::Destination;
-use crate::ledger::{NoticeClaim, NoticeSent, ReceiptLedger};
+use crate::ledger::{NoticeClaim, NoticeSent, ReceiptLedger, WaitingNotice};
 use crate::notice::Sent;
 
 /// What became of one receipt's notice.
@@ -40,15 +40,18 @@ impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
         self.notifier.is_some()
     }
 
-    /// Whether a delivery's lead, once written, is announced: the stack
-    /// has a notice URL and the form's route does not say `notify = false`.
-    pub(super) fn announces(&self, delivery: &Delivery) -> bool {
-        self.notifier.is_some()
-            && delivery
-                .lead
-                .route
-                .as_ref()
-                .is_none_or(|route| route.notify != Some(false))
+    /// The notice a delivery's lead gets once written, with the answers
+    /// its route names: where the stack has a notice URL and the form's
+    /// route does not say `notify = false`.
+    pub(super) fn notice_for(&self, delivery: &Delivery) -> Option<WaitingNotice> {
+        let route = delivery.lead.route.as_deref();
+        if self.notifier.is_none() || route.is_some_and(|route| route.notify == Some(false)) {
+            return None;
+        }
+        let names = route.map_or(&[][..], |route| route.notify_fields.as_slice());
+        let fields = shared::notice::named_answers(&delivery.lead, names)
+            .map(|answers| serde_json::Value::Object(answers).to_string());
+        Some(WaitingNotice { fields })
     }
 
     /// Sends the waiting notices of these receipts, while the invocation
@@ -102,7 +105,12 @@ impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
             .as_deref()
             .and_then(|reference| routes.as_deref()?.route_by_ref(reference))
             .and_then(|route| route.name.clone());
+        let fields: Option<serde_json::Map<String, serde_json::Value>> = receipt
+            .notice_fields
+            .as_deref()
+            .and_then(|text| serde_json::from_str(text).ok());
         let body = shared::notice::body(&shared::notice::Facts {
+            fields: fields.as_ref(),
             form: form.as_deref(),
             received_at: &receipt.received_at,
             destination: receipt

@@ -79,7 +79,7 @@ impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
             fastrand::f64(),
         );
         let submission_id = Some(delivery.receipt.submission_id.as_str());
-        let notice = self.announces(&delivery);
+        let notice = self.notice_for(&delivery);
         self.record_announcing(&key, submission_id, settlement, made, via, started, notice)
             .await
     }

@@ -10,7 +10,9 @@ use tracing::Level;
 use super::Worker;
 use crate::decide::Settlement;
 use crate::destinations::port::{DeliveredRecord, Destination, Upserted};
-use crate::ledger::{AttemptRecord, Completion, Ending, LedgerError, Marked, ReceiptLedger};
+use crate::ledger::{
+    AttemptRecord, Completion, Ending, LedgerError, Marked, ReceiptLedger, WaitingNotice,
+};
 use crate::outcome::{OutcomeLine, RecordOutcome, Via};
 
 impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
@@ -24,7 +26,7 @@ impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
         via: Via,
         started: Instant,
     ) -> RecordOutcome {
-        self.record_announcing(key, submission_id, settlement, made, via, started, false)
+        self.record_announcing(key, submission_id, settlement, made, via, started, None)
             .await
     }
 
@@ -39,7 +41,7 @@ impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
         made: u32,
         via: Via,
         started: Instant,
-        notice: bool,
+        notice: Option<WaitingNotice>,
     ) -> RecordOutcome {
         let written = self.write_settlement(key, &settlement, made, notice).await;
         let mut line = OutcomeLine::new(submission_id, self.destination.name(), via, made, started);
@@ -167,7 +169,7 @@ impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
         key: &IdempotencyKey,
         settlement: &Settlement,
         made: u32,
-        notice: bool,
+        notice: Option<WaitingNotice>,
     ) -> Result<Marked, LedgerError> {
         let attempt = AttemptRecord {
             attempts: made,
@@ -183,7 +185,7 @@ impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
                         Upserted::Written(record) => record.clone(),
                         Upserted::Stale => DeliveredRecord::unknown(),
                     }),
-                    notice: notice && matches!(upserted, Upserted::Written(_)),
+                    notice: notice.filter(|_| matches!(upserted, Upserted::Written(_))),
                 };
                 self.ledger.mark_completed(key, &attempt, &completion).await
             }
@@ -193,7 +195,7 @@ impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
                     keep_payload: false,
                     destination: self.destination.name(),
                     ending: Ending::Refused(refusal.code.clone()),
-                    notice: false,
+                    notice: None,
                 };
                 self.ledger.mark_completed(key, &attempt, &completion).await
             }
@@ -203,7 +205,7 @@ impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
                     keep_payload: false,
                     destination: self.destination.name(),
                     ending: Ending::Duplicate(of.clone()),
-                    notice: false,
+                    notice: None,
                 };
                 self.ledger.mark_completed(key, &attempt, &completion).await
             }

@@ -130,6 +130,7 @@ impl ReceiptLedger for MemoryLedger {
                 Ok(NoticeClaim::Taken(Box::new(receipt.clone())))
             }
             Some(held) if held < now.as_str() => {
+                receipt.notice_fields = None;
                 receipt.notice = Some(shared::notice::UNCONFIRMED.to_owned());
                 receipt.pending = None;
                 receipt.next_attempt_at = None;
@@ -156,6 +157,7 @@ impl ReceiptLedger for MemoryLedger {
         receipt.notice_claimed_until = None;
         match sent {
             NoticeSent::Accepted { at } => {
+                receipt.notice_fields = None;
                 receipt.notice = Some(shared::notice::SENT.to_owned());
                 receipt.noticed_at = Some(at.as_str().to_owned());
                 receipt.pending = None;
@@ -166,6 +168,7 @@ impl ReceiptLedger for MemoryLedger {
                 receipt.next_attempt_at = Some(at.as_str().to_owned());
             }
             NoticeSent::Unconfirmed => {
+                receipt.notice_fields = None;
                 receipt.notice = Some(shared::notice::UNCONFIRMED.to_owned());
                 receipt.pending = None;
                 receipt.next_attempt_at = None;
@@ -248,10 +251,11 @@ impl ReceiptLedger for MemoryLedger {
             if !completion.keeps_payload() {
                 receipt.remove_personal_data();
             }
-            if completion.notice {
+            if let Some(notice) = &completion.notice {
                 receipt.pending = Some(NOTICE.to_owned());
                 receipt.next_attempt_at = Some(attempt.at.as_str().to_owned());
                 receipt.notice = Some(shared::notice::PENDING.to_owned());
+                receipt.notice_fields = notice.fields.clone();
             } else {
                 receipt.pending = None;
                 receipt.next_attempt_at = None;

@@ -47,7 +47,15 @@ pub struct Completion {
     pub ending: Ending,
     /// A new-lead notice waits to be sent (`shared::notice`): the receipt
     /// stays in the queue index's NOTICE partition, due now.
-    pub notice: bool,
+    pub notice: Option<WaitingNotice>,
+}
+
+/// A delivered lead's notice, waiting to be sent.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct WaitingNotice {
+    /// The answers its route names (`notify_fields`), as JSON object text:
+    /// personal data, kept (`noticeFields`) only until the notice is sent.
+    pub fields: Option<String>,
 }
 
 /// How a receipt's delivery ended for good.

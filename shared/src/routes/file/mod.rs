@@ -255,13 +255,14 @@ fn route(entry: &Table, number: usize, problems: &mut Problems) -> Route {
             "tags",
             "duplicate_window",
             "notify",
+            "notify_fields",
         ]
         .contains(&key.as_str())
         {
             problems.add(
                 &place,
                 key,
-                "unknown key: a route has form, name, fields, set, spam, lead, consent, tags, duplicate_window and notify",
+                "unknown key: a route has form, name, fields, set, spam, lead, consent, tags, duplicate_window, notify and notify_fields",
             );
         }
     }
@@ -278,6 +279,17 @@ fn route(entry: &Table, number: usize, problems: &mut Problems) -> Route {
         None => {}
         Some(toml::Value::Boolean(notify)) => route.notify = Some(*notify),
         Some(_) => problems.add(&place, "notify", "must be true or false"),
+    }
+    match entry.get("notify_fields") {
+        None => {}
+        Some(value) => match spam::texts(value) {
+            Some(names) => route.notify_fields = names,
+            None => problems.add(
+                &place,
+                "notify_fields",
+                "must be a list of field names that are not empty",
+            ),
+        },
     }
     match entry.get("lead") {
         None => {}

@@ -36,7 +36,7 @@ pub(super) fn spam_rules(table: &Table, place: &str, problems: &mut Problems) ->
     rules
 }
 
-fn texts(value: &toml::Value) -> Option<Vec<String>> {
+pub(super) fn texts(value: &toml::Value) -> Option<Vec<String>> {
     value
         .as_array()?
         .iter()

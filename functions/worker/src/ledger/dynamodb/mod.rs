@@ -279,14 +279,20 @@ impl ReceiptLedger for DynamoLedger {
         // A notice that waits keeps the receipt in the queue index, in its
         // own partition and due now; otherwise it leaves the index.
         let mut remove = match completion.notice {
-            true => " REMOVE #lastError, #lastHttpStatus, #failedAt, #reason, #failureStatus",
-            false => " REMOVE #queue, #nextAttemptAt, #lastError, #lastHttpStatus, #failedAt, #reason, #failureStatus",
+            Some(_) => " REMOVE #lastError, #lastHttpStatus, #failedAt, #reason, #failureStatus",
+            None => " REMOVE #queue, #nextAttemptAt, #lastError, #lastHttpStatus, #failedAt, #reason, #failureStatus",
         }
         .to_owned();
+        // A waiting notice's answers are set by this update, not removed.
+        let notice_fields = completion
+            .notice
+            .as_ref()
+            .and_then(|notice| notice.fields.as_deref());
         let personal: Vec<(String, &str)> = PERSONAL_ATTRIBUTES
             .iter()
             .enumerate()
             .filter(|_| !completion.keeps_payload())
+            .filter(|(_, attribute)| notice_fields.is_none() || **attribute != attr::NOTICE_FIELDS)
             .map(|(n, attribute)| (format!("#personal{n}"), *attribute))
             .collect();
         for (placeholder, _) in &personal {
@@ -321,11 +327,16 @@ impl ReceiptLedger for DynamoLedger {
             (":deliveredTo", s(completion.destination)),
         ];
         names.push(("#deliveredTo", attr::DELIVERED_TO));
-        if completion.notice {
+        if completion.notice.is_some() {
             set.push_str(", #queue = :noticeQueue, #nextAttemptAt = :at, #notice = :noticePending");
             values.push((":noticeQueue", s(NOTICE)));
             values.push((":noticePending", s(shared::notice::PENDING)));
             names.push(("#notice", attr::NOTICE));
+        }
+        if let Some(fields) = notice_fields {
+            set.push_str(", #noticeFields = :noticeFields");
+            values.push((":noticeFields", s(fields)));
+            names.push(("#noticeFields", attr::NOTICE_FIELDS));
         }
         let record = [
             (

@@ -47,8 +47,9 @@ impl DynamoLedger {
             .update_item()
             .table_name(&self.table)
             .key(attr::PK, s(key.as_str()))
-            .update_expression("SET #notice = :unconfirmed REMOVE #queue, #next, #claim")
+            .update_expression("SET #notice = :unconfirmed REMOVE #queue, #next, #claim, #fields")
             .condition_expression("#notice = :pending AND #claim < :now")
+            .expression_attribute_names("#fields", attr::NOTICE_FIELDS)
             .expression_attribute_names("#notice", attr::NOTICE)
             .expression_attribute_names("#claim", attr::NOTICE_CLAIMED_UNTIL)
             .expression_attribute_names("#queue", attr::QUEUE)
@@ -83,8 +84,9 @@ impl DynamoLedger {
         let request = match sent {
             NoticeSent::Accepted { at } => request
                 .update_expression(
-                    "SET #notice = :sent, #noticedAt = :at REMOVE #queue, #next, #claim",
+                    "SET #notice = :sent, #noticedAt = :at REMOVE #queue, #next, #claim, #fields",
                 )
+                .expression_attribute_names("#fields", attr::NOTICE_FIELDS)
                 .expression_attribute_names("#noticedAt", attr::NOTICED_AT)
                 .expression_attribute_names("#queue", attr::QUEUE)
                 .expression_attribute_names("#next", attr::NEXT_ATTEMPT_AT)
@@ -102,7 +104,10 @@ impl DynamoLedger {
                 .expression_attribute_values(":zero", n(0))
                 .expression_attribute_values(":one", n(1)),
             NoticeSent::Unconfirmed => request
-                .update_expression("SET #notice = :unconfirmed REMOVE #queue, #next, #claim")
+                .update_expression(
+                    "SET #notice = :unconfirmed REMOVE #queue, #next, #claim, #fields",
+                )
+                .expression_attribute_names("#fields", attr::NOTICE_FIELDS)
                 .expression_attribute_names("#queue", attr::QUEUE)
                 .expression_attribute_names("#next", attr::NEXT_ATTEMPT_AT)
                 .expression_attribute_values(":unconfirmed", s(shared::notice::UNCONFIRMED)),
