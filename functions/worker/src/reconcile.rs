@@ -75,7 +75,8 @@ pub struct PassReport {
     pub pending: Option<usize>,
     pub oldest_pending_age_seconds: Option<u64>,
     pub failed_receipts: Option<usize>,
-    /// Delivered receipts whose notice was not sent yet when it began.
+    /// Delivered receipts whose notice was not sent yet when it began
+    /// (`None` for a worker that sends no notices).
     pub notices_waiting: Option<usize>,
     pub census_complete: bool,
 }
@@ -256,7 +257,8 @@ impl<D: Destination, L: ReceiptLedger + PendingQueue> Worker<D, L> {
         report.bytes_read += census.bytes_read;
         report.pending = Some(census.pending);
         report.failed_receipts = Some(census.failed);
-        report.notices_waiting = Some(census.notices);
+        // Counted only where notices are sent, as its metric is.
+        report.notices_waiting = self.sends_notices().then_some(census.notices);
         report.census_complete = census.complete;
         report.oldest_pending_age_seconds = census
             .oldest_received_at
