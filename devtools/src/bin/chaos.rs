@@ -378,7 +378,12 @@ async fn run() -> Result<(), String> {
             .send()
             .await
             .map_err(|e| format!("scan: {}", aws_sdk_dynamodb::error::DisplayErrorContext(e)))?;
-        for item in page.items() {
+        // Receipts only: the worker's gate items (double submits) live in
+        // the same table.
+        let receipts = page.items().iter().filter(|item| {
+            matches!(item.get("pk"), Some(AttributeValue::S(key)) if shared::keys::is_receipt_key(key))
+        });
+        for item in receipts {
             stored += 1;
             if let Some(AttributeValue::S(status)) = item.get("status") {
                 *statuses.entry(status.clone()).or_default() += 1;
