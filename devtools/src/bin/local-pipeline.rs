@@ -118,6 +118,22 @@ async fn run() -> Result<(), String> {
     let receipts_table = setting("RECEIPTS_TABLE", RECEIPTS_TABLE);
     let leads_table = setting("LEADS_TABLE", LEADS_TABLE);
 
+    // Both ports first: one taken by another process stops the pipeline
+    // before it creates anything, so a start again on other ports finds
+    // no table of its own already there.
+    let listener = Listener::bind(SocketAddr::from(([127, 0, 0, 1], webhook_port)))
+        .await
+        .map_err(|e| format!("webhook endpoint on port {webhook_port}: {e}"))?;
+    let crm_address = SocketAddr::from(([127, 0, 0, 1], crm_port));
+    let crm = LocalCrm::start(&setting("DESTINATION", "http"), crm_address).await?;
+    // `make bench`: a CRM that takes this long to answer each call.
+    if let Ok(delay) = std::env::var("CRM_DELAY_MS") {
+        let delay: u64 = delay
+            .parse()
+            .map_err(|_| "CRM_DELAY_MS must be whole milliseconds".to_owned())?;
+        crm.set_delay(Duration::from_millis(delay))?;
+    }
+
     let sdk = local::sdk_config(&dynamodb_endpoint).await;
     let dynamodb = aws_sdk_dynamodb::Client::new(&sdk);
     let streams = aws_sdk_dynamodbstreams::Client::new(&sdk);
@@ -138,16 +154,6 @@ async fn run() -> Result<(), String> {
     let sender_api_line = sender_api.as_ref().map_or_else(String::new, |api| {
         format!("  sender API     {} (a local fake holding 2 submissions that never came: docs/local-development.md, \"Audit\")\n", api.base_url())
     });
-
-    let crm_address = SocketAddr::from(([127, 0, 0, 1], crm_port));
-    let crm = LocalCrm::start(&setting("DESTINATION", "http"), crm_address).await?;
-    // `make bench`: a CRM that takes this long to answer each call.
-    if let Ok(delay) = std::env::var("CRM_DELAY_MS") {
-        let delay: u64 = delay
-            .parse()
-            .map_err(|_| "CRM_DELAY_MS must be whole milliseconds".to_owned())?;
-        crm.set_delay(Duration::from_millis(delay))?;
-    }
 
     let mut common_env = local::function_env(&dynamodb_endpoint, &receipts_table);
     // `receipts routes apply` against the local table shows in seconds, not
@@ -203,9 +209,6 @@ async fn run() -> Result<(), String> {
     )?;
 
     let ingest_runtime = Arc::new(ingest_runtime);
-    let listener = Listener::bind(SocketAddr::from(([127, 0, 0, 1], webhook_port)))
-        .await
-        .map_err(|e| format!("webhook endpoint on port {webhook_port}: {e}"))?;
     let tally = Arc::new(Tally::default());
     let app = Router::new().fallback(http_api_front).with_state(Front {
         ingest: Arc::clone(&ingest_runtime),
