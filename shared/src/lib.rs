@@ -24,6 +24,7 @@ pub mod fingerprint;
 pub mod history;
 pub mod idempotency;
 pub mod keys;
+pub mod lanes;
 pub mod lead;
 pub mod logging;
 pub mod metrics;

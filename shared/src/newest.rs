@@ -33,9 +33,23 @@ pub enum GateKeySetting {
     Inline(GateSecret),
     /// `GATE_KEY_SECRET_ARN`: read from Secrets Manager once, at init.
     SecretsManager(String),
+    /// The stack's key as one destination of several uses it
+    /// ([`GateSecret::for_destination`]): its gates are its own.
+    ForDestination {
+        stack: Box<GateKeySetting>,
+        destination: &'static str,
+    },
 }
 
 impl GateKeySetting {
+    /// This key as `destination`'s own, in a stack of several.
+    pub fn for_destination(self, destination: &'static str) -> GateKeySetting {
+        GateKeySetting::ForDestination {
+            stack: Box::new(self),
+            destination,
+        }
+    }
+
     /// `GATE_KEY` or `GATE_KEY_SECRET_ARN`, read through `get`, for a
     /// destination: required when it keeps gates (`keeps_gates`), and
     /// `None` otherwise (every stack has the key: it also keys the items
@@ -105,6 +119,19 @@ impl GateSecret {
             "{GATE_KEY_PREFIX}hmac:{}",
             self.hmac_hex(&[normalised_email])
         )
+    }
+
+    /// The key of one destination's own gates and person memories, in a
+    /// stack of several: derived from this one and the destination's name,
+    /// so no two destinations share a gate item (each keeps its own newest
+    /// stamp, notes and memories), and no adapter needs to know another
+    /// exists. A stack of one destination keeps the stack's key itself, so
+    /// its gates are those it always had.
+    pub fn for_destination(&self, name: &str) -> GateSecret {
+        let mut mac = Hmac::<Sha256>::new_from_slice(&self.0).expect("HMAC takes any key length");
+        mac.update(b"destination\0");
+        mac.update(name.as_bytes());
+        GateSecret(mac.finalize().into_bytes().to_vec())
     }
 
     /// The HMAC-SHA256 of `parts`, one after the other, under this key, in
@@ -255,6 +282,23 @@ mod tests {
                 "{stamp:?}"
             );
         }
+    }
+
+    #[test]
+    fn each_destination_of_a_stack_has_gates_of_its_own() {
+        let stack = GateSecret::new(&"k".repeat(32)).unwrap();
+        let email = "ada@example.com";
+        let hubspot = stack.for_destination("hubspot");
+        let mailchimp = stack.for_destination("mailchimp");
+        assert_ne!(hubspot.gate_key(email), stack.gate_key(email));
+        assert_ne!(hubspot.gate_key(email), mailchimp.gate_key(email));
+        assert_eq!(
+            hubspot.gate_key(email),
+            stack.for_destination("hubspot").gate_key(email),
+            "the same on every instance"
+        );
+        assert!(hubspot.gate_key(email).starts_with("gate#hmac:"));
+        assert_eq!(format!("{hubspot:?}"), "GateSecret(<redacted>)");
     }
 
     #[test]

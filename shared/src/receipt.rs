@@ -97,6 +97,11 @@ pub mod attr {
     /// The answers a route names for its notice (`notify_fields`), as a
     /// JSON object, kept only while the notice waits: personal data.
     pub const NOTICE_FIELDS: &str = "noticeFields";
+    /// Each destination's lane of a receipt that goes to several
+    /// (`crate::lanes`): a map by destination name of its state, attempts,
+    /// next attempt, last error and record. Absent on a receipt with one
+    /// destination, whose lane is the receipt's own attributes.
+    pub const DESTINATIONS: &str = "destinations";
 }
 
 /// The `source` of a receipt `receipts import` stored from the sender's
@@ -152,6 +157,7 @@ pub const OPERATOR_ATTRIBUTES: &[&str] = &[
     attr::NOTICE_CLAIMED_UNTIL,
     attr::NOTICE_ATTEMPTS,
     attr::NOTICED_AT,
+    attr::DESTINATIONS,
 ];
 
 /// The sparse global secondary index of the receipts that wait: for an
@@ -327,6 +333,9 @@ pub struct Receipt {
     /// `attr::NOTICE_FIELDS`: personal, while the notice waits.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub notice_fields: Option<String>,
+    /// `attr::DESTINATIONS`: each destination's lane, when it has several.
+    #[serde(default, skip_serializing_if = "crate::lanes::Lanes::is_empty")]
+    pub destinations: crate::lanes::Lanes,
 }
 
 fn is_zero(count: &u32) -> bool {
@@ -381,6 +390,7 @@ impl Receipt {
             notice_attempts: 0,
             noticed_at: None,
             notice_fields: None,
+            destinations: Default::default(),
         }
     }
 
@@ -628,6 +638,9 @@ mod tests {
         receipt.noticed_at = Some("2026-12-04T10:00:01.000Z".into());
         receipt.notice_fields = Some(r#"{"plan":"Pro"}"#.into());
         receipt
+            .destinations
+            .insert("mailchimp".into(), crate::lanes::Lane::pending());
+        receipt
     }
 
     #[test]
@@ -645,6 +658,7 @@ mod tests {
             attr::DELIVERED_TO,
             attr::RECORD_ID,
             attr::RECORD_URL,
+            attr::DESTINATIONS,
         ] {
             assert!(value.get(name).is_some(), "{name}");
         }

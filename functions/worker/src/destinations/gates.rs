@@ -15,6 +15,10 @@ pub async fn gate_secret(
 ) -> Result<Option<GateSecret>, ConfigError> {
     match setting {
         None => Ok(None),
+        Some(GateKeySetting::ForDestination { stack, destination }) => {
+            let stack = Box::pin(gate_secret(Some(stack), client)).await?;
+            Ok(stack.map(|secret| secret.for_destination(destination)))
+        }
         Some(GateKeySetting::Inline(secret)) => Ok(Some(secret.clone())),
         Some(GateKeySetting::SecretsManager(arn)) => {
             let text = secret_text(&client(), arn)

@@ -1,0 +1,259 @@
+//! One receipt, several destinations: each destination a receipt goes to is
+//! a **lane** with its own state, attempts, next attempt, last error and
+//! record. A lane settles on its own; the receipt's status is derived from
+//! its lanes by one rule ([`Aggregate::of`]), so a stack with one
+//! destination keeps exactly the statuses it always had.
+//!
+//! A receipt with one lane stores none of this (its lane is the receipt's
+//! own attributes, as before lanes existed); a receipt with several keeps
+//! them in `destinations` (`attr::DESTINATIONS`), a map by destination
+//! name, written whole by the one delivery that holds the receipt's claim.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::receipt::ReceiptStatus;
+
+/// Where one destination of a receipt stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum LaneState {
+    /// Not written yet: due at its `nextAttemptAt` (now, when absent).
+    Pending,
+    /// The destination holds the lead (`recordId`, `recordUrl`).
+    Written,
+    /// A newer submission of the person was already written there.
+    Stale,
+    /// The destination refused the person for good (`lastError`: its code).
+    Refused,
+    /// A double submit of another receipt: never sent.
+    Duplicate,
+    /// Failed for good (`lastError`): waits for `receipts redrive`.
+    Failed,
+}
+
+impl LaneState {
+    /// Settled: no delivery calls the destination for it again (a redrive
+    /// makes a failed lane pending).
+    pub fn is_settled(self) -> bool {
+        self != LaneState::Pending
+    }
+
+    /// The destination has the lead, this submission's or a newer one.
+    pub fn has_lead(self) -> bool {
+        matches!(self, LaneState::Written | LaneState::Stale)
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LaneState::Pending => "PENDING",
+            LaneState::Written => "WRITTEN",
+            LaneState::Stale => "STALE",
+            LaneState::Refused => "REFUSED",
+            LaneState::Duplicate => "DUPLICATE",
+            LaneState::Failed => "FAILED",
+        }
+    }
+}
+
+/// One destination's delivery of a receipt, as stored. Reasons are codes,
+/// never lead data; record ids are the destination's own.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Lane {
+    pub state: LaneState,
+    /// Calls made to this destination for this receipt.
+    #[serde(default)]
+    pub attempts: u32,
+    /// When a pending lane is due again; absent: now.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_attempt_at: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_error: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_http_status: Option<u16>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub record_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub record_url: Option<String>,
+    /// When it settled.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub settled_at: Option<String>,
+}
+
+impl Lane {
+    /// A lane no delivery has touched: pending, due now.
+    pub fn pending() -> Self {
+        Lane {
+            state: LaneState::Pending,
+            attempts: 0,
+            next_attempt_at: None,
+            last_error: None,
+            last_http_status: None,
+            record_id: None,
+            record_url: None,
+            settled_at: None,
+        }
+    }
+
+    /// Whether a delivery at `now` (a receipt timestamp) calls it: pending
+    /// and due.
+    pub fn is_due(&self, now: &str) -> bool {
+        self.state == LaneState::Pending
+            && self
+                .next_attempt_at
+                .as_deref()
+                .is_none_or(|next| next <= now)
+    }
+}
+
+/// A receipt's lanes, by destination name.
+pub type Lanes = BTreeMap<String, Lane>;
+
+/// What a receipt's lanes make of it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Aggregate {
+    /// A lane is still pending: RECEIVED, due at the earliest pending
+    /// lane's next attempt (now, when one has none).
+    Open { next_attempt_at: Option<String> },
+    /// Every lane settled: the receipt's status.
+    Settled(ReceiptStatus),
+}
+
+impl Aggregate {
+    /// The receipt's status from its lanes' states:
+    /// - a lane pending: still RECEIVED;
+    /// - else one failed: FAILED (a redrive retries only the failed ones);
+    /// - else one wrote it or found it stale (a refusal beside it shown per
+    ///   lane): COMPLETED;
+    /// - else one refused: REFUSED; else (every lane a duplicate): DUPLICATE.
+    ///
+    /// No lanes at all settle nothing: the receipt stays open.
+    pub fn of<'a>(lanes: impl IntoIterator<Item = &'a Lane>) -> Aggregate {
+        let lanes: Vec<&Lane> = lanes.into_iter().collect();
+        let pending: Vec<&Lane> = lanes
+            .iter()
+            .copied()
+            .filter(|lane| !lane.state.is_settled())
+            .collect();
+        if lanes.is_empty() || !pending.is_empty() {
+            let due_now = pending.iter().any(|lane| lane.next_attempt_at.is_none());
+            let earliest = pending
+                .iter()
+                .filter_map(|lane| lane.next_attempt_at.clone())
+                .min();
+            return Aggregate::Open {
+                next_attempt_at: earliest.filter(|_| !due_now),
+            };
+        }
+        let any = |state: LaneState| lanes.iter().any(|lane| lane.state == state);
+        let status = if any(LaneState::Failed) {
+            ReceiptStatus::Failed
+        } else if lanes.iter().any(|lane| lane.state.has_lead()) {
+            ReceiptStatus::Completed
+        } else if any(LaneState::Refused) {
+            ReceiptStatus::Refused
+        } else {
+            ReceiptStatus::Duplicate
+        };
+        Aggregate::Settled(status)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use LaneState::*;
+
+    fn lane(state: LaneState, next: Option<&str>) -> Lane {
+        Lane {
+            state,
+            next_attempt_at: next.map(str::to_owned),
+            ..Lane::pending()
+        }
+    }
+
+    #[test]
+    fn a_receipts_status_follows_from_its_lanes() {
+        let open = |next: Option<&str>| Aggregate::Open {
+            next_attempt_at: next.map(str::to_owned),
+        };
+        let settled = Aggregate::Settled;
+        let t1 = Some("2026-12-05T10:00:00.000Z");
+        let t2 = Some("2026-12-05T11:00:00.000Z");
+        #[rustfmt::skip]
+        let cases: Vec<(&str, Vec<Lane>, Aggregate)> = vec![
+            ("one written", vec![lane(Written, None)], settled(ReceiptStatus::Completed)),
+            ("one stale", vec![lane(Stale, None)], settled(ReceiptStatus::Completed)),
+            ("one refused", vec![lane(Refused, None)], settled(ReceiptStatus::Refused)),
+            ("one failed", vec![lane(Failed, None)], settled(ReceiptStatus::Failed)),
+            ("one duplicate", vec![lane(Duplicate, None)], settled(ReceiptStatus::Duplicate)),
+            ("one pending, due now", vec![lane(Pending, None)], open(None)),
+            ("one written, one pending later", vec![lane(Written, None), lane(Pending, t2)], open(t2)),
+            ("the earliest pending", vec![lane(Pending, t2), lane(Pending, t1)], open(t1)),
+            ("one due now beats a later one", vec![lane(Pending, t2), lane(Pending, None)], open(None)),
+            ("failed waits for the pending", vec![lane(Failed, None), lane(Pending, t1)], open(t1)),
+            ("written beside refused", vec![lane(Written, None), lane(Refused, None)], settled(ReceiptStatus::Completed)),
+            ("stale beside refused", vec![lane(Stale, None), lane(Refused, None)], settled(ReceiptStatus::Completed)),
+            ("every lane refused", vec![lane(Refused, None), lane(Refused, None)], settled(ReceiptStatus::Refused)),
+            ("refused beside duplicate", vec![lane(Duplicate, None), lane(Refused, None)], settled(ReceiptStatus::Refused)),
+            ("every lane a duplicate", vec![lane(Duplicate, None), lane(Duplicate, None)], settled(ReceiptStatus::Duplicate)),
+            ("written beside failed", vec![lane(Written, None), lane(Failed, None)], settled(ReceiptStatus::Failed)),
+            ("refused beside failed", vec![lane(Refused, None), lane(Failed, None)], settled(ReceiptStatus::Failed)),
+            ("no lanes", vec![], open(None)),
+        ];
+        for (name, lanes, expected) in cases {
+            assert_eq!(Aggregate::of(&lanes), expected, "{name}");
+        }
+    }
+
+    /// Whatever the lanes, the receipt is settled only when each is, and
+    /// COMPLETED only when one has the lead.
+    #[test]
+    fn settled_only_when_every_lane_is_and_completed_only_with_a_lead() {
+        let states = [Pending, Written, Stale, Refused, Duplicate, Failed];
+        for a in states {
+            for b in states {
+                for c in states {
+                    let lanes = [lane(a, None), lane(b, None), lane(c, None)];
+                    match Aggregate::of(&lanes) {
+                        Aggregate::Open { .. } => {
+                            assert!(lanes.iter().any(|l| !l.state.is_settled()))
+                        }
+                        Aggregate::Settled(status) => {
+                            assert!(lanes.iter().all(|l| l.state.is_settled()));
+                            if status == ReceiptStatus::Completed {
+                                assert!(lanes.iter().any(|l| l.state.has_lead()));
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_lane_is_due_when_pending_and_its_time_has_come() {
+        let now = "2026-12-05T10:00:00.000Z";
+        assert!(lane(Pending, None).is_due(now));
+        assert!(lane(Pending, Some("2026-12-05T09:59:59.999Z")).is_due(now));
+        assert!(lane(Pending, Some(now)).is_due(now));
+        assert!(!lane(Pending, Some("2026-12-05T10:00:00.001Z")).is_due(now));
+        assert!(!lane(Written, None).is_due(now));
+        assert!(!lane(Failed, None).is_due(now));
+    }
+
+    #[test]
+    fn a_lane_round_trips_with_its_stored_names() {
+        let stored = serde_json::json!({
+            "state": "WRITTEN", "attempts": 2, "recordId": "101", "recordUrl": "https://crm/101",
+            "settledAt": "2026-12-05T10:00:00.000Z"
+        });
+        let lane: Lane = serde_json::from_value(stored.clone()).unwrap();
+        assert_eq!(lane.state, Written);
+        assert_eq!(serde_json::to_value(&lane).unwrap(), stored);
+        let bare: Lane = serde_json::from_value(serde_json::json!({"state": "PENDING"})).unwrap();
+        assert_eq!(bare, Lane::pending());
+    }
+}
