@@ -242,10 +242,7 @@ async fn no_lead_row_is_written_for_a_receipt_no_longer_received() {
 }
 
 fn attempt(attempts: u32, at: &str) -> AttemptRecord {
-    AttemptRecord {
-        attempts,
-        at: Timestamp::from_stored(at),
-    }
+    AttemptRecord::new(attempts, Timestamp::from_stored(at))
 }
 
 /// A completion as the worker writes it by default: the payload goes.
@@ -253,7 +250,7 @@ fn completion(expires_at: u64) -> Completion {
     Completion {
         expires_at,
         keep_payload: false,
-        destination: "http",
+        destination: "http".into(),
         ending: Ending::Delivered(DeliveredRecord::unknown()),
         notice: None,
     }
@@ -358,7 +355,7 @@ async fn the_ledger_records_attempts_completion_and_failure_once() {
                 &done.key(),
                 &attempt(1, "2026-11-29T09:00:00.000Z"),
                 &Completion {
-                    destination: "salesforce",
+                    destination: "salesforce".into(),
                     ending: Ending::Delivered(
                         DeliveredRecord::with_id("00Q1")
                             .linked("https://acme.my.salesforce.com/lightning/r/Lead/00Q1/view")
@@ -604,7 +601,7 @@ async fn keep_payload_after_delivery_keeps_it() {
     let keep = Completion {
         expires_at: 1_800_000_000,
         keep_payload: true,
-        destination: "http",
+        destination: "http".into(),
         ending: Ending::Delivered(DeliveredRecord::unknown()),
         notice: None,
     };
@@ -787,7 +784,7 @@ async fn a_refused_person_leaves_the_queue_refused_with_its_code_and_no_personal
     let refusal = Completion {
         expires_at: 1_800_000_000,
         keep_payload: true,
-        destination: "mailchimp",
+        destination: "mailchimp".into(),
         ending: Ending::Refused("Forgotten Email Not Subscribed".into()),
         notice: None,
     };

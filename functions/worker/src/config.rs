@@ -18,7 +18,8 @@ use crate::decide::{DeliveryRules, DEFAULT_MAX_AGE_SECONDS};
 use crate::deliver::DEFAULT_RECONCILE_AFTER;
 pub use crate::destinations::client::CRM_ALLOW_HTTP;
 pub use crate::destinations::token::{CrmToken, TokenSetting};
-pub use crate::destinations::{DestinationConfig, DestinationKind};
+pub use crate::destinations::{DestinationConfig, DestinationKind, DestinationsConfig};
+use shared::destination::{DestinationSet, SetError};
 
 pub use shared::config::RECEIPTS_TABLE;
 pub const DESTINATION: &str = "DESTINATION";
@@ -38,7 +39,8 @@ pub const MAX_CONCURRENCY: usize = 100;
 #[derive(Debug)]
 pub struct Config {
     pub receipts_table: String,
-    pub destination: DestinationConfig,
+    /// `DESTINATION`: one destination, or several comma-separated.
+    pub destinations: DestinationsConfig,
     pub concurrency: usize,
     pub delivery: DeliveryRules,
     /// A reconciliation pass leaves receipts younger than this to the stream.
@@ -74,16 +76,18 @@ impl Config {
 
         let receipts_table = receipts_table(&get)?;
 
-        let kind = match get(DESTINATION) {
+        let set = match get(DESTINATION) {
             None => return Err(ConfigError::Missing(DESTINATION)),
-            Some(raw) => DestinationKind::parse(&raw).ok_or_else(|| {
-                invalid(
+            Some(raw) => DestinationSet::parse(&raw).map_err(|error| match error {
+                // One name, as before several could be named.
+                SetError::Unknown(_) if !raw.contains(',') => invalid(
                     DESTINATION,
                     format!("expected {}", DestinationKind::names()),
-                )
+                ),
+                error => invalid(DESTINATION, error.to_string()),
             })?,
         };
-        let destination = crate::destinations::read(kind, &get, allow_http)?;
+        let destinations = crate::destinations::read_all(&set, &get, allow_http)?;
 
         let concurrency = match get(WORKER_CONCURRENCY) {
             None => DEFAULT_CONCURRENCY,
@@ -127,7 +131,7 @@ impl Config {
 
         Ok(Config {
             receipts_table,
-            destination,
+            destinations,
             concurrency,
             delivery,
             reconcile_after,
@@ -192,7 +196,7 @@ mod tests {
         assert_eq!(http.delivery, DeliveryRules::default());
         assert_eq!(http.reconcile_after, Duration::from_secs(600));
         assert!(
-            matches!(http.destination.settings::<HttpConfig>(), Some(HttpConfig { token: TokenSetting::Inline(token), .. }) if token.expose() == "t0ken")
+            matches!(http.destinations.first().settings::<HttpConfig>(), Some(HttpConfig { token: TokenSetting::Inline(token), .. }) if token.expose() == "t0ken")
         );
         let arn = "arn:aws:secretsmanager:us-east-1:123456789012:secret:crm-AbCdEf";
         let from_secret = load(&[
@@ -203,7 +207,7 @@ mod tests {
         ])
         .unwrap();
         assert_eq!(
-            from_secret.destination.settings(),
+            from_secret.destinations.first().settings(),
             Some(&HttpConfig {
                 url: "https://crm/leads/{externalId}".into(),
                 token: TokenSetting::SecretsManager(arn.into())
@@ -216,7 +220,7 @@ mod tests {
         ])
         .unwrap();
         assert!(matches!(
-            no_token.destination.settings(),
+            no_token.destinations.first().settings(),
             Some(HttpConfig {
                 token: TokenSetting::None,
                 ..
@@ -232,7 +236,7 @@ mod tests {
         ])
         .unwrap();
         assert_eq!(
-            by_email.destination.settings(),
+            by_email.destinations.first().settings(),
             Some(&LeadsTableSettings {
                 table: "leads".into(),
                 lead_key: LeadKey::Email,
@@ -262,7 +266,7 @@ mod tests {
         let by_submission =
             load(&[TABLE, (DESTINATION, "dynamodb"), (LEADS_TABLE, "leads")]).unwrap();
         assert!(matches!(
-            by_submission.destination.settings(),
+            by_submission.destinations.first().settings(),
             Some(LeadsTableSettings {
                 lead_key: LeadKey::Submission,
                 ..
@@ -284,7 +288,8 @@ mod tests {
                 (GATE_KEY, "a-local-gate-key-of-at-least-32-characters"),
             ])
             .unwrap()
-            .destination
+            .destinations
+            .first()
             .settings(),
             Some(&HubSpotConfig {
                 settings: HubSpotSettings {

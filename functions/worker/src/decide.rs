@@ -8,6 +8,7 @@ use std::time::{Duration, SystemTime};
 use aws_lambda_events::event::dynamodb::EventRecord;
 use serde_dynamo::AttributeValue;
 use shared::delivery::{bounded_reason, Redelivery};
+use shared::lanes::{Lane, LaneState};
 use shared::receipt::attr;
 use shared::{Lead, LeadError, Receipt, ReceiptStatus, Retention};
 
@@ -296,6 +297,129 @@ pub fn settle(
         .checked_add(wait)
         .map_or(give_up_at, |at| at.min(give_up_at));
     Settlement::Later { at, error, auth }
+}
+
+/// One destination's lane after this delivery's `made` calls ended in
+/// `settlement` at `now` (a receipt timestamp): what a receipt with
+/// several destinations keeps of each (`shared::lanes`).
+pub fn lane_after(lane: &Lane, settlement: &Settlement, made: u32, now: &str) -> Lane {
+    let mut next = Lane {
+        attempts: lane.attempts.saturating_add(made),
+        next_attempt_at: None,
+        settled_at: Some(now.to_owned()),
+        ..lane.clone()
+    };
+    let error = |next: &mut Lane, error: &AttemptError| {
+        next.last_error = Some(error.code.clone());
+        next.last_http_status = error.status;
+    };
+    match settlement {
+        Settlement::Complete(Upserted::Written(record)) => {
+            next.state = LaneState::Written;
+            next.record_id = record.id().map(str::to_owned);
+            next.record_url = record.url().map(str::to_owned);
+            next.last_error = None;
+            next.last_http_status = None;
+        }
+        Settlement::Complete(Upserted::Stale) => {
+            next.state = LaneState::Stale;
+            next.last_error = None;
+            next.last_http_status = None;
+        }
+        Settlement::Refuse(refusal) => {
+            next.state = LaneState::Refused;
+            error(&mut next, refusal);
+        }
+        Settlement::Duplicate(_) => next.state = LaneState::Duplicate,
+        Settlement::Fail(failure) | Settlement::GiveUp(failure) => {
+            next.state = LaneState::Failed;
+            error(&mut next, failure);
+        }
+        Settlement::Later {
+            at, error: cause, ..
+        } => {
+            next.state = LaneState::Pending;
+            next.settled_at = None;
+            next.next_attempt_at = Some(shared::receipt::format_timestamp(*at));
+            error(&mut next, cause);
+        }
+    }
+    next
+}
+
+#[cfg(test)]
+mod lane_tests {
+    use super::*;
+    use shared::record::DeliveredRecord;
+    use std::time::UNIX_EPOCH;
+
+    #[test]
+    fn each_settlement_leaves_its_lane_in_one_state() {
+        let now = "2026-12-05T10:00:00.000Z";
+        let at = UNIX_EPOCH + Duration::from_secs(1_764_932_400);
+        let error = AttemptError {
+            code: "http-503".into(),
+            status: Some(503),
+        };
+        let tried = Lane {
+            attempts: 2,
+            next_attempt_at: Some("2026-12-05T09:00:00.000Z".into()),
+            last_error: Some("http-503".into()),
+            last_http_status: Some(503),
+            ..Lane::pending()
+        };
+        let written = lane_after(
+            &tried,
+            &Settlement::Complete(Upserted::Written(
+                DeliveredRecord::with_id("101").linked("https://crm.example/101"),
+            )),
+            1,
+            now,
+        );
+        assert_eq!(
+            written,
+            Lane {
+                state: LaneState::Written,
+                attempts: 3,
+                record_id: Some("101".into()),
+                record_url: Some("https://crm.example/101".into()),
+                settled_at: Some(now.into()),
+                ..Lane::pending()
+            }
+        );
+        let later = lane_after(
+            &tried,
+            &Settlement::Later {
+                at,
+                error: error.clone(),
+                auth: false,
+            },
+            1,
+            now,
+        );
+        assert_eq!(later.state, LaneState::Pending);
+        assert_eq!(later.attempts, 3);
+        assert_eq!(
+            later.next_attempt_at.as_deref(),
+            Some(shared::receipt::format_timestamp(at).as_str())
+        );
+        assert_eq!(later.settled_at, None);
+        #[rustfmt::skip]
+        let rows = [
+            (Settlement::Complete(Upserted::Stale), LaneState::Stale, None),
+            (Settlement::Refuse(error.clone()), LaneState::Refused, Some("http-503")),
+            (Settlement::Fail(error.clone()), LaneState::Failed, Some("http-503")),
+            (Settlement::GiveUp(error.clone()), LaneState::Failed, Some("http-503")),
+            (Settlement::Duplicate("k".into()), LaneState::Duplicate, Some("http-503")),
+        ];
+        for (settlement, state, last_error) in rows {
+            let lane = lane_after(&tried, &settlement, 0, now);
+            assert_eq!(lane.state, state, "{settlement:?}");
+            assert_eq!(lane.last_error.as_deref(), last_error, "{settlement:?}");
+            assert_eq!(lane.next_attempt_at, None, "settled: not due");
+            assert_eq!(lane.attempts, 2, "no call made");
+        }
+    }
 }
 
 #[cfg(test)]

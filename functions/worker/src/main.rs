@@ -1,6 +1,6 @@
 //! Start-up and wiring only: logging, configuration, the CRM token (from
 //! Secrets Manager when configured so), the SDK and HTTP clients (built and
-//! connected once, at init), the destination `DESTINATION` names, the
+//! connected once, at init), the destinations `DESTINATION` names, the
 //! routes stored in the table, the scheduled audit when configured, then the
 //! Lambda event loop for every trigger (stream batches and the schedules).
 
@@ -23,13 +23,14 @@ async fn main() -> Result<(), Error> {
 
     let sdk_config = sdk_loader().load().await;
     let client = aws_edge::dynamodb_client(&sdk_config, config.dynamodb_endpoint.as_deref());
-    let destination = config
-        .destination
+    let mut destinations = config
+        .destinations
         .build(&config.receipts_table, &sdk_config, &client)
         .await
         .inspect_err(|error| {
-            tracing::error!(error = %error, "the destination is unavailable; the function cannot start");
+            tracing::error!(error = %error, "a destination is unavailable; the function cannot start");
         })?;
+    let destination = destinations.remove(0);
     let double_submit_key = gate_secret(config.gate_key.as_ref(), || {
         aws_sdk_secretsmanager::Client::new(&sdk_config)
     })
@@ -64,6 +65,7 @@ async fn main() -> Result<(), Error> {
     let ledger = DynamoLedger::new(client, config.receipts_table);
     ledger.warm_up().await;
     let worker = Worker::new(destination, ledger, config.concurrency)
+        .also_to(destinations)
         .with_routes(routes.into_force(config.routes_reread).await)
         .with_delivery_rules(config.delivery)
         .with_reconcile_after(config.reconcile_after)

@@ -707,7 +707,7 @@ fn test_token() -> CrmToken {
         _ => None,
     })
     .unwrap();
-    match config.destination.settings() {
+    match config.destinations.first().settings() {
         Some(worker::destinations::http::HttpConfig {
             token: worker::config::TokenSetting::Inline(token),
             ..
@@ -767,10 +767,7 @@ impl ReceiptLedger for CompletedElsewhere {
         now: &shared::receipt::Timestamp,
     ) -> Result<Claim, LedgerError> {
         let claim = self.0.claim(key, seen, until, now).await;
-        let other = AttemptRecord {
-            attempts: 1,
-            at: shared::receipt::Timestamp::at(SystemTime::now()),
-        };
+        let other = AttemptRecord::new(1, shared::receipt::Timestamp::at(SystemTime::now()));
         self.0
             .mark_completed(
                 key,
@@ -778,7 +775,7 @@ impl ReceiptLedger for CompletedElsewhere {
                 &worker::ledger::Completion {
                     expires_at: 1,
                     keep_payload: false,
-                    destination: "http",
+                    destination: "http".into(),
                     ending: worker::ledger::Ending::Delivered(
                         shared::record::DeliveredRecord::unknown(),
                     ),
@@ -795,6 +792,14 @@ impl ReceiptLedger for CompletedElsewhere {
         completion: &worker::ledger::Completion,
     ) -> Result<Marked, LedgerError> {
         self.0.mark_completed(key, attempt, completion).await
+    }
+    async fn save_lanes(
+        &self,
+        key: &shared::IdempotencyKey,
+        held: &shared::receipt::Timestamp,
+        lanes: &shared::lanes::Lanes,
+    ) -> Result<Marked, LedgerError> {
+        self.0.save_lanes(key, held, lanes).await
     }
     async fn mark_failed(
         &self,

@@ -152,7 +152,7 @@ fn the_template_gives_each_function_the_configuration_its_code_requires() {
         let worker = worker::Config::from_lookup(|name| worker_env.get(name).cloned())
             .unwrap_or_else(|e| panic!("worker with {overrides:?}: {e}"));
         assert_eq!(worker.receipts_table, "ReceiptsTable-name");
-        let settings = &worker.destination;
+        let settings = worker.destinations.first();
         use worker::destinations::{http, hubspot, leads_table, salesforce};
         match (
             destination,

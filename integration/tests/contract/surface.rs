@@ -199,10 +199,12 @@ fn surface_problems(template: &Value) -> Vec<String> {
             }
         }
         match worker::Config::from_lookup(|name| env.get(name).cloned()) {
-            Ok(config) if config.destination.kind() == mode.kind => {}
+            Ok(config)
+                if config.destinations.set
+                    == shared::destination::DestinationSet::one(mode.kind) => {}
             Ok(config) => problems.push(format!(
-                "{place}: the worker reads {:?}",
-                config.destination.kind()
+                "{place}: the worker reads {}",
+                config.destinations.set
             )),
             Err(error) => problems.push(format!("{place}: the worker refuses it: {error}")),
         }

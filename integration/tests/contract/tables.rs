@@ -242,9 +242,10 @@ fn a_schedule_starts_the_reconciliation_pass() {
             Evaluator::new(&template, &[("LeadRetentionDays", days)]).environment("WorkerFunction");
         let config = worker::Config::from_lookup(|name| env.get(name).cloned()).unwrap();
         let settings = config
-            .destination
+            .destinations
+            .first()
             .settings::<worker::destinations::leads_table::LeadsTableSettings>()
-            .unwrap_or_else(|| panic!("{:?}", config.destination));
+            .unwrap_or_else(|| panic!("{:?}", config.destinations));
         assert_eq!(settings.retention, expected, "LeadRetentionDays={days}");
     }
 }

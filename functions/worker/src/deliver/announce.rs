@@ -113,10 +113,7 @@ impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
             fields: fields.as_ref(),
             form: form.as_deref(),
             received_at: &receipt.received_at,
-            destination: receipt
-                .delivered_to
-                .as_deref()
-                .unwrap_or(self.destination.name()),
+            destination: receipt.delivered_to.as_deref().unwrap_or(self.name),
             record_id: receipt.record_id.as_deref(),
             record_url: receipt.record_url.as_deref(),
             receipt: &receipt.pk,

@@ -24,6 +24,7 @@ impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
     /// needs, and only those that still pass their newest-wins gate.
     pub(super) async fn upsert_with_retries(
         &self,
+        destination: &D,
         deliveries: &[Delivery],
         keys: &[IdempotencyKey],
         scopes: &[Scope],
@@ -50,8 +51,7 @@ impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
                 })
                 .collect();
             let called = Instant::now();
-            let answers = self
-                .destination
+            let answers = destination
                 .upsert_batch(&writes, self.concurrency, calls_end)
                 .await;
             let answers = if answers.len() == writes.len() {
@@ -110,9 +110,11 @@ impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
             let (history, leads): (Vec<usize>, Vec<usize>) = again
                 .into_iter()
                 .partition(|&i| scopes[i] == Scope::HistoryOnly);
-            let (newest, overtaken) = self.still_newest(deliveries, keys, leads, &attempts).await;
+            let (newest, overtaken) = self
+                .still_newest(destination, deliveries, keys, leads, &attempts)
+                .await;
             open = newest;
-            if self.destination.keeps_history() {
+            if destination.keeps_history() {
                 // Overtaken meanwhile: its fields are never written, but
                 // its submission still goes on the person's history.
                 for &i in &overtaken {
@@ -139,12 +141,13 @@ impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
     /// passes over that one's stamp, and only over it.
     async fn still_newest(
         &self,
+        destination: &D,
         deliveries: &[Delivery],
         keys: &[IdempotencyKey],
         again: Vec<usize>,
         attempts: &[Attempts],
     ) -> (Vec<usize>, Vec<usize>) {
-        if self.destination.newest_gates().is_none() {
+        if destination.newest_gates().is_none() {
             return (again, Vec::new());
         }
         let retrying: Vec<&Delivery> = again.iter().map(|&i| &deliveries[i]).collect();
@@ -175,7 +178,7 @@ impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
                 }
             })
             .collect();
-        let verdicts = self.pass_gates(&retrying, &passes).await;
+        let verdicts = self.pass_gates(destination, &retrying, &passes).await;
         let mut newest = Vec::new();
         let mut overtaken = Vec::new();
         for (i, verdict) in again.into_iter().zip(verdicts) {

@@ -91,13 +91,8 @@ impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
         let (Some(held), true) = (held, enough) else {
             // It stays claimed until the claim's end, then the next pass
             // takes it; nothing was sent and nothing is charged.
-            let mut line = OutcomeLine::new(
-                Some(&submission_id),
-                self.destination.name(),
-                via,
-                0,
-                Instant::now(),
-            );
+            let mut line =
+                OutcomeLine::new(Some(&submission_id), self.name, via, 0, Instant::now());
             line.reason = Some("no time left in this invocation");
             line.detail = Some("suspect");
             line.log(Level::WARN, "deferred", "receipt delivery handled");
@@ -111,13 +106,8 @@ impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
                 .unwrap_or(RecordOutcome::Skipped),
             Claimed::Act(other) => self.act_on_undeliverable(other, via).await,
             Claimed::Unavailable(error) => {
-                let mut line = OutcomeLine::new(
-                    Some(&submission_id),
-                    self.destination.name(),
-                    via,
-                    0,
-                    Instant::now(),
-                );
+                let mut line =
+                    OutcomeLine::new(Some(&submission_id), self.name, via, 0, Instant::now());
                 line.reason = Some(&error.0);
                 line.detail = Some("claim alone");
                 line.log(

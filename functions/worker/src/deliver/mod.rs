@@ -1,14 +1,16 @@
 //! The delivery core: a receipt's lead, by its form's route (`routing`),
-//! to the destination, attempts within the invocation, and the settlement
-//! written to the receipt with one log line per outcome. The stream
-//! (`stream`) and the reconciliation pass (`reconcile`) are its two
-//! callers, through `act_all`.
+//! to each of its destinations (`lanes`: one receipt, several
+//! destinations, each delivered on its own), attempts within the
+//! invocation, and the settlement written to the receipt with one log line
+//! per outcome. The stream (`stream`) and the reconciliation pass
+//! (`reconcile`) are its two callers, through `act_all`.
 //!
 //! A destination that is down, or asks to wait longer than the invocation
 //! has, defers the receipt to the reconciler: one failing CRM never holds a
 //! shard for long. Only an outcome that cannot be written to the receipt is
 //! `FailedRetryable`, which the stream delivers again.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use futures_util::stream::{self, StreamExt};
@@ -21,12 +23,14 @@ use crate::destinations::port::{Destination, Upserted};
 use crate::ledger::{LedgerError, ReceiptLedger};
 use crate::outcome::{OutcomeLine, RecordOutcome, Via};
 use aws_edge::routes::RoutesInForce;
+use lanes::LaneBook;
 
 pub mod announce;
 mod attempts;
 pub mod claim;
 mod double;
 mod finish;
+mod lanes;
 mod newest;
 mod routing;
 mod settlement;
@@ -68,11 +72,15 @@ pub(crate) enum Scope {
     HistoryOnly,
 }
 
-/// The worker: a destination, the ledger of receipts, and the rules for
-/// delivering to one from the other. The stream (`stream`) and the pass
-/// (`reconcile`) both deliver through it.
+/// The worker: the stack's destinations, the ledger of receipts, and the
+/// rules for delivering to them from it. The stream (`stream`) and the
+/// pass (`reconcile`) both deliver through it.
 pub struct Worker<D, L> {
-    destination: D,
+    /// One or more, in the order `DESTINATION` names them; never empty.
+    destinations: Vec<D>,
+    /// Their names, as `DESTINATION` gives them: what a log line of the
+    /// receipt as a whole names.
+    name: &'static str,
     ledger: L,
     concurrency: usize,
     retry: RetryPolicy,
@@ -92,7 +100,8 @@ pub struct Worker<D, L> {
 impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
     pub fn new(destination: D, ledger: L, concurrency: usize) -> Self {
         Worker {
-            destination,
+            name: destination.name(),
+            destinations: vec![destination],
             ledger,
             concurrency: concurrency.max(1),
             retry: RetryPolicy::default(),
@@ -105,6 +114,20 @@ impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
             double_submit_key: None,
             notifier: None,
         }
+    }
+
+    /// Delivers to these destinations too (`DESTINATION=hubspot,mailchimp`):
+    /// each receipt to those its route chooses, each exactly once and on
+    /// its own (`lanes`).
+    pub fn also_to(mut self, others: impl IntoIterator<Item = D>) -> Self {
+        self.destinations.extend(others);
+        if self.destinations.len() > 1 {
+            let names: Vec<&str> = self.destinations.iter().map(|d| d.name()).collect();
+            // Once per worker, at init: a log line names the stack's
+            // destinations without a copy per line.
+            self.name = Box::leak(names.join(",").into_boxed_str());
+        }
+        self
     }
 
     /// The scheduled audit this worker runs when its schedule asks.
@@ -163,8 +186,14 @@ impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
         self
     }
 
+    /// The first destination: the stack's only one, in a stack of one.
     pub fn destination(&self) -> &D {
-        &self.destination
+        &self.destinations[0]
+    }
+
+    /// Every destination, in the order named.
+    pub fn destinations(&self) -> &[D] {
+        &self.destinations
     }
 
     pub fn ledger(&self) -> &L {
@@ -227,8 +256,7 @@ impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
                 }
                 Claimed::Act(other) => undeliverable.push((slot, other)),
                 Claimed::Unavailable(error) => {
-                    let mut line =
-                        OutcomeLine::new(None, self.destination.name(), via, 0, Instant::now());
+                    let mut line = OutcomeLine::new(None, self.name, via, 0, Instant::now());
                     line.reason = Some(&error.0);
                     line.detail = Some("claim");
                     line.log(
@@ -280,7 +308,7 @@ impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
 
     /// A record or receipt with nothing to deliver: skipped, or unreadable.
     async fn act_on_undeliverable(&self, decoded: Decoded, via: Via) -> RecordOutcome {
-        let mut line = OutcomeLine::new(None, self.destination.name(), via, 0, Instant::now());
+        let mut line = OutcomeLine::new(None, self.name, via, 0, Instant::now());
         match decoded {
             Decoded::Deliver(_) => unreachable!("deliveries go to deliver_all"),
             Decoded::Skip(reason) => {
@@ -335,17 +363,21 @@ impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
             outcomes[slot] = outcome;
         }
         let (slots, routed): (Vec<usize>, Vec<Delivery>) = routed.into_iter().unzip();
-        let delivered = self.deliver_routed(routed, via, deadline, started).await;
+        let delivered = self.deliver_to_each(routed, via, deadline, started).await;
         for (slot, outcome) in slots.into_iter().zip(delivered) {
             outcomes[slot] = outcome;
         }
         outcomes
     }
 
-    /// Delivers receipts whose leads follow their routes (see `deliver_all`).
+    /// Delivers receipts whose leads follow their routes to `destination`
+    /// (see `deliver_all`): each to the receipt itself, or to its lane in
+    /// `books` (one per delivery) where it goes to several.
     async fn deliver_routed(
         &self,
+        destination: &D,
         deliveries: Vec<Delivery>,
+        books: Vec<Option<Arc<LaneBook>>>,
         via: Via,
         deadline: Instant,
         started: Instant,
@@ -366,48 +398,54 @@ impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
         // the destination keeps every submission's history, after it kept
         // this one's.
         let verdicts = self
-            .newest_gates(&deliveries.iter().collect::<Vec<_>>())
+            .newest_gates(destination, &deliveries.iter().collect::<Vec<_>>())
             .await;
-        let keeps_history = self.destination.keeps_history();
+        let keeps_history = destination.keeps_history();
         let mut outcomes = vec![RecordOutcome::Skipped; deliveries.len()];
         let mut admitted = Vec::new();
         let mut admitted_slots = Vec::new();
-        for (slot, (delivery, verdict)) in deliveries.into_iter().zip(verdicts).enumerate() {
-            let submission_id = delivery.receipt.submission_id.clone();
+        for (slot, ((delivery, verdict), book)) in
+            deliveries.into_iter().zip(verdicts).zip(books).enumerate()
+        {
             match verdict {
                 Ok(true) => {
                     admitted_slots.push(slot);
-                    admitted.push((delivery, Scope::Lead));
+                    admitted.push((delivery, Scope::Lead, book));
                 }
                 Ok(false) if keeps_history => {
                     admitted_slots.push(slot);
-                    admitted.push((delivery, Scope::HistoryOnly));
+                    admitted.push((delivery, Scope::HistoryOnly, book));
                 }
                 Ok(false) => {
+                    let stale = Settlement::Complete(Upserted::Stale);
                     outcomes[slot] = self
-                        .record(
-                            &delivery.receipt.key(),
-                            Some(&submission_id),
-                            Settlement::Complete(Upserted::Stale),
+                        .record_for(
+                            destination,
+                            &delivery,
+                            book.as_deref(),
+                            stale,
                             0,
-                            via,
-                            started,
+                            None,
+                            (via, started),
                         )
                         .await;
                 }
                 Err(error) => {
-                    outcomes[slot] = self.unanswered(
-                        &submission_id,
+                    let outcome = self.unanswered(
+                        &delivery.receipt.submission_id,
                         &error,
                         (via, started),
                         "newest-wins gate",
                         "receipt delivery handled; its newest-wins gate could not be read",
                     );
+                    outcomes[slot] = self
+                        .unrecorded_for(destination, book.as_deref(), outcome, (via, started))
+                        .await;
                 }
             }
         }
         for (slot, outcome) in admitted_slots.into_iter().zip(
-            self.deliver_admitted(admitted, via, deadline, started)
+            self.deliver_admitted(destination, admitted, via, deadline, started)
                 .await,
         ) {
             outcomes[slot] = outcome;
@@ -419,7 +457,8 @@ impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
     /// in its scope.
     async fn deliver_admitted(
         &self,
-        admitted: Vec<(Delivery, Scope)>,
+        destination: &D,
+        admitted: Vec<(Delivery, Scope, Option<Arc<LaneBook>>)>,
         via: Via,
         deadline: Instant,
         started: Instant,
@@ -427,16 +466,26 @@ impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
         if admitted.is_empty() {
             return Vec::new();
         }
-        let (deliveries, scopes): (Vec<Delivery>, Vec<Scope>) = admitted.into_iter().unzip();
+        let mut deliveries = Vec::with_capacity(admitted.len());
+        let mut scopes = Vec::with_capacity(admitted.len());
+        let mut books = Vec::with_capacity(admitted.len());
+        for (delivery, scope, book) in admitted {
+            deliveries.push(delivery);
+            scopes.push(scope);
+            books.push(book);
+        }
         let keys: Vec<IdempotencyKey> = deliveries.iter().map(|d| d.receipt.key()).collect();
         let attempts = self
-            .upsert_with_retries(&deliveries, &keys, &scopes, deadline)
+            .upsert_with_retries(destination, &deliveries, &keys, &scopes, deadline)
             .await;
         let finishing: Vec<_> = deliveries
             .into_iter()
             .zip(keys)
             .zip(attempts)
-            .map(|((delivery, key), attempts)| self.finish(delivery, key, attempts, via, started))
+            .zip(books)
+            .map(|(((delivery, key), attempts), book)| {
+                self.finish(destination, delivery, key, attempts, book, (via, started))
+            })
             .collect();
         stream::iter(finishing)
             .buffered(self.concurrency)

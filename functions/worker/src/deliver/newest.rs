@@ -15,6 +15,7 @@ impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
     /// (the destination settles it).
     pub(super) async fn newest_gates(
         &self,
+        destination: &D,
         deliveries: &[&Delivery],
     ) -> Vec<Result<bool, LedgerError>> {
         let keys: Vec<_> = deliveries.iter().map(|d| d.receipt.key()).collect();
@@ -23,16 +24,17 @@ impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
             .zip(&keys)
             .map(|(delivery, key)| GatePass::own(key, delivery.lead.newest_by()))
             .collect();
-        self.pass_gates(deliveries, &passes).await
+        self.pass_gates(destination, deliveries, &passes).await
     }
 
     /// Each delivery through its gate as `passes` says (one per delivery).
     pub(super) async fn pass_gates(
         &self,
+        destination: &D,
         deliveries: &[&Delivery],
         passes: &[GatePass<'_>],
     ) -> Vec<Result<bool, LedgerError>> {
-        let Some(gate_secret) = self.destination.newest_gates() else {
+        let Some(gate_secret) = destination.newest_gates() else {
             return vec![Ok(true); deliveries.len()];
         };
         let expires_at = self.rules.retention.expiry_after((self.clock)());

@@ -1,4 +1,5 @@
-//! A settlement written to its receipt, and the one log line of its
+//! A settlement written to its receipt (or, for a receipt of several
+//! destinations, to its lane: `lanes`), and the one log line of its
 //! outcome.
 
 use std::time::Instant;
@@ -7,8 +8,9 @@ use shared::receipt::{format_timestamp, Timestamp};
 use shared::IdempotencyKey;
 use tracing::Level;
 
+use super::lanes::{Landed, LaneBook};
 use super::Worker;
-use crate::decide::Settlement;
+use crate::decide::{Delivery, Settlement};
 use crate::destinations::port::{DeliveredRecord, Destination, Upserted};
 use crate::ledger::{
     AttemptRecord, Completion, Ending, LedgerError, Marked, ReceiptLedger, WaitingNotice,
@@ -26,25 +28,120 @@ impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
         via: Via,
         started: Instant,
     ) -> RecordOutcome {
-        self.record_announcing(key, submission_id, settlement, made, via, started, None)
-            .await
+        self.record_announcing(
+            self.name,
+            key,
+            submission_id,
+            settlement,
+            made,
+            (via, started),
+            None,
+        )
+        .await
+    }
+
+    /// A settlement of one delivery at `destination`: written to the
+    /// receipt, or where the receipt goes to several destinations, landed
+    /// in its lane (`book`). `notice`: as for `record_announcing`.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) async fn record_for(
+        &self,
+        destination: &D,
+        delivery: &Delivery,
+        book: Option<&LaneBook>,
+        settlement: Settlement,
+        made: u32,
+        notice: Option<WaitingNotice>,
+        (via, started): (Via, Instant),
+    ) -> RecordOutcome {
+        match book {
+            None => {
+                self.record_announcing(
+                    destination.name(),
+                    &delivery.receipt.key(),
+                    Some(&delivery.receipt.submission_id),
+                    settlement,
+                    made,
+                    (via, started),
+                    notice,
+                )
+                .await
+            }
+            Some(book) => {
+                self.land(
+                    destination.name(),
+                    book,
+                    Landed::Settled(settlement, made),
+                    (via, started),
+                )
+                .await
+            }
+        }
+    }
+
+    /// A delivery at `destination` that ended with nothing to record
+    /// (`outcome`: no time for a call, or a gate that could not be read):
+    /// its lane, where the receipt has several, stays as it was.
+    pub(super) async fn unrecorded_for(
+        &self,
+        destination: &D,
+        book: Option<&LaneBook>,
+        outcome: RecordOutcome,
+        (via, started): (Via, Instant),
+    ) -> RecordOutcome {
+        match book {
+            None => outcome,
+            Some(book) => {
+                self.land(
+                    destination.name(),
+                    book,
+                    Landed::Unrecorded(outcome),
+                    (via, started),
+                )
+                .await
+            }
+        }
     }
 
     /// The same, and where the lead is written and `notice` says its form
-    /// is announced, its new-lead notice waits to be sent.
+    /// is announced, its new-lead notice waits to be sent. `name`: the
+    /// destination whose answer this is.
     #[allow(clippy::too_many_arguments)]
     pub(super) async fn record_announcing(
         &self,
+        name: &'static str,
         key: &IdempotencyKey,
         submission_id: Option<&str>,
         settlement: Settlement,
         made: u32,
-        via: Via,
-        started: Instant,
+        (via, started): (Via, Instant),
         notice: Option<WaitingNotice>,
     ) -> RecordOutcome {
-        let written = self.write_settlement(key, &settlement, made, notice).await;
-        let mut line = OutcomeLine::new(submission_id, self.destination.name(), via, made, started);
+        let written = self
+            .write_settlement(name, key, &settlement, made, notice)
+            .await;
+        self.log_settlement(
+            name,
+            submission_id,
+            &settlement,
+            made,
+            (via, started),
+            written,
+        )
+    }
+
+    /// The one log line of a settlement `written` (or not) to its receipt,
+    /// and its outcome.
+    pub(super) fn log_settlement(
+        &self,
+        name: &'static str,
+        submission_id: Option<&str>,
+        settlement: &Settlement,
+        made: u32,
+        (via, started): (Via, Instant),
+        written: Result<Marked, LedgerError>,
+    ) -> RecordOutcome {
+        let mut line = OutcomeLine::new(submission_id, name, via, made, started);
         let marked = match written {
             Ok(marked) => marked,
             Err(error) => {
@@ -75,7 +172,7 @@ impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
         }
         line.settled_elsewhere = Some(false);
         let next_attempt_at;
-        let (outcome, level, message) = match &settlement {
+        let (outcome, level, message) = match settlement {
             Settlement::Complete(Upserted::Written(_)) => (
                 RecordOutcome::Upserted,
                 Level::INFO,
@@ -150,13 +247,7 @@ impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
         detail: &'static str,
         message: &'static str,
     ) -> RecordOutcome {
-        let mut line = OutcomeLine::new(
-            Some(submission_id),
-            self.destination.name(),
-            via,
-            0,
-            started,
-        );
+        let mut line = OutcomeLine::new(Some(submission_id), self.name, via, 0, started);
         line.reason = Some(&error.0);
         line.detail = Some(detail);
         line.log(Level::WARN, RecordOutcome::FailedRetryable.code(), message);
@@ -166,21 +257,19 @@ impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
     /// Writes a settlement to the receipt, conditional on RECEIVED.
     async fn write_settlement(
         &self,
+        name: &'static str,
         key: &IdempotencyKey,
         settlement: &Settlement,
         made: u32,
         notice: Option<WaitingNotice>,
     ) -> Result<Marked, LedgerError> {
-        let attempt = AttemptRecord {
-            attempts: made,
-            at: Timestamp::at((self.clock)()),
-        };
+        let attempt = AttemptRecord::new(made, Timestamp::at((self.clock)()));
         match settlement {
             Settlement::Complete(upserted) => {
                 let completion = Completion {
                     expires_at: self.rules.retention.expiry_after((self.clock)()),
                     keep_payload: self.rules.keep_payload,
-                    destination: self.destination.name(),
+                    destination: name.to_owned(),
                     ending: Ending::Delivered(match upserted {
                         Upserted::Written(record) => record.clone(),
                         Upserted::Stale => DeliveredRecord::unknown(),
@@ -193,7 +282,7 @@ impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
                 let completion = Completion {
                     expires_at: self.rules.retention.expiry_after((self.clock)()),
                     keep_payload: false,
-                    destination: self.destination.name(),
+                    destination: name.to_owned(),
                     ending: Ending::Refused(refusal.code.clone()),
                     notice: None,
                 };
@@ -203,7 +292,7 @@ impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
                 let completion = Completion {
                     expires_at: self.rules.retention.expiry_after((self.clock)()),
                     keep_payload: false,
-                    destination: self.destination.name(),
+                    destination: name.to_owned(),
                     ending: Ending::Duplicate(of.clone()),
                     notice: None,
                 };

@@ -38,7 +38,8 @@ use std::pin::Pin;
 
 use aws_sdk_dynamodb::Client;
 use shared::config::{invalid, ConfigError};
-use shared::newest::GateSecret;
+use shared::destination::DestinationSet;
+use shared::newest::{GateKeySetting, GateSecret};
 use shared::{IdempotencyKey, Lead};
 
 /// A future the erased destination returns.
@@ -51,11 +52,23 @@ pub struct BuildEnv<'a> {
     pub sdk_config: &'a aws_config::SdkConfig,
     /// The DynamoDB client (the leads table's, and the receipts table's).
     pub dynamodb: &'a Client,
+    /// In a stack of several destinations, this one's name: its gates and
+    /// person memories are its own (`GateKeySetting::for_destination`).
+    /// `None` in a stack of one, which keeps the gates it always had.
+    pub gate_scope: Option<&'static str>,
 }
 
 impl BuildEnv<'_> {
     pub fn secrets_client(&self) -> aws_sdk_secretsmanager::Client {
         aws_sdk_secretsmanager::Client::new(self.sdk_config)
+    }
+
+    /// The stack's gate key as this destination keeps its gates with it.
+    pub fn own_gates(&self, setting: GateKeySetting) -> GateKeySetting {
+        match self.gate_scope {
+            Some(destination) => setting.for_destination(destination),
+            None => setting,
+        }
     }
 }
 
@@ -84,19 +97,66 @@ impl<T: 'static> AsAny for T {
     }
 }
 
-/// `kind`'s settings, read through `get` (empty values unset): the one
-/// place each kind's adapter is found.
+/// `kind`'s settings, read through `get` (empty values unset), in a stack
+/// of that one destination.
 pub fn read(
     kind: DestinationKind,
     get: &dyn Fn(&str) -> Option<String>,
     allow_http: bool,
 ) -> Result<DestinationConfig, ConfigError> {
-    if let Some(variable) = kind.foreign_variable(&get) {
+    let mut all = read_all(&DestinationSet::one(kind), get, allow_http)?;
+    Ok(all.configs.remove(0))
+}
+
+/// The settings of every destination of `set`, read through `get`: a
+/// variable only other destinations read is refused, and so is a
+/// destination's missing or invalid setting, naming the destination in a
+/// stack of several.
+pub fn read_all(
+    set: &DestinationSet,
+    get: &dyn Fn(&str) -> Option<String>,
+    allow_http: bool,
+) -> Result<DestinationsConfig, ConfigError> {
+    if let Some(variable) = set.foreign_variable(&get) {
         return Err(invalid(
             variable,
-            format!("does not apply to DESTINATION={}; unset it", kind.name()),
+            format!("does not apply to DESTINATION={set}; unset it"),
         ));
     }
+    let mut configs = Vec::with_capacity(set.kinds().len());
+    for &kind in set.kinds() {
+        let config = read_one(kind, get, allow_http).map_err(|error| match set.is_single() {
+            true => error,
+            false => naming_destination(error, kind),
+        })?;
+        configs.push(config);
+    }
+    Ok(DestinationsConfig {
+        set: set.clone(),
+        configs,
+    })
+}
+
+/// A setting's error, saying which destination of several needs it.
+fn naming_destination(error: ConfigError, kind: DestinationKind) -> ConfigError {
+    match error {
+        ConfigError::Missing(name) => invalid(
+            name,
+            format!("required by the destination {}, but not set", kind.name()),
+        ),
+        ConfigError::Invalid { name, reason } => invalid(
+            name,
+            format!("{reason} (for the destination {})", kind.name()),
+        ),
+    }
+}
+
+/// One kind's adapter settings: the one place each kind's adapter is found.
+fn read_one(
+    kind: DestinationKind,
+    get: &dyn Fn(&str) -> Option<String>,
+    allow_http: bool,
+) -> Result<DestinationConfig, ConfigError> {
     let settings: Box<dyn DestinationSettings> = match kind {
         DestinationKind::Http => Box::new(http::HttpConfig::from_lookup(&get, allow_http)?),
         DestinationKind::LeadsTable => {
@@ -152,8 +212,48 @@ impl DestinationConfig {
                 receipts_table,
                 sdk_config,
                 dynamodb,
+                gate_scope: None,
             })
             .await
+    }
+}
+
+/// Every destination of the stack (`DESTINATION`), as read at init, in the
+/// order named.
+#[derive(Debug)]
+pub struct DestinationsConfig {
+    pub set: DestinationSet,
+    pub configs: Vec<DestinationConfig>,
+}
+
+impl DestinationsConfig {
+    /// The first destination's settings: the stack's only one, in a stack
+    /// of one.
+    pub fn first(&self) -> &DestinationConfig {
+        &self.configs[0]
+    }
+
+    /// Each destination, built as [`DestinationConfig::build`] does; in a
+    /// stack of several, each with gates of its own.
+    pub async fn build(
+        self,
+        receipts_table: &str,
+        sdk_config: &aws_config::SdkConfig,
+        dynamodb: &Client,
+    ) -> Result<Vec<ConfiguredDestination>, ConfigError> {
+        let several = !self.set.is_single();
+        let mut built = Vec::with_capacity(self.configs.len());
+        for config in self.configs {
+            let kind = config.kind();
+            let env = BuildEnv {
+                receipts_table,
+                sdk_config,
+                dynamodb,
+                gate_scope: several.then(|| kind.name()),
+            };
+            built.push(config.0.build(env).await?);
+        }
+        Ok(built)
     }
 }
 

@@ -80,6 +80,9 @@ impl MemoryLedger {
                 receipt.claimed_until = None;
                 receipt.unrecorded_claims = 0;
                 receipt.solo_claims = 0;
+                if let Some(lanes) = &attempt.lanes {
+                    receipt.destinations = lanes.clone();
+                }
                 change(receipt);
                 Marked::Updated
             }
@@ -265,7 +268,7 @@ impl ReceiptLedger for MemoryLedger {
             receipt.failed_at = None;
             receipt.failure_reason = None;
             receipt.failure_http_status = None;
-            receipt.delivered_to = Some(completion.destination.to_owned());
+            receipt.delivered_to = Some(completion.destination.clone());
             let (status, record, refusal, duplicate_of) = match &completion.ending {
                 Ending::Delivered(record) => (ReceiptStatus::Completed, Some(record), None, None),
                 Ending::Refused(code) => (ReceiptStatus::Refused, None, Some(code.clone()), None),
@@ -294,6 +297,24 @@ impl ReceiptLedger for MemoryLedger {
             receipt.pending = Some(FAILED.to_owned());
             receipt.expires_at = None;
         }))
+    }
+
+    async fn save_lanes(
+        &self,
+        key: &IdempotencyKey,
+        held: &Timestamp,
+        lanes: &shared::lanes::Lanes,
+    ) -> Result<Marked, LedgerError> {
+        match self.lock().get_mut(key.as_str()) {
+            Some(receipt)
+                if receipt.status == ReceiptStatus::Received
+                    && receipt.claimed_until.as_deref() == Some(held.as_str()) =>
+            {
+                receipt.destinations = lanes.clone();
+                Ok(Marked::Updated)
+            }
+            _ => Ok(Marked::NotPending),
+        }
     }
 
     async fn defer(

@@ -18,6 +18,7 @@ pub mod watched;
 use std::future::Future;
 
 use shared::duplicates::FirstSubmission;
+use shared::lanes::Lanes;
 use shared::receipt::Timestamp;
 use shared::record::DeliveredRecord;
 use shared::{IdempotencyKey, Receipt};
@@ -42,8 +43,10 @@ pub struct Completion {
     /// every personal attribute (`shared::receipt::PERSONAL_ATTRIBUTES`),
     /// as it always does for a refused one.
     pub keep_payload: bool,
-    /// The destination's catalog name, kept as `deliveredTo`.
-    pub destination: &'static str,
+    /// The destination's catalog name, kept as `deliveredTo`; for a
+    /// receipt of several, the names of those that have the lead,
+    /// comma-separated.
+    pub destination: String,
     pub ending: Ending,
     /// A new-lead notice waits to be sent (`shared::notice`): the receipt
     /// stays in the queue index's NOTICE partition, due now.
@@ -109,6 +112,22 @@ pub struct AttemptRecord {
     pub attempts: u32,
     /// When.
     pub at: Timestamp,
+    /// Each destination's lane, where the receipt goes to several
+    /// (`shared::lanes`): written whole by the same update. `None` for a
+    /// receipt with one destination, whose lane is the receipt itself.
+    pub lanes: Option<Lanes>,
+}
+
+impl AttemptRecord {
+    /// `attempts` made by this delivery at `at`, of a receipt with one
+    /// destination.
+    pub fn new(attempts: u32, at: Timestamp) -> Self {
+        AttemptRecord {
+            attempts,
+            at,
+            lanes: None,
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -216,6 +235,20 @@ pub trait ReceiptLedger: Send + Sync {
         key: &IdempotencyKey,
         held: &Timestamp,
         sent: &NoticeSent,
+    ) -> impl Future<Output = Result<Marked, LedgerError>> + Send;
+
+    /// Records the lanes of a receipt with several destinations while the
+    /// delivery that holds its claim (ending at `held`) still waits for
+    /// another destination: what one destination settled is kept before
+    /// the next answers, so a crash between them never calls it again.
+    /// Leaves the status, the queue and the claim as they are; `NotPending`
+    /// when the receipt was settled meanwhile or the claim is no longer
+    /// this delivery's.
+    fn save_lanes(
+        &self,
+        key: &IdempotencyKey,
+        held: &Timestamp,
+        lanes: &Lanes,
     ) -> impl Future<Output = Result<Marked, LedgerError>> + Send;
 
     /// Stays RECEIVED, due again at `next_attempt_at`, with no expiry.

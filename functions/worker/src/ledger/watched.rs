@@ -135,6 +135,15 @@ impl<L: ReceiptLedger> ReceiptLedger for WatchedLedger<L> {
         self.inner.mark_failed(key, failure, attempt).await
     }
 
+    async fn save_lanes(
+        &self,
+        key: &IdempotencyKey,
+        held: &Timestamp,
+        lanes: &shared::lanes::Lanes,
+    ) -> Result<Marked, LedgerError> {
+        self.inner.save_lanes(key, held, lanes).await
+    }
+
     async fn defer(
         &self,
         key: &IdempotencyKey,

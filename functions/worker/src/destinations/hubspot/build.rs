@@ -45,8 +45,10 @@ impl DestinationSettings for HubSpotConfig {
         env: BuildEnv<'a>,
     ) -> Boxed<'a, Result<ConfiguredDestination, ConfigError>> {
         Box::pin(async move {
+            let mut settings = self.settings;
+            settings.gate_key = settings.gate_key.map(|key| env.own_gates(key));
             let hubspot = connect(
-                self.settings,
+                settings,
                 self.token,
                 || env.secrets_client(),
                 TOKEN_REFRESH_INTERVAL,

@@ -58,8 +58,10 @@ impl DestinationSettings for MailchimpConfig {
                 "mailchimp",
                 MAX_CONNECTIONS,
             ));
+            let mut settings = self.settings;
+            settings.gate_key = env.own_gates(settings.gate_key);
             let mailchimp = connect(
-                self.settings,
+                settings,
                 self.key,
                 memory,
                 slots,

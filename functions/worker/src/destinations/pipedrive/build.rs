@@ -46,8 +46,10 @@ impl DestinationSettings for PipedriveConfig {
     ) -> Boxed<'a, Result<ConfiguredDestination, ConfigError>> {
         Box::pin(async move {
             let memory = DynamoPersonMemory::new(env.dynamodb.clone(), env.receipts_table);
+            let mut settings = self.settings;
+            settings.gate_key = env.own_gates(settings.gate_key);
             let pipedrive = connect(
-                self.settings,
+                settings,
                 self.token,
                 memory,
                 || env.secrets_client(),

@@ -340,7 +340,8 @@ mod tests {
         assert_eq!(
             config(&[(SALESFORCE_CREDENTIALS_SECRET_ARN, ARN)])
                 .unwrap()
-                .destination
+                .destinations
+                .first()
                 .settings::<SalesforceConfig>(),
             Some(&SalesforceConfig {
                 settings: SalesforceSettings {

@@ -66,7 +66,9 @@ impl DestinationSettings for ZohoConfig {
                 env.receipts_table,
                 "zoho",
             ));
-            let zoho = connect(self.settings, self.credentials, store, memory, || {
+            let mut settings = self.settings;
+            settings.gate_key = settings.gate_key.map(|key| env.own_gates(key));
+            let zoho = connect(settings, self.credentials, store, memory, || {
                 env.secrets_client()
             })
             .await?;

@@ -83,8 +83,19 @@ impl DynamoLedger {
         } else {
             format!("{remove}, #claimed, #unrecorded, #solo")
         };
+        // A receipt of several destinations: its lanes, whole, in the same
+        // update.
+        let lanes = match &attempt.lanes {
+            Some(lanes) => Some(lanes_value(lanes)?),
+            None => None,
+        };
+        let set_lanes = if lanes.is_some() {
+            ", #lanes = :lanes"
+        } else {
+            ""
+        };
         let expression = format!(
-            "SET #attempts = if_not_exists(#attempts, :zero) + :attempts, #lastAttemptAt = :at, {set}{remove}"
+            "SET #attempts = if_not_exists(#attempts, :zero) + :attempts, #lastAttemptAt = :at, {set}{set_lanes}{remove}"
         );
         let mut request = self
             .client
@@ -109,11 +120,23 @@ impl DynamoLedger {
         for (placeholder, value) in values {
             request = request.expression_attribute_values(placeholder, value);
         }
+        if let Some(lanes) = lanes {
+            request = request
+                .expression_attribute_names("#lanes", attr::DESTINATIONS)
+                .expression_attribute_values(":lanes", lanes);
+        }
         match request.send().await {
             Ok(_) => Ok(Marked::Updated),
             Err(error) => conditional_failure(error).map(|()| Marked::NotPending),
         }
     }
+}
+
+/// A receipt's lanes as the attribute that holds them: a map by
+/// destination name.
+fn lanes_value(lanes: &shared::lanes::Lanes) -> Result<AttributeValue, LedgerError> {
+    serde_dynamo::to_attribute_value(lanes)
+        .map_err(|_| LedgerError("the destinations' lanes could not be written".to_owned()))
 }
 
 /// `Ok(())` for a failed condition; any other error as a `LedgerError`.
@@ -324,7 +347,7 @@ impl ReceiptLedger for DynamoLedger {
         let mut values = vec![
             (":status", s(status.as_str())),
             (":expires", n(completion.expires_at)),
-            (":deliveredTo", s(completion.destination)),
+            (":deliveredTo", s(&completion.destination)),
         ];
         names.push(("#deliveredTo", attr::DELIVERED_TO));
         if completion.notice.is_some() {
@@ -405,6 +428,31 @@ impl ReceiptLedger for DynamoLedger {
             ],
         )
         .await
+    }
+
+    async fn save_lanes(
+        &self,
+        key: &IdempotencyKey,
+        held: &Timestamp,
+        lanes: &shared::lanes::Lanes,
+    ) -> Result<Marked, LedgerError> {
+        let request = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .key(attr::PK, s(key.as_str()))
+            .update_expression("SET #lanes = :lanes")
+            .condition_expression("#status = :received AND #claimed = :held")
+            .expression_attribute_names("#status", attr::STATUS)
+            .expression_attribute_names("#claimed", attr::CLAIMED_UNTIL)
+            .expression_attribute_names("#lanes", attr::DESTINATIONS)
+            .expression_attribute_values(":received", s(ReceiptStatus::Received.as_str()))
+            .expression_attribute_values(":held", s(held.as_str()))
+            .expression_attribute_values(":lanes", lanes_value(lanes)?);
+        match request.send().await {
+            Ok(_) => Ok(Marked::Updated),
+            Err(error) => conditional_failure(error).map(|()| Marked::NotPending),
+        }
     }
 
     async fn defer(

@@ -1,0 +1,360 @@
+//! One receipt, several destinations, as logic: two scripted destinations
+//! (in memory: what each answers, and every call counted) and the in-memory
+//! ledger. Each destination of a receipt is delivered exactly once and on
+//! its own; the receipt's status follows from its lanes. The same
+//! promises through real HTTP fakes and a DynamoDB-protocol server are in
+//! integration/tests/several_destinations.rs.
+
+mod common;
+
+use std::collections::VecDeque;
+use std::sync::Mutex;
+use std::time::{Duration, SystemTime};
+
+use shared::clock::Adjustable;
+use shared::lanes::LaneState;
+use shared::record::DeliveredRecord;
+use shared::{FormSubmission, IdempotencyKey, Lead, Receipt, ReceiptStatus};
+use worker::destinations::{Destination, DestinationError, Upserted};
+use worker::ledger::memory::{MemoryLedger, WatchedLedger};
+use worker::Worker;
+
+use common::{fast_retries, in_seconds, inserts};
+
+/// A destination that answers from a script (then `Written` for ever) and
+/// counts its calls per receipt.
+struct Scripted {
+    name: &'static str,
+    script: Mutex<VecDeque<Result<Upserted, DestinationError>>>,
+    calls: Mutex<Vec<String>>,
+}
+
+impl Scripted {
+    fn new(name: &'static str) -> Self {
+        Scripted {
+            name,
+            script: Mutex::new(VecDeque::new()),
+            calls: Mutex::new(Vec::new()),
+        }
+    }
+
+    fn answering(
+        self,
+        answers: impl IntoIterator<Item = Result<Upserted, DestinationError>>,
+    ) -> Self {
+        self.script.lock().unwrap().extend(answers);
+        self
+    }
+
+    fn calls(&self) -> usize {
+        self.calls.lock().unwrap().len()
+    }
+}
+
+impl Destination for Scripted {
+    fn name(&self) -> &'static str {
+        self.name
+    }
+
+    async fn upsert(
+        &self,
+        lead: &Lead,
+        _key: &IdempotencyKey,
+    ) -> Result<Upserted, DestinationError> {
+        self.calls.lock().unwrap().push(lead.external_id.clone());
+        let next = self.script.lock().unwrap().pop_front();
+        next.unwrap_or_else(|| {
+            Ok(Upserted::Written(DeliveredRecord::with_id(&format!(
+                "{}-{}",
+                self.name, lead.external_id
+            ))))
+        })
+    }
+}
+
+fn unavailable() -> Result<Upserted, DestinationError> {
+    Err(DestinationError::Retryable {
+        status: Some(503),
+        retry_after: None,
+        reason: "http-503".into(),
+    })
+}
+
+fn receipt(submission_id: &str) -> Receipt {
+    let body = serde_json::json!({
+        "event": "form.submitted",
+        "data": {"submissionId": submission_id, "formData": {"name": "Ada", "email": "ada@example.com", "message": "Hello"}}
+    });
+    let submission = FormSubmission::parse(body.to_string().as_bytes()).unwrap();
+    Receipt::new(&submission, SystemTime::now())
+}
+
+fn worker_of<L: worker::ledger::ReceiptLedger + worker::ledger::PendingQueue>(
+    crm: Scripted,
+    list: Scripted,
+    ledger: L,
+    clock: &Adjustable,
+) -> Worker<Scripted, L> {
+    Worker::new(crm, ledger, 8)
+        .also_to([list])
+        .with_retry_policy(fast_retries())
+        .with_clock(clock.clock())
+}
+
+fn stored(worker: &Worker<Scripted, MemoryLedger>, receipt: &Receipt) -> Receipt {
+    worker
+        .ledger()
+        .get(&receipt.pk)
+        .expect("the receipt exists")
+}
+
+fn lane_states(receipt: &Receipt) -> Vec<(&str, LaneState)> {
+    receipt
+        .destinations
+        .iter()
+        .map(|(name, lane)| (name.as_str(), lane.state))
+        .collect()
+}
+
+#[tokio::test]
+async fn a_receipt_goes_to_each_destination_once_and_keeps_no_personal_data() {
+    let clock = Adjustable::default();
+    let a = receipt("sub_a");
+    let worker = worker_of(
+        Scripted::new("crm"),
+        Scripted::new("list"),
+        MemoryLedger::holding([&a]),
+        &clock,
+    );
+
+    let response = worker.handle(inserts(&[&a]), in_seconds(30)).await;
+    assert!(response.batch_item_failures.is_empty());
+    let again = worker.handle(inserts(&[&a]), in_seconds(30)).await;
+    assert!(again.batch_item_failures.is_empty());
+
+    let [crm, list] = worker.destinations() else {
+        panic!("two destinations")
+    };
+    assert_eq!(
+        (crm.calls(), list.calls()),
+        (1, 1),
+        "once each, a replay writes nothing"
+    );
+    let after = stored(&worker, &a);
+    assert_eq!(after.status, ReceiptStatus::Completed);
+    assert_eq!(
+        lane_states(&after),
+        [("crm", LaneState::Written), ("list", LaneState::Written)]
+    );
+    assert_eq!(
+        after.destinations["crm"].record_id.as_deref(),
+        Some("crm-sub_a")
+    );
+    assert_eq!(after.destinations["list"].attempts, 1);
+    assert_eq!(after.delivered_to.as_deref(), Some("crm,list"));
+    assert_eq!(
+        after.payload, None,
+        "no personal data once every destination has it"
+    );
+    assert_eq!((after.pending, after.claimed_until), (None, None));
+}
+
+#[tokio::test]
+async fn a_destination_that_is_down_holds_back_no_other_and_is_written_once_it_recovers() {
+    let clock = Adjustable::default();
+    let a = receipt("sub_down");
+    let worker = worker_of(
+        Scripted::new("crm"),
+        Scripted::new("list").answering([unavailable(), unavailable(), unavailable()]),
+        MemoryLedger::holding([&a]),
+        &clock,
+    );
+
+    worker.handle(inserts(&[&a]), in_seconds(30)).await;
+
+    let [crm, list] = worker.destinations() else {
+        panic!("two destinations")
+    };
+    assert_eq!(crm.calls(), 1, "written at once");
+    let waiting = stored(&worker, &a);
+    assert_eq!(waiting.status, ReceiptStatus::Received);
+    assert_eq!(
+        lane_states(&waiting),
+        [("crm", LaneState::Written), ("list", LaneState::Pending)]
+    );
+    let list_lane = &waiting.destinations["list"];
+    assert_eq!(list_lane.last_error.as_deref(), Some("http-503"));
+    assert!(list_lane.next_attempt_at.is_some());
+    assert_eq!(
+        waiting.next_attempt_at, list_lane.next_attempt_at,
+        "due when the list is"
+    );
+    assert!(
+        waiting.payload.is_some(),
+        "kept until every destination has it"
+    );
+
+    // An hour on, a pass: the list recovered; the CRM is not called again.
+    clock.advance(Duration::from_secs(3600));
+    let pass = worker.reconcile(in_seconds(30)).await;
+    assert_eq!(pass.due, 1, "{pass:?}");
+    assert_eq!((crm.calls(), list.calls()), (1, 4));
+    let done = stored(&worker, &a);
+    assert_eq!(done.status, ReceiptStatus::Completed);
+    assert_eq!(
+        lane_states(&done),
+        [("crm", LaneState::Written), ("list", LaneState::Written)]
+    );
+    assert_eq!(done.destinations["list"].attempts, 4);
+    assert_eq!(done.destinations["list"].last_error, None);
+}
+
+#[tokio::test]
+async fn a_refusal_beside_a_write_completes_the_receipt_and_every_refusal_refuses_it() {
+    let clock = Adjustable::default();
+    let refused = || {
+        Err(DestinationError::Refused {
+            status: Some(400),
+            code: "Member In Compliance State".into(),
+        })
+    };
+    let (one, both) = (receipt("sub_one"), receipt("sub_both"));
+    let worker = worker_of(
+        Scripted::new("crm"),
+        Scripted::new("list").answering([refused()]),
+        MemoryLedger::holding([&one]),
+        &clock,
+    );
+    worker.handle(inserts(&[&one]), in_seconds(30)).await;
+    let after = stored(&worker, &one);
+    assert_eq!(after.status, ReceiptStatus::Completed);
+    assert_eq!(
+        lane_states(&after),
+        [("crm", LaneState::Written), ("list", LaneState::Refused)]
+    );
+    assert_eq!(
+        after.destinations["list"].last_error.as_deref(),
+        Some("Member In Compliance State")
+    );
+    assert_eq!(after.delivered_to.as_deref(), Some("crm"));
+
+    let worker = worker_of(
+        Scripted::new("crm").answering([refused()]),
+        Scripted::new("list").answering([refused()]),
+        MemoryLedger::holding([&both]),
+        &clock,
+    );
+    worker.handle(inserts(&[&both]), in_seconds(30)).await;
+    let after = stored(&worker, &both);
+    assert_eq!(after.status, ReceiptStatus::Refused);
+    assert_eq!(after.refusal.as_deref(), Some("Member In Compliance State"));
+    assert_eq!(after.payload, None);
+}
+
+/// The worker dies after one destination settled and before the receipt's
+/// last write: the next delivery calls only the destination whose answer
+/// was never recorded. The crash is injected at the receipt's completion
+/// (always the last write of a receipt both destinations write), so which
+/// destination landed first does not matter.
+#[tokio::test]
+async fn a_crash_between_two_destinations_never_calls_the_settled_one_again() {
+    let clock = Adjustable::default();
+    let a = receipt("sub_crash");
+    let worker = worker_of(
+        Scripted::new("crm"),
+        Scripted::new("list"),
+        WatchedLedger::new(MemoryLedger::holding([&a])).failing_first(1),
+        &clock,
+    );
+
+    let response = worker.handle(inserts(&[&a]), in_seconds(30)).await;
+    assert_eq!(
+        response.batch_item_failures.len(),
+        1,
+        "nothing final recorded"
+    );
+    let saved = worker.ledger().inner.get(&a.pk).unwrap();
+    assert_eq!(saved.status, ReceiptStatus::Received);
+    let settled: Vec<&str> = saved
+        .destinations
+        .iter()
+        .filter(|(_, lane)| lane.state == LaneState::Written)
+        .map(|(name, _)| name.as_str())
+        .collect();
+    assert_eq!(settled.len(), 1, "the first to land was saved: {saved:?}");
+
+    // Its claim lapses; a pass delivers what is still open.
+    clock.advance(Duration::from_secs(3600));
+    worker.reconcile(in_seconds(30)).await;
+    let [crm, list] = worker.destinations() else {
+        panic!("two destinations")
+    };
+    let calls = |name: &str| {
+        if name == "crm" {
+            crm.calls()
+        } else {
+            list.calls()
+        }
+    };
+    assert_eq!(
+        calls(settled[0]),
+        1,
+        "the saved destination is never called again"
+    );
+    assert_eq!(crm.calls() + list.calls(), 3);
+    let done = worker.ledger().inner.get(&a.pk).unwrap();
+    assert_eq!(done.status, ReceiptStatus::Completed);
+}
+
+/// A destination failing for good leaves the receipt FAILED once nothing
+/// is pending; a redrive retries only the failed destination.
+#[tokio::test]
+async fn a_redriven_receipt_calls_only_its_failed_destination() {
+    let clock = Adjustable::default();
+    let a = receipt("sub_failed");
+    let worker = worker_of(
+        Scripted::new("crm"),
+        Scripted::new("list").answering([Err(DestinationError::Permanent {
+            status: Some(400),
+            reason: "http-400".into(),
+        })]),
+        MemoryLedger::holding([&a]),
+        &clock,
+    );
+    worker.handle(inserts(&[&a]), in_seconds(30)).await;
+    let failed = stored(&worker, &a);
+    assert_eq!(failed.status, ReceiptStatus::Failed);
+    assert_eq!(failed.failure_reason.as_deref(), Some("http-400"));
+    assert_eq!(
+        lane_states(&failed),
+        [("crm", LaneState::Written), ("list", LaneState::Failed)]
+    );
+
+    // What `receipts redrive` does: RECEIVED again, due now.
+    let now = shared::receipt::format_timestamp(clock.clock()());
+    worker.ledger().insert(Receipt {
+        status: ReceiptStatus::Received,
+        pending: Some(shared::receipt::PENDING.into()),
+        next_attempt_at: Some(now),
+        received_at: shared::receipt::format_timestamp(
+            SystemTime::now() - Duration::from_secs(3600),
+        ),
+        ..failed
+    });
+    clock.advance(Duration::from_secs(60));
+    worker.reconcile(in_seconds(30)).await;
+    let [crm, list] = worker.destinations() else {
+        panic!("two destinations")
+    };
+    assert_eq!(
+        (crm.calls(), list.calls()),
+        (1, 2),
+        "the CRM is not written again"
+    );
+    let done = stored(&worker, &a);
+    assert_eq!(done.status, ReceiptStatus::Completed);
+    assert_eq!(
+        lane_states(&done),
+        [("crm", LaneState::Written), ("list", LaneState::Written)]
+    );
+}
