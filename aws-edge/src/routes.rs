@@ -86,6 +86,9 @@ pub struct StoredRoutes {
     table: String,
     /// Where a refusal is counted, and for which function.
     metrics: Option<(Metrics, &'static str)>,
+    /// The stack's destinations, where the reader knows them (the
+    /// worker): routes naming another are refused too.
+    destinations: Option<shared::destination::DestinationSet>,
 }
 
 impl StoredRoutes {
@@ -94,7 +97,15 @@ impl StoredRoutes {
             client,
             table: table.into(),
             metrics: None,
+            destinations: None,
         }
+    }
+
+    /// Refuses stored routes that name a destination the stack lacks
+    /// (`Routes::check_destinations`), as any routes that break the rules.
+    pub fn for_destinations(mut self, stack: shared::destination::DestinationSet) -> Self {
+        self.destinations = Some(stack);
+        self
     }
 
     /// Stored routes refused by the rules emit `RoutesRefused` for
@@ -131,7 +142,11 @@ impl StoredRoutes {
                 .map_err(|_| RoutesUnreadable("not routes JSON".to_owned()))?,
             _ => return Err(RoutesUnreadable("no routes attribute".to_owned())),
         };
-        if let Err(problems) = shared::routes::check(&routes) {
+        let checked = shared::routes::check(&routes).and_then(|()| match &self.destinations {
+            Some(stack) => routes.check_destinations(stack),
+            None => Ok(()),
+        });
+        if let Err(problems) = checked {
             if let Some((metrics, function)) = &self.metrics {
                 metrics.emit(
                     &[(FUNCTION, function)],

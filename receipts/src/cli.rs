@@ -245,6 +245,10 @@ pub enum RoutesAction {
     Check {
         #[arg(value_name = "FILE")]
         file: std::path::PathBuf,
+        /// The stack's destinations (`hubspot,mailchimp`): a route naming
+        /// another is a problem. With --stack, the stack's own are read.
+        #[arg(long, value_name = "LIST")]
+        destinations: Option<String>,
     },
     /// Check FILE, say what changes (routes by name, never by form id),
     /// and store it in the stack's receipts table, where ingest reads its
@@ -264,7 +268,7 @@ pub enum RoutesAction {
 
 impl Command {
     /// Whether the command runs without AWS (no region, credentials or
-    /// table needed).
+    /// table needed) when no stack is named.
     pub fn is_offline(&self) -> bool {
         matches!(
             self,

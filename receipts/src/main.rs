@@ -13,7 +13,7 @@ use receipts::commands::{self, Failed};
 async fn main() -> ExitCode {
     let cli = Cli::parse();
     receipts::aws_error::show_whole_errors(cli.debug);
-    let result = if cli.command.is_offline() {
+    let result = if cli.command.is_offline() && cli.target.stack.is_none() {
         commands::run_offline(cli.command)
     } else {
         let config = aws_config_for(&cli.target).await;

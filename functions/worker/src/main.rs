@@ -23,6 +23,7 @@ async fn main() -> Result<(), Error> {
 
     let sdk_config = sdk_loader().load().await;
     let client = aws_edge::dynamodb_client(&sdk_config, config.dynamodb_endpoint.as_deref());
+    let stack = config.destinations.set.clone();
     let mut destinations = config
         .destinations
         .build(&config.receipts_table, &sdk_config, &client)
@@ -51,7 +52,8 @@ async fn main() -> Result<(), Error> {
         tracing::error!(error = %error, "the notice URL is unavailable; the function cannot start");
     })?;
     let routes = StoredRoutes::new(client.clone(), &config.receipts_table)
-        .with_metrics(config.metrics.clone(), "worker");
+        .with_metrics(config.metrics.clone(), "worker")
+        .for_destinations(stack);
     let auditor = config.audit.map(|settings| {
         let secrets = aws_sdk_secretsmanager::Client::new(&sdk_config);
         Auditor::new(

@@ -81,9 +81,14 @@ fn unavailable() -> Result<Upserted, DestinationError> {
 }
 
 fn receipt(submission_id: &str) -> Receipt {
+    of_form(submission_id, "contact_form")
+}
+
+/// A Static Forms receipt of the form whose apiKey is `form`.
+fn of_form(submission_id: &str, form: &str) -> Receipt {
     let body = serde_json::json!({
         "event": "form.submitted",
-        "data": {"submissionId": submission_id, "formData": {"name": "Ada", "email": "ada@example.com", "message": "Hello"}}
+        "data": {"submissionId": submission_id, "apiKey": form, "formData": {"name": "Ada", "email": "ada@example.com", "message": "Hello"}}
     });
     let submission = FormSubmission::parse(body.to_string().as_bytes()).unwrap();
     Receipt::new(&submission, SystemTime::now())
@@ -357,4 +362,72 @@ async fn a_redriven_receipt_calls_only_its_failed_destination() {
         lane_states(&done),
         [("crm", LaneState::Written), ("list", LaneState::Written)]
     );
+}
+
+/// The routes choose: a route's `destinations`, else the file's, else
+/// every destination; a route that chooses one destination settles its
+/// receipt as a stack of one would (no lanes).
+#[tokio::test]
+async fn routes_choose_each_forms_destinations() {
+    let clock = Adjustable::default();
+    // A file names catalog destinations; the scripted ones are `crm`
+    // and `list`: the parsed routes are renamed to them.
+    let mut routes = shared::routes::parse(
+        "destinations = [\"http\"]\n\
+         [[route]]\nform = \"newsletter_form\"\nname = \"Newsletter\"\ndestinations = [\"dynamodb\"]\n\
+         [[route]]\nform = \"contact_form\"\nname = \"Contact\"\ndestinations = [\"http\", \"dynamodb\"]\n",
+    )
+    .unwrap();
+    let rename = |names: &mut Vec<String>| {
+        for name in names.iter_mut() {
+            *name = if name == "http" {
+                "crm".into()
+            } else {
+                "list".into()
+            };
+        }
+    };
+    rename(&mut routes.destinations);
+    for route in &mut routes.routes {
+        rename(&mut route.destinations);
+    }
+    let (contact, newsletter, other) = (
+        of_form("sub_contact", "contact_form"),
+        of_form("sub_news", "newsletter_form"),
+        of_form("sub_other", "other_form"),
+    );
+    let worker = worker_of(
+        Scripted::new("crm"),
+        Scripted::new("list"),
+        MemoryLedger::holding([&contact, &newsletter, &other]),
+        &clock,
+    )
+    .with_routes(aws_edge::routes::RoutesInForce::fixed(std::sync::Arc::new(
+        routes,
+    )));
+
+    let response = worker
+        .handle(inserts(&[&contact, &newsletter, &other]), in_seconds(30))
+        .await;
+    assert!(response.batch_item_failures.is_empty());
+
+    let [crm, list] = worker.destinations() else {
+        panic!("two destinations")
+    };
+    let mut crm_calls = crm.calls.lock().unwrap().clone();
+    let mut list_calls = list.calls.lock().unwrap().clone();
+    crm_calls.sort();
+    list_calls.sort();
+    assert_eq!(crm_calls, ["sub_contact", "sub_other"]);
+    assert_eq!(list_calls, ["sub_contact", "sub_news"]);
+    let news = stored(&worker, &newsletter);
+    assert_eq!(news.status, ReceiptStatus::Completed);
+    assert!(news.destinations.is_empty(), "one destination: no lanes");
+    assert_eq!(news.delivered_to.as_deref(), Some("list"));
+    assert_eq!(news.record_id.as_deref(), Some("list-sub_news"));
+    assert_eq!(
+        lane_states(&stored(&worker, &contact)),
+        [("crm", LaneState::Written), ("list", LaneState::Written)]
+    );
+    assert_eq!(stored(&worker, &other).delivered_to.as_deref(), Some("crm"));
 }

@@ -18,6 +18,7 @@ use std::time::SystemTime;
 
 use aws_config::SdkConfig;
 use aws_edge::SecretReadError;
+use shared::destination::DestinationSet;
 use shared::Retention;
 
 use crate::cli::{Command, RoutesAction, Target};
@@ -99,13 +100,40 @@ async fn gate_lookup(config: &SdkConfig, stack: Option<&Stack>) -> Result<forget
         })
 }
 
+/// The destinations of the stack, as it was deployed (its `Destination`
+/// parameter); `None` without a stack.
+fn stack_destinations(stack: Option<&Stack>) -> Result<Option<DestinationSet>, Failed> {
+    let Some(stack) = stack else {
+        return Ok(None);
+    };
+    let raw = stack.parameter(parameter::DESTINATION);
+    if raw.is_empty() {
+        return Ok(None);
+    }
+    DestinationSet::parse(raw).map(Some).map_err(|error| {
+        Failed::Run(format!(
+            "stack {:?}: its Destination parameter {error}",
+            stack.name
+        ))
+    })
+}
+
 /// A command that needs no AWS (`Command::is_offline`).
 pub fn run_offline(command: Command) -> Result<(), Failed> {
     let mut out = std::io::stdout().lock();
     match command {
         Command::Routes {
-            action: RoutesAction::Check { file },
-        } => routes::check(&file, &mut out, &mut std::io::stderr().lock()),
+            action: RoutesAction::Check { file, destinations },
+        } => {
+            let stack = destinations.as_deref().map(routes::destinations_given);
+            let stack = stack.transpose()?;
+            routes::check(
+                &file,
+                stack.as_ref(),
+                &mut out,
+                &mut std::io::stderr().lock(),
+            )
+        }
         other => Err(Failed::Usage(format!("{other:?} needs AWS"))),
     }
 }
@@ -278,13 +306,30 @@ pub async fn run(config: &SdkConfig, target: &Target, command: Command) -> Resul
         }
         Command::Routes {
             action: RoutesAction::Apply { file, dry_run },
-        } => routes::apply(&table, &file, dry_run, now, &mut out).await?,
+        } => {
+            let destinations = stack_destinations(stack.as_ref())?;
+            routes::apply(
+                &table,
+                &file,
+                (dry_run, destinations.as_ref()),
+                now,
+                &mut out,
+            )
+            .await?
+        }
         Command::Routes {
             action: RoutesAction::Show,
         } => routes::show(&table, &mut out).await?,
         Command::Routes {
-            action: RoutesAction::Check { .. },
-        } => return run_offline(command),
+            action: RoutesAction::Check { file, destinations },
+        } => {
+            let destinations = match destinations {
+                Some(raw) => Some(routes::destinations_given(&raw)?),
+                None => stack_destinations(stack.as_ref())?,
+            };
+            let mut problems = std::io::stderr().lock();
+            routes::check(&file, destinations.as_ref(), &mut out, &mut problems)?
+        }
         Command::Audit { scope } => {
             let action = audit::Action::Report;
             audit_or_import(config, stack.as_ref(), &table, &scope, action, &mut out).await?;

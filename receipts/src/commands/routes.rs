@@ -7,6 +7,7 @@ use std::io::Write;
 use std::path::Path;
 use std::time::SystemTime;
 
+use shared::destination::DestinationSet;
 use shared::receipt::format_timestamp;
 use shared::routes::{self, Routes};
 
@@ -14,18 +15,39 @@ use super::{run_error, Failed};
 use crate::table::config::Stored;
 use crate::table::ReceiptsTable;
 
-pub fn check(file: &Path, out: &mut impl Write, problems: &mut impl Write) -> Result<(), Failed> {
-    let routes = read(file, problems)?;
+/// Checks `file`; where the stack's destinations are known (`--stack`,
+/// `--destinations`), also that every destination it names is one of them.
+pub fn check(
+    file: &Path,
+    stack: Option<&DestinationSet>,
+    out: &mut impl Write,
+    problems: &mut impl Write,
+) -> Result<(), Failed> {
+    let routes = read(file, stack, problems)?;
     writeln!(out, "{}: {}", file.display(), summary(&routes)).map_err(run_error)?;
     Ok(())
 }
 
-/// The routes of `file`, or every problem of it on `problems`.
-fn read(file: &Path, problems: &mut impl Write) -> Result<Routes, Failed> {
+/// The stack's destinations, as `--destinations` gives them.
+pub fn destinations_given(raw: &str) -> Result<DestinationSet, Failed> {
+    DestinationSet::parse(raw).map_err(|error| Failed::Usage(format!("--destinations {error}")))
+}
+
+/// The routes of `file`, or every problem of it (with `stack`, a
+/// destination it lacks too) on `problems`.
+fn read(
+    file: &Path,
+    stack: Option<&DestinationSet>,
+    problems: &mut impl Write,
+) -> Result<Routes, Failed> {
     let shown = file.display();
     let text = std::fs::read_to_string(file)
         .map_err(|error| Failed::Usage(format!("cannot read {shown}: {error}")))?;
-    routes::parse(&text).or_else(|found| {
+    let checked = routes::parse(&text).and_then(|routes| match stack {
+        Some(stack) => routes.check_destinations(stack).map(|()| routes),
+        None => Ok(routes),
+    });
+    checked.or_else(|found| {
         for problem in &found {
             writeln!(problems, "{shown}: {problem}").map_err(run_error)?;
         }
@@ -40,11 +62,11 @@ fn read(file: &Path, problems: &mut impl Write) -> Result<Routes, Failed> {
 pub async fn apply(
     table: &ReceiptsTable,
     file: &Path,
-    dry_run: bool,
+    (dry_run, stack): (bool, Option<&DestinationSet>),
     now: SystemTime,
     out: &mut impl Write,
 ) -> Result<(), Failed> {
-    let routes = read(file, &mut std::io::stderr().lock())?;
+    let routes = read(file, stack, &mut std::io::stderr().lock())?;
     let current = table.routes().await.map_err(run_error)?;
     let before = current
         .as_ref()
@@ -167,7 +189,7 @@ mod tests {
         ));
         std::fs::write(&file, text).unwrap();
         let (mut out, mut err) = (Vec::new(), Vec::new());
-        let result = check(&file, &mut out, &mut err);
+        let result = check(&file, None, &mut out, &mut err);
         std::fs::remove_file(&file).unwrap();
         let name = file.display().to_string();
         let strip = |bytes: Vec<u8>| String::from_utf8(bytes).unwrap().replace(&name, "FILE");
@@ -205,10 +227,39 @@ mod tests {
     }
 
     #[test]
+    fn a_destination_the_stack_lacks_is_a_problem_naming_its_route() {
+        let dir = std::env::temp_dir().join(format!("routes-dest-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("routes.toml");
+        let text =
+            "[[route]]\nform = \"f\"\nname = \"Newsletter\"\ndestinations = [\"mailchimp\"]\n";
+        std::fs::write(&file, text).unwrap();
+        let check_for = |raw: &str| {
+            let (mut out, mut err) = (Vec::new(), Vec::new());
+            let stack = destinations_given(raw).unwrap();
+            let result = check(&file, Some(&stack), &mut out, &mut err);
+            (result.is_ok(), String::from_utf8(err).unwrap())
+        };
+        assert_eq!(check_for("hubspot,mailchimp"), (true, String::new()));
+        let (ok, err) = check_for("hubspot");
+        assert!(!ok);
+        assert!(
+            err.ends_with(": [[route]] \"Newsletter\": destinations: \"mailchimp\" is not a destination of this stack (DESTINATION=hubspot)\n"),
+            "{err}"
+        );
+        std::fs::remove_file(&file).unwrap();
+        assert!(matches!(
+            destinations_given("hubspot,marketo"),
+            Err(Failed::Usage(_))
+        ));
+    }
+
+    #[test]
     fn a_missing_file_is_a_usage_error() {
         let mut sink = Vec::new();
         let result = check(
             Path::new("/nonexistent/routes.toml"),
+            None,
             &mut sink,
             &mut Vec::new(),
         );

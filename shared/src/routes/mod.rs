@@ -25,6 +25,7 @@ use std::borrow::Cow;
 
 use crate::spam::SpamRules;
 
+mod destinations;
 mod file;
 mod model;
 
@@ -132,6 +133,7 @@ pub fn changes(old: &Routes, new: &Routes) -> Vec<String> {
                     ("fields", before.fields != route.fields),
                     ("set", before.set != route.set),
                     ("spam", before.spam != route.spam),
+                    ("destinations", before.destinations != route.destinations),
                 ]
                 .into_iter()
                 .filter_map(|(part, changed)| changed.then_some(part))
@@ -378,7 +380,7 @@ marketing_permission = "3c9a1b2e5f"
             ),
             (
                 "[[route]]\nform = \"f\"\nfrom = \"typo\"\n",
-                &["[[route]] #1: from: unknown key: a route has form, name, fields, set, spam, lead, consent, tags, duplicate_window, notify and notify_fields"],
+                &["[[route]] #1: from: unknown key: a route has form, name, destinations, fields, set, spam, lead, consent, tags, duplicate_window, notify and notify_fields"],
             ),
             (
                 "[[route]]\nform = \"f\"\n[route.fields]\nsize = \"numemployees\"\nemployees = \"numemployees\"\n",
@@ -431,7 +433,7 @@ marketing_permission = "3c9a1b2e5f"
             (
                 "spam = 1\nroutes = []\n",
                 &[
-                    "the file: routes: unknown key: the file holds duplicate_window, [spam] and [[route]]",
+                    "the file: routes: unknown key: the file holds destinations, duplicate_window, [spam] and [[route]]",
                     "the file: spam: must be a table ([spam])",
                 ],
             ),

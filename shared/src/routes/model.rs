@@ -18,6 +18,10 @@ pub struct Routes {
     /// applies when neither says: `duplicates::DEFAULT_WINDOW`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub duplicate_window: Option<Window>,
+    /// The destinations of every form without its own (`destinations =
+    /// [...]`, by name); empty: every destination of the stack.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub destinations: Vec<String>,
     pub routes: Vec<Route>,
 }
 
@@ -59,6 +63,10 @@ pub struct Route {
     /// This form's `duplicate_window`, over the file's.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub duplicate_window: Option<Window>,
+    /// The destinations this form's leads go to, by name, over the file's
+    /// (`destinations = ["mailchimp"]`); empty: the file's.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub destinations: Vec<String>,
 }
 
 /// One thing wrong with a routes file: where (`[spam]`,

@@ -21,6 +21,7 @@ use std::time::Instant;
 use shared::lanes::{Aggregate, Lane, LaneState, Lanes};
 use shared::receipt::Timestamp;
 use shared::record::DeliveredRecord;
+use shared::routes::Routes;
 use shared::{IdempotencyKey, ReceiptStatus};
 use tracing::Level;
 
@@ -147,10 +148,16 @@ impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
     ) -> Vec<RecordOutcome> {
         let now = Timestamp::at(self.now());
         let count = self.destinations.len();
+        // Read before (`follow_routes`): in a stack of several, no receipt
+        // got here without them.
+        let routes = match count > 1 {
+            true => self.routes.now().await.ok(),
+            false => None,
+        };
         let mut shares: Vec<Share> = (0..count).map(|_| Share::default()).collect();
         let mut books: Vec<Option<Arc<LaneBook>>> = Vec::with_capacity(routed.len());
         for (slot, delivery) in routed.into_iter().enumerate() {
-            match self.plan(&delivery, now.as_str()) {
+            match self.plan(&delivery, routes.as_deref(), now.as_str()) {
                 Plan::Alone(index) => {
                     shares[index].push(slot, delivery, None);
                     books.push(None);
@@ -203,15 +210,21 @@ impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
         outcomes
     }
 
-    /// The destinations a receipt goes to: every destination of the stack
-    /// (a route's choice comes with routes), or those its stored lanes
-    /// name; of several, those due now. A lane settled FAILED on a
-    /// receipt that is RECEIVED again was redriven: it is due.
-    fn plan(&self, delivery: &Delivery, now: &str) -> Plan {
+    /// The destinations a receipt goes to: those its route (else the
+    /// routes file) chooses, else every destination of the stack; once it
+    /// has lanes, those they name. Of several, those due now. A lane
+    /// settled FAILED on a receipt that is RECEIVED again was redriven: it
+    /// is due.
+    fn plan(&self, delivery: &Delivery, routes: Option<&Routes>, now: &str) -> Plan {
         let stored = &delivery.receipt.destinations;
         let index_of = |name: &str| self.destinations.iter().position(|d| d.name() == name);
         if stored.is_empty() {
-            let chosen: Vec<usize> = (0..self.destinations.len()).collect();
+            let route = delivery.lead.route.as_deref();
+            let chosen: Vec<usize> = match routes.and_then(|routes| routes.destinations_of(route)) {
+                // Names the stack lacks were refused with the routes.
+                Some(names) => names.iter().filter_map(|name| index_of(name)).collect(),
+                None => (0..self.destinations.len()).collect(),
+            };
             if let [only] = chosen[..] {
                 return Plan::Alone(only);
             }

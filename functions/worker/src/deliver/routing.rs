@@ -1,10 +1,12 @@
 //! Each lead by its form's route (`routes.toml`, `shared::routes`): the
 //! receipt names its form by `formRef`, and the lead takes that route's
-//! `fields` and `set` before any newest-wins gate or CRM call. A receipt
-//! that names a form while no routes could be read yet is not delivered by
-//! a guess: nothing is sent, and it is deferred (`routes-unreadable`, no
-//! attempt counted) for a later pass, so its claim is recorded and it
-//! never becomes a suspect for a fault that is not its own.
+//! `fields` and `set` before any newest-wins gate or CRM call; in a stack
+//! of several destinations, the routes also choose where it goes. A
+//! receipt that names a form (or, in a stack of several, any receipt)
+//! while no routes could be read yet is not delivered by a guess: nothing
+//! is sent, and it is deferred (`routes-unreadable`, no attempt counted)
+//! for a later pass, so its claim is recorded and it never becomes a
+//! suspect for a fault that is not its own.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -32,21 +34,25 @@ impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
         via: Via,
         started: Instant,
     ) -> (Slotted<Delivery>, Slotted<RecordOutcome>) {
+        // In a stack of several destinations, the routes choose for every
+        // lead, a form's or not.
+        let several = self.destinations.len() > 1;
         let names_a_form = deliveries.iter().any(|d| d.receipt.form_ref.is_some());
-        let routes = match names_a_form {
+        let routes = match names_a_form || several {
             true => Some(self.routes.now().await),
             false => None,
         };
         let mut routed = Vec::with_capacity(deliveries.len());
         let mut waiting = Vec::new();
         for (slot, mut delivery) in deliveries.into_iter().enumerate() {
-            let (Some(reference), Some(routes)) = (&delivery.receipt.form_ref, &routes) else {
+            let reference = delivery.receipt.form_ref.as_deref();
+            let (Some(routes), true) = (&routes, reference.is_some() || several) else {
                 routed.push((slot, delivery));
                 continue;
             };
             match routes {
                 Ok(routes) => {
-                    if let Some(route) = routes.route_by_ref(reference) {
+                    if let Some(route) = reference.and_then(|r| routes.route_by_ref(r)) {
                         delivery.lead.follow(Arc::new(route.clone()));
                     }
                     routed.push((slot, delivery));

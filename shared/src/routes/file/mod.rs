@@ -11,6 +11,7 @@ use crate::duplicate_window::Window;
 use crate::spam::SpamRules;
 
 mod consent;
+mod destinations;
 mod spam;
 
 /// Reads a routes file, or says everything wrong with it.
@@ -92,14 +93,18 @@ fn toml_of(value: Value) -> Option<toml::Value> {
 fn read_table(table: &Table) -> Result<Routes, Vec<RouteProblem>> {
     let mut problems = Problems::default();
     for key in table.keys() {
-        if !["spam", "route", "duplicate_window"].contains(&key.as_str()) {
+        if !["spam", "route", "duplicate_window", "destinations"].contains(&key.as_str()) {
             problems.add(
                 "the file",
                 key,
-                "unknown key: the file holds duplicate_window, [spam] and [[route]]",
+                "unknown key: the file holds destinations, duplicate_window, [spam] and [[route]]",
             );
         }
     }
+    let destinations = table
+        .get("destinations")
+        .map(|value| destinations::destinations(value, "the file", &mut problems))
+        .unwrap_or_default();
     let duplicate_window = table
         .get("duplicate_window")
         .and_then(|value| window(value, "the file", &mut problems));
@@ -160,6 +165,7 @@ fn read_table(table: &Table) -> Result<Routes, Vec<RouteProblem>> {
     problems.into_result(Routes {
         spam,
         duplicate_window,
+        destinations,
         routes,
     })
 }
@@ -256,15 +262,19 @@ fn route(entry: &Table, number: usize, problems: &mut Problems) -> Route {
             "duplicate_window",
             "notify",
             "notify_fields",
+            "destinations",
         ]
         .contains(&key.as_str())
         {
             problems.add(
                 &place,
                 key,
-                "unknown key: a route has form, name, fields, set, spam, lead, consent, tags, duplicate_window, notify and notify_fields",
+                "unknown key: a route has form, name, destinations, fields, set, spam, lead, consent, tags, duplicate_window, notify and notify_fields",
             );
         }
+    }
+    if let Some(value) = entry.get("destinations") {
+        route.destinations = destinations::destinations(value, &place, problems);
     }
     if let Some(value) = entry.get("consent") {
         route.consent = consent::consent(value, &place, problems);
