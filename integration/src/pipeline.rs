@@ -90,7 +90,10 @@ pub async fn start_pipeline_with(
             .env("DESTINATION", destination)
             // Its own tables: the other pipeline tests use the default names.
             .env("RECEIPTS_TABLE", receipts_table)
-            .env("LEADS_TABLE", unique_name(&format!("{destination}-leads")))
+            .env(
+                "LEADS_TABLE",
+                unique_name(&format!("{}-leads", destination.replace(',', "-"))),
+            )
             .envs(more.iter().copied())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())

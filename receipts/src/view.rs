@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde_json::{json, Value};
+use shared::lanes::{Lane, LaneState};
 use shared::receipt::parse_timestamp;
 use shared::{Receipt, ReceiptStatus};
 
@@ -29,12 +30,73 @@ fn problem(receipt: &Receipt) -> String {
 }
 
 /// The last column of `list`: a quarantined receipt's spam rule (it has no
-/// error), else its last error.
+/// error), else its last error; for a receipt of several destinations,
+/// each one still open (pending or failed) with its own.
 fn why_listed(receipt: &Receipt) -> String {
     match (&receipt.status, &receipt.quarantine_rule) {
         (ReceiptStatus::Quarantined, Some(rule)) => format!("spam rule {rule}"),
+        _ if !receipt.destinations.is_empty() => {
+            let open: Vec<String> = receipt
+                .destinations
+                .iter()
+                .filter(|(_, lane)| matches!(lane.state, LaneState::Pending | LaneState::Failed))
+                .map(|(name, lane)| match lane_problem(lane) {
+                    problem if problem.is_empty() => format!("{name} open"),
+                    problem => format!("{name}: {problem}"),
+                })
+                .collect();
+            open.join("; ")
+        }
         _ => problem(receipt),
     }
+}
+
+/// A lane's last error, as `problem` says a receipt's.
+fn lane_problem(lane: &Lane) -> String {
+    let code = lane
+        .last_error
+        .as_deref()
+        .map(shared::delivery::bounded_reason);
+    match (code, lane.last_http_status) {
+        (Some(code), Some(status)) if !code.contains(&status.to_string()) => {
+            format!("{code} (HTTP {status})")
+        }
+        (Some(code), _) => code,
+        (None, Some(status)) => format!("HTTP {status}"),
+        (None, None) => String::new(),
+    }
+}
+
+/// One destination's lane of a receipt, for its card: its state, record,
+/// attempts, last error and next attempt (`when` shows a time).
+fn lane_line(lane: &Lane, when: &dyn Fn(&str) -> String) -> String {
+    let mut parts = vec![lane.state.as_str().to_owned()];
+    if let Some(id) = &lane.record_id {
+        parts.push(format!("record {id}"));
+    }
+    if let Some(url) = &lane.record_url {
+        parts.push(url.clone());
+    }
+    if lane.attempts > 0 {
+        let plural = if lane.attempts == 1 { "" } else { "s" };
+        parts.push(format!("{} attempt{plural}", lane.attempts));
+    }
+    let problem = lane_problem(lane);
+    if !problem.is_empty() && !lane.state.has_lead() {
+        let label = match lane.state {
+            LaneState::Refused => "refused as",
+            _ => "last error",
+        };
+        parts.push(format!("{label} {problem}"));
+    }
+    if lane.state == LaneState::Pending {
+        let next = lane
+            .next_attempt_at
+            .as_deref()
+            .map_or("now".to_owned(), when);
+        parts.push(format!("next attempt {next}"));
+    }
+    parts.join(", ")
 }
 
 /// The form data of a receipt's payload, or null (none read, delivered, or
@@ -181,7 +243,8 @@ pub fn card(receipt: &Receipt, payload: bool, now: SystemTime, route: &RouteOfFo
             lines.push((label, when(value)));
         }
     }
-    if let Some(destination) = &receipt.delivered_to {
+    // A receipt of several destinations says each on its own line below.
+    if let (Some(destination), true) = (&receipt.delivered_to, receipt.destinations.is_empty()) {
         lines.push((
             "delivered to",
             delivered_to(destination, receipt.record_id.as_deref()),
@@ -189,6 +252,9 @@ pub fn card(receipt: &Receipt, payload: bool, now: SystemTime, route: &RouteOfFo
         if let Some(url) = &receipt.record_url {
             lines.push(("link", url.clone()));
         }
+    }
+    for (name, lane) in &receipt.destinations {
+        lines.push(("to", format!("{name}: {}", lane_line(lane, &when))));
     }
     if let Some(notice) = &receipt.notice {
         let when = receipt
@@ -417,6 +483,50 @@ mod tests {
             noticed.contains(&line("notice", "SENT at 2027-01-15T08:00:01.000Z")),
             "{noticed}"
         );
+    }
+
+    #[test]
+    fn a_receipt_of_several_destinations_shows_each_and_lists_the_open_ones() {
+        let now = UNIX_EPOCH + Duration::from_secs(1_800_000_000);
+        let mut receipt = receipt("sub_two", ReceiptStatus::Received, 1_800_000_000 - 60);
+        receipt.delivered_to = Some("hubspot".into());
+        receipt.destinations.insert(
+            "hubspot".into(),
+            Lane {
+                state: LaneState::Written,
+                attempts: 1,
+                record_id: Some("101".into()),
+                record_url: Some("https://app.hubspot.com/contacts/1/record/0-1/101".into()),
+                ..Lane::pending()
+            },
+        );
+        receipt.destinations.insert(
+            "mailchimp".into(),
+            Lane {
+                state: LaneState::Pending,
+                attempts: 3,
+                last_error: Some("http-503".into()),
+                last_http_status: Some(503),
+                next_attempt_at: Some("2027-01-15T08:05:00.000Z".into()),
+                ..Lane::pending()
+            },
+        );
+        let card = card_of(&receipt, now);
+        assert!(
+            card.contains("to             hubspot: WRITTEN, record 101, https://app.hubspot.com/contacts/1/record/0-1/101, 1 attempt\n"),
+            "{card}"
+        );
+        assert!(
+            card.contains("to             mailchimp: PENDING, 3 attempts, last error http-503, next attempt 2027-01-15 08:05:00 UTC (in 5m)\n"),
+            "{card}"
+        );
+        assert!(
+            !card.contains("delivered to"),
+            "each destination says it: {card}"
+        );
+        let listed = table(&[receipt], false);
+        assert!(listed.contains("mailchimp: http-503"), "{listed}");
+        assert!(!listed.contains("hubspot"), "only the open ones: {listed}");
     }
 
     fn card_of(receipt: &Receipt, now: SystemTime) -> String {

@@ -290,7 +290,7 @@ async fn run() -> Result<(), String> {
     );
     println!(
         "\nLocal pipeline is up (Ctrl-C stops it):\n  webhook   POST http://127.0.0.1:{webhook_port}{webhook_path} ({how})\n  {}\n  DynamoDB       {dynamodb_endpoint} (table {receipts_table})\n{receipts_line}\n{sender_api_line}",
-        crm.describe(crm_port),
+        crm.describe(),
     );
 
     tokio::select! {

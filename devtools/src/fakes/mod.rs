@@ -1,6 +1,7 @@
 //! The CRMs' and the senders' APIs' local fakes, built from each vendor's documented requests and
-//! answers, and the one place that names them: `LocalCrm`, the stand-in the
-//! local pipeline starts for `DESTINATION` (the CRM stub for `http`).
+//! answers, and the one place that names them: `LocalCrm`, the stand-ins the
+//! local pipeline starts for `DESTINATION`'s destinations (the CRM stub for
+//! `http`).
 
 pub mod hubspot;
 pub mod mailchimp;
@@ -14,7 +15,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use shared::destination::DestinationKind;
+use shared::destination::{DestinationKind, DestinationSet};
 pub use stand_in::{Counts, LocalDestination};
 
 use crate::crm_stub::CrmStub;
@@ -24,108 +25,137 @@ use pipedrive::{PipedriveFake, DEMO_PIPEDRIVE_TOKEN, LOCAL_SEARCH_LAG};
 use salesforce::{SalesforceFake, DEMO_SALESFORCE_CLIENT_ID, DEMO_SALESFORCE_CLIENT_SECRET};
 use zoho::{ZohoFake, DEMO_ZOHO_CLIENT_ID, DEMO_ZOHO_CLIENT_SECRET, DEMO_ZOHO_REFRESH_TOKEN};
 
-/// The local destination `DESTINATION` names.
+/// The local destinations `DESTINATION` names: one, or several
+/// comma-separated (`DESTINATION=hubspot,mailchimp make run`), each its
+/// own fake on its own port.
 pub struct LocalCrm {
-    kind: DestinationKind,
-    fake: Box<dyn LocalDestination>,
+    set: DestinationSet,
+    fakes: Vec<(u16, Box<dyn LocalDestination>)>,
 }
 
 impl LocalCrm {
-    /// Starts the stand-in for `destination` (a `DESTINATION` value) on
-    /// `address`: the one place each kind's fake is found.
-    pub async fn start(destination: &str, address: SocketAddr) -> Result<Self, String> {
-        let kind = DestinationKind::parse(destination).ok_or_else(|| {
-            format!(
-                "DESTINATION={destination}: expected {}",
-                DestinationKind::names()
-            )
-        })?;
-        let port = address.port();
-        let fake: Box<dyn LocalDestination> = match kind {
-            DestinationKind::Http => Box::new(
-                CrmStub::start_on(address, true)
-                    .await
-                    .map_err(|e| format!("CRM stub on port {port}: {e}"))?,
-            ),
-            DestinationKind::HubSpot => Box::new(Arc::new(
-                HubSpotFake::start_on(address, DEMO_HUBSPOT_TOKEN)
-                    .await
-                    .map_err(|e| format!("HubSpot fake on port {port}: {e}"))?,
-            )),
-            DestinationKind::Salesforce => Box::new(Arc::new(
-                SalesforceFake::start_on(
-                    address,
-                    DEMO_SALESFORCE_CLIENT_ID,
-                    DEMO_SALESFORCE_CLIENT_SECRET,
-                )
-                .await
-                .map_err(|e| format!("Salesforce fake on port {port}: {e}"))?,
-            )),
-            DestinationKind::Pipedrive => Box::new(Arc::new(
-                PipedriveFake::start_on(address, DEMO_PIPEDRIVE_TOKEN, LOCAL_SEARCH_LAG)
-                    .await
-                    .map_err(|e| format!("Pipedrive fake on port {port}: {e}"))?,
-            )),
-            DestinationKind::Mailchimp => Box::new(Arc::new(
-                MailchimpFake::start_on(address, DEMO_MAILCHIMP_API_KEY, DEMO_MAILCHIMP_LIST_ID)
-                    .await
-                    .map_err(|e| format!("Mailchimp fake on port {port}: {e}"))?,
-            )),
-            DestinationKind::Zoho => Box::new(Arc::new(
-                ZohoFake::start_on(
-                    address,
-                    DEMO_ZOHO_CLIENT_ID,
-                    DEMO_ZOHO_CLIENT_SECRET,
-                    DEMO_ZOHO_REFRESH_TOKEN,
-                    Duration::from_secs(3600),
-                )
-                .await
-                .map_err(|e| format!("Zoho fake on port {port}: {e}"))?,
-            )),
-            DestinationKind::LeadsTable => {
-                return Err(format!(
-                    "DESTINATION={destination}: the local pipeline delivers to a local CRM; choose one of {}",
-                    DestinationKind::ALL
-                        .iter()
-                        .filter(|kind| **kind != DestinationKind::LeadsTable)
-                        .map(|kind| kind.name())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ))
-            }
-        };
-        Ok(LocalCrm { kind, fake })
+    /// Starts the stand-in for each destination of `destinations` (a
+    /// `DESTINATION` value): the first on `address`, each next one on the
+    /// next port.
+    pub async fn start(destinations: &str, address: SocketAddr) -> Result<Self, String> {
+        let set = DestinationSet::parse(destinations)
+            .map_err(|error| format!("DESTINATION={destinations} {error}"))?;
+        let mut fakes = Vec::with_capacity(set.kinds().len());
+        for (offset, kind) in (0u16..).zip(set.kinds()) {
+            let port = address.port().checked_add(offset).ok_or("no port left")?;
+            let at = SocketAddr::new(address.ip(), port);
+            fakes.push((port, start_one(*kind, at).await?));
+        }
+        Ok(LocalCrm { set, fakes })
     }
 
-    /// What the worker needs to reach it.
+    /// What the worker needs to reach them.
     pub fn worker_env(&self) -> Vec<(&'static str, String)> {
         // Every stack has a gate key (double submits; newest-wins gates
         // where the kind keeps them): the demo one, locally.
         let mut env = vec![
-            ("DESTINATION", self.kind.name().to_owned()),
+            ("DESTINATION", self.set.to_string()),
             (
                 shared::newest::GATE_KEY,
                 crate::local::DEMO_GATE_KEY.to_owned(),
             ),
         ];
-        env.extend(self.fake.worker_env());
+        for (_, fake) in &self.fakes {
+            env.extend(fake.worker_env());
+        }
         env
     }
 
-    /// Its contacts or records, and the writes to them.
+    /// Their contacts or records, and the writes to them, added up.
     pub fn counts(&self) -> Counts {
-        self.fake.counts()
+        let each: Vec<Counts> = self.fakes.iter().map(|(_, fake)| fake.counts()).collect();
+        Box::new(move || {
+            each.iter().fold((0, 0), |(records, writes), counts| {
+                let (r, w) = counts();
+                (records + r, writes + w)
+            })
+        })
     }
 
-    /// One line saying where to look.
-    pub fn describe(&self, port: u16) -> String {
-        self.fake.describe(port)
+    /// One line for each, saying where to look.
+    pub fn describe(&self) -> String {
+        let lines: Vec<String> = self
+            .fakes
+            .iter()
+            .map(|(port, fake)| fake.describe(*port))
+            .collect();
+        lines.join("\n  ")
     }
 
     /// `make bench`: a CRM that takes `delay` to answer each call.
     pub fn set_delay(&self, delay: Duration) -> Result<(), String> {
-        self.fake.set_delay(delay)
+        self.fakes
+            .iter()
+            .try_for_each(|(_, fake)| fake.set_delay(delay))
     }
+}
+
+/// Starts the stand-in for `kind` on `address`: the one place each kind's
+/// fake is found.
+async fn start_one(
+    kind: DestinationKind,
+    address: SocketAddr,
+) -> Result<Box<dyn LocalDestination>, String> {
+    let port = address.port();
+    Ok(match kind {
+        DestinationKind::Http => Box::new(
+            CrmStub::start_on(address, true)
+                .await
+                .map_err(|e| format!("CRM stub on port {port}: {e}"))?,
+        ),
+        DestinationKind::HubSpot => Box::new(Arc::new(
+            HubSpotFake::start_on(address, DEMO_HUBSPOT_TOKEN)
+                .await
+                .map_err(|e| format!("HubSpot fake on port {port}: {e}"))?,
+        )),
+        DestinationKind::Salesforce => Box::new(Arc::new(
+            SalesforceFake::start_on(
+                address,
+                DEMO_SALESFORCE_CLIENT_ID,
+                DEMO_SALESFORCE_CLIENT_SECRET,
+            )
+            .await
+            .map_err(|e| format!("Salesforce fake on port {port}: {e}"))?,
+        )),
+        DestinationKind::Pipedrive => Box::new(Arc::new(
+            PipedriveFake::start_on(address, DEMO_PIPEDRIVE_TOKEN, LOCAL_SEARCH_LAG)
+                .await
+                .map_err(|e| format!("Pipedrive fake on port {port}: {e}"))?,
+        )),
+        DestinationKind::Mailchimp => Box::new(Arc::new(
+            MailchimpFake::start_on(address, DEMO_MAILCHIMP_API_KEY, DEMO_MAILCHIMP_LIST_ID)
+                .await
+                .map_err(|e| format!("Mailchimp fake on port {port}: {e}"))?,
+        )),
+        DestinationKind::Zoho => Box::new(Arc::new(
+            ZohoFake::start_on(
+                address,
+                DEMO_ZOHO_CLIENT_ID,
+                DEMO_ZOHO_CLIENT_SECRET,
+                DEMO_ZOHO_REFRESH_TOKEN,
+                Duration::from_secs(3600),
+            )
+            .await
+            .map_err(|e| format!("Zoho fake on port {port}: {e}"))?,
+        )),
+        DestinationKind::LeadsTable => {
+            return Err(format!(
+                "DESTINATION={}: the local pipeline delivers to a local CRM; choose among {}",
+                kind.name(),
+                DestinationKind::ALL
+                    .iter()
+                    .filter(|kind| **kind != DestinationKind::LeadsTable)
+                    .map(|kind| kind.name())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ))
+        }
+    })
 }
 
 impl LocalDestination for CrmStub {
