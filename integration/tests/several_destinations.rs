@@ -148,8 +148,12 @@ async fn each_form_reaches_the_destinations_its_route_names_each_exactly_once() 
     })
     .await;
     assert!(
-        alone.contains("delivered to   Mailchimp, record "),
-        "one destination, as a stack of one: {alone}"
+        alone.contains("to             mailchimp: WRITTEN, record "),
+        "{alone}"
+    );
+    assert!(
+        !alone.contains("hubspot"),
+        "the newsletter's one destination: {alone}"
     );
 
     // Mailchimp down: the next contact is in HubSpot at once, Mailchimp's
@@ -241,6 +245,95 @@ async fn each_form_reaches_the_destinations_its_route_names_each_exactly_once() 
         hubspot_notes.len(),
         2,
         "one contact note per submission: {hubspot_notes:?}"
+    );
+
+    // Mailchimp refusing the lead for good: FAILED there, written in
+    // HubSpot; a redrive of Mailchimp alone writes it there once and never
+    // HubSpot again.
+    let refusing = http
+        .post(format!("{mailchimp}/faults"))
+        .json(&serde_json::json!({"status": 400, "times": 1}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(refusing.status(), 204);
+    assert_eq!(
+        send("sub_contact_3", "contact_form", "marie@example.com")
+            .await
+            .unwrap()
+            .status(),
+        202
+    );
+    let failed = card_when(&table, "sub_contact_3", |card| {
+        card.contains("status         FAILED")
+    })
+    .await;
+    assert!(
+        failed.contains("to             hubspot: WRITTEN"),
+        "{failed}"
+    );
+    assert!(
+        failed.contains("to             mailchimp: FAILED"),
+        "{failed}"
+    );
+    let (ok, listed, err) = receipts_cli(
+        &[],
+        &[
+            "--table",
+            &table,
+            "list",
+            "--destination",
+            "mailchimp",
+            "--status",
+            "failed",
+        ],
+    );
+    assert!(ok, "{err}");
+    assert!(listed.contains("sub_contact_3"), "{listed}");
+    assert!(!listed.contains("sub_contact_1"), "{listed}");
+    let (ok, out, err) = receipts_cli(
+        &[],
+        &[
+            "--table",
+            &table,
+            "redrive",
+            "--destination",
+            "hubspot",
+            "sub_contact_3",
+        ],
+    );
+    assert!(ok, "{err}");
+    assert!(
+        out.contains("hubspot is WRITTEN, never delivered again"),
+        "{out}"
+    );
+    let (ok, out, err) = receipts_cli(
+        &[],
+        &[
+            "--table",
+            &table,
+            "redrive",
+            "--destination",
+            "mailchimp",
+            "sub_contact_3",
+        ],
+    );
+    assert!(ok, "{err}");
+    assert!(out.contains("redriven "), "{out}");
+    card_when(&table, "sub_contact_3", |card| {
+        card.contains("status         COMPLETED")
+    })
+    .await;
+    let members = listed_when(&http, &format!("{mailchimp}/members"), "members", |l| {
+        l.len() >= 4
+    })
+    .await;
+    let contacts = listed_when(&http, &format!("{hubspot}/contacts"), "contacts", |_| true).await;
+    assert_eq!(writes(&members), [1, 1, 1, 1], "{members:?}");
+    assert_eq!(
+        writes(&contacts),
+        [1, 1, 1],
+        "HubSpot not again: {contacts:?}"
     );
     stop(pipeline).await;
 }

@@ -87,6 +87,10 @@ pub enum Command {
         /// the form data, so it needs --payload.
         #[arg(long, value_name = "ADDRESS", requires = "payload")]
         email: Option<String>,
+        /// Only the receipts that go to this destination (`mailchimp`);
+        /// with --status, those whose delivery there stands so.
+        #[arg(long, value_name = "NAME")]
+        destination: Option<String>,
     },
     /// One receipt as a card.
     Show {
@@ -122,6 +126,11 @@ pub enum Command {
         /// Say what would be redriven; change nothing.
         #[arg(long)]
         dry_run: bool,
+        /// Put back only this destination of each receipt (`mailchimp`),
+        /// never one already written; with --status failed, the receipts
+        /// that failed there.
+        #[arg(long, value_name = "NAME")]
+        destination: Option<String>,
     },
     /// Erase one person: the form data of every receipt that holds it (a
     /// receipt not yet delivered becomes ERASED, never delivered), their
@@ -443,6 +452,7 @@ mod tests {
                     json: false,
                     payload: false,
                     email: None,
+                    destination: None,
                 },
             ),
             (
@@ -454,10 +464,11 @@ mod tests {
                     json: true,
                     payload: true,
                     email: None,
+                    destination: None,
                 },
             ),
             (
-                "list --status pending --show-lead",
+                "list --status pending --show-lead --destination mailchimp",
                 Command::List {
                     status: Some(StatusFilter::Pending),
                     window: TimeArgs::default(),
@@ -465,6 +476,7 @@ mod tests {
                     json: false,
                     payload: true,
                     email: None,
+                    destination: Some("mailchimp".into()),
                 },
             ),
             (
@@ -484,6 +496,7 @@ mod tests {
                     json: true,
                     payload: true,
                     email: Some("Ada@Example.com".into()),
+                    destination: None,
                 },
             ),
             ("stats", Command::Stats { json: false }),
@@ -539,15 +552,17 @@ mod tests {
                     status: None,
                     window: TimeArgs::default(),
                     dry_run: true,
+                    destination: None,
                 },
             ),
             (
-                "redrive --status failed --since 2h",
+                "redrive --status failed --since 2h --destination mailchimp",
                 Command::Redrive {
                     ids: vec![],
                     status: Some(RedriveStatus::Failed),
                     window: window(Some("2h"), None),
                     dry_run: false,
+                    destination: Some("mailchimp".into()),
                 },
             ),
             (

@@ -9,6 +9,7 @@ pub mod aws_error;
 pub mod cli;
 pub mod commands;
 pub mod destinations;
+pub mod lanes;
 pub mod leads;
 
 pub mod stack;

@@ -4,10 +4,12 @@
 //! its lanes by one rule ([`Aggregate::of`]), so a stack with one
 //! destination keeps exactly the statuses it always had.
 //!
-//! A receipt with one lane stores none of this (its lane is the receipt's
-//! own attributes, as before lanes existed); a receipt with several keeps
-//! them in `destinations` (`attr::DESTINATIONS`), a map by destination
-//! name, written whole by the one delivery that holds the receipt's claim.
+//! A receipt of a stack with one destination stores none of this (its lane
+//! is the receipt's own attributes, as before lanes existed); a receipt of
+//! a stack with several keeps its lanes (one for each destination its
+//! route chose) in `destinations` (`attr::DESTINATIONS`), a map by
+//! destination name, written whole by the one delivery that holds the
+//! receipt's claim.
 
 use std::collections::BTreeMap;
 

@@ -97,9 +97,9 @@ pub mod attr {
     /// The answers a route names for its notice (`notify_fields`), as a
     /// JSON object, kept only while the notice waits: personal data.
     pub const NOTICE_FIELDS: &str = "noticeFields";
-    /// Each destination's lane of a receipt that goes to several
+    /// Each destination's lane of a receipt of a stack with several
     /// (`crate::lanes`): a map by destination name of its state, attempts,
-    /// next attempt, last error and record. Absent on a receipt with one
+    /// next attempt, last error and record. Absent in a stack of one
     /// destination, whose lane is the receipt's own attributes.
     pub const DESTINATIONS: &str = "destinations";
 }

@@ -4,13 +4,17 @@ use std::io::Write;
 use std::num::NonZeroUsize;
 
 use super::{progress, run_error, Failed};
+use crate::cli::StatusFilter;
 use crate::table::{Reading, ReceiptsTable, Selection};
 use crate::view;
+
+/// At a destination: its name, and the status its lane must stand in.
+pub(super) type AtDestination = Option<(&'static str, Option<StatusFilter>)>;
 
 pub(super) async fn list(
     table: &ReceiptsTable,
     selection: &Selection,
-    limit: Option<NonZeroUsize>,
+    (limit, at): (Option<NonZeroUsize>, AtDestination),
     json: bool,
     payload: bool,
     out: &mut impl Write,
@@ -19,6 +23,11 @@ pub(super) async fn list(
         .select(selection, Reading::of(payload), progress("list"))
         .await
         .map_err(run_error)?;
+    if let Some((destination, status)) = at {
+        found
+            .receipts
+            .retain(|receipt| crate::lanes::at_destination(receipt, destination, status));
+    }
     if let Some(limit) = limit {
         found.receipts.truncate(limit.get());
     }

@@ -100,6 +100,18 @@ async fn gate_lookup(config: &SdkConfig, stack: Option<&Stack>) -> Result<forget
         })
 }
 
+/// A destination's name as `--destination` gives it: one of the catalog's.
+fn destination_named(raw: &str) -> Result<&'static str, Failed> {
+    shared::destination::DestinationKind::parse(raw)
+        .map(|kind| kind.name())
+        .ok_or_else(|| {
+            Failed::Usage(format!(
+                "--destination {raw:?}: expected {}",
+                shared::destination::DestinationKind::names()
+            ))
+        })
+}
+
 /// The destinations of the stack, as it was deployed (its `Destination`
 /// parameter); `None` without a stack.
 fn stack_destinations(stack: Option<&Stack>) -> Result<Option<DestinationSet>, Failed> {
@@ -179,18 +191,22 @@ pub async fn run(config: &SdkConfig, target: &Target, command: Command) -> Resul
             json,
             payload,
             email,
+            destination,
         } => {
             let email = match email {
                 Some(address) => Some(forget::address(&address)?),
                 None => None,
             };
+            let destination = destination.as_deref().map(destination_named).transpose()?;
             let selection = Selection {
-                status,
+                // At a destination, the status is its lane's: read them all.
+                status: status.filter(|_| destination.is_none()),
                 window: window(&times)?,
                 email,
                 max_pages: None,
             };
-            list::list(&table, &selection, limit, json, payload, &mut out).await?;
+            let at = destination.map(|name| (name, status));
+            list::list(&table, &selection, (limit, at), json, payload, &mut out).await?;
         }
         Command::Show {
             submission_id,
@@ -206,7 +222,9 @@ pub async fn run(config: &SdkConfig, target: &Target, command: Command) -> Resul
             status,
             window: times,
             dry_run,
+            destination,
         } => {
+            let destination = destination.as_deref().map(destination_named).transpose()?;
             let keys: Vec<String> = match status {
                 None => ids
                     .iter()
@@ -216,7 +234,8 @@ pub async fn run(config: &SdkConfig, target: &Target, command: Command) -> Resul
                 Some(status) => table
                     .select(
                         &Selection {
-                            status: Some(status.into()),
+                            // At a destination, its lane's status decides.
+                            status: Some(status.into()).filter(|_| destination.is_none()),
                             window: window(&times)?,
                             ..Selection::default()
                         },
@@ -227,6 +246,11 @@ pub async fn run(config: &SdkConfig, target: &Target, command: Command) -> Resul
                     .map_err(run_error)?
                     .receipts
                     .into_iter()
+                    .filter(|receipt| {
+                        destination.is_none_or(|name| {
+                            crate::lanes::at_destination(receipt, name, Some(status.into()))
+                        })
+                    })
                     .map(|receipt| receipt.pk)
                     .collect(),
             };
@@ -240,7 +264,7 @@ pub async fn run(config: &SdkConfig, target: &Target, command: Command) -> Resul
                 Some(stack) if !keeps_gates(stack) => redrive::GateRetention::NotKept,
                 _ => redrive::GateRetention::MayBeKept(retention_of(stack.as_ref())),
             };
-            redrive::redrive(&table, &keys, dry_run, &gates, &mut out).await?;
+            redrive::redrive(&table, &keys, (dry_run, destination), &gates, &mut out).await?;
         }
         Command::Forget {
             email,

@@ -53,10 +53,13 @@ fn warn_past_gate(key: &str, gates: &GateRetention, out: &mut impl Write) {
     }
 }
 
+/// Redrives each receipt of `keys`; with `destination`, only its lane
+/// there (a receipt of several destinations never has a written one
+/// delivered again).
 pub(super) async fn redrive(
     table: &ReceiptsTable,
     keys: &[String],
-    dry_run: bool,
+    (dry_run, destination): (bool, Option<&str>),
     gates: &GateRetention,
     out: &mut impl Write,
 ) -> Result<(), Failed> {
@@ -65,14 +68,23 @@ pub(super) async fn redrive(
     let now = format_timestamp(clock);
     let (mut queued, mut refused) = (0, 0);
     for (n, key) in keys.iter().enumerate() {
-        // One read serves the warning and the dry run's verdict.
-        let read = if dry_run || matches!(gates, GateRetention::MayBeKept(_)) {
-            table
-                .get(key, Reading::WithoutPersonalData)
-                .await
-                .map_err(run_error)?
-        } else {
-            None
+        // One read serves the warning, the dry run's verdict and the
+        // lanes put back.
+        let read = table
+            .get(key, Reading::WithoutPersonalData)
+            .await
+            .map_err(run_error)?;
+        let lanes = match read
+            .as_ref()
+            .map(|receipt| crate::lanes::redriven(receipt, destination))
+        {
+            Some(Err(why)) => {
+                refused += 1;
+                let _ = writeln!(out, "skipped {key}: {why}");
+                continue;
+            }
+            Some(Ok(lanes)) => lanes,
+            None => None,
         };
         if read
             .as_ref()
@@ -107,7 +119,11 @@ pub(super) async fn redrive(
             }
             continue;
         }
-        match table.redrive(key, &now).await.map_err(run_error)? {
+        match table
+            .redrive(key, &now, lanes.as_ref())
+            .await
+            .map_err(run_error)?
+        {
             Redriven::Queued => {
                 queued += 1;
                 let _ = writeln!(out, "redriven {key}");

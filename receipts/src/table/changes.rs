@@ -203,16 +203,32 @@ impl ReceiptsTable {
     /// and, if RECEIVED, is due by `now`: a receipt claimed by a delivery
     /// (or deferred) is left to the worker. `now` is written in the table's
     /// timestamp format, the one its text order relies on.
-    pub async fn redrive(&self, key: &str, now: &str) -> Result<Redriven, TableError> {
-        let result = self
+    pub async fn redrive(
+        &self,
+        key: &str,
+        now: &str,
+        lanes: Option<&shared::lanes::Lanes>,
+    ) -> Result<Redriven, TableError> {
+        // A receipt of several destinations: its lanes as the redrive
+        // leaves them (the failed, or the one named, pending again).
+        let (set_lanes, lanes) = match lanes.map(serde_dynamo::to_attribute_value) {
+            Some(Ok(value)) => (", #lanes = :lanes", Some(value)),
+            Some(Err(_)) => {
+                return Err(TableError::Store(
+                    "the destinations' lanes could not be written".to_owned(),
+                ))
+            }
+            None => ("", None),
+        };
+        let mut request = self
             .client
             .update_item()
             .table_name(&self.table)
             .key(attr::PK, AttributeValue::S(key.to_owned()))
-            .update_expression(
-                "SET #status = :received, #attempts = :zero, #next = :now, #queue = :pending, #redrivenAt = :now \
+            .update_expression(format!(
+                "SET #status = :received, #attempts = :zero, #next = :now, #queue = :pending, #redrivenAt = :now{set_lanes} \
                  REMOVE #failedAt, #reason, #failureStatus, #lastError, #lastStatus, #expiresAt",
-            )
+            ))
             .condition_expression(
                 "attribute_exists(#pk) AND (#status = :failed OR (#status = :received AND \
                  (attribute_not_exists(#next) OR #next <= :now) AND \
@@ -235,9 +251,13 @@ impl ReceiptsTable {
             .expression_attribute_values(":failed", AttributeValue::S(ReceiptStatus::Failed.as_str().to_owned()))
             .expression_attribute_values(":zero", AttributeValue::N("0".to_owned()))
             .expression_attribute_values(":now", AttributeValue::S(now.to_owned()))
-            .expression_attribute_values(":pending", AttributeValue::S(PENDING.to_owned()))
-            .send()
-            .await;
+            .expression_attribute_values(":pending", AttributeValue::S(PENDING.to_owned()));
+        if let Some(lanes) = lanes {
+            request = request
+                .expression_attribute_names("#lanes", attr::DESTINATIONS)
+                .expression_attribute_values(":lanes", lanes);
+        }
+        let result = request.send().await;
         if !failed_condition(result)? {
             return Ok(Redriven::Queued);
         }

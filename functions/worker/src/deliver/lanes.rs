@@ -1,9 +1,10 @@
-//! One receipt, several destinations (`shared::lanes`). Each routed
-//! receipt goes to the destinations it has: a receipt with one goes
-//! through its destination's pipeline and is settled as it always was; a
-//! receipt with several is delivered to each of its due destinations at
-//! once, every destination through the same pipeline (gates, attempts,
-//! settlement) as a lone one, under the one claim this delivery holds.
+//! One receipt, several destinations (`shared::lanes`). In a stack of one
+//! destination, every receipt goes through its pipeline and is settled as
+//! it always was. In a stack of several, each receipt has a lane for each
+//! destination its route chooses (one, or more), and is delivered to each
+//! due one at once, every destination through the same pipeline (gates,
+//! attempts, settlement) as a lone one, under the one claim this delivery
+//! holds.
 //!
 //! Each destination's settlement lands in the receipt's [`LaneBook`] as it
 //! comes. While other destinations are still under way, the lanes are
@@ -130,10 +131,10 @@ impl LaneBook {
 
 /// Which destinations (by index) a routed receipt goes to now.
 enum Plan {
-    /// Its one destination, settled on the receipt as always.
+    /// The stack's one destination, settled on the receipt as always.
     Alone(usize),
-    /// Several: these are due now.
-    Several { chosen: Vec<usize>, due: Vec<usize> },
+    /// In a stack of several, its lanes: these are due now.
+    Lanes { chosen: Vec<usize>, due: Vec<usize> },
 }
 
 impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
@@ -162,7 +163,7 @@ impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
                     shares[index].push(slot, delivery, None);
                     books.push(None);
                 }
-                Plan::Several { chosen, due } => {
+                Plan::Lanes { chosen, due } => {
                     let names: Vec<&'static str> = chosen
                         .iter()
                         .map(|&i| self.destinations[i].name())
@@ -210,12 +211,15 @@ impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
         outcomes
     }
 
-    /// The destinations a receipt goes to: those its route (else the
-    /// routes file) chooses, else every destination of the stack; once it
-    /// has lanes, those they name. Of several, those due now. A lane
-    /// settled FAILED on a receipt that is RECEIVED again was redriven: it
-    /// is due.
+    /// The destinations a receipt goes to: in a stack of one, that one;
+    /// in a stack of several, those its route (else the routes file)
+    /// chooses, else every one; once it has lanes, those they name, and of
+    /// them those due now. A lane settled FAILED on a receipt that is
+    /// RECEIVED again was redriven: it is due.
     fn plan(&self, delivery: &Delivery, routes: Option<&Routes>, now: &str) -> Plan {
+        if self.destinations.len() == 1 {
+            return Plan::Alone(0);
+        }
         let stored = &delivery.receipt.destinations;
         let index_of = |name: &str| self.destinations.iter().position(|d| d.name() == name);
         if stored.is_empty() {
@@ -225,10 +229,7 @@ impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
                 Some(names) => names.iter().filter_map(|name| index_of(name)).collect(),
                 None => (0..self.destinations.len()).collect(),
             };
-            if let [only] = chosen[..] {
-                return Plan::Alone(only);
-            }
-            return Plan::Several {
+            return Plan::Lanes {
                 due: chosen.clone(),
                 chosen,
             };
@@ -250,7 +251,7 @@ impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
                 due.push(index);
             }
         }
-        Plan::Several { chosen, due }
+        Plan::Lanes { chosen, due }
     }
 
     /// One destination's delivery of a receipt of several landed: its lane
