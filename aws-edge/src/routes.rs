@@ -88,7 +88,7 @@ pub struct StoredRoutes {
     metrics: Option<(Metrics, &'static str)>,
     /// The stack's destinations, where the reader knows them (the
     /// worker): routes naming another are refused too.
-    destinations: Option<shared::destination::DestinationSet>,
+    destinations: Option<shared::destination::set::DestinationSet>,
 }
 
 impl StoredRoutes {
@@ -103,7 +103,7 @@ impl StoredRoutes {
 
     /// Refuses stored routes that name a destination the stack lacks
     /// (`Routes::check_destinations`), as any routes that break the rules.
-    pub fn for_destinations(mut self, stack: shared::destination::DestinationSet) -> Self {
+    pub fn for_destinations(mut self, stack: shared::destination::set::DestinationSet) -> Self {
         self.destinations = Some(stack);
         self
     }

@@ -15,7 +15,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use shared::destination::{DestinationKind, DestinationSet};
+use shared::destination::{set::DestinationSet, DestinationKind};
 pub use stand_in::{Counts, LocalDestination};
 
 use crate::crm_stub::CrmStub;

@@ -19,7 +19,7 @@ use crate::deliver::DEFAULT_RECONCILE_AFTER;
 pub use crate::destinations::client::CRM_ALLOW_HTTP;
 pub use crate::destinations::token::{CrmToken, TokenSetting};
 pub use crate::destinations::{DestinationConfig, DestinationKind, DestinationsConfig};
-use shared::destination::{DestinationSet, SetError};
+use shared::destination::set::{DestinationSet, SetError};
 
 pub use shared::config::RECEIPTS_TABLE;
 pub const DESTINATION: &str = "DESTINATION";

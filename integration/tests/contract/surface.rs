@@ -201,7 +201,7 @@ fn surface_problems(template: &Value) -> Vec<String> {
         match worker::Config::from_lookup(|name| env.get(name).cloned()) {
             Ok(config)
                 if config.destinations.set
-                    == shared::destination::DestinationSet::one(mode.kind) => {}
+                    == shared::destination::set::DestinationSet::one(mode.kind) => {}
             Ok(config) => problems.push(format!(
                 "{place}: the worker reads {}",
                 config.destinations.set

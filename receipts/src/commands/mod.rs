@@ -18,7 +18,7 @@ use std::time::SystemTime;
 
 use aws_config::SdkConfig;
 use aws_edge::SecretReadError;
-use shared::destination::DestinationSet;
+use shared::destination::set::DestinationSet;
 use shared::Retention;
 
 use crate::cli::{Command, RoutesAction, Target};

@@ -7,7 +7,7 @@ use std::io::Write;
 use std::path::Path;
 use std::time::SystemTime;
 
-use shared::destination::DestinationSet;
+use shared::destination::set::DestinationSet;
 use shared::receipt::format_timestamp;
 use shared::routes::{self, Routes};
 

@@ -22,8 +22,6 @@ pub mod salesforce;
 pub mod set;
 pub mod zoho;
 
-pub use set::{DestinationSet, SetError};
-
 use crate::field_map::FIELD_MAP;
 use crate::newest::{GATE_KEY, GATE_KEY_SECRET_ARN};
 

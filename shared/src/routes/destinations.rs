@@ -5,7 +5,7 @@
 //! reports it, and a worker keeps its last good routes rather than take it.
 
 use super::model::{Route, RouteProblem, Routes};
-use crate::destination::DestinationSet;
+use crate::destination::set::DestinationSet;
 
 impl Routes {
     /// The destinations a lead of `route` (none: a form without one) goes

@@ -19,7 +19,8 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use shared::lanes::{Aggregate, Lane, LaneState, Lanes};
+use shared::lanes::aggregate::Aggregate;
+use shared::lanes::{Lane, LaneState, Lanes};
 use shared::receipt::Timestamp;
 use shared::record::DeliveredRecord;
 use shared::routes::Routes;

@@ -38,7 +38,7 @@ use std::pin::Pin;
 
 use aws_sdk_dynamodb::Client;
 use shared::config::{invalid, ConfigError};
-use shared::destination::DestinationSet;
+use shared::destination::set::DestinationSet;
 use shared::newest::{GateKeySetting, GateSecret};
 use shared::{IdempotencyKey, Lead};
 

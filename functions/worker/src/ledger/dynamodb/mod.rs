@@ -4,9 +4,11 @@
 //! in `queue`.
 
 mod identical;
+mod lanes;
 mod newest;
 mod notice;
 mod queue;
+mod settle;
 
 use std::time::Duration;
 
@@ -64,79 +66,6 @@ impl DynamoLedger {
     pub async fn warm_up(&self) {
         aws_edge::warm_up(&self.client, &self.table).await;
     }
-
-    /// An update of a receipt that is still RECEIVED, counting `attempt`.
-    /// A failed condition means the receipt is gone or already settled.
-    async fn settle(
-        &self,
-        key: &str,
-        attempt: &AttemptRecord,
-        set: &str,
-        remove: &str,
-        names: &[(&str, &str)],
-        values: Vec<(&str, AttributeValue)>,
-    ) -> Result<Marked, LedgerError> {
-        // Every recorded outcome ends the claim and clears the counts of
-        // unrecorded claims.
-        let remove = if remove.is_empty() {
-            " REMOVE #claimed, #unrecorded, #solo".to_owned()
-        } else {
-            format!("{remove}, #claimed, #unrecorded, #solo")
-        };
-        // A receipt of several destinations: its lanes, whole, in the same
-        // update.
-        let lanes = match &attempt.lanes {
-            Some(lanes) => Some(lanes_value(lanes)?),
-            None => None,
-        };
-        let set_lanes = if lanes.is_some() {
-            ", #lanes = :lanes"
-        } else {
-            ""
-        };
-        let expression = format!(
-            "SET #attempts = if_not_exists(#attempts, :zero) + :attempts, #lastAttemptAt = :at, {set}{set_lanes}{remove}"
-        );
-        let mut request = self
-            .client
-            .update_item()
-            .table_name(&self.table)
-            .key(attr::PK, s(key))
-            .update_expression(expression)
-            .condition_expression("#status = :received")
-            .expression_attribute_names("#status", attr::STATUS)
-            .expression_attribute_names("#attempts", attr::ATTEMPTS)
-            .expression_attribute_names("#lastAttemptAt", attr::LAST_ATTEMPT_AT)
-            .expression_attribute_names("#claimed", attr::CLAIMED_UNTIL)
-            .expression_attribute_names("#unrecorded", attr::UNRECORDED_CLAIMS)
-            .expression_attribute_names("#solo", attr::SOLO_CLAIMS)
-            .expression_attribute_values(":received", s(ReceiptStatus::Received.as_str()))
-            .expression_attribute_values(":zero", n(0))
-            .expression_attribute_values(":attempts", n(attempt.attempts))
-            .expression_attribute_values(":at", s(attempt.at.as_str()));
-        for (placeholder, attribute) in names {
-            request = request.expression_attribute_names(*placeholder, *attribute);
-        }
-        for (placeholder, value) in values {
-            request = request.expression_attribute_values(placeholder, value);
-        }
-        if let Some(lanes) = lanes {
-            request = request
-                .expression_attribute_names("#lanes", attr::DESTINATIONS)
-                .expression_attribute_values(":lanes", lanes);
-        }
-        match request.send().await {
-            Ok(_) => Ok(Marked::Updated),
-            Err(error) => conditional_failure(error).map(|()| Marked::NotPending),
-        }
-    }
-}
-
-/// A receipt's lanes as the attribute that holds them: a map by
-/// destination name.
-fn lanes_value(lanes: &shared::lanes::Lanes) -> Result<AttributeValue, LedgerError> {
-    serde_dynamo::to_attribute_value(lanes)
-        .map_err(|_| LedgerError("the destinations' lanes could not be written".to_owned()))
 }
 
 /// `Ok(())` for a failed condition; any other error as a `LedgerError`.
@@ -436,23 +365,7 @@ impl ReceiptLedger for DynamoLedger {
         held: &Timestamp,
         lanes: &shared::lanes::Lanes,
     ) -> Result<Marked, LedgerError> {
-        let request = self
-            .client
-            .update_item()
-            .table_name(&self.table)
-            .key(attr::PK, s(key.as_str()))
-            .update_expression("SET #lanes = :lanes")
-            .condition_expression("#status = :received AND #claimed = :held")
-            .expression_attribute_names("#status", attr::STATUS)
-            .expression_attribute_names("#claimed", attr::CLAIMED_UNTIL)
-            .expression_attribute_names("#lanes", attr::DESTINATIONS)
-            .expression_attribute_values(":received", s(ReceiptStatus::Received.as_str()))
-            .expression_attribute_values(":held", s(held.as_str()))
-            .expression_attribute_values(":lanes", lanes_value(lanes)?);
-        match request.send().await {
-            Ok(_) => Ok(Marked::Updated),
-            Err(error) => conditional_failure(error).map(|()| Marked::NotPending),
-        }
+        self.store_lanes(key, held, lanes).await
     }
 
     async fn defer(
