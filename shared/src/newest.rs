@@ -125,8 +125,8 @@ impl GateSecret {
     /// stack of several: derived from this one and the destination's name,
     /// so no two destinations share a gate item (each keeps its own newest
     /// stamp, notes and memories), and no adapter needs to know another
-    /// exists. A stack of one destination keeps the stack's key itself, so
-    /// its gates are those it always had.
+    /// exists. The first destination a stack names keeps the stack's key
+    /// itself, so its gates are those it always had.
     pub fn for_destination(&self, name: &str) -> GateSecret {
         let mut mac = Hmac::<Sha256>::new_from_slice(&self.0).expect("HMAC takes any key length");
         mac.update(b"destination\0");

@@ -57,11 +57,19 @@ pub(super) enum Gates {
 
 impl Gates {
     /// The keys a gate of `email` may have: the unkeyed one of an earlier
-    /// version always, the stack's keyed one when the key is known.
+    /// version always; when the key is known, the stack's keyed one, and
+    /// the one each destination of several keeps its own gate under
+    /// (`GateSecret::for_destination`): every kind's, whichever the stack
+    /// has (a deletion of a gate that is not there changes nothing).
     fn keys_of(&self, email: &str) -> Vec<String> {
         let mut keys = vec![unkeyed_gate_key(email)];
         if let Gates::Keyed(secret) = self {
             keys.push(secret.gate_key(email));
+            keys.extend(
+                shared::destination::DestinationKind::ALL
+                    .iter()
+                    .map(|kind| secret.for_destination(kind.name()).gate_key(email)),
+            );
         }
         keys
     }
@@ -372,6 +380,19 @@ fn confirmed() -> Result<bool, Failed> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_persons_gates_are_found_under_every_destinations_key() {
+        let secret = GateSecret::new(&"k".repeat(32)).unwrap();
+        let email = "ada@example.com";
+        let keys = Gates::Keyed(secret.clone()).keys_of(email);
+        assert!(keys.contains(&secret.gate_key(email)), "the stack's");
+        for kind in shared::destination::DestinationKind::ALL {
+            let own = secret.for_destination(kind.name()).gate_key(email);
+            assert!(keys.contains(&own), "{}'s", kind.name());
+        }
+        assert_eq!(Gates::KeyUnknown.keys_of(email), [unkeyed_gate_key(email)]);
+    }
 
     #[test]
     fn addresses() {

@@ -52,9 +52,10 @@ pub struct BuildEnv<'a> {
     pub sdk_config: &'a aws_config::SdkConfig,
     /// The DynamoDB client (the leads table's, and the receipts table's).
     pub dynamodb: &'a Client,
-    /// In a stack of several destinations, this one's name: its gates and
-    /// person memories are its own (`GateKeySetting::for_destination`).
-    /// `None` in a stack of one, which keeps the gates it always had.
+    /// For a destination named after the first in a stack of several, its
+    /// name: its gates and person memories are its own
+    /// (`GateKeySetting::for_destination`). `None` for the first (or
+    /// only) one, which keeps the stack's gates as they always were.
     pub gate_scope: Option<&'static str>,
 }
 
@@ -233,23 +234,24 @@ impl DestinationsConfig {
         &self.configs[0]
     }
 
-    /// Each destination, built as [`DestinationConfig::build`] does; in a
-    /// stack of several, each with gates of its own.
+    /// Each destination, built as [`DestinationConfig::build`] does, each
+    /// with gates of its own: the first named keeps the stack's gate key
+    /// (so a destination added after it leaves its gates and person
+    /// memories as they were), each other one a key derived for it.
     pub async fn build(
         self,
         receipts_table: &str,
         sdk_config: &aws_config::SdkConfig,
         dynamodb: &Client,
     ) -> Result<Vec<ConfiguredDestination>, ConfigError> {
-        let several = !self.set.is_single();
         let mut built = Vec::with_capacity(self.configs.len());
-        for config in self.configs {
+        for (index, config) in self.configs.into_iter().enumerate() {
             let kind = config.kind();
             let env = BuildEnv {
                 receipts_table,
                 sdk_config,
                 dynamodb,
-                gate_scope: several.then(|| kind.name()),
+                gate_scope: (index > 0).then(|| kind.name()),
             };
             built.push(config.0.build(env).await?);
         }
