@@ -33,15 +33,34 @@ pub struct Facts<'a> {
     pub form: Option<&'a str>,
     /// When the receipt was stored (RFC 3339).
     pub received_at: &'a str,
-    /// The destination's catalog name (`hubspot`).
-    pub destination: &'a str,
-    pub record_id: Option<&'a str>,
-    pub record_url: Option<&'a str>,
+    /// Where the lead is: its destination, or each of several that has
+    /// it, with the record there.
+    pub destinations: &'a [Placed<'a>],
     /// The receipt's key (`receipts show` takes its submission id).
     pub receipt: &'a str,
     /// The answers the form's route names (`notify_fields`); none by
     /// default.
     pub fields: Option<&'a Map<String, Value>>,
+}
+
+/// One destination that has the lead, and its record there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Placed<'a> {
+    /// The destination's catalog name (`hubspot`).
+    pub destination: &'a str,
+    pub record_id: Option<&'a str>,
+    pub record_url: Option<&'a str>,
+}
+
+impl Placed<'_> {
+    /// `hubspot https://…`, `hubspot (record 901)` or `hubspot`.
+    fn said(&self) -> String {
+        match (self.record_id, self.record_url) {
+            (_, Some(url)) => format!("{} {url}", self.destination),
+            (Some(id), None) => format!("{} (record {id})", self.destination),
+            (None, None) => self.destination.to_owned(),
+        }
+    }
 }
 
 /// The answers a route names for its notice, by the names it gives them
@@ -73,11 +92,13 @@ pub fn body(facts: &Facts<'_>) -> Value {
     let form = facts
         .form
         .map_or_else(|| "a form".to_owned(), |name| format!("{name:?}"));
-    let record = match (facts.record_id, facts.record_url) {
-        (_, Some(url)) => format!(" {url}"),
-        (Some(id), None) => format!(" (record {id})"),
-        (None, None) => String::new(),
+    let places: Vec<String> = facts.destinations.iter().map(Placed::said).collect();
+    let place = match places.split_last() {
+        Some((last, [])) => last.clone(),
+        Some((last, others)) => format!("{} and {last}", others.join(", ")),
+        None => "its destination".to_owned(),
     };
+    let first = facts.destinations.first();
     let answers = facts.fields.map_or(String::new(), |fields| {
         fields
             .iter()
@@ -88,17 +109,30 @@ pub fn body(facts: &Facts<'_>) -> Value {
             .collect()
     });
     let text = format!(
-        "New lead from {form}, received {}, in {}{record}.{answers} Receipt {}.",
-        facts.received_at, facts.destination, facts.receipt
+        "New lead from {form}, received {}, in {place}.{answers} Receipt {}.",
+        facts.received_at, facts.receipt
     );
+    let destinations: Vec<Value> = facts
+        .destinations
+        .iter()
+        .map(|placed| {
+            json!({
+                "destination": placed.destination,
+                "recordId": placed.record_id,
+                "recordUrl": placed.record_url,
+            })
+        })
+        .collect();
     json!({
         "text": text,
         "lead": {
             "form": facts.form,
             "receivedAt": facts.received_at,
-            "destination": facts.destination,
-            "recordId": facts.record_id,
-            "recordUrl": facts.record_url,
+            // The first destination's, as before several could be named.
+            "destination": first.map(|placed| placed.destination),
+            "recordId": first.and_then(|placed| placed.record_id),
+            "recordUrl": first.and_then(|placed| placed.record_url),
+            "destinations": destinations,
             "receipt": facts.receipt,
             "fields": facts.fields,
         }
@@ -111,27 +145,57 @@ mod tests {
 
     #[test]
     fn a_notice_says_where_the_lead_is_and_nothing_the_person_wrote() {
-        let facts = Facts {
-            form: Some("Pricing page"),
-            received_at: "2026-12-04T10:00:00.000Z",
+        let hubspot = Placed {
             destination: "hubspot",
             record_id: Some("901"),
             record_url: Some("https://app.hubspot.com/contacts/1/record/0-1/901"),
+        };
+        let by_id = [Placed {
+            record_url: None,
+            ..hubspot
+        }];
+        let bare = [Placed {
+            record_url: None,
+            record_id: None,
+            ..hubspot
+        }];
+        let linked = [hubspot];
+        let several = [
+            hubspot,
+            Placed {
+                destination: "mailchimp",
+                record_id: Some("7"),
+                record_url: None,
+            },
+            Placed {
+                destination: "dynamodb",
+                record_id: None,
+                record_url: None,
+            },
+        ];
+        let facts = Facts {
+            form: Some("Pricing page"),
+            received_at: "2026-12-04T10:00:00.000Z",
+            destinations: &linked,
             receipt: "staticforms:form.submitted:sub_1",
             fields: None,
         };
-        let rows: [(Facts, &str); 3] = [
+        let rows: [(Facts, &str); 4] = [
             (
                 facts,
                 "New lead from \"Pricing page\", received 2026-12-04T10:00:00.000Z, in hubspot https://app.hubspot.com/contacts/1/record/0-1/901. Receipt staticforms:form.submitted:sub_1.",
             ),
             (
-                Facts { record_url: None, form: None, ..facts },
+                Facts { destinations: &by_id, form: None, ..facts },
                 "New lead from a form, received 2026-12-04T10:00:00.000Z, in hubspot (record 901). Receipt staticforms:form.submitted:sub_1.",
             ),
             (
-                Facts { record_url: None, record_id: None, ..facts },
+                Facts { destinations: &bare, ..facts },
                 "New lead from \"Pricing page\", received 2026-12-04T10:00:00.000Z, in hubspot. Receipt staticforms:form.submitted:sub_1.",
+            ),
+            (
+                Facts { destinations: &several, ..facts },
+                "New lead from \"Pricing page\", received 2026-12-04T10:00:00.000Z, in hubspot https://app.hubspot.com/contacts/1/record/0-1/901, mailchimp (record 7) and dynamodb. Receipt staticforms:form.submitted:sub_1.",
             ),
         ];
         for (facts, text) in rows {
@@ -140,11 +204,19 @@ mod tests {
             assert_eq!(body["lead"]["receipt"], facts.receipt);
             assert_eq!(body["lead"]["fields"], Value::Null);
             assert_eq!(body.as_object().unwrap().len(), 2, "text and lead only");
+            assert_eq!(
+                body["lead"]["destination"], "hubspot",
+                "the first, as before"
+            );
+            assert_eq!(
+                body["lead"]["destinations"].as_array().map(Vec::len),
+                Some(facts.destinations.len())
+            );
         }
         let named = json!({"plan": "Pro", "seats": 12});
         let with = body(&Facts {
             fields: named.as_object(),
-            record_url: None,
+            destinations: &by_id,
             ..facts
         });
         assert_eq!(

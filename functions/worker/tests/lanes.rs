@@ -434,3 +434,51 @@ async fn routes_choose_each_forms_destinations() {
     );
     assert_eq!(stored(&worker, &other).delivered_to.as_deref(), Some("crm"));
 }
+
+/// The new-lead notice of a receipt of several destinations is sent once,
+/// when every destination settled, naming each that has the lead and its
+/// record; a destination still waiting holds it back.
+#[tokio::test]
+async fn one_notice_once_every_destination_settled_naming_each() {
+    let clock = Adjustable::default();
+    let endpoint = devtools::notice_endpoint::NoticeEndpoint::start(0)
+        .await
+        .unwrap();
+    let a = receipt("sub_notice");
+    let worker = worker_of(
+        Scripted::new("crm"),
+        Scripted::new("list").answering([unavailable(), unavailable(), unavailable()]),
+        MemoryLedger::holding([&a]),
+        &clock,
+    )
+    .with_notifier(Some(worker::notice::Notifier::new(endpoint.url()).unwrap()));
+
+    worker.handle(inserts(&[&a]), in_seconds(30)).await;
+    assert_eq!(endpoint.calls(), 0, "the list has not settled");
+
+    clock.advance(Duration::from_secs(3600));
+    worker.reconcile(in_seconds(30)).await;
+    worker.reconcile(in_seconds(30)).await;
+    let accepted = endpoint.accepted();
+    assert_eq!(accepted.len(), 1, "once: {accepted:?}");
+    let places: Vec<(&str, &str)> = accepted[0]["lead"]["destinations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| {
+            (
+                d["destination"].as_str().unwrap(),
+                d["recordId"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        places,
+        [("crm", "crm-sub_notice"), ("list", "list-sub_notice")]
+    );
+    let text = accepted[0]["text"].as_str().unwrap();
+    assert!(
+        text.contains("in crm (record crm-sub_notice) and list (record list-sub_notice)."),
+        "{text}"
+    );
+}

@@ -19,6 +19,7 @@ use crate::decide::Delivery;
 use crate::destinations::port::Destination;
 use crate::ledger::{NoticeClaim, NoticeSent, ReceiptLedger, WaitingNotice};
 use crate::notice::Sent;
+use shared::notice::Placed;
 
 /// What became of one receipt's notice.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -109,13 +110,30 @@ impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
             .notice_fields
             .as_deref()
             .and_then(|text| serde_json::from_str(text).ok());
+        // Sent once every destination of the receipt settled: each that
+        // has the lead, with its record there.
+        let destinations: Vec<Placed<'_>> = match receipt.destinations.is_empty() {
+            true => vec![Placed {
+                destination: receipt.delivered_to.as_deref().unwrap_or(self.name),
+                record_id: receipt.record_id.as_deref(),
+                record_url: receipt.record_url.as_deref(),
+            }],
+            false => receipt
+                .destinations
+                .iter()
+                .filter(|(_, lane)| lane.state.has_lead())
+                .map(|(name, lane)| Placed {
+                    destination: name,
+                    record_id: lane.record_id.as_deref(),
+                    record_url: lane.record_url.as_deref(),
+                })
+                .collect(),
+        };
         let body = shared::notice::body(&shared::notice::Facts {
             fields: fields.as_ref(),
             form: form.as_deref(),
             received_at: &receipt.received_at,
-            destination: receipt.delivered_to.as_deref().unwrap_or(self.name),
-            record_id: receipt.record_id.as_deref(),
-            record_url: receipt.record_url.as_deref(),
+            destinations: &destinations,
             receipt: &receipt.pk,
         });
         let sent = notifier.send(&body).await;
