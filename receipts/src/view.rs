@@ -329,6 +329,9 @@ fn date_with_distance(at: SystemTime, now: SystemTime) -> String {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Stats {
     pub by_status: BTreeMap<&'static str, usize>,
+    /// In a stack of several destinations: per destination, its lanes
+    /// by state (`PENDING`, `WRITTEN`...); empty in a stack of one.
+    pub by_destination: BTreeMap<String, BTreeMap<&'static str, usize>>,
     /// RECEIVED but not in the reconciler's queue (stored before it
     /// existed): `receipts redrive --status received` queues them.
     pub received_outside_queue: usize,
@@ -346,8 +349,16 @@ pub fn stats(receipts: &[Receipt], now: SystemTime) -> Stats {
     ]);
     let mut received_outside_queue = 0;
     let mut oldest: Option<SystemTime> = None;
+    let mut by_destination: BTreeMap<String, BTreeMap<&'static str, usize>> = BTreeMap::new();
     for receipt in receipts {
         *by_status.entry(receipt.status.as_str()).or_default() += 1;
+        for (name, lane) in &receipt.destinations {
+            *by_destination
+                .entry(name.clone())
+                .or_default()
+                .entry(lane.state.as_str())
+                .or_default() += 1;
+        }
         if receipt.status == ReceiptStatus::Received {
             if receipt.pending.is_none() {
                 received_outside_queue += 1;
@@ -359,6 +370,7 @@ pub fn stats(receipts: &[Receipt], now: SystemTime) -> Stats {
     }
     Stats {
         by_status,
+        by_destination,
         received_outside_queue,
         oldest_pending_age: oldest.map(|at| now.duration_since(at).unwrap_or_default()),
     }
@@ -368,6 +380,7 @@ impl Stats {
     pub fn json(&self) -> Value {
         json!({
             "byStatus": self.by_status,
+            "byDestination": self.by_destination,
             "receivedOutsideQueue": self.received_outside_queue,
             "oldestPendingAgeSeconds": self.oldest_pending_age.map(|age| age.as_secs()),
         })
@@ -377,6 +390,13 @@ impl Stats {
         let mut out = String::new();
         for (status, count) in &self.by_status {
             out.push_str(&format!("{status:<10} {count}\n"));
+        }
+        for (destination, states) in &self.by_destination {
+            let counts: Vec<String> = states
+                .iter()
+                .map(|(state, count)| format!("{state} {count}"))
+                .collect();
+            out.push_str(&format!("{destination}: {}\n", counts.join(", ")));
         }
         let age = self.oldest_pending_age.map_or("-".to_owned(), |age| {
             humantime::format_duration(Duration::from_secs(age.as_secs())).to_string()
@@ -524,6 +544,13 @@ mod tests {
             !card.contains("delivered to"),
             "each destination says it: {card}"
         );
+        let counted = stats(std::slice::from_ref(&receipt), now);
+        let text = counted.text();
+        assert!(
+            text.contains("hubspot: WRITTEN 1\nmailchimp: PENDING 1\n"),
+            "{text}"
+        );
+        assert_eq!(counted.json()["byDestination"]["mailchimp"]["PENDING"], 1);
         let listed = table(&[receipt], false);
         assert!(listed.contains("mailchimp: http-503"), "{listed}");
         assert!(!listed.contains("hubspot"), "only the open ones: {listed}");
