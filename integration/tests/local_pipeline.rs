@@ -1219,6 +1219,34 @@ async fn a_delivered_lead_costs_six_write_units() {
     ]);
 }
 
+/// A second destination adds one small write to the receipt: its lanes
+/// saved when the first destination's answer lands (so a crash never calls
+/// it again), before the completion writes them with the status. What the
+/// second destination writes of its own (a gate, where it keeps one) is its
+/// own row of docs/cost.md: Salesforce keeps none.
+#[tokio::test]
+async fn a_second_destination_adds_one_write_unit_to_the_receipt() {
+    let (receipts, others) = metered_steps("http,salesforce", "/leads", 3, 4).await;
+    assert!(others.is_empty(), "no other write: {others:?}");
+    for writes in &receipts {
+        assert_eq!(
+            steps_of(writes),
+            [
+                ("PutItem", 1, 1),
+                ("UpdateItem", 1, 0),
+                ("UpdateItem", 1, 0),
+                ("UpdateItem", 1, 1)
+            ],
+            "ingest's put, the claim, the first answer saved, the completion"
+        );
+        assert!(writes.iter().all(|m| m.succeeded));
+    }
+    assert_cost_page_says(&[cost_row(
+        "each destination after the first: its answer saved with the receipt's lanes",
+        &receipts[0][2],
+    )]);
+}
+
 /// HubSpot by e-mail adds the newest-wins gate: the person's gate item and
 /// a check that the receipt is still RECEIVED, in one transaction (each
 /// write of a transaction costs twice).
