@@ -51,13 +51,18 @@ pub async fn ingest_client(endpoint: &str) -> Client {
 
 /// A client with the worker function's own retry and time limits.
 pub async fn worker_client(endpoint: &str) -> Client {
-    let config = worker::ledger::dynamodb::sdk_loader()
+    Client::new(&worker_sdk_config(endpoint).await)
+}
+
+/// The worker function's SDK configuration, pointed at a local server
+/// with test credentials: what its destinations are built with.
+pub async fn worker_sdk_config(endpoint: &str) -> aws_config::SdkConfig {
+    worker::ledger::dynamodb::sdk_loader()
         .endpoint_url(endpoint)
         .region(Region::new("us-east-1"))
         .credentials_provider(credentials())
         .load()
-        .await;
-    Client::new(&config)
+        .await
 }
 
 /// The SDK's default configuration, pointed at a local server with test

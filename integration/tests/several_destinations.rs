@@ -337,3 +337,234 @@ async fn each_form_reaches_the_destinations_its_route_names_each_exactly_once() 
     );
     stop(pipeline).await;
 }
+
+/// HubSpot and Mailchimp fakes, and the worker `main` builds for
+/// `DESTINATION=hubspot,mailchimp` (from its configuration: each
+/// destination's own gates and person memories on the receipts table),
+/// delivering from a fresh receipts table on the DynamoDB-protocol server.
+struct TwoDestinations {
+    hubspot: devtools::fakes::hubspot::HubSpotFake,
+    mailchimp: devtools::fakes::mailchimp::MailchimpFake,
+    client: aws_sdk_dynamodb::Client,
+    table: String,
+    clock: shared::clock::Adjustable,
+}
+
+impl TwoDestinations {
+    async fn start() -> Self {
+        use devtools::fakes::hubspot::{HubSpotFake, DEMO_HUBSPOT_TOKEN};
+        use devtools::fakes::mailchimp::{
+            MailchimpFake, DEMO_MAILCHIMP_API_KEY, DEMO_MAILCHIMP_LIST_ID,
+        };
+        let moto = endpoint(DYNAMODB_ENDPOINT);
+        let client = worker_client(&moto).await;
+        TwoDestinations {
+            hubspot: HubSpotFake::start(DEMO_HUBSPOT_TOKEN).await.unwrap(),
+            mailchimp: MailchimpFake::start(DEMO_MAILCHIMP_API_KEY, DEMO_MAILCHIMP_LIST_ID)
+                .await
+                .unwrap(),
+            table: create_table(&client, "ReceiptsTable").await,
+            client,
+            clock: shared::clock::Adjustable::default(),
+        }
+    }
+
+    async fn worker<L: worker::ledger::ReceiptLedger + worker::ledger::PendingQueue>(
+        &self,
+        ledger: impl FnOnce(worker::ledger::dynamodb::DynamoLedger) -> L,
+    ) -> worker::Worker<worker::destinations::ConfiguredDestination, L> {
+        use devtools::fakes::hubspot::DEMO_HUBSPOT_TOKEN;
+        use devtools::fakes::mailchimp::{DEMO_MAILCHIMP_API_KEY, DEMO_MAILCHIMP_LIST_ID};
+        let env: std::collections::HashMap<&str, String> = std::collections::HashMap::from([
+            ("RECEIPTS_TABLE", self.table.clone()),
+            ("DESTINATION", "hubspot,mailchimp".to_owned()),
+            ("GATE_KEY", devtools::local::DEMO_GATE_KEY.to_owned()),
+            ("CRM_ALLOW_HTTP", "true".to_owned()),
+            ("HUBSPOT_TOKEN", DEMO_HUBSPOT_TOKEN.to_owned()),
+            ("HUBSPOT_BASE_URL", self.hubspot.base_url()),
+            ("MAILCHIMP_API_KEY", DEMO_MAILCHIMP_API_KEY.to_owned()),
+            ("MAILCHIMP_LIST_ID", DEMO_MAILCHIMP_LIST_ID.to_owned()),
+            ("MAILCHIMP_BASE_URL", self.mailchimp.base_url()),
+        ]);
+        let config = worker::Config::from_lookup(|name| env.get(name).cloned()).unwrap();
+        let sdk = worker_sdk_config(&endpoint(DYNAMODB_ENDPOINT)).await;
+        let mut built = config
+            .destinations
+            .build(&self.table, &sdk, &self.client)
+            .await
+            .unwrap();
+        let first = built.remove(0);
+        let ledger = ledger(worker::ledger::dynamodb::DynamoLedger::new(
+            self.client.clone(),
+            &self.table,
+        ));
+        worker::Worker::new(first, ledger, 8)
+            .also_to(built)
+            .with_retry_policy(shared::delivery::RetryPolicy {
+                base_delay: Duration::from_millis(10),
+                max_delay: Duration::from_millis(50),
+                safety_margin: Duration::from_millis(200),
+                max_attempts: 3,
+            })
+            .with_clock(self.clock.clock())
+    }
+
+    /// A receipt of `email`'s submission, stored as ingest stores it, and
+    /// its stream INSERT.
+    async fn store(
+        &self,
+        id: &str,
+        email: &str,
+    ) -> (shared::Receipt, aws_lambda_events::event::dynamodb::Event) {
+        let body = serde_json::json!({
+            "event": "form.submitted",
+            "data": {"submissionId": id, "formData": {"name": "Grace Hopper", "email": email, "message": id}}
+        });
+        let submission = shared::FormSubmission::parse(body.to_string().as_bytes()).unwrap();
+        let receipt = shared::Receipt::new(&submission, std::time::SystemTime::now());
+        self.client
+            .put_item()
+            .table_name(&self.table)
+            .set_item(Some(serde_dynamo::to_item(&receipt).unwrap()))
+            .send()
+            .await
+            .unwrap();
+        let event = devtools::stream_event::event(vec![devtools::stream_event::record(
+            "INSERT", &receipt, "100",
+        )]);
+        (receipt, serde_json::from_value(event).unwrap())
+    }
+
+    async fn stored(&self, receipt: &shared::Receipt) -> shared::Receipt {
+        let item = self
+            .client
+            .get_item()
+            .table_name(&self.table)
+            .key(
+                "pk",
+                aws_sdk_dynamodb::types::AttributeValue::S(receipt.pk.clone()),
+            )
+            .consistent_read(true)
+            .send()
+            .await
+            .unwrap()
+            .item
+            .unwrap();
+        serde_dynamo::from_item(item).unwrap()
+    }
+}
+
+fn lanes_of(receipt: &shared::Receipt) -> Vec<(String, shared::lanes::LaneState)> {
+    receipt
+        .destinations
+        .iter()
+        .map(|(name, lane)| (name.clone(), lane.state))
+        .collect()
+}
+
+fn in_seconds(seconds: u64) -> Instant {
+    Instant::now() + Duration::from_secs(seconds)
+}
+
+/// Mailchimp keeps the person away (compliance): the receipt is COMPLETED
+/// with Mailchimp REFUSED and HubSpot's write standing.
+#[tokio::test]
+async fn a_mailchimp_refusal_leaves_the_hubspot_write_standing() {
+    use shared::lanes::LaneState::*;
+    let two = TwoDestinations::start().await;
+    two.mailchimp.keep_away(
+        "grace@example.com",
+        devtools::fakes::mailchimp::KeptAway::Compliance,
+    );
+    let worker = two.worker(|ledger| ledger).await;
+    let (receipt, event) = two.store("sub_refused", "grace@example.com").await;
+
+    let response = worker.handle(event, in_seconds(30)).await;
+    assert!(response.batch_item_failures.is_empty());
+    let after = two.stored(&receipt).await;
+    assert_eq!(after.status, shared::ReceiptStatus::Completed);
+    assert_eq!(
+        lanes_of(&after),
+        [
+            ("hubspot".to_owned(), Written),
+            ("mailchimp".to_owned(), Refused)
+        ]
+    );
+    assert_eq!(
+        after.destinations["mailchimp"].last_error.as_deref(),
+        Some("Member In Compliance State")
+    );
+    assert_eq!(
+        after.payload, None,
+        "no form data once every destination settled"
+    );
+    let contacts = two.hubspot.contacts();
+    assert_eq!(contacts.len(), 1);
+    assert_eq!(contacts[0].writes, 1);
+    assert!(two.mailchimp.members().is_empty());
+}
+
+/// Mailchimp writes the member and its answer is lost, then the stream
+/// delivers the record again: one contact and one member, each with one
+/// note, and HubSpot written once.
+#[tokio::test]
+async fn a_lost_mailchimp_answer_and_a_replay_write_no_destination_twice() {
+    let two = TwoDestinations::start().await;
+    two.mailchimp
+        .lose_answer(devtools::fakes::mailchimp::Lost::MemberPut);
+    let worker = two.worker(|ledger| ledger).await;
+    let (receipt, event) = two.store("sub_lost", "grace@example.com").await;
+
+    worker.handle(event.clone(), in_seconds(30)).await;
+    worker.handle(event, in_seconds(30)).await;
+
+    let after = two.stored(&receipt).await;
+    assert_eq!(after.status, shared::ReceiptStatus::Completed, "{after:?}");
+    let contacts = two.hubspot.contacts();
+    assert_eq!((contacts.len(), contacts[0].writes), (1, 1), "{contacts:?}");
+    assert_eq!(two.hubspot.notes().len(), 1, "one contact note");
+    assert_eq!(two.mailchimp.members().len(), 1, "one member");
+    assert_eq!(two.mailchimp.notes().len(), 1, "one member note");
+}
+
+/// The worker dies after one destination's answer was saved and before the
+/// receipt's last write: a pass after its claim ends calls only the other
+/// destination. The crash is injected at the completion, whichever
+/// destination answered first.
+#[tokio::test]
+async fn a_worker_killed_between_two_destinations_never_writes_the_first_again() {
+    let two = TwoDestinations::start().await;
+    let worker = two
+        .worker(|ledger| worker::ledger::memory::WatchedLedger::new(ledger).failing_first(1))
+        .await;
+    let (receipt, event) = two.store("sub_killed", "grace@example.com").await;
+
+    let response = worker.handle(event, in_seconds(30)).await;
+    assert_eq!(
+        response.batch_item_failures.len(),
+        1,
+        "nothing final recorded"
+    );
+    let saved = two.stored(&receipt).await;
+    let settled: Vec<String> = saved
+        .destinations
+        .iter()
+        .filter(|(_, lane)| lane.state == shared::lanes::LaneState::Written)
+        .map(|(name, _)| name.clone())
+        .collect();
+    assert_eq!(settled.len(), 1, "the first answer was saved: {saved:?}");
+
+    two.clock.advance(Duration::from_secs(3600));
+    worker.reconcile(in_seconds(30)).await;
+    let done = two.stored(&receipt).await;
+    assert_eq!(done.status, shared::ReceiptStatus::Completed, "{done:?}");
+    let hubspot_writes = two.hubspot.contacts()[0].writes;
+    let mailchimp_writes = two.mailchimp.members()[0].writes;
+    let saved_writes = match settled[0].as_str() {
+        "hubspot" => hubspot_writes,
+        _ => mailchimp_writes,
+    };
+    assert_eq!(saved_writes, 1, "{} was not written again", settled[0]);
+    assert_eq!(two.hubspot.notes().len(), 1);
+    assert_eq!(two.mailchimp.notes().len(), 1);
+}
