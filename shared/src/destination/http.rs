@@ -30,6 +30,7 @@ pub const PROFILE: Profile = Profile {
     summary: "your CRM's upsert URL",
     variables: &[CRM_URL, CRM_TOKEN, CRM_TOKEN_SECRET_ARN],
     maps_fields: false,
+    route_keys: &[],
     over_http: true,
     gates: Gates::Never,
     settings: &[

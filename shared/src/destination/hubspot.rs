@@ -3,8 +3,8 @@
 //! `destinations::hubspot`).
 
 use super::{
-    Check, CheckCall, Cleanup, CredentialCheck, Gates, Profile, Secret, SecretValue, Setting,
-    SmokeLead, Source,
+    Check, CheckCall, Cleanup, CredentialCheck, Gates, Profile, RouteKey, Secret, SecretValue,
+    Setting, SmokeLead, Source,
 };
 
 pub const HUBSPOT_TOKEN: &str = "HUBSPOT_TOKEN";
@@ -51,6 +51,7 @@ pub const PROFILE: Profile = Profile {
         HUBSPOT_MESSAGE_PROPERTY,
     ],
     maps_fields: true,
+    route_keys: &[RouteKey::Consent],
     over_http: true,
     gates: Gates::When {
         parameter: "HubSpotIdProperty",

@@ -17,6 +17,7 @@ pub const PROFILE: Profile = Profile {
     summary: "a table in the stack",
     variables: &[LEADS_TABLE, LEAD_KEY, LEAD_RETENTION_DAYS],
     maps_fields: false,
+    route_keys: &[],
     over_http: false,
     // Newest-wins lives in the table's own conditional write.
     gates: Gates::Never,

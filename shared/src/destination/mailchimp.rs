@@ -3,8 +3,8 @@
 //! `destinations::mailchimp`).
 
 use super::{
-    Check, CheckCall, Cleanup, CredentialCheck, Gates, Profile, Secret, SecretValue, Setting,
-    SmokeLead, Source,
+    Check, CheckCall, Cleanup, CredentialCheck, Gates, Profile, RouteKey, Secret, SecretValue,
+    Setting, SmokeLead, Source,
 };
 
 pub const MAILCHIMP_API_KEY: &str = "MAILCHIMP_API_KEY";
@@ -49,6 +49,7 @@ pub const PROFILE: Profile = Profile {
         MAILCHIMP_BASE_URL,
     ],
     maps_fields: true,
+    route_keys: &[RouteKey::Consent, RouteKey::Tags],
     over_http: true,
     gates: Gates::Always,
     settings: &[

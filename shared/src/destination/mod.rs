@@ -61,6 +61,10 @@ pub struct Profile {
     /// Whether it takes a field map (`FIELD_MAP`, the template's
     /// `FieldMap`): CRM property to form field.
     pub maps_fields: bool,
+    /// The route keys only some destinations take that this one does
+    /// (`[route.consent]`, `tags`, `lead`): a route whose destinations take
+    /// none of a key it sets is refused (`Routes::check_destinations`).
+    pub route_keys: &'static [RouteKey],
     /// Whether it is called over HTTP (`CRM_ALLOW_HTTP` applies).
     pub over_http: bool,
     /// When it keeps newest-wins gates (`shared::newest`), and so needs the
@@ -75,6 +79,30 @@ pub struct Profile {
     /// erased them in the stack; empty for the stack's own table, which
     /// forget erases itself.
     pub erasure: &'static str,
+}
+
+/// A route key that means something to some destinations only; a route's
+/// `fields` mean something to those that map fields (`maps_fields`), and
+/// its `set` to every destination.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RouteKey {
+    /// `[route.consent]`: a subscription status, or a note's consent line.
+    Consent,
+    /// `tags`: a member's tags.
+    Tags,
+    /// `lead = true`: a lead of its own per submission.
+    Lead,
+}
+
+impl RouteKey {
+    /// Its name in a routes file.
+    pub fn name(self) -> &'static str {
+        match self {
+            RouteKey::Consent => "consent",
+            RouteKey::Tags => "tags",
+            RouteKey::Lead => "lead",
+        }
+    }
 }
 
 /// When a destination keeps newest-wins gates.

@@ -3,8 +3,8 @@
 //! `destinations::pipedrive`).
 
 use super::{
-    CheckCall, Cleanup, CredentialCheck, Gates, Profile, Secret, SecretValue, Setting, SmokeLead,
-    Source,
+    CheckCall, Cleanup, CredentialCheck, Gates, Profile, RouteKey, Secret, SecretValue, Setting,
+    SmokeLead, Source,
 };
 
 pub const PIPEDRIVE_API_TOKEN: &str = "PIPEDRIVE_API_TOKEN";
@@ -55,6 +55,7 @@ pub const PROFILE: Profile = Profile {
         PIPEDRIVE_SEARCH_LAG_SECONDS,
     ],
     maps_fields: true,
+    route_keys: &[RouteKey::Consent, RouteKey::Lead],
     over_http: true,
     gates: Gates::Always,
     settings: &[

@@ -61,6 +61,7 @@ pub const PROFILE: Profile = Profile {
         SALESFORCE_API_VERSION,
     ],
     maps_fields: true,
+    route_keys: &[],
     over_http: true,
     gates: Gates::Never,
     settings: &[

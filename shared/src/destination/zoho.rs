@@ -3,8 +3,8 @@
 //! is a person's (the worker's `destinations::zoho`).
 
 use super::{
-    Check, CheckCall, Cleanup, CredentialCheck, Gates, Profile, Secret, SecretValue, Setting,
-    SmokeLead, Source,
+    Check, CheckCall, Cleanup, CredentialCheck, Gates, Profile, RouteKey, Secret, SecretValue,
+    Setting, SmokeLead, Source,
 };
 
 pub const ZOHO_CLIENT_ID: &str = "ZOHO_CLIENT_ID";
@@ -83,6 +83,7 @@ pub const PROFILE: Profile = Profile {
         ZOHO_TRIGGER,
     ],
     maps_fields: true,
+    route_keys: &[RouteKey::Consent],
     over_http: true,
     gates: Gates::When {
         parameter: "ZohoDuplicateCheckField",

@@ -3,9 +3,14 @@
 //! stack. A name the stack does not have is an error naming the route and
 //! the destination (`check_destinations`): `receipts routes check --stack`
 //! reports it, and a worker keeps its last good routes rather than take it.
+//! So is a route key that means nothing to any destination a route (or
+//! the file) names (`key_problems`): `tags` for a route to HubSpot alone.
+//! A route naming no destinations, in a file naming none, keeps its keys
+//! as it always did (each destination ignores those it does not take).
 
 use super::model::{Route, RouteProblem, Routes};
 use crate::destination::set::DestinationSet;
+use crate::destination::{DestinationKind, RouteKey};
 
 impl Routes {
     /// The destinations a lead of `route` (none: a form without one) goes
@@ -15,6 +20,49 @@ impl Routes {
             .map(|route| route.destinations.as_slice())
             .filter(|names| !names.is_empty())
             .or(Some(self.destinations.as_slice()).filter(|names| !names.is_empty()))
+    }
+
+    /// Every route key that means nothing to any destination the route
+    /// names (its own list, else the file's); none when neither names any.
+    pub fn key_problems(&self) -> Vec<RouteProblem> {
+        let mut problems = Vec::new();
+        for route in &self.routes {
+            let Some(names) = self.destinations_of(Some(route)) else {
+                continue;
+            };
+            let kinds: Vec<DestinationKind> = names
+                .iter()
+                .filter_map(|name| DestinationKind::parse(name))
+                .collect();
+            let takes = |key: RouteKey| {
+                kinds
+                    .iter()
+                    .any(|kind| kind.profile().route_keys.contains(&key))
+            };
+            let set = [
+                (
+                    "fields",
+                    !route.fields.is_empty(),
+                    kinds.iter().any(|k| k.profile().maps_fields),
+                ),
+                ("consent", route.consent.is_some(), takes(RouteKey::Consent)),
+                ("tags", !route.tags.is_empty(), takes(RouteKey::Tags)),
+                ("lead", route.lead, takes(RouteKey::Lead)),
+            ];
+            for (key, given, taken) in set {
+                if given && !taken {
+                    problems.push(RouteProblem {
+                        place: format!("[[route]] {}", self.shown(route)),
+                        key: key.to_owned(),
+                        problem: format!(
+                            "means nothing to its destinations ({}); remove it or add one that takes it",
+                            names.join(", ")
+                        ),
+                    });
+                }
+            }
+        }
+        problems
     }
 
     /// Every destination these routes name that `stack` does not have,
@@ -117,6 +165,41 @@ destinations = ["mailchimp", "dynamodb"]
             places,
             ["the file", "the file", r#"[[route]] "Newsletter""#],
             "{problems:?}"
+        );
+    }
+
+    #[test]
+    fn a_key_that_means_nothing_to_a_routes_destinations_is_refused() {
+        let problems = |text: &str| -> Vec<String> {
+            match parse(text) {
+                Ok(_) => Vec::new(),
+                Err(problems) => problems.iter().map(ToString::to_string).collect(),
+            }
+        };
+        let route = |destinations: &str, key: &str| {
+            format!(
+                "[[route]]\nform = \"f\"\nname = \"R\"\ndestinations = [{destinations}]\n{key}\n"
+            )
+        };
+        #[rustfmt::skip]
+        let rows: [(String, &[&str]); 7] = [
+            (route("\"hubspot\"", "tags = [\"t\"]"), &[r#"[[route]] "R": tags: means nothing to its destinations (hubspot); remove it or add one that takes it"#]),
+            (route("\"hubspot\", \"mailchimp\"", "tags = [\"t\"]"), &[]),
+            (route("\"mailchimp\"", "lead = true"), &[r#"[[route]] "R": lead: means nothing to its destinations (mailchimp); remove it or add one that takes it"#]),
+            (route("\"pipedrive\"", "lead = true"), &[]),
+            (route("\"http\", \"dynamodb\"", "[route.fields]\nplan = \"plan\""), &[r#"[[route]] "R": fields: means nothing to its destinations (http, dynamodb); remove it or add one that takes it"#]),
+            (route("\"salesforce\"", "[route.consent]\nfield = \"news\""), &[r#"[[route]] "R": consent: means nothing to its destinations (salesforce); remove it or add one that takes it"#]),
+            // No destinations named: the keys are kept, as before lists existed.
+            ("[[route]]\nform = \"f\"\ntags = [\"t\"]\nlead = true\n".to_owned(), &[]),
+        ];
+        for (text, expected) in rows {
+            assert_eq!(problems(&text), expected, "{text}");
+        }
+        let file_wide = "destinations = [\"hubspot\"]\n[[route]]\nform = \"f\"\ntags = [\"t\"]\n";
+        assert_eq!(
+            problems(file_wide).len(),
+            1,
+            "the file's list is the route's"
         );
     }
 

@@ -162,12 +162,16 @@ fn read_table(table: &Table) -> Result<Routes, Vec<RouteProblem>> {
             problems.add(&place, "min_fill_seconds", NEEDS_RENDER_TIME_FIELD);
         }
     }
-    problems.into_result(Routes {
+    let routes = Routes {
         spam,
         duplicate_window,
         destinations,
         routes,
-    })
+    };
+    for problem in routes.key_problems() {
+        problems.add(&problem.place, &problem.key, &problem.problem);
+    }
+    problems.into_result(routes)
 }
 
 const NEEDS_RENDER_TIME_FIELD: &str =
