@@ -55,16 +55,9 @@ impl Aggregate {
 
 #[cfg(test)]
 mod tests {
+    use super::super::lane;
     use super::*;
     use LaneState::*;
-
-    fn lane(state: LaneState, next: Option<&str>) -> Lane {
-        Lane {
-            state,
-            next_attempt_at: next.map(str::to_owned),
-            ..Lane::pending()
-        }
-    }
 
     #[test]
     fn a_receipts_status_follows_from_its_lanes() {

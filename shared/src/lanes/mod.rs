@@ -113,18 +113,20 @@ impl Lane {
 /// A receipt's lanes, by destination name.
 pub type Lanes = BTreeMap<String, Lane>;
 
+/// A lane in `state`, due at `next`, for the rules' tables.
+#[cfg(test)]
+pub(crate) fn lane(state: LaneState, next: Option<&str>) -> Lane {
+    Lane {
+        state,
+        next_attempt_at: next.map(str::to_owned),
+        ..Lane::pending()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use LaneState::*;
-
-    fn lane(state: LaneState, next: Option<&str>) -> Lane {
-        Lane {
-            state,
-            next_attempt_at: next.map(str::to_owned),
-            ..Lane::pending()
-        }
-    }
 
     #[test]
     fn a_lane_is_due_when_pending_and_its_time_has_come() {
