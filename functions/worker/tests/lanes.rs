@@ -482,3 +482,41 @@ async fn one_notice_once_every_destination_settled_naming_each() {
         "{text}"
     );
 }
+
+/// A receipt the stack deferred while it had one destination (no lanes:
+/// its attempts and last error on the receipt), delivered after the stack
+/// gained a second: each destination once, its lanes written with the
+/// status, and its earlier attempts kept.
+#[tokio::test]
+async fn a_receipt_deferred_before_a_second_destination_goes_to_both_once() {
+    let clock = Adjustable::default();
+    let hour_ago = SystemTime::now() - Duration::from_secs(3600);
+    let mut deferred = receipt("sub_before");
+    deferred.received_at = shared::receipt::format_timestamp(hour_ago);
+    deferred.attempts = 2;
+    deferred.last_error = Some("http-503".into());
+    deferred.last_http_status = Some(503);
+    deferred.next_attempt_at = Some(shared::receipt::format_timestamp(hour_ago));
+    let worker = worker_of(
+        Scripted::new("crm"),
+        Scripted::new("list"),
+        MemoryLedger::holding([&deferred]),
+        &clock,
+    );
+
+    let pass = worker.reconcile(in_seconds(30)).await;
+    assert_eq!((pass.due, pass.delivered), (1, 1), "{pass:?}");
+    worker.reconcile(in_seconds(30)).await;
+
+    let [crm, list] = worker.destinations() else {
+        panic!("two destinations")
+    };
+    assert_eq!((crm.calls(), list.calls()), (1, 1));
+    let done = stored(&worker, &deferred);
+    assert_eq!(done.status, ReceiptStatus::Completed);
+    assert_eq!(
+        lane_states(&done),
+        [("crm", LaneState::Written), ("list", LaneState::Written)]
+    );
+    assert_eq!(done.attempts, 4, "the earlier two and one per destination");
+}
