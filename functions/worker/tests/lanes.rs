@@ -520,3 +520,51 @@ async fn a_receipt_deferred_before_a_second_destination_goes_to_both_once() {
     );
     assert_eq!(done.attempts, 4, "the earlier two and one per destination");
 }
+
+/// A lane for a destination the stack no longer has cannot be delivered:
+/// it is FAILED (`destination-not-in-stack`), so the receipt ends FAILED
+/// for a person instead of waiting for ever, and no other destination is
+/// called again.
+#[tokio::test]
+async fn a_lane_of_a_destination_the_stack_no_longer_has_fails_for_a_person() {
+    use shared::lanes::Lane;
+    let clock = Adjustable::default();
+    let hour_ago = SystemTime::now() - Duration::from_secs(3600);
+    let mut waiting = receipt("sub_gone");
+    waiting.received_at = shared::receipt::format_timestamp(hour_ago);
+    waiting.next_attempt_at = Some(shared::receipt::format_timestamp(hour_ago));
+    waiting.destinations.insert(
+        "crm".into(),
+        Lane {
+            state: LaneState::Written,
+            attempts: 1,
+            ..Lane::pending()
+        },
+    );
+    waiting
+        .destinations
+        .insert("zapier".into(), Lane::pending());
+    let worker = worker_of(
+        Scripted::new("crm"),
+        Scripted::new("list"),
+        MemoryLedger::holding([&waiting]),
+        &clock,
+    );
+
+    let pass = worker.reconcile(in_seconds(30)).await;
+    assert_eq!(pass.due, 1, "{pass:?}");
+    let [crm, list] = worker.destinations() else {
+        panic!("two destinations")
+    };
+    assert_eq!((crm.calls(), list.calls()), (0, 0));
+    let failed = stored(&worker, &waiting);
+    assert_eq!(failed.status, ReceiptStatus::Failed);
+    assert_eq!(
+        failed.failure_reason.as_deref(),
+        Some(shared::lanes::DESTINATION_NOT_IN_STACK)
+    );
+    assert_eq!(
+        lane_states(&failed),
+        [("crm", LaneState::Written), ("zapier", LaneState::Failed)]
+    );
+}

@@ -113,6 +113,11 @@ impl Lane {
 /// A receipt's lanes, by destination name.
 pub type Lanes = BTreeMap<String, Lane>;
 
+/// Why a lane for a destination the stack no longer has is FAILED (its
+/// `lastError`, and the receipt's reason once nothing else is pending): an
+/// operator adds the destination back and redrives it, or leaves it.
+pub const DESTINATION_NOT_IN_STACK: &str = "destination-not-in-stack";
+
 /// A lane in `state`, due at `next`, for the rules' tables.
 #[cfg(test)]
 pub(crate) fn lane(state: LaneState, next: Option<&str>) -> Lane {

@@ -20,7 +20,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use shared::lanes::aggregate::Aggregate;
-use shared::lanes::{Lane, LaneState, Lanes};
+use shared::lanes::{Lane, LaneState, Lanes, DESTINATION_NOT_IN_STACK};
 use shared::receipt::Timestamp;
 use shared::record::DeliveredRecord;
 use shared::routes::Routes;
@@ -113,6 +113,25 @@ impl LaneBook {
         }
     }
 
+    /// Each lane of `gone` (destinations the stack no longer has) FAILED,
+    /// as the receipt will be once nothing else is pending.
+    fn fail_gone(&self, gone: &[String], now: &str) {
+        if gone.is_empty() {
+            return;
+        }
+        let mut state = self.lock();
+        for name in gone {
+            if let Some(lane) = state.lanes.get_mut(name) {
+                lane.state = LaneState::Failed;
+                lane.next_attempt_at = None;
+                lane.last_error = Some(DESTINATION_NOT_IN_STACK.to_owned());
+                lane.last_http_status = None;
+                lane.settled_at = Some(now.to_owned());
+            }
+        }
+        state.changed = true;
+    }
+
     /// Attempts `destination` had before this delivery.
     pub(crate) fn attempts_before(&self, destination: &str) -> u32 {
         self.before.get(destination).copied().unwrap_or(0)
@@ -134,8 +153,14 @@ impl LaneBook {
 enum Plan {
     /// The stack's one destination, settled on the receipt as always.
     Alone(usize),
-    /// In a stack of several, its lanes: these are due now.
-    Lanes { chosen: Vec<usize>, due: Vec<usize> },
+    /// In a stack of several, its lanes: these are due now; `gone` name
+    /// destinations the stack no longer has (its lanes there cannot be
+    /// delivered).
+    Lanes {
+        chosen: Vec<usize>,
+        due: Vec<usize>,
+        gone: Vec<String>,
+    },
 }
 
 impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
@@ -164,13 +189,19 @@ impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
                     shares[index].push(slot, delivery, None);
                     books.push(None);
                 }
-                Plan::Lanes { chosen, due } => {
+                Plan::Lanes { chosen, due, gone } => {
                     let names: Vec<&'static str> = chosen
                         .iter()
                         .map(|&i| self.destinations[i].name())
                         .collect();
                     let notice = self.notice_for(&delivery);
                     let book = Arc::new(LaneBook::new(&delivery, &names, due.len(), notice));
+                    book.fail_gone(&gone, now.as_str());
+                    if due.is_empty() {
+                        // Nothing to call: what its lanes say now is all.
+                        let outcome = self.close_without_calls(&book, &now).await;
+                        book.lock().outcome = Some(outcome);
+                    }
                     for &index in &due {
                         shares[index].push(slot, delivery.clone(), Some(Arc::clone(&book)));
                     }
@@ -233,18 +264,23 @@ impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
             return Plan::Lanes {
                 due: chosen.clone(),
                 chosen,
+                gone: Vec::new(),
             };
         }
         let redriven = stored.values().all(|lane| lane.state.is_settled());
         let mut chosen = Vec::new();
         let mut due = Vec::new();
+        let mut gone = Vec::new();
         for (name, lane) in stored {
             let Some(index) = index_of(name) else {
-                tracing::warn!(
-                    receipt = delivery.receipt.pk.as_str(),
-                    destination = name.as_str(),
-                    "a receipt's destination is no longer one of the stack's; its lane waits"
-                );
+                if lane.is_due(now) || (redriven && lane.state == LaneState::Failed) {
+                    tracing::error!(
+                        receipt = delivery.receipt.pk.as_str(),
+                        destination = name.as_str(),
+                        "a receipt's destination is no longer one of the stack's; its lane is FAILED"
+                    );
+                    gone.push(name.clone());
+                }
                 continue;
             };
             chosen.push(index);
@@ -252,7 +288,22 @@ impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
                 due.push(index);
             }
         }
-        Plan::Lanes { chosen, due }
+        Plan::Lanes { chosen, due, gone }
+    }
+
+    /// A receipt of several destinations none of which is called now: its
+    /// lanes written with the status they make when something changed
+    /// (a destination the stack no longer has failed); else, nothing.
+    async fn close_without_calls(&self, book: &LaneBook, now: &Timestamp) -> RecordOutcome {
+        let (lanes, changed) = {
+            let state = book.lock();
+            (state.lanes.clone(), state.changed)
+        };
+        if !changed {
+            return RecordOutcome::Deferred;
+        }
+        let written = self.write_lanes(book, &lanes, 0, now).await;
+        receipt_outcome(&lanes, &written)
     }
 
     /// One destination's delivery of a receipt of several landed: its lane
