@@ -347,12 +347,12 @@ impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
             _ => None,
         };
         if last {
-            let outcome = match (&written, changed) {
+            // Written: what the lanes made of it; else nothing changed, and
+            // this destination's outcome is the receipt's.
+            let outcome = match (&written, &landed) {
                 (Some(written), _) => receipt_outcome(&lanes, written),
-                (None, _) => match landed {
-                    Landed::Unrecorded(outcome) => outcome,
-                    Landed::Settled(..) => RecordOutcome::Deferred,
-                },
+                (None, Landed::Unrecorded(outcome)) => *outcome,
+                (None, Landed::Settled(..)) => RecordOutcome::Deferred,
             };
             book.lock().outcome = Some(outcome);
         }
