@@ -8,7 +8,7 @@ use shared::lanes::Lanes;
 use shared::receipt::{attr, Timestamp};
 use shared::{IdempotencyKey, ReceiptStatus};
 
-use super::{conditional_failure, s, DynamoLedger};
+use super::{marked, s, DynamoLedger};
 use crate::ledger::{LedgerError, Marked};
 
 impl DynamoLedger {
@@ -39,9 +39,6 @@ impl DynamoLedger {
             .expression_attribute_values(":received", s(ReceiptStatus::Received.as_str()))
             .expression_attribute_values(":held", s(held.as_str()))
             .expression_attribute_values(":lanes", Self::lanes_value(lanes)?);
-        match request.send().await {
-            Ok(_) => Ok(Marked::Updated),
-            Err(error) => conditional_failure(error).map(|()| Marked::NotPending),
-        }
+        marked(request.send().await)
     }
 }

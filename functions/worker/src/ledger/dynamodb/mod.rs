@@ -68,6 +68,17 @@ impl DynamoLedger {
     }
 }
 
+/// What a conditional update of a receipt did: `Updated`, or `NotPending`
+/// when its condition failed (gone, settled, or no longer this claim's).
+fn marked(
+    result: Result<UpdateItemOutput, SdkError<UpdateItemError, HttpResponse>>,
+) -> Result<Marked, LedgerError> {
+    match result {
+        Ok(_) => Ok(Marked::Updated),
+        Err(error) => conditional_failure(error).map(|()| Marked::NotPending),
+    }
+}
+
 /// `Ok(())` for a failed condition; any other error as a `LedgerError`.
 fn conditional_failure(error: SdkError<UpdateItemError, HttpResponse>) -> Result<(), LedgerError> {
     match error {

@@ -6,7 +6,7 @@ use aws_sdk_dynamodb::types::ReturnValue;
 use shared::receipt::{attr, Timestamp, NOTICE};
 use shared::IdempotencyKey;
 
-use super::{conditional_failure, n, s, DynamoLedger};
+use super::{conditional_failure, marked, n, s, DynamoLedger};
 use crate::ledger::{LedgerError, Marked, NoticeClaim, NoticeSent};
 
 impl DynamoLedger {
@@ -112,9 +112,6 @@ impl DynamoLedger {
                 .expression_attribute_names("#next", attr::NEXT_ATTEMPT_AT)
                 .expression_attribute_values(":unconfirmed", s(shared::notice::UNCONFIRMED)),
         };
-        match request.send().await {
-            Ok(_) => Ok(Marked::Updated),
-            Err(error) => conditional_failure(error).map(|()| Marked::NotPending),
-        }
+        marked(request.send().await)
     }
 }

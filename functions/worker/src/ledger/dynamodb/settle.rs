@@ -6,7 +6,7 @@ use aws_sdk_dynamodb::types::AttributeValue;
 use shared::receipt::attr;
 use shared::ReceiptStatus;
 
-use super::{conditional_failure, n, s, DynamoLedger};
+use super::{marked, n, s, DynamoLedger};
 use crate::ledger::{AttemptRecord, LedgerError, Marked};
 
 impl DynamoLedger {
@@ -70,9 +70,6 @@ impl DynamoLedger {
                 .expression_attribute_names("#lanes", attr::DESTINATIONS)
                 .expression_attribute_values(":lanes", lanes);
         }
-        match request.send().await {
-            Ok(_) => Ok(Marked::Updated),
-            Err(error) => conditional_failure(error).map(|()| Marked::NotPending),
-        }
+        marked(request.send().await)
     }
 }
