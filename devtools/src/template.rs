@@ -221,14 +221,15 @@ async fn wait_until_active(client: &Client, name: &str) -> Result<(), String> {
 }
 
 /// Evaluates a template value the way CloudFormation would for the given
-/// parameter values: `!Ref` of a parameter gives its value, `!Ref` of a
-/// secret gives an ARN ending in its logical id, of another resource
-/// `<LogicalId>-name`, `!GetAtt` gives `<LogicalId>.<Attr>`,
-/// `!If` picks a branch, a `!Sub` string has its parameters and the pseudo
-/// parameters `AWS::StackName` (`test-stack` unless overridden) and
-/// `AWS::Region` (`us-east-1`) replaced, other references kept as text, and
-/// `AWS::NoValue` removes the entry. Enough for the checks in the test
-/// suite, no more.
+/// parameter values: `!Ref` of a parameter gives its value (of a
+/// `CommaDelimitedList`, its items), `!Ref` of a secret gives an ARN ending
+/// in its logical id, of another resource `<LogicalId>-name`, `!GetAtt`
+/// gives `<LogicalId>.<Attr>`, `!If` picks a branch, `!Join`, `!Split` and
+/// `!Select` work on texts and lists, a `!Sub` string has its parameters
+/// and the pseudo parameters `AWS::StackName` (`test-stack` unless
+/// overridden) and `AWS::Region` (`us-east-1`) replaced, other references
+/// kept as text, and `AWS::NoValue` removes the entry. Enough for the
+/// checks in the test suite, no more.
 pub struct Evaluator<'t> {
     template: &'t Value,
     parameters: std::collections::HashMap<String, String>,
@@ -296,7 +297,7 @@ impl<'t> Evaluator<'t> {
                         if name == "AWS::NoValue" {
                             None
                         } else if let Some(parameter) = self.parameters.get(name) {
-                            Some(Value::String(parameter.clone()))
+                            Some(self.parameter_value(name, parameter))
                         } else if self.template["Resources"][name]["Type"].as_str()
                             == Some("AWS::SecretsManager::Secret")
                         {
@@ -341,6 +342,28 @@ impl<'t> Evaluator<'t> {
                             [key(2)?.as_str()];
                         Some(found.clone())
                     }
+                    "!Join" => {
+                        let args = tagged.value.as_sequence()?;
+                        let delimiter = self.text(args.first()?)?;
+                        let items = self.list(args.get(1)?)?;
+                        Some(Value::String(items.join(&delimiter)))
+                    }
+                    "!Split" => {
+                        let args = tagged.value.as_sequence()?;
+                        let delimiter = self.text(args.first()?)?;
+                        let text = self.text(args.get(1)?)?;
+                        Some(Value::Sequence(
+                            text.split(delimiter.as_str())
+                                .map(|part| Value::String(part.to_owned()))
+                                .collect(),
+                        ))
+                    }
+                    "!Select" => {
+                        let args = tagged.value.as_sequence()?;
+                        let index: usize = self.text(args.first()?)?.parse().ok()?;
+                        let items = self.list(args.get(1)?)?;
+                        Some(Value::String(items.get(index)?.clone()))
+                    }
                     "!Sub" => Some(match &tagged.value {
                         Value::String(text) => Value::String(self.substitute(text)),
                         other => other.clone(),
@@ -361,6 +384,28 @@ impl<'t> Evaluator<'t> {
                 items.iter().filter_map(|i| self.evaluate(i)).collect(),
             )),
             other => Some(other.clone()),
+        }
+    }
+
+    /// A parameter as `!Ref` gives it: a `CommaDelimitedList` as its
+    /// items (trimmed, as SAM CLI reads them), any other as its text.
+    fn parameter_value(&self, name: &str, text: &str) -> Value {
+        if self.template["Parameters"][name]["Type"].as_str() == Some("CommaDelimitedList") {
+            Value::Sequence(
+                text.split(',')
+                    .map(|item| Value::String(item.trim().to_owned()))
+                    .collect(),
+            )
+        } else {
+            Value::String(text.to_owned())
+        }
+    }
+
+    /// A list argument (`!Join`'s, `!Select`'s) as texts.
+    fn list(&self, value: &Value) -> Option<Vec<String>> {
+        match self.evaluate(value)? {
+            Value::Sequence(items) => items.iter().map(|item| self.text(item)).collect(),
+            _ => None,
         }
     }
 

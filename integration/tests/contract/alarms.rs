@@ -26,6 +26,9 @@ fn alarms_and_dashboard_read_the_metrics_the_code_emits() {
         expected.sort_unstable();
         assert_eq!(names, expected, "{place}: dimensions of {name}");
         for (dimension, value) in dimensions {
+            if value == ANY_VALUE {
+                continue;
+            }
             match dimension.as_str() {
                 "Function" => {
                     let ingest_metrics = [
@@ -121,7 +124,6 @@ fn alarms_and_dashboard_read_the_metrics_the_code_emits() {
     };
     let body = body
         .replace("${MetricsNamespace}/${AWS::StackName}", NAMESPACE)
-        .replace("${Destination}", "http")
         .replace("${AWS::Region}", "us-east-1");
     let body: serde_json::Value = serde_json::from_str(&body).expect("the dashboard body is JSON");
     let mut shown = std::collections::HashSet::new();
@@ -129,15 +131,30 @@ fn alarms_and_dashboard_read_the_metrics_the_code_emits() {
     for widget in body["widgets"].as_array().unwrap() {
         for metric in widget["properties"]["metrics"].as_array().unwrap() {
             let parts = metric.as_array().unwrap();
-            if parts[0] != NAMESPACE {
-                continue;
-            }
-            let name = parts[1].as_str().unwrap();
-            let pairs: Vec<&str> = parts[2..].iter().filter_map(|p| p.as_str()).collect();
-            let dimensions: Vec<(String, String)> = pairs
-                .chunks(2)
-                .map(|pair| (pair[0].to_owned(), pair[1].to_owned()))
-                .collect();
+            let (name, dimensions) = match parts[0]["expression"].as_str() {
+                // A search: every value of its schema's dimensions.
+                Some(expression) => {
+                    let (namespace, name, dimensions) = search_of(expression);
+                    if namespace != NAMESPACE {
+                        continue;
+                    }
+                    let any = dimensions
+                        .into_iter()
+                        .map(|dimension| (dimension, ANY_VALUE.to_owned()))
+                        .collect();
+                    (name, any)
+                }
+                None if parts[0] != NAMESPACE => continue,
+                None => {
+                    let pairs: Vec<&str> = parts[2..].iter().filter_map(|p| p.as_str()).collect();
+                    let dimensions: Vec<(String, String)> = pairs
+                        .chunks(2)
+                        .map(|pair| (pair[0].to_owned(), pair[1].to_owned()))
+                        .collect();
+                    (parts[1].as_str().unwrap().to_owned(), dimensions)
+                }
+            };
+            let name = name.as_str();
             check(name, &dimensions, "the dashboard");
             shown.insert(name.to_owned());
             outcomes_shown.extend(
@@ -172,6 +189,31 @@ fn alarms_and_dashboard_read_the_metrics_the_code_emits() {
             "{function}"
         );
     }
+}
+
+/// A dimension value a dashboard search matches whatever it is.
+const ANY_VALUE: &str = "*";
+
+/// A dashboard search, `SEARCH('{"<namespace>",<dimension>,...}
+/// MetricName="<name>"', ...)`: (namespace, metric name, dimensions).
+fn search_of(expression: &str) -> (String, String, Vec<String>) {
+    let schema = expression
+        .split_once('{')
+        .and_then(|(_, rest)| rest.split_once('}'))
+        .unwrap_or_else(|| panic!("a search without a schema: {expression}"));
+    let mut names = schema
+        .0
+        .split(',')
+        .map(|part| part.trim().trim_matches('"').to_owned());
+    let namespace = names.next().unwrap();
+    let metric = schema
+        .1
+        .split_once("MetricName=\"")
+        .and_then(|(_, rest)| rest.split_once('"'))
+        .unwrap_or_else(|| panic!("a search without its metric's name: {expression}"))
+        .0
+        .to_owned();
+    (namespace, metric, names.collect())
 }
 
 /// The metrics namespace of a stack named `test-stack` (the evaluator's

@@ -7,7 +7,8 @@ use devtools::template::{self, Evaluator};
 use serde_norway::Value;
 use shared::destination::DestinationKind;
 
-use crate::{destinations, senders};
+use crate::destination_list::destination_lists;
+use crate::senders;
 
 /// The statements of `function`'s policies, as the evaluator deploys them
 /// (conditions applied, `AWS::NoValue` removed).
@@ -70,7 +71,8 @@ fn grant_problems(template: &Value) -> Vec<String> {
         .collect();
     let mut problems = Vec::new();
     let mut checked = 0;
-    for destination in destinations() {
+    for destination in destination_lists() {
+        let destination = destination.as_str();
         for sender in senders() {
             for audit in [false, true] {
                 for (id_property, secret_given) in [("email", true), ("submission_id", false)] {

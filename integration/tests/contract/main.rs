@@ -2,11 +2,13 @@
 //! against the code (`functions`, `tables`, `iam`, `alarms`, `audit`), and
 //! the catalogs of senders and destinations against everything that must
 //! follow them (`catalog`, each destination's deploy surface in `surface`,
-//! every secret's grant in `grants`). One test binary: one link.
+//! every secret's grant in `grants`, `Destination` as a list in
+//! `destination_list`). One test binary: one link.
 
 mod alarms;
 mod audit;
 mod catalog;
+mod destination_list;
 mod functions;
 mod grants;
 mod iam;

@@ -6,8 +6,9 @@
 //! always (every stack compares double submits with it), `FIELD_MAP` exactly when it maps fields and one is
 //! given, no variable of another kind, and the worker's own configuration
 //! reads it as that kind. Walks the catalog, so a new kind is checked
-//! without a row of its own; the doctored-template test shows that deleting
-//! any one variable, grant or condition membership fails. Needs no server.
+//! without a row of its own, and a stack of every kind at once; the
+//! doctored-template test shows that deleting any one variable, grant or
+//! condition membership fails. Needs no server.
 
 use devtools::template::{self, Evaluator};
 use serde_norway::Value;
@@ -114,14 +115,46 @@ pub(crate) fn modes() -> Vec<Mode> {
     modes
 }
 
-/// What `template` gets wrong for each mode, one line each.
+/// What `template` gets wrong for each mode alone, and for a stack of
+/// every kind at once (each in its first mode without a field map, which
+/// is one kind's vocabulary), one line each.
 fn surface_problems(template: &Value) -> Vec<String> {
+    let modes = modes();
     let mut problems = Vec::new();
-    for mode in modes() {
-        let overrides = mode.overrides();
-        let evaluator = Evaluator::new(template, &overrides);
-        let env = evaluator.environment(WORKER);
-        let place = &mode.label;
+    for mode in &modes {
+        problems.extend(stack_problems(template, &[mode]));
+    }
+    let together: Vec<&Mode> = DestinationKind::ALL
+        .iter()
+        .filter_map(|kind| {
+            modes
+                .iter()
+                .find(|m| m.kind == *kind && !m.overrides.iter().any(|(p, _)| p == "FieldMap"))
+        })
+        .collect();
+    problems.extend(stack_problems(template, &together));
+    problems
+}
+
+/// What `template` gets wrong for a stack of `modes`' kinds, each in its
+/// mode: `Destination` lists them in order.
+fn stack_problems(template: &Value, modes: &[&Mode]) -> Vec<String> {
+    let mut problems = Vec::new();
+    let names: Vec<&str> = modes.iter().map(|m| m.kind.name()).collect();
+    let destination = names.join(",");
+    let mut overrides: Vec<(&str, &str)> = vec![("Destination", destination.as_str())];
+    for mode in modes {
+        overrides.extend(
+            mode.overrides()
+                .into_iter()
+                .filter(|(p, _)| *p != "Destination"),
+        );
+    }
+    let evaluator = Evaluator::new(template, &overrides);
+    let env = evaluator.environment(WORKER);
+    let labels: Vec<&str> = modes.iter().map(|m| m.label.as_str()).collect();
+    let place = &labels.join(" + ");
+    for mode in modes {
         let profile = mode.kind.profile();
         for setting in profile.settings {
             let expected = match setting.source {
@@ -168,46 +201,49 @@ fn surface_problems(template: &Value) -> Vec<String> {
                 _ => {}
             }
         }
-        // Every stack has the gate key: it keys the items of double
-        // submits whatever the kind, and its gates where it keeps them.
-        if !env.contains_key(GATE_KEY_SECRET_ARN) {
-            problems.push(format!(
-                "{place}: {GATE_KEY_SECRET_ARN} is not set, and every stack has the gate key (double submits{})",
-                if mode.keeps_gates { ", and the profile keeps gates" } else { "" }
-            ));
-        }
-        let field_map = env.contains_key(FIELD_MAP);
-        if field_map != mode.field_map {
-            problems.push(format!(
-                "{place}: {FIELD_MAP} is {}set, and the profile {} fields",
-                if field_map { "" } else { "not " },
-                if profile.maps_fields {
-                    "maps"
-                } else {
-                    "maps no"
-                }
-            ));
-        }
-        for other in DestinationKind::ALL {
-            for variable in other.profile().variables {
-                if !mode.kind.reads(variable) && env.contains_key(*variable) {
-                    problems.push(format!(
-                        "{place}: {variable} ({}'s) is set",
-                        other.profile().name
-                    ));
-                }
+    }
+    // Every stack has the gate key: it keys the items of double
+    // submits whatever the kind, and its gates where it keeps them.
+    if !env.contains_key(GATE_KEY_SECRET_ARN) {
+        problems.push(format!(
+            "{place}: {GATE_KEY_SECRET_ARN} is not set, and every stack has the gate key (double submits{})",
+            if modes.iter().any(|m| m.keeps_gates) { ", and the profile keeps gates" } else { "" }
+        ));
+    }
+    let field_map = env.contains_key(FIELD_MAP);
+    if field_map != modes.iter().any(|m| m.field_map) {
+        problems.push(format!(
+            "{place}: {FIELD_MAP} is {}set, and the profile {} fields",
+            if field_map { "" } else { "not " },
+            if modes.iter().any(|m| m.kind.profile().maps_fields) {
+                "maps"
+            } else {
+                "maps no"
+            }
+        ));
+    }
+    for other in DestinationKind::ALL {
+        for variable in other.profile().variables {
+            if !modes.iter().any(|m| m.kind.reads(variable)) && env.contains_key(*variable) {
+                problems.push(format!(
+                    "{place}: {variable} ({}'s) is set",
+                    other.profile().name
+                ));
             }
         }
-        match worker::Config::from_lookup(|name| env.get(name).cloned()) {
-            Ok(config)
-                if config.destinations.set
-                    == shared::destination::set::DestinationSet::one(mode.kind) => {}
-            Ok(config) => problems.push(format!(
-                "{place}: the worker reads {}",
-                config.destinations.set
-            )),
-            Err(error) => problems.push(format!("{place}: the worker refuses it: {error}")),
-        }
+    }
+    let expected = shared::destination::set::DestinationSet::parse(&destination).unwrap();
+    match env.get(worker::config::DESTINATION) {
+        Some(told) if *told == destination => {}
+        told => problems.push(format!("{place}: DESTINATION is {told:?}")),
+    }
+    match worker::Config::from_lookup(|name| env.get(name).cloned()) {
+        Ok(config) if config.destinations.set == expected => {}
+        Ok(config) => problems.push(format!(
+            "{place}: the worker reads {}",
+            config.destinations.set
+        )),
+        Err(error) => problems.push(format!("{place}: the worker refuses it: {error}")),
     }
     problems
 }
