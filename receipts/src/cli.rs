@@ -110,7 +110,8 @@ pub enum Command {
     },
     /// Back into the reconciler's queue, by submission id or by status.
     /// Warns first about each receipt older than the stack's newest-wins
-    /// gates (HubSpot by email), which could overwrite newer data.
+    /// gates (kept by a destination with one record per person), which
+    /// could overwrite newer data.
     Redrive {
         /// Submission ids of the stack's sender (or whole keys).
         #[arg(

@@ -3,13 +3,14 @@
 //! lead is cleaned up, and where a person is erased in a CRM this tool
 //! holds no credentials for.
 
-use shared::destination::{Cleanup, DestinationKind, SmokeLead};
+use shared::destination::{Cleanup, DestinationKind, Gates, SmokeLead};
 
 /// The template's default `Destination`, for a stack whose parameter is
 /// empty.
 const DEFAULT_DESTINATION: DestinationKind = DestinationKind::LeadsTable;
 
-/// The smoke lead's clean-up for a stack's `Destination` and `LeadKey`
+/// The smoke lead's clean-up for each destination of a stack's
+/// `Destination` (one name or several, comma-separated) and `LeadKey`
 /// (empty: the template's defaults). A destination this tool does not know
 /// (a newer stack) is named by what identifies the lead.
 pub fn smoke_cleanup(
@@ -17,22 +18,55 @@ pub fn smoke_cleanup(
     lead_key: &str,
     submission_id: &str,
     smoke_email: &str,
-) -> Cleanup {
-    let kind = match destination {
-        "" => Some(DEFAULT_DESTINATION),
-        name => DestinationKind::parse(name),
-    };
+) -> Vec<Cleanup> {
     let lead = SmokeLead {
         lead_key,
         submission_id,
         email: smoke_email,
     };
-    match kind {
-        Some(kind) => (kind.profile().smoke_cleanup)(&lead),
-        None => Cleanup::Tell(format!(
-            "delete the smoke lead in {destination}: submission {submission_id}, {smoke_email}"
-        )),
-    }
+    destination
+        .split(',')
+        .map(str::trim)
+        .map(|name| {
+            let kind = match name {
+                "" => Some(DEFAULT_DESTINATION),
+                name => DestinationKind::parse(name),
+            };
+            match kind {
+                Some(kind) => (kind.profile().smoke_cleanup)(&lead),
+                None => Cleanup::Tell(format!(
+                    "delete the smoke lead in {name}: submission {submission_id}, {smoke_email}"
+                )),
+            }
+        })
+        .collect()
+}
+
+/// Whether a stack of `destination` (its parameter, as `smoke_cleanup`
+/// reads it) keeps newest-wins gates, each kind's parameters read by
+/// `parameter`: a kind that always does, or one whose deciding parameter
+/// has the value that does (HubSpot by e-mail). A kind this tool does not
+/// know, or a parameter the stack does not have, may.
+pub fn keeps_gates(destination: &str, parameter: impl Fn(&str) -> String) -> bool {
+    destination.split(',').map(str::trim).any(|name| {
+        let kind = match name {
+            "" => Some(DEFAULT_DESTINATION),
+            name => DestinationKind::parse(name),
+        };
+        match kind.map(|kind| kind.profile().gates) {
+            None | Some(Gates::Always) => true,
+            Some(Gates::Never) => false,
+            Some(Gates::When {
+                parameter: name,
+                value,
+                ..
+            }) => {
+                // A stack older than that parameter: it may.
+                let given = parameter(name);
+                given == value || given.is_empty()
+            }
+        }
+    })
 }
 
 /// Erasure in the CRM is the CRM's job: where to do it, for each
@@ -84,7 +118,7 @@ mod tests {
         for (destination, lead_key, expected) in rows {
             assert_eq!(
                 smoke_cleanup(destination, lead_key, "smoke_1", SMOKE_EMAIL),
-                expected,
+                [expected],
                 "{destination}"
             );
         }
@@ -96,10 +130,45 @@ mod tests {
             .map(|kind| kind.name())
             .chain(["a-destination-of-a-newer-stack"]);
         for destination in told {
-            match smoke_cleanup(destination, "", "smoke_1", SMOKE_EMAIL) {
-                Cleanup::Tell(text) => assert!(text.contains(SMOKE_EMAIL), "{text}"),
+            match &smoke_cleanup(destination, "", "smoke_1", SMOKE_EMAIL)[..] {
+                [Cleanup::Tell(text)] => assert!(text.contains(SMOKE_EMAIL), "{text}"),
                 other => panic!("{destination}: {other:?}"),
             }
+        }
+        // A stack of several: one clean-up each, in its order.
+        match &smoke_cleanup("dynamodb,hubspot", "submission", "smoke_1", SMOKE_EMAIL)[..] {
+            [Cleanup::DeleteRow { pk }, Cleanup::Tell(text)] => {
+                assert_eq!(pk, "submission#smoke_1");
+                assert!(text.contains(SMOKE_EMAIL), "{text}");
+            }
+            other => panic!("dynamodb,hubspot: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_stack_keeps_gates_when_one_of_its_destinations_does() {
+        // (Destination, HubSpotIdProperty, keeps gates)
+        let rows = [
+            ("", "email", false),
+            ("dynamodb", "email", false),
+            ("http,salesforce", "email", false),
+            ("hubspot", "email", true),
+            ("hubspot", "submission_id", false),
+            ("hubspot", "", true),
+            ("hubspot,mailchimp", "submission_id", true),
+            ("salesforce,pipedrive", "submission_id", true),
+            ("a-destination-of-a-newer-stack", "submission_id", true),
+        ];
+        for (destination, id_property, keeps) in rows {
+            let parameter = |name: &str| match name {
+                "HubSpotIdProperty" => id_property.to_owned(),
+                _ => String::new(),
+            };
+            assert_eq!(
+                keeps_gates(destination, parameter),
+                keeps,
+                "{destination} {id_property}"
+            );
         }
     }
 

@@ -30,7 +30,6 @@ pub mod parameter {
     pub const ACCEPTED_FORMS: &str = "AcceptedForms";
     pub const DESTINATION: &str = "Destination";
     pub const LEAD_KEY: &str = "LeadKey";
-    pub const HUBSPOT_ID_PROPERTY: &str = "HubSpotIdProperty";
 }
 
 #[derive(Debug, thiserror::Error)]

@@ -254,11 +254,12 @@ pub async fn run(config: &SdkConfig, target: &Target, command: Command) -> Resul
                     .map(|receipt| receipt.pk)
                     .collect(),
             };
-            // Gates are kept by HubSpot by e-mail alone; the gate key also
-            // exists on a stack that audits, for its erasure markers.
+            // Gates are kept where a destination keeps one record per
+            // person (its profile says when).
             let keeps_gates = |stack: &Stack| {
-                stack.parameter(parameter::DESTINATION) == "hubspot"
-                    && stack.parameter(parameter::HUBSPOT_ID_PROPERTY) == "email"
+                crate::destinations::keeps_gates(stack.parameter(parameter::DESTINATION), |name| {
+                    stack.parameter(name).to_owned()
+                })
             };
             let gates = match &stack {
                 Some(stack) if !keeps_gates(stack) => redrive::GateRetention::NotKept,

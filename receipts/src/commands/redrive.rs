@@ -20,7 +20,7 @@ use crate::table::{Reading, ReceiptsTable};
 
 /// What redrive knows of the stack's newest-wins gates.
 pub(super) enum GateRetention {
-    /// The stack keeps none (not HubSpot contacts by e-mail).
+    /// The stack keeps none (no destination with one record per person).
     NotKept,
     /// It keeps them (or a table alone cannot tell): gates last this long.
     MayBeKept(Retention),
@@ -46,7 +46,7 @@ fn warn_past_gate(key: &str, gates: &GateRetention, out: &mut impl Write) {
         let _ = writeln!(
             out,
             "warning: {key} was received more than {} days ago, longer than newest-wins gates \
-             are kept (HubSpot by email): if a newer submission of the same person was \
+             are kept (by a destination with one record per person): if a newer submission of the same person was \
              delivered meanwhile, this older lead overwrites it; check the contact first",
             retention.as_duration().as_secs() / 86_400
         );

@@ -285,12 +285,27 @@ async fn clean_up(
     keep: bool,
     out: &mut impl Write,
 ) -> Result<(), Failed> {
-    let plan = crate::destinations::smoke_cleanup(
+    let plans = crate::destinations::smoke_cleanup(
         stack.parameter(parameter::DESTINATION),
         stack.parameter(parameter::LEAD_KEY),
         submission_id,
         email,
     );
+    for plan in plans {
+        clean_up_one(config, stack, plan, email, keep, out).await?;
+    }
+    Ok(())
+}
+
+/// One destination's share of `clean_up`.
+async fn clean_up_one(
+    config: &SdkConfig,
+    stack: &Stack,
+    plan: shared::destination::Cleanup,
+    email: &str,
+    keep: bool,
+    out: &mut impl Write,
+) -> Result<(), Failed> {
     match plan {
         shared::destination::Cleanup::DeleteRow { pk } if !keep => {
             let table = stack.output(output::LEADS_TABLE).map_err(run_error)?;
