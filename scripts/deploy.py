@@ -182,6 +182,26 @@ def one_of(options):
     return lambda answer: None if answer.lower() in options else f"{answer!r} is not one of {', '.join(options)}"
 
 
+def check_destinations(answer):
+    """One destination or several, comma-separated, each known and named
+    once (the worker refuses a name twice; CloudFormation's rules cannot
+    compare a list's items)."""
+    names = [name.strip().lower() for name in answer.split(",")]
+    for name in names:
+        if name not in DESTINATIONS:
+            return f"{name!r} is not one of {', '.join(DESTINATIONS)}"
+    twice = sorted({name for name in names if names.count(name) > 1})
+    if twice:
+        return f"{', '.join(twice)} is named twice: each destination at most once"
+    return None
+
+
+def destinations_of(a) -> list[str]:
+    """The chosen destinations, in the order given (the first keeps the
+    stack's gate key)."""
+    return [name.strip().lower() for name in a.destination.split(",")]
+
+
 def check_stack(name):
     return None if STACK_NAME.match(name) else "a letter, then letters, digits or -, at most 128"
 
@@ -257,15 +277,21 @@ def gather(args, asker: Asker, routes=None) -> Answers:
     elif args.auth:
         raise Refused(f"--auth is Static Forms' choice; {a.sender} signs its deliveries itself")
     a.destination = args.destination or asker.ask(
-        "Where leads go: " + ", ".join(f"{name} ({d['summary']})" for name, d in DESTINATION.items()) + ".",
-        "Destination", "dynamodb", one_of(DESTINATIONS), give="give --destination").lower()
+        "Where leads go: " + ", ".join(f"{name} ({d['summary']})" for name, d in DESTINATION.items())
+        + ". One, or several comma-separated (hubspot,mailchimp): the routes file chooses each form's.",
+        "Destination", "dynamodb", check_destinations, give="give --destination")
     auth_problem = one_of(AUTH_MODES)(a.auth) if a.sender == "staticforms" else None
-    for problem in (check_stack(a.stack_name), auth_problem, one_of(DESTINATIONS)(a.destination)):
+    for problem in (check_stack(a.stack_name), auth_problem, check_destinations(a.destination)):
         if problem:
             raise Refused(problem)
+    a.destination = ",".join(destinations_of(a))
     if args.field_map:
-        if a.destination not in MAPPED_DESTINATIONS:
+        mapped = [name for name in destinations_of(a) if name in MAPPED_DESTINATIONS]
+        if not mapped:
             raise Refused(f"--field-map applies to {' and '.join(MAPPED_DESTINATIONS)}, not {a.destination}")
+        if len(mapped) > 1:
+            raise Refused(f"--field-map is one map for {' and '.join(mapped)}, whose fields differ: map each "
+                          "form's fields in the routes file instead (docs/routes.md)")
         a.field_map = read_field_map(args.field_map)
     if a.sender == "webflow" and a.webflow_webhook == "app":
         # The app's client secret signs, so the stack cannot generate it.
@@ -341,19 +367,25 @@ def flag_value(args, flag: str):
 
 
 def ask_destination(a: Answers, args, asker: Asker) -> None:
-    """What the chosen destination needs, as its catalog entry says: each
+    """What each chosen destination needs, as its catalog entry says: each
     asked parameter (a flag, else a question) and each secret (an existing
     one's ARN as a flag, else its values from the environment or a hidden
-    prompt). A flag of another destination is refused."""
-    chosen = DESTINATION[a.destination]
+    prompt). A flag of a destination not chosen is refused."""
+    chosen = destinations_of(a)
     for name, other in DESTINATION.items():
-        if name == a.destination:
+        if name in chosen:
             continue
         flags = [asked["flag"] for asked in other["asked"]] + [s["flag"] for s in other["secrets"]]
         flags += [f"--no-{s['name']}" for s in other["secrets"] if s["optional"]]
         for flag in flags:
             if flag_value(args, flag):
                 raise Refused(f"{flag} applies to the {name} destination, not {a.destination}")
+    for name in chosen:
+        ask_one_destination(a, args, asker, DESTINATION[name])
+
+
+def ask_one_destination(a: Answers, args, asker: Asker, chosen) -> None:
+    """`ask_destination` for one of the chosen."""
     for asked in chosen["asked"]:
         check = CHECKS[asked["check"]]
         default = asked["default"] or ""
@@ -426,10 +458,15 @@ def check_credentials(a: Answers) -> None:
     Which call is the destination's own (its secret's `check` in the
     catalog): a read any valid token may make (with it in a header, or as
     HTTP Basic's password), or an OAuth token request."""
+    override = os.environ.get(CHECK_URL, "").rstrip("/")
+    for name in destinations_of(a):
+        check_one_destination(a, DESTINATION[name], override)
+
+
+def check_one_destination(a: Answers, chosen, override: str) -> None:
+    """`check_credentials` for one of the chosen."""
     import urllib.parse
     import urllib.request
-    override = os.environ.get(CHECK_URL, "").rstrip("/")
-    chosen = DESTINATION[a.destination]
     for secret in chosen["secrets"]:
         value = a.secret_values.get(secret["parameter"])
         check = secret.get("check")
@@ -785,6 +822,15 @@ def receipts_command(release: bool) -> list[str]:
                   "(README, \"Deploy without Rust\"), or give --no-smoke and move routes.toml away")
 
 
+def check_routes(routes: Path, from_release: bool, destinations: str | None) -> None:
+    """`receipts routes check`, with the stack's destinations when known: a
+    route naming one the stack will not have is refused before the deploy."""
+    given = ["--destinations", ",".join(name.strip().lower() for name in destinations.split(","))] \
+        if destinations else []
+    run([*receipts_command(from_release), "routes", "check", str(routes), *given], ROOT,
+        failed=f"{routes.name} has problems (each named above); fix them, or move the file away")
+
+
 def routes_file(flag: Path | None) -> Path | None:
     """The routes file to store: --routes, else routes.toml when there is one."""
     if flag is not None:
@@ -827,7 +873,8 @@ def main(argv=None, stdin=sys.stdin) -> int:
     parser.add_argument("--webflow-webhook", choices=WEBFLOW_WEBHOOKS, type=str.lower,
                         help="webflow: dashboard (unsigned; a token in the URL), api (site token; its key is asked after the deploy) or app (OAuth app's client secret)")
     parser.add_argument("--webhook-secret-arn", help="webflow app or api, formspree: an existing secret holding the sender's signing key, instead of WEBFLOW_WEBHOOK_SECRET or FORMSPREE_SIGNING_SECRET")
-    parser.add_argument("--destination", choices=DESTINATIONS, type=str.lower)
+    parser.add_argument("--destination", metavar="NAME[,NAME...]",
+                        help=f"one or several of {', '.join(DESTINATIONS)}, comma-separated")
     parser.add_argument("--field-map", metavar="FILE", help=f"{' or '.join(MAPPED_DESTINATIONS)}: a JSON file of CRM property to form field")
     parser.add_argument("--alarm-email", help="empty for none: --alarm-email=")
     for name, destination in DESTINATION.items():
@@ -873,13 +920,17 @@ def main(argv=None, stdin=sys.stdin) -> int:
         routes = routes_file(args.routes)
         if routes is not None or not args.no_smoke:
             receipts_command(from_release)  # a missing CLI is said now, not after the deploy
+        if args.destination and check_destinations(args.destination):
+            raise Refused(f"--destination: {check_destinations(args.destination)}")
         if routes is not None:
             say(f"Checking the routes file {routes.name} first: nothing is asked or deployed with a problem in it.")
-            run([*receipts_command(from_release), "routes", "check", str(routes)], ROOT,
-                failed=f"{routes.name} has problems (each named above); fix them, or move the file away")
+            check_routes(routes, from_release, args.destination)
         say("A first deployment of staticforms-to-crm. Enter takes the [default].")
         asker = Asker(stdin)
         answers = gather(args, asker, routes)
+        if routes is not None and not args.destination:
+            # The destinations answered: each route's must be the stack's.
+            check_routes(routes, from_release, answers.destination)
         import boto3
         session = boto3.session.Session(region_name=answers.region)
         secrets_client = session.client("secretsmanager")

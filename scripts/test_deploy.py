@@ -521,7 +521,7 @@ class Wizard(unittest.TestCase):
         self.assertEqual(refused.stderr.strip().splitlines()[-1],
                          "make deploy: routes.toml has problems (each named above); fix them, or move the file away")
         self.assertEqual(self.sam_calls(), [], "nothing built or deployed")
-        self.assertEqual(self.others(), [f"receipts routes check {routes}"])
+        self.assertEqual(self.others(), [f"receipts routes check {routes} --destinations dynamodb"])
         secrets = boto3.client("secretsmanager", region_name="eu-west-1", endpoint_url=MOTO_URL,
                                aws_access_key_id="test", aws_secret_access_key="test")
         names = [s["Name"] for s in secrets.list_secrets()["SecretList"]]
@@ -531,7 +531,7 @@ class Wizard(unittest.TestCase):
         self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
         stack = f"--stack {self.stack} --region eu-west-1"
         self.assertEqual(self.others()[1:], [
-            f"receipts routes check {routes}",
+            f"receipts routes check {routes} --destinations dynamodb",
             f"receipts {stack} routes apply {routes}",
             f"receipts {stack} smoke",
         ], "checked first, stored once the stack exists, before the smoke test")
@@ -540,6 +540,50 @@ class Wizard(unittest.TestCase):
         missing = self.wizard(*flags[:-1], str(self.dir / "nowhere.toml"))
         self.assertEqual(missing.returncode, 1)
         self.assertEqual(missing.stderr.strip(), f"make deploy: --routes {self.dir / 'nowhere.toml'}: no such file")
+
+    def test_several_destinations_each_get_their_questions_checks_and_secrets(self):
+        token, key = "pat-" + uuid.uuid4().hex, uuid.uuid4().hex + "-us21"
+        flags = ["--sender", "tally", "--stack-name", self.stack, "--region", "eu-west-1", "--no-audit",
+                 "--alarm-email=", "--smoke-email", "ops@acme.example"]
+        env = {"HUBSPOT_TOKEN": token, "MAILCHIMP_API_KEY": key}
+        # Each name once, each known; a flag of a destination not chosen is refused.
+        for destination, said in [("hubspot,hubspot", "hubspot is named twice"),
+                                  ("hubspot,mailchip", "'mailchip' is not one of"),
+                                  ("hubspot,", "'' is not one of")]:
+            refused = self.wizard(*flags, "--destination", destination, env=env)
+            self.assertEqual(refused.returncode, 1, destination)
+            self.assertIn(said, refused.stderr, destination)
+        refused = self.wizard(*flags, "--destination", "hubspot,mailchimp", "--mailchimp-list-id", "a1b2c3d4e5",
+                              "--crm-url", "https://crm.example.com/{externalId}", env=env)
+        self.assertIn("--crm-url applies to the http destination, not hubspot,mailchimp", refused.stderr)
+        # One field map cannot be both HubSpot's and Mailchimp's.
+        field_map = self.dir / "map.json"
+        field_map.write_text('{"email": "email"}')
+        refused = self.wizard(*flags, "--destination", "hubspot,mailchimp", "--mailchimp-list-id", "a1b2c3d4e5",
+                              "--field-map", str(field_map), env=env)
+        self.assertIn("--field-map is one map for hubspot and mailchimp", refused.stderr)
+        self.assertEqual(self.sam_calls(), [], "nothing built or deployed")
+
+        # The routes file is checked against the stack's destinations first.
+        routes = self.dir / "routes.toml"
+        routes.write_text('destinations = ["mailchimp"]\n')
+        result = self.wizard(*flags, "--destination", "HubSpot, Mailchimp", "--mailchimp-list-id", "a1b2c3d4e5",
+                             "--routes", str(routes), env=env)
+        output = result.stdout + result.stderr
+        self.assertEqual(result.returncode, 0, output)
+        self.assertEqual(self.others()[0], f"receipts routes check {routes} --destinations hubspot,mailchimp")
+        self.assertIn("HubSpot accepted the token.", result.stdout)
+        self.assertIn("Mailchimp accepted the API key.", result.stdout)
+        hubspot_arn, stored_token = self.secret(f"{self.stack}/hubspot-token")
+        mailchimp_arn, stored_key = self.secret(f"{self.stack}/mailchimp-api-key")
+        self.assertEqual((stored_token, stored_key), (token, key))
+        overrides = self.overrides(self.sam_calls()[1])
+        self.assertEqual(overrides["Destination"], "'hubspot,mailchimp'", "in the order given, as CloudFormation's list")
+        self.assertEqual(overrides["HubSpotTokenSecretArn"], f"'{hubspot_arn}'")
+        self.assertEqual(overrides["MailchimpApiKeySecretArn"], f"'{mailchimp_arn}'")
+        self.assertEqual(overrides["MailchimpListId"], "'a1b2c3d4e5'")
+        self.assertNotIn(token, output + self.samconfig.read_text())
+        self.assertNotIn(key, output + self.samconfig.read_text())
 
     def test_a_wrong_crm_credential_is_refused_before_anything_is_stored(self):
         rows = [
