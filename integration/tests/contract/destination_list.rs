@@ -75,7 +75,7 @@ fn each_kinds_condition_holds_exactly_when_the_list_names_it() {
 fn required_by_rules(template: &Value) -> Vec<(String, String)> {
     let tagged = |value: &Value, tag: &str| -> Option<Value> {
         match value {
-            Value::Tagged(t) if t.tag.to_string() == tag => Some(t.value.clone()),
+            Value::Tagged(t) if t.tag == tag => Some(t.value.clone()),
             _ => None,
         }
     };
