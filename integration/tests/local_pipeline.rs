@@ -1146,7 +1146,7 @@ async fn metered_steps(
         );
     }
     assert_cost_page_says(&[cost_row(
-        "the worker's double-submit item: the first of these answers",
+        "the worker's double-submit item: the person's submission added",
         &doubles[0],
     )]);
     (receipts_of(&metered), others)
@@ -1558,6 +1558,117 @@ async fn a_double_submit_is_one_lead_and_the_same_answers_later_are_another() {
             && delivered.contains(&"sub_other_answers")
             && !delivered.contains(&duplicate),
         "{leads}"
+    );
+    stop(pipeline).await;
+}
+
+/// Double submits meet newest wins (issue 58), through the real binaries
+/// and the HubSpot fake (one contact per address, the newest answers win):
+/// Pro, then Basic 30 s later, then Pro again 30 s after that, all within
+/// the 2-minute window, is three submissions and leaves the contact at
+/// Pro (the second Pro repeats nothing: Basic came between); two identical
+/// clicks 10 s apart are still one lead with one note. All five arrive in
+/// one batch, so the person's submissions are judged in the order made.
+#[tokio::test]
+async fn a_repeat_after_other_answers_is_new_data_and_a_double_click_is_still_one_lead() {
+    let table = unique_name("repeat-receipts");
+    let (pipeline, webhook_port, crm_port, _printed) = start_pipeline_on("hubspot", &table).await;
+    let http = reqwest::Client::new();
+    const AT: u64 = 1795941528;
+    let submissions = [
+        ("sub_pro", AT, "ada@example.com", "Plan Pro"),
+        ("sub_basic", AT + 30, "ada@example.com", "Plan Basic"),
+        ("sub_pro_again", AT + 60, "ada@example.com", "Plan Pro"),
+        ("sub_click", AT, "grace@example.com", "Call me"),
+        ("sub_click_again", AT + 10, "grace@example.com", "Call me"),
+    ];
+    for (id, at, email, message) in submissions {
+        let body = format!(
+            r#"{{"event":"form.submitted","timestamp":{at},"data":{{"submissionId":"{id}","formData":{{"name":"Ada","email":"{email}","message":"{message}"}}}}}}"#
+        );
+        let answer = static_forms_post(&http, webhook_port)
+            .body(body)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(answer.status(), 202, "{id}");
+    }
+    let settled = |stats: &serde_json::Value| {
+        stats["byStatus"]["COMPLETED"].as_u64().unwrap_or(0)
+            + stats["byStatus"]["DUPLICATE"].as_u64().unwrap_or(0)
+            == 5
+    };
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let stats = loop {
+        let (ok, out, err) =
+            receipts_cli(&[("RECEIPTS_TABLE", table.as_str())], &["stats", "--json"]);
+        assert!(ok, "{err}");
+        let stats: serde_json::Value = serde_json::from_str(&out).unwrap();
+        if settled(&stats) || Instant::now() > deadline {
+            break stats;
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    };
+    assert_eq!(stats["byStatus"]["DUPLICATE"], 1, "{stats}");
+    assert_eq!(stats["byStatus"]["COMPLETED"], 4, "{stats}");
+    let (ok, out, err) = receipts_cli(
+        &[("RECEIPTS_TABLE", table.as_str())],
+        &["list", "--status", "duplicate", "--json"],
+    );
+    assert!(ok, "{err}");
+    let duplicates: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(duplicates[0]["submissionId"], "sub_click_again", "{out}");
+
+    let hubspot = format!("http://127.0.0.1:{crm_port}");
+    let contacts: serde_json::Value = http
+        .get(format!("{hubspot}/contacts"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let contact = |email: &str| {
+        contacts["contacts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["properties"]["email"] == email)
+            .cloned()
+            .unwrap_or_else(|| panic!("no contact {email}: {contacts}"))
+    };
+    assert_eq!(
+        contact("ada@example.com")["properties"]["message"],
+        "Plan Pro",
+        "the newest answers win: {contacts}"
+    );
+    assert_eq!(contacts["count"], 2, "{contacts}");
+    let notes: serde_json::Value = http
+        .get(format!("{hubspot}/notes"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let notes_of = |email: &str| {
+        let id = contact(email)["id"].clone();
+        notes["notes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|note| note["contactId"] == id)
+            .count()
+    };
+    assert_eq!(
+        notes_of("ada@example.com"),
+        3,
+        "one note per submission: {notes}"
+    );
+    assert_eq!(
+        notes_of("grace@example.com"),
+        1,
+        "the double click is one: {notes}"
     );
     stop(pipeline).await;
 }

@@ -814,8 +814,9 @@ async fn a_refused_person_leaves_the_queue_refused_with_its_code_and_no_personal
 /// Double submits against the real table: two deliveries of one double
 /// click at once stand first exactly once; a repeat is found whichever of
 /// the two comes first, and a later first in between hides nothing; the
-/// same answers ten minutes on stand first; the item holds receipt keys
-/// and times only.
+/// same answers ten minutes on stand first, and so does a repeat with
+/// other answers in between; the item holds receipt keys, times and
+/// digests only, for the receipts' retention.
 #[tokio::test]
 async fn the_firsts_of_identical_submissions_find_every_repeat_in_any_order() {
     use shared::duplicates::{FirstSubmission, Window};
@@ -825,8 +826,11 @@ async fn the_firsts_of_identical_submissions_find_every_repeat_in_any_order() {
     let item = "gate#double:0123abcd";
     let window = Window::parse("2m").unwrap();
     let now = std::time::SystemTime::now();
-    let submission =
-        |receipt: &str, at: &str| FirstSubmission::new(receipt, at, window, now).unwrap();
+    let month = std::time::Duration::from_secs(30 * 86_400);
+    let answered = |receipt: &str, at: &str, answers: &str| {
+        FirstSubmission::new(receipt, (at, answers), window, month, now).unwrap()
+    };
+    let submission = |receipt: &str, at: &str| answered(receipt, at, "pro-digest");
     let click = submission("staticforms:e:click", "2026-12-01T10:00:00.000Z");
     let again = submission("staticforms:e:again", "2026-12-01T10:00:10.000Z");
     let (one, other) = tokio::join!(
@@ -863,6 +867,19 @@ async fn the_firsts_of_identical_submissions_find_every_repeat_in_any_order() {
         Ok(Some(first.receipt.clone())),
         "a third click delivered after the later first still repeats the first"
     );
+    // Pro, Basic, Pro: the second Pro is new data.
+    let basic = answered(
+        "staticforms:e:basic",
+        "2026-12-01T10:10:30.000Z",
+        "basic-digest",
+    );
+    let pro_again = submission("staticforms:e:pro-again", "2026-12-01T10:11:00.000Z");
+    assert_eq!(ledger.first_of_identical(item, &basic).await, Ok(None));
+    assert_eq!(
+        ledger.first_of_identical(item, &pro_again).await,
+        Ok(None),
+        "a repeat with other answers in between is delivered"
+    );
     let items: Vec<_> = scan(&client, &receipts)
         .await
         .into_iter()
@@ -875,6 +892,12 @@ async fn the_firsts_of_identical_submissions_find_every_repeat_in_any_order() {
         "{firsts}"
     );
     assert!(!items[0].contains_key("pending"), "never in the queue");
+    let expires: u64 = items[0]["expiresAt"].as_n().unwrap().parse().unwrap();
+    let now_secs = now.duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
+    assert!(
+        expires >= now_secs + month.as_secs(),
+        "kept for the receipts' retention, so a late twin is still found"
+    );
 }
 
 #[tokio::test]

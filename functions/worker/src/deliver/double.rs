@@ -1,14 +1,15 @@
 //! Double submits (`shared::duplicates`): after its route is known and
-//! before any newest-wins gate or CRM call, each lead with an address
-//! claims the first place among identical submissions of its form. One
-//! that finds another within the form's `duplicate_window` is settled
-//! DUPLICATE of it, with no CRM call; a ledger that cannot answer leaves
-//! it for the stream to deliver again, nothing sent.
+//! before any newest-wins gate or CRM call, each lead with an address is
+//! compared with the person's submissions to its form. One whose nearest
+//! neighbour within the form's `duplicate_window` has the same answers is
+//! settled DUPLICATE of it, with no CRM call; a ledger that cannot answer
+//! leaves it for the stream to deliver again, nothing sent.
 
+use std::collections::HashMap;
 use std::time::Instant;
 
 use futures_util::stream::{self, StreamExt};
-use shared::duplicates::{item_key, window_of, FirstSubmission};
+use shared::duplicates::{answers_digest, item_key, window_of, FirstSubmission};
 
 use super::routing::Slotted;
 use super::Worker;
@@ -16,6 +17,10 @@ use crate::decide::{Delivery, Settlement};
 use crate::destinations::port::Destination;
 use crate::ledger::{LedgerError, ReceiptLedger};
 use crate::outcome::{RecordOutcome, Via};
+
+/// What a person's item said of one submission: `None`, it is delivered;
+/// the receipt it repeats; or the ledger's failure.
+type Look = Result<Option<String>, LedgerError>;
 
 impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
     /// The deliveries that stand first (to deliver), and the outcome of
@@ -31,32 +36,62 @@ impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
         };
         let routes = self.routes.now().await.ok();
         let routes = routes.as_deref();
-        let looks: Vec<_> = deliveries
+        // Each lead's item and its submission as compared there; none
+        // where the window is off, the lead has no address or no time.
+        let compared: Vec<Option<(String, FirstSubmission)>> = deliveries
             .iter()
-            .map(|(_, delivery)| async move {
+            .map(|(_, delivery)| {
                 let window = routes
                     .map(|routes| window_of(routes, &delivery.lead))
                     .unwrap_or_default();
                 let receipt = &delivery.receipt;
-                let item = item_key(secret, receipt.form_ref.as_deref(), &delivery.lead);
+                let item = item_key(secret, receipt.form_ref.as_deref(), &delivery.lead)?;
+                let answers = answers_digest(secret, &delivery.lead);
                 let first = FirstSubmission::new(
                     &receipt.pk,
-                    delivery.lead.newest_by(),
+                    (delivery.lead.newest_by(), &answers),
                     window,
+                    self.rules.retention.as_duration(),
                     self.now(),
-                );
-                match (item, first) {
-                    (Some(item), Some(first)) if !window.is_off() => {
-                        self.ledger.first_of_identical(&item, &first).await
-                    }
-                    _ => Ok(None),
-                }
+                )?;
+                (!window.is_off()).then_some((item, first))
             })
             .collect();
-        let looks: Vec<Result<Option<String>, LedgerError>> = stream::iter(looks)
-            .buffered(self.concurrency)
+        // One person's submissions of a batch are judged one after the
+        // other, oldest first, as they were made: judged at once, a repeat
+        // could be compared before the other answers between them.
+        let mut people: HashMap<String, Vec<usize>> = HashMap::new();
+        for (index, compared) in compared.iter().enumerate() {
+            if let Some((item, _)) = compared {
+                people.entry(item.clone()).or_default().push(index);
+            }
+        }
+        let compared = &compared;
+        let people: Vec<_> = people
+            .into_iter()
+            .map(|(item, mut indexes)| async move {
+                let at = |index: &usize| compared[*index].as_ref().map(|(_, s)| s.at.clone());
+                indexes.sort_by_key(at);
+                let mut looks = Vec::with_capacity(indexes.len());
+                for index in indexes {
+                    if let Some((_, submission)) = &compared[index] {
+                        looks.push((
+                            index,
+                            self.ledger.first_of_identical(&item, submission).await,
+                        ));
+                    }
+                }
+                looks
+            })
+            .collect();
+        let judged: Vec<Vec<(usize, Look)>> = stream::iter(people)
+            .buffer_unordered(self.concurrency)
             .collect()
             .await;
+        let mut looks: Vec<Look> = (0..deliveries.len()).map(|_| Ok(None)).collect();
+        for (index, look) in judged.into_iter().flatten() {
+            looks[index] = look;
+        }
         let mut first = Vec::with_capacity(deliveries.len());
         let mut set_aside = Vec::new();
         for ((slot, delivery), look) in deliveries.into_iter().zip(looks) {

@@ -207,11 +207,11 @@ pub trait ReceiptLedger: Send + Sync {
         expires_at: u64,
     ) -> impl Future<Output = Result<bool, LedgerError>> + Send;
 
-    /// The first of identical submissions (`shared::duplicates`): makes
-    /// `first.receipt` the holder of `item` unless another receipt
-    /// submitted within its window holds it. `None`: it stands first (it
-    /// took the item, or held it already); `Some(key)`: it repeats the
-    /// receipt with that key. The item expires at `first.expires_at`.
+    /// Double submits (`shared::duplicates`): adds `first.receipt` to the
+    /// person's submissions in `item` unless its nearest one within its
+    /// window has the same answers. `None`: it is delivered (added, or
+    /// held already); `Some(key)`: it repeats the receipt with that key.
+    /// The item expires at `first.expires_at`.
     fn first_of_identical(
         &self,
         item: &str,

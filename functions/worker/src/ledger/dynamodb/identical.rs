@@ -1,7 +1,7 @@
-//! The firsts of identical submissions (`shared::duplicates`) in the
+//! A person's submissions to a form (`shared::duplicates`) in the
 //! receipts table: a consistent read of the item, the judgement, and (for
-//! a new first) a write conditional on the version read, so two deliveries
-//! of one double submit never both stand first.
+//! one delivered) a write conditional on the version read, so two
+//! deliveries of one double submit never both stand first.
 
 use shared::duplicates::{First, FirstSubmission, Judgement};
 use shared::receipt::attr;
@@ -9,7 +9,8 @@ use shared::receipt::attr;
 use super::{conditional_failure, n, s, DynamoLedger};
 use crate::ledger::LedgerError;
 
-/// The item's firsts (JSON: `[{"receipt","at"}]`) and its version.
+/// The item's submissions (JSON: `[{"receipt","at","answers"}]`) and its
+/// version.
 const FIRSTS: &str = "firsts";
 const VERSION: &str = "version";
 
