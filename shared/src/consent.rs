@@ -4,6 +4,8 @@
 //! [`Consent`]; the destinations read the lead's answer and ask
 //! [`is_checked`].
 
+use std::time::{Duration, SystemTime};
+
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -56,6 +58,32 @@ impl Consent {
         self.legal_basis.as_deref().unwrap_or(DEFAULT_LEGAL_BASIS)
     }
 }
+
+/// How long after it was made a submission may still grant consent. A
+/// person may withdraw consent after submitting (unsubscribe, a marketing
+/// permission turned off): a submission delivered later than this (a
+/// redrive, an import, a delivery held up by an outage) records its box in
+/// its note but grants nothing, so it never re-subscribes someone who
+/// opted out meanwhile.
+pub const GRANTS_WITHIN: Duration = Duration::from_secs(24 * 3600);
+
+/// Whether a submission made at `submitted_at` (RFC 3339, as
+/// `Lead::newest_by` gives it) may grant consent when delivered `now`:
+/// within [`GRANTS_WITHIN`] of it, and not from the future by more than a
+/// clock's drift. An unreadable time grants nothing.
+pub fn may_grant(submitted_at: &str, now: SystemTime) -> bool {
+    let Some(made) = crate::time::parse_timestamp(submitted_at) else {
+        return false;
+    };
+    match now.duration_since(made) {
+        Ok(age) => age <= GRANTS_WITHIN,
+        // Made "after" now: the sender's clock ahead of ours.
+        Err(ahead) => ahead.duration() <= CLOCK_DRIFT,
+    }
+}
+
+/// How far ahead of ours a sender's clock may be.
+const CLOCK_DRIFT: Duration = Duration::from_secs(300);
 
 /// A new member's status when the box is checked.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -116,6 +144,23 @@ pub fn is_checked(answer: Option<&Value>) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_a_submission_delivered_within_a_day_of_it_grants_consent() {
+        let now = crate::time::parse_timestamp("2026-12-05T12:00:00.000Z").unwrap();
+        let rows = [
+            ("2026-12-05T11:59:00.000Z", true),
+            ("2026-12-04T12:00:00.000Z", true),
+            ("2026-12-04T11:59:59.000Z", false),
+            ("2026-11-05T12:00:00.000Z", false),
+            ("2026-12-05T12:04:00.000Z", true),
+            ("2026-12-05T12:06:00.000Z", false),
+            ("yesterday", false),
+        ];
+        for (made, grants) in rows {
+            assert_eq!(may_grant(made, now), grants, "{made}");
+        }
+    }
     use serde_json::json;
 
     #[test]

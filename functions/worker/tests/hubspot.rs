@@ -986,3 +986,62 @@ async fn a_checked_consent_box_sets_one_subscription_status_with_its_legal_basis
     assert_eq!(fake.status_calls(), 2);
     assert_eq!(fake.status_events().len(), 1, "nothing changed");
 }
+
+/// No consent from an old submission (issue 58): a ticked box on a stale
+/// submission (an older one delivered after a newer one) is kept in its
+/// note and sets no subscription status; neither does a ticked box on a
+/// submission made two days before its delivery (a redrive, an import), for
+/// the person may have opted out since. The newest, fresh one does.
+#[tokio::test]
+async fn only_the_newest_fresh_submission_grants_consent() {
+    let fake = HubSpotFake::start(TOKEN).await.unwrap();
+    let now = SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    let from_form = |id: &str, email: &str, made: u64| {
+        let form = serde_json::json!({"firstName": "Ada", "email": email, "newsletter": "on"});
+        let body = serde_json::json!({"event": "form.submitted", "timestamp": made,
+            "data": {"submissionId": id, "apiKey": "pricing_form", "formData": form}});
+        Receipt::new(
+            &FormSubmission::parse(body.to_string().as_bytes()).unwrap(),
+            SystemTime::now(),
+        )
+    };
+    let newer = from_form("sub_newer", "ada@example.com", now - 60);
+    let stale = from_form("sub_stale", "ada@example.com", now - 120);
+    let old = from_form("sub_old", "grace@example.com", now - 2 * 86_400);
+    let routes = Arc::new(
+        shared::routes::parse(
+            "[[route]]\nform = \"pricing_form\"\n[route.consent]\nfield = \"newsletter\"\n\
+             subscription_id = \"12345\"\n",
+        )
+        .unwrap(),
+    );
+    let worker = keeping_notes(
+        settings(&fake, IdProperty::Email),
+        ledger_of(&[&newer, &stale, &old]),
+    )
+    .with_routes(aws_edge::routes::RoutesInForce::fixed(Arc::clone(&routes)));
+    worker.handle(inserts(&[&newer]), in_seconds(30)).await;
+    assert_eq!(
+        fake.status_calls(),
+        1,
+        "the newest, fresh submission grants it"
+    );
+    worker.handle(inserts(&[&stale]), in_seconds(30)).await;
+    assert_eq!(status_of(&worker, &stale).0, ReceiptStatus::Completed);
+    worker.handle(inserts(&[&old]), in_seconds(30)).await;
+    assert_eq!(status_of(&worker, &old).0, ReceiptStatus::Completed);
+    assert_eq!(
+        fake.status_calls(),
+        1,
+        "neither the stale nor the two-day-old submission sets a status"
+    );
+    let notes = fake.notes();
+    assert_eq!(notes.len(), 3, "each is still kept as a note: {notes:?}");
+    assert!(
+        notes.iter().all(|note| note.body.contains("newsletter")),
+        "the note records the box: {notes:?}"
+    );
+}

@@ -163,15 +163,30 @@ async fn a_second_submission_updates_the_same_member_and_each_note_is_written_on
     assert_eq!(stored.record_id, Some(member.web_id.to_string()));
 }
 
+/// A ticked box makes a fresh submission's new member `pending` with the
+/// route's marketing permission; an unticked or missing box, or a ticked
+/// one on a submission made two days before its delivery (a redrive, an
+/// import: the person may have opted out since), makes it `transactional`
+/// without the permission.
 #[tokio::test]
 async fn a_checked_consent_box_makes_a_new_member_pending_and_anything_else_transactional() {
     let fake = MailchimpFake::start(KEY, LIST).await.unwrap();
+    let now = SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
     let rows = [
         (
             "sub_yes",
             "yes@example.com",
             serde_json::json!({"newsletter": "on"}),
             "pending",
+        ),
+        (
+            "sub_old",
+            "old@example.com",
+            serde_json::json!({"newsletter": "on"}),
+            "transactional",
         ),
         (
             "sub_no",
@@ -189,13 +204,18 @@ async fn a_checked_consent_box_makes_a_new_member_pending_and_anything_else_tran
     let receipts: Vec<Receipt> = rows
         .iter()
         .map(|(id, email, extra, _)| {
+            let made = if *id == "sub_old" {
+                now - 2 * 86_400
+            } else {
+                now - 60
+            };
             receipt(
                 id,
                 "newsletter_form",
                 email,
                 "Ada Lovelace",
                 extra.clone(),
-                1_795_941_500,
+                made,
             )
         })
         .collect();

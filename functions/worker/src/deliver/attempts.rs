@@ -7,6 +7,7 @@
 
 use std::time::Instant;
 
+use shared::consent::may_grant;
 use shared::IdempotencyKey;
 
 use super::{Scope, Worker};
@@ -44,10 +45,15 @@ impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
         while !open.is_empty() && calls_end.time_left().is_some() {
             let writes: Vec<Write<'_>> = open
                 .iter()
-                .map(|&i| Write {
-                    lead: &deliveries[i].lead,
-                    key: &keys[i],
-                    history_only: scopes[i] == Scope::HistoryOnly,
+                .map(|&i| {
+                    let history_only = scopes[i] == Scope::HistoryOnly;
+                    let lead = &deliveries[i].lead;
+                    Write {
+                        lead,
+                        key: &keys[i],
+                        history_only,
+                        grants_consent: !history_only && may_grant(lead.newest_by(), self.now()),
+                    }
                 })
                 .collect();
             let called = Instant::now();

@@ -131,15 +131,23 @@ pub struct Write<'a> {
     /// fields. Only a destination that [`Destination::keeps_history`] is
     /// handed one, and it answers `Stale` once the history holds it.
     pub history_only: bool,
+    /// Whether its checked consent box may grant consent (a subscription
+    /// status, a marketing permission, a new member's status): only the
+    /// person's newest submission, delivered soon after it was made
+    /// (`shared::consent::may_grant`). Otherwise the box is only recorded
+    /// in its note.
+    pub grants_consent: bool,
 }
 
 impl<'a> Write<'a> {
-    /// A write of the lead's fields (and history, where kept).
+    /// A write of the lead's fields (and history, where kept), its consent
+    /// box granting what it says.
     pub fn lead(lead: &'a Lead, key: &'a IdempotencyKey) -> Self {
         Write {
             lead,
             key,
             history_only: false,
+            grants_consent: true,
         }
     }
 }

@@ -4,7 +4,9 @@
 //! status the contact has already is a no-op at HubSpot
 //! (`setStatusSuccessReason: NO_STATUS_CHANGE`), so a redelivery records
 //! no second subscription event. An unchecked or missing box sets nothing:
-//! no form ever unsubscribes anyone. Built from HubSpot's page
+//! no form ever unsubscribes anyone. A stale submission, or one delivered
+//! more than a day after it was made, sets nothing either
+//! (`Write::grants_consent`): the person may have opted out since. Built from HubSpot's page
 //! (`POST /communication-preferences/{version}/statuses/{subscriberIdString}`
 //! with `channel`, `statusState`, `subscriptionId`, `legalBasis`,
 //! `legalBasisExplanation`):
@@ -20,8 +22,10 @@ use super::{ApiVersion, HubSpot};
 use crate::destinations::port::{Answer, CallDeadline, DestinationError, Write};
 
 impl HubSpot {
-    /// Each written (or stale) lead's checked consent box as its contact's
-    /// subscription status, at most `concurrency` at once; a status that
+    /// Each written lead's checked consent box as its contact's
+    /// subscription status, where the write grants consent (the person's
+    /// newest submission, delivered soon after it was made: never a stale
+    /// one, a late redrive or an import), at most `concurrency` at once; a status that
     /// fails makes its write's answer that failure (the next attempt
     /// upserts the same contact again, then sets the same status).
     pub(super) async fn set_subscriptions(
@@ -40,7 +44,7 @@ impl HubSpot {
         let jobs: Vec<_> = writes
             .iter()
             .enumerate()
-            .filter(|(slot, _)| answers[*slot].result.is_ok())
+            .filter(|(slot, write)| answers[*slot].result.is_ok() && write.grants_consent)
             .filter_map(|(slot, write)| Some((slot, subscription(write.lead)?)))
             .map(|(slot, (email, body))| async move {
                 (slot, self.subscribe(calls, &email, &body).await)

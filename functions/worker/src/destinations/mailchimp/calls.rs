@@ -8,7 +8,7 @@ use serde_json::{json, Map, Value};
 use shared::Lead;
 
 use super::answers::{answer_for, note_with, web_id, Called};
-use super::{marketing_permission, status_if_new, Mailchimp, MEMBER_NOT_FOUND};
+use super::{marketing_permission, status_if_new, Mailchimp, MEMBER_NOT_FOUND, WITHOUT_CONSENT};
 use crate::destinations::client;
 use crate::destinations::history::CreateOnce;
 use crate::destinations::memory::PersonMemory;
@@ -19,22 +19,24 @@ const NOTES_READ: &str = "50";
 
 impl<M: PersonMemory> Mailchimp<M> {
     /// Adds or updates the member: its record, by its `web_id` (its page's
-    /// link carries the id in a query, which a receipt never keeps).
+    /// link carries the id in a query, which a receipt never keeps). A
+    /// checked consent box sets the new member's status and the marketing
+    /// permission only where the write grants consent.
     pub(super) async fn put_member(
         &self,
         member: &str,
         email: &str,
-        lead: &Lead,
+        (lead, grants_consent): (&Lead, bool),
         deadline: CallDeadline,
     ) -> Result<DeliveredRecord, DestinationError> {
         let merge_fields: Map<String, Value> = self.field_map.apply(lead);
         let tags: Vec<&str> = merge_fields.keys().map(String::as_str).collect();
         let mut body = json!({
             "email_address": email,
-            "status_if_new": status_if_new(lead),
+            "status_if_new": if grants_consent { status_if_new(lead) } else { WITHOUT_CONSENT },
             "merge_fields": merge_fields,
         });
-        if let Some(permission) = marketing_permission(lead) {
+        if let Some(permission) = marketing_permission(lead).filter(|_| grants_consent) {
             body["marketing_permissions"] =
                 json!([{"marketing_permission_id": permission, "enabled": true}]);
         }

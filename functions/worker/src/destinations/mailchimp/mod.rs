@@ -25,8 +25,10 @@
 //!
 //! A member's status: `transactional` (Mailchimp keeps the address but
 //! sends it no campaign) unless the lead's route names a consent checkbox
-//! and the box is checked: then the route's consent status, `pending`
-//! (double opt-in) by default. An existing member's status is never
+//! and the box is checked on a write that grants consent (the person's
+//! newest submission, delivered within a day: `Write::grants_consent`):
+//! then the route's consent status, `pending` (double opt-in) by default,
+//! and its marketing permission. An existing member's status is never
 //! changed. A member Mailchimp refuses for good (`answers::REFUSALS`) is
 //! the receipt's answer: REFUSED, never retried.
 
@@ -154,8 +156,13 @@ impl<M: PersonMemory> Mailchimp<M> {
             None
         } else {
             Some(
-                self.put_member(&member, &email, write.lead, deadline)
-                    .await?,
+                self.put_member(
+                    &member,
+                    &email,
+                    (write.lead, write.grants_consent),
+                    deadline,
+                )
+                .await?,
             )
         };
         let gate = self.gate_secret.gate_key(&email);
@@ -189,8 +196,13 @@ impl<M: PersonMemory> Mailchimp<M> {
             Err(DestinationError::Retryable { reason, .. })
                 if record.is_none() && reason == MEMBER_NOT_FOUND =>
             {
-                self.put_member(&member, &email, write.lead, deadline)
-                    .await?;
+                self.put_member(
+                    &member,
+                    &email,
+                    (write.lead, write.grants_consent),
+                    deadline,
+                )
+                .await?;
                 return Err(waiting(NOTE_IN_FLIGHT, NOTE_LAG));
             }
             kept => kept?,
