@@ -1562,6 +1562,104 @@ async fn a_double_submit_is_one_lead_and_the_same_answers_later_are_another() {
     stop(pipeline).await;
 }
 
+/// A person memory that stays small (issue 58), through the real binaries
+/// and the Pipedrive fake: one address submits 200 times (each answer its
+/// own, so no double submit), and the person's gate item, which records
+/// each note as it is written, keeps only what exactly-once still needs:
+/// it ends under 4 KB, and each submission is one note.
+#[tokio::test]
+async fn a_frequent_submitters_gate_item_stays_small_and_each_submission_is_one_note() {
+    const SUBMISSIONS: u64 = 200;
+    const BOUND_BYTES: usize = 4096;
+    let table = unique_name("frequent-receipts");
+    let (pipeline, webhook_port, crm_port, _printed) = start_pipeline_on("pipedrive", &table).await;
+    let http = reqwest::Client::new();
+    const AT: u64 = 1795941528;
+    for n in 0..SUBMISSIONS {
+        let body = format!(
+            r#"{{"event":"form.submitted","timestamp":{},"data":{{"submissionId":"sub_{n:03}","formData":{{"name":"Ada Lovelace","email":"ada@example.com","message":"Visit {n}"}}}}}}"#,
+            AT + n
+        );
+        let answer = static_forms_post(&http, webhook_port)
+            .body(body)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(answer.status(), 202, "sub_{n:03}");
+    }
+    let notes_url = format!("http://127.0.0.1:{crm_port}/notes");
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let notes = loop {
+        let notes: serde_json::Value = http
+            .get(&notes_url)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        if notes["count"].as_u64() >= Some(SUBMISSIONS) || Instant::now() > deadline {
+            break notes;
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    };
+    // A pass later, still one note each.
+    tokio::time::sleep(Duration::from_secs(7)).await;
+    let notes: serde_json::Value = http
+        .get(&notes_url)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let mut contents: Vec<&str> = notes["notes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|note| note["content"].as_str().unwrap())
+        .collect();
+    contents.sort_unstable();
+    contents.dedup();
+    assert_eq!(notes["count"], SUBMISSIONS, "one note per submission");
+    assert_eq!(contents.len() as u64, SUBMISSIONS, "none twice");
+
+    let client = worker_client(&endpoint(DYNAMODB_ENDPOINT)).await;
+    let gates: Vec<_> = scan(&client, &table)
+        .await
+        .into_iter()
+        .filter(|item| {
+            text(item, "pk").starts_with("gate#") && !text(item, "pk").starts_with("gate#double:")
+        })
+        .collect();
+    assert_eq!(gates.len(), 1, "one person, one gate item");
+    let size = item_size(&gates[0]);
+    assert!(
+        size < BOUND_BYTES,
+        "the person's gate item holds {size} bytes after {SUBMISSIONS} submissions: {:?}",
+        gates[0].keys().collect::<Vec<_>>()
+    );
+    stop(pipeline).await;
+}
+
+/// An item's size as DynamoDB counts it: each attribute's name and value
+/// (strings and numbers by their text; enough for the items checked here).
+fn item_size(
+    item: &std::collections::HashMap<String, aws_sdk_dynamodb::types::AttributeValue>,
+) -> usize {
+    item.iter()
+        .map(|(name, value)| {
+            name.len()
+                + match value {
+                    aws_sdk_dynamodb::types::AttributeValue::S(text)
+                    | aws_sdk_dynamodb::types::AttributeValue::N(text) => text.len(),
+                    aws_sdk_dynamodb::types::AttributeValue::Bool(_) => 1,
+                    other => format!("{other:?}").len(),
+                }
+        })
+        .sum()
+}
+
 /// Double submits meet newest wins (issue 58), through the real binaries
 /// and the HubSpot fake (one contact per address, the newest answers win):
 /// Pro, then Basic 30 s later, then Pro again 30 s after that, all within

@@ -1097,7 +1097,7 @@ async fn a_lead_in_the_leads_table_costs_its_rows_transaction_more() {
 #[tokio::test]
 async fn the_person_memory_keeps_its_conditions_and_never_writes_back_an_erased_person() {
     use worker::destinations::memory::dynamodb::DynamoPersonMemory;
-    use worker::destinations::memory::{Begun, ItemMark, MemoryError, PersonMemory};
+    use worker::destinations::memory::{Begun, ItemMark, MemoryError, PersonMemory, WrittenItem};
 
     let client = worker_client(&endpoint(DYNAMODB_ENDPOINT)).await;
     let receipts = create_table(&client, "ReceiptsTable").await;
@@ -1160,11 +1160,54 @@ async fn the_person_memory_keeps_its_conditions_and_never_writes_back_an_erased_
         memory.recall(gate).await.unwrap().items.get(note),
         Some(&ItemMark::Started(1_000))
     );
-    memory.remember_item(gate, note, "42").await.unwrap();
+    let written = |id: &'static str, at: u64| WrittenItem {
+        id,
+        at,
+        pruned: &[],
+    };
+    memory
+        .remember_item(gate, note, written("42", 1_002))
+        .await
+        .unwrap();
     assert_eq!(
         memory.recall(gate).await.unwrap().items.get(note),
-        Some(&ItemMark::Written("42".to_owned()))
+        Some(&ItemMark::Written {
+            id: "42".to_owned(),
+            at: 1_002
+        })
     );
+    // Another item written removes the ones it names, both attributes.
+    let other = "note:staticforms:form.submitted:sub_2";
+    let started = "note:staticforms:form.submitted:sub_3";
+    memory.begin_item(gate, started, 1_003, 943).await.unwrap();
+    let pruned = [note.to_owned(), started.to_owned()];
+    memory
+        .remember_item(
+            gate,
+            other,
+            WrittenItem {
+                id: "43",
+                at: 1_004,
+                pruned: &pruned,
+            },
+        )
+        .await
+        .unwrap();
+    let items = memory.recall(gate).await.unwrap().items;
+    assert_eq!(items.len(), 1, "{items:?}");
+    assert!(items.contains_key(other));
+    let stored = scan(&client, &receipts).await;
+    let gate_item = stored.iter().find(|item| text(item, "pk") == gate).unwrap();
+    assert!(
+        !gate_item
+            .keys()
+            .any(|name| name.contains("sub_1") || name.contains("sub_3")),
+        "{gate_item:?}"
+    );
+    memory
+        .remember_item(gate, note, written("42", 1_005))
+        .await
+        .unwrap();
     assert_eq!(
         memory.begin_item(gate, note, 9_000, 8_940).await,
         Ok(Begun::Refused),
@@ -1193,7 +1236,9 @@ async fn the_person_memory_keeps_its_conditions_and_never_writes_back_an_erased_
         Err(MemoryError::Erased)
     );
     assert_eq!(
-        memory.remember_item(gate, note, "43").await,
+        memory
+            .remember_item(gate, note, written("43", 10_000))
+            .await,
         Err(MemoryError::Erased)
     );
     assert!(

@@ -53,6 +53,7 @@ impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
                         key: &keys[i],
                         history_only,
                         grants_consent: !history_only && may_grant(lead.newest_by(), self.now()),
+                        retried: deliveries[i].receipt.attempts > 0 || attempts[i].made > 0,
                     }
                 })
                 .collect();

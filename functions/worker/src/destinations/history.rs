@@ -7,17 +7,72 @@
 //! until `lag` after the start (the CRM's listing may not show it yet);
 //! otherwise the start is recorded, conditionally, then the item created
 //! and its id recorded.
+//!
+//! The person's item stays small: recording one item written removes the
+//! items exactly-once no longer needs (`prunable`): the written ones beyond
+//! the person's newest [`KEPT_WRITTEN`], and starts older than
+//! [`STARTS_KEPT`]. A submission whose item was removed and that is
+//! delivered again (its settle lost, then many newer ones of the person; a
+//! redrive a week on) is one that was attempted before: its item is looked
+//! for on the person by its reference before any create.
 
 use std::future::Future;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use crate::destinations::memory::{Begun, ItemMark, MemoryError, PersonMemory, Recalled};
+use crate::destinations::memory::{
+    Begun, ItemMark, MemoryError, PersonMemory, Recalled, WrittenItem,
+};
 use crate::destinations::port::DestinationError;
 
 /// Why a lead waits for an earlier create of its note to show.
 pub const NOTE_IN_FLIGHT: &str = "note-create-in-flight";
 /// Why a lead waits for an earlier create of its CRM lead to show.
 pub const LEAD_IN_FLIGHT: &str = "lead-create-in-flight";
+
+/// How many written items of a person are kept: a submission is settled
+/// moments after its item is written, so only a lost settle, followed by
+/// this many newer submissions of the person before its retry, finds its
+/// item gone (and then looks for it on the person first).
+pub const KEPT_WRITTEN: usize = 8;
+
+/// How long a start whose outcome is unknown is kept (its submission is
+/// retried within minutes; a redrive after this looks first).
+pub const STARTS_KEPT: Duration = Duration::from_secs(7 * 24 * 3600);
+
+/// The items of `recalled` that exactly-once no longer needs once `item`
+/// is written `now`: the written ones beyond the newest
+/// [`KEPT_WRITTEN`] (with `item` among them), and starts older than
+/// [`STARTS_KEPT`]. Pure.
+pub fn prunable(recalled: &Recalled, item: &str, now: u64) -> Vec<String> {
+    let mut written: Vec<(&String, u64)> = recalled
+        .items
+        .iter()
+        .filter(|(key, _)| key.as_str() != item)
+        .filter_map(|(key, mark)| match mark {
+            ItemMark::Written { at, .. } => Some((key, *at)),
+            ItemMark::Started(_) => None,
+        })
+        .collect();
+    // Newest first; the oldest go.
+    written.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| b.0.cmp(a.0)));
+    let mut pruned: Vec<String> = written
+        .into_iter()
+        .skip(KEPT_WRITTEN.saturating_sub(1))
+        .map(|(key, _)| key.clone())
+        .collect();
+    let oldest_start = now.saturating_sub(STARTS_KEPT.as_secs());
+    pruned.extend(
+        recalled
+            .items
+            .iter()
+            .filter(|(key, mark)| {
+                key.as_str() != item && matches!(mark, ItemMark::Started(at) if *at < oldest_start)
+            })
+            .map(|(key, _)| key.clone()),
+    );
+    pruned.sort();
+    pruned
+}
 
 /// The memory's key of a submission's note.
 pub fn note_item(receipt: &str) -> String {
@@ -53,6 +108,10 @@ pub struct Keeping<'a, M> {
     pub recalled: &'a Recalled,
     /// How long the CRM may take to list a thing it created.
     pub lag: Duration,
+    /// Whether the submission was attempted before (`Write::retried`): an
+    /// item the memory no longer holds may then exist, and is looked for
+    /// before it is created.
+    pub retried: bool,
 }
 
 impl<M: PersonMemory> Keeping<'_, M> {
@@ -68,17 +127,19 @@ impl<M: PersonMemory> Keeping<'_, M> {
         let now = epoch_seconds();
         let lag = self.lag.as_secs();
         match self.recalled.items.get(item) {
-            Some(ItemMark::Written(_)) => return Ok(()),
+            Some(ItemMark::Written { .. }) => return Ok(()),
             Some(ItemMark::Started(at)) => {
                 if let Some(id) = api.find(person).await? {
-                    return self
-                        .memory
-                        .remember_item(self.gate, item, &id)
-                        .await
-                        .map_err(memory_error);
+                    return self.remember(item, &id, now).await;
                 }
                 if let Some(wait) = in_flight_wait(Some(*at), now, lag) {
                     return Err(waiting(in_flight, wait));
+                }
+            }
+            // Pruned, or never started: where it may have been made, look.
+            None if self.retried => {
+                if let Some(id) = api.find(person).await? {
+                    return self.remember(item, &id, now).await;
                 }
             }
             None => {}
@@ -93,13 +154,24 @@ impl<M: PersonMemory> Keeping<'_, M> {
                 // From here a lost answer leaves the start recorded: the
                 // next attempt looks for it before another create.
                 let id = api.create(person).await?;
-                self.memory
-                    .remember_item(self.gate, item, &id)
-                    .await
-                    .map_err(memory_error)
+                self.remember(item, &id, now).await
             }
             Begun::Refused => Err(waiting(in_flight, self.lag)),
         }
+    }
+
+    /// `item` written as `id`, the items no longer needed removed.
+    async fn remember(&self, item: &str, id: &str, now: u64) -> Result<(), DestinationError> {
+        let pruned = prunable(self.recalled, item, now);
+        let written = WrittenItem {
+            id,
+            at: now,
+            pruned: &pruned,
+        };
+        self.memory
+            .remember_item(self.gate, item, written)
+            .await
+            .map_err(memory_error)
     }
 }
 
@@ -138,6 +210,51 @@ pub fn epoch_seconds() -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_the_newest_written_items_and_recent_starts_are_kept() {
+        let now = 10_000_000;
+        let week = STARTS_KEPT.as_secs();
+        let mut recalled = Recalled::default();
+        for n in 0..12u64 {
+            recalled.items.insert(
+                format!("note:r{n:02}"),
+                ItemMark::Written {
+                    id: format!("{n}"),
+                    at: 1_000 + n,
+                },
+            );
+        }
+        recalled.items.insert(
+            "note:legacy".into(),
+            ItemMark::Written {
+                id: "9".into(),
+                at: 0,
+            },
+        );
+        recalled
+            .items
+            .insert("note:fresh-start".into(), ItemMark::Started(now - 60));
+        recalled
+            .items
+            .insert("note:old-start".into(), ItemMark::Started(now - week - 1));
+        let pruned = prunable(&recalled, "note:new", now);
+        let mut expected: Vec<String> = (0..5).map(|n| format!("note:r{n:02}")).collect();
+        expected.extend(["note:legacy".to_owned(), "note:old-start".to_owned()]);
+        expected.sort();
+        assert_eq!(
+            pruned,
+            expected,
+            "the newest {} and the new one stay",
+            KEPT_WRITTEN - 1
+        );
+        // The item being written is never among them.
+        assert!(!prunable(&recalled, "note:r00", now).contains(&"note:r00".to_owned()));
+        assert_eq!(
+            prunable(&Recalled::default(), "note:new", now),
+            Vec::<String>::new()
+        );
+    }
 
     #[test]
     fn a_create_in_flight_waits_out_the_lag() {

@@ -137,6 +137,10 @@ pub struct Write<'a> {
     /// (`shared::consent::may_grant`). Otherwise the box is only recorded
     /// in its note.
     pub grants_consent: bool,
+    /// Whether its submission was attempted before (an earlier delivery,
+    /// or an earlier round of this one): what that attempt may have made
+    /// is looked for before it is made again (`history::Keeping`).
+    pub retried: bool,
 }
 
 impl<'a> Write<'a> {
@@ -148,6 +152,7 @@ impl<'a> Write<'a> {
             key,
             history_only: false,
             grants_consent: true,
+            retried: false,
         }
     }
 }

@@ -140,6 +140,7 @@ impl HubSpot {
             gate: &gate,
             recalled: &recalled,
             lag: notes.lag,
+            retried: write.retried,
         };
         keeping
             .once(

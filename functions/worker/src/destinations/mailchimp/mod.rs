@@ -173,6 +173,7 @@ impl<M: PersonMemory> Mailchimp<M> {
             gate: &gate,
             recalled: &recalled,
             lag: NOTE_LAG,
+            retried: write.retried,
         };
         let notes = calls::Notes {
             mailchimp: self,

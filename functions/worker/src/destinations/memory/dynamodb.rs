@@ -2,7 +2,10 @@
 //! gate item. `recordId` (S) and `createStartedAt` (N) for the person's
 //! record; for each submission's item (its note, its lead),
 //! `itemStarted:<item>` (N) while its create's outcome is unknown and
-//! `itemId:<item>` (S) once written. Every update is conditional on the item existing.
+//! `itemId:<item>` (S: `<id>@<epoch seconds>`, or `<id>` as recorded before
+//! times were kept) once written; the write of one removes the items
+//! exactly-once no longer needs. Every update is conditional on the item
+//! existing.
 
 use aws_sdk_dynamodb::error::SdkError;
 use aws_sdk_dynamodb::operation::update_item::builders::UpdateItemFluentBuilder;
@@ -11,7 +14,7 @@ use aws_sdk_dynamodb::types::AttributeValue;
 use aws_sdk_dynamodb::Client;
 use shared::receipt::attr;
 
-use super::{Begun, ItemMark, MemoryError, PersonMemory, Recalled};
+use super::{Begun, ItemMark, MemoryError, PersonMemory, Recalled, WrittenItem};
 
 /// The gate item's attributes this memory writes.
 pub mod gate_attr {
@@ -128,15 +131,27 @@ impl DynamoPersonMemory {
         self.conditional(gate, update).await
     }
 
-    /// The create is done, as `id`: no start in flight any more.
-    async fn remember(&self, gate: &str, names: (&str, &str), id: &str) -> Result<(), MemoryError> {
-        let update = self
+    /// The create is done, as `value`: no start in flight any more; the
+    /// attributes `pruned` go in the same write.
+    async fn remember(
+        &self,
+        gate: &str,
+        names: (&str, &str),
+        value: &str,
+        pruned: &[String],
+    ) -> Result<(), MemoryError> {
+        let mut removed = String::from("#started");
+        let mut update = self
             .update(gate)
-            .update_expression("SET #done = :id REMOVE #started")
             .condition_expression("attribute_exists(#pk)")
             .expression_attribute_names("#done", names.0)
             .expression_attribute_names("#started", names.1)
-            .expression_attribute_values(":id", s(id));
+            .expression_attribute_values(":value", s(value));
+        for (n, name) in pruned.iter().enumerate() {
+            removed.push_str(&format!(", #pruned{n}"));
+            update = update.expression_attribute_names(format!("#pruned{n}"), name);
+        }
+        let update = update.update_expression(format!("SET #done = :value REMOVE {removed}"));
         self.unconditional(gate, update).await
     }
 }
@@ -167,10 +182,8 @@ impl PersonMemory for DynamoPersonMemory {
             } else if name == gate_attr::CREATE_STARTED_AT {
                 recalled.create_started_at = number(value);
             } else if let Some(item) = name.strip_prefix(gate_attr::ITEM_ID) {
-                if let Ok(id) = value.as_s() {
-                    recalled
-                        .items
-                        .insert(item.to_owned(), ItemMark::Written(id.clone()));
+                if let Ok(value) = value.as_s() {
+                    recalled.items.insert(item.to_owned(), written_mark(value));
                 }
             } else if let Some(item) = name.strip_prefix(gate_attr::ITEM_STARTED) {
                 if let Some(at) = number(value) {
@@ -197,7 +210,7 @@ impl PersonMemory for DynamoPersonMemory {
 
     async fn remember_record(&self, gate: &str, id: &str) -> Result<(), MemoryError> {
         let names = (gate_attr::RECORD_ID, gate_attr::CREATE_STARTED_AT);
-        self.remember(gate, names, id).await
+        self.remember(gate, names, id, &[]).await
     }
 
     async fn forget_record(&self, gate: &str, id: &str) -> Result<(), MemoryError> {
@@ -223,9 +236,44 @@ impl PersonMemory for DynamoPersonMemory {
             .await
     }
 
-    async fn remember_item(&self, gate: &str, item: &str, id: &str) -> Result<(), MemoryError> {
+    async fn remember_item(
+        &self,
+        gate: &str,
+        item: &str,
+        written: WrittenItem<'_>,
+    ) -> Result<(), MemoryError> {
         let names = item_names(item);
-        self.remember(gate, (&names.0, &names.1), id).await
+        let pruned: Vec<String> = written
+            .pruned
+            .iter()
+            .filter(|other| other.as_str() != item)
+            .flat_map(|other| {
+                let (id, started) = item_names(other);
+                [id, started]
+            })
+            .collect();
+        let value = format!("{}@{}", written.id, written.at);
+        self.remember(gate, (&names.0, &names.1), &value, &pruned)
+            .await
+    }
+}
+
+/// A written item's mark from its stored value: `<id>@<epoch seconds>`, or
+/// `<id>` alone as recorded before times were kept (time 0). An id never
+/// holds `@` (the CRMs' ids are digits, letters and `-`).
+fn written_mark(value: &str) -> ItemMark {
+    match value
+        .rsplit_once('@')
+        .and_then(|(id, at)| Some((id, at.parse().ok()?)))
+    {
+        Some((id, at)) => ItemMark::Written {
+            id: id.to_owned(),
+            at,
+        },
+        None => ItemMark::Written {
+            id: value.to_owned(),
+            at: 0,
+        },
     }
 }
 

@@ -6,7 +6,7 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
-use super::{Begun, ItemMark, MemoryError, PersonMemory, Recalled};
+use super::{Begun, ItemMark, MemoryError, PersonMemory, Recalled, WrittenItem};
 
 #[derive(Debug, Clone, Default)]
 pub struct InProcessMemory(Arc<Mutex<Items>>);
@@ -103,7 +103,7 @@ impl PersonMemory for InProcessMemory {
         stale_before: u64,
     ) -> Result<Begun, MemoryError> {
         self.update(gate, |recorded| match recorded.items.get(item) {
-            Some(ItemMark::Written(_)) => Begun::Refused,
+            Some(ItemMark::Written { .. }) => Begun::Refused,
             Some(ItemMark::Started(at)) if *at >= stale_before => Begun::Refused,
             _ => {
                 recorded
@@ -114,11 +114,23 @@ impl PersonMemory for InProcessMemory {
         })
     }
 
-    async fn remember_item(&self, gate: &str, item: &str, id: &str) -> Result<(), MemoryError> {
+    async fn remember_item(
+        &self,
+        gate: &str,
+        item: &str,
+        written: WrittenItem<'_>,
+    ) -> Result<(), MemoryError> {
         self.update(gate, |recorded| {
-            recorded
-                .items
-                .insert(item.to_owned(), ItemMark::Written(id.to_owned()));
+            for pruned in written.pruned {
+                recorded.items.remove(pruned);
+            }
+            recorded.items.insert(
+                item.to_owned(),
+                ItemMark::Written {
+                    id: written.id.to_owned(),
+                    at: written.at,
+                },
+            );
         })
     }
 }

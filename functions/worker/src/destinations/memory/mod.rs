@@ -36,8 +36,22 @@ pub struct Recalled {
 pub enum ItemMark {
     /// A create started then (epoch seconds); its outcome is unknown.
     Started(u64),
-    /// Written: the destination's id of it.
-    Written(String),
+    /// Written: the destination's id of it, and when it was recorded
+    /// (epoch seconds; 0 for one recorded before times were kept).
+    Written { id: String, at: u64 },
+}
+
+/// An item written, as `remember_item` records it.
+#[derive(Debug, Clone, Copy)]
+pub struct WrittenItem<'a> {
+    /// Its id at the destination.
+    pub id: &'a str,
+    /// Now, epoch seconds.
+    pub at: u64,
+    /// Other items of the person exactly-once no longer needs
+    /// (`history::prunable`), removed in the same write, so the person's
+    /// item stays small whatever their number of submissions.
+    pub pruned: &'a [String],
 }
 
 /// The answer to "may I start a create?".
@@ -100,12 +114,12 @@ pub trait PersonMemory: Send + Sync + 'static {
         stale_before: u64,
     ) -> impl Future<Output = Result<Begun, MemoryError>> + Send;
 
-    /// `item` is written, as `id` (its id at the destination).
+    /// `item` is written, as `written` says; `written.pruned` go.
     fn remember_item(
         &self,
         gate: &str,
         item: &str,
-        id: &str,
+        written: WrittenItem<'_>,
     ) -> impl Future<Output = Result<(), MemoryError>> + Send;
 }
 
@@ -164,10 +178,15 @@ impl PersonMemory for AnyMemory {
         }
     }
 
-    async fn remember_item(&self, gate: &str, item: &str, id: &str) -> Result<(), MemoryError> {
+    async fn remember_item(
+        &self,
+        gate: &str,
+        item: &str,
+        written: WrittenItem<'_>,
+    ) -> Result<(), MemoryError> {
         match self {
-            AnyMemory::Dynamo(memory) => memory.remember_item(gate, item, id).await,
-            AnyMemory::InProcess(memory) => memory.remember_item(gate, item, id).await,
+            AnyMemory::Dynamo(memory) => memory.remember_item(gate, item, written).await,
+            AnyMemory::InProcess(memory) => memory.remember_item(gate, item, written).await,
         }
     }
 }

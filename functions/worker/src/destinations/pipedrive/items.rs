@@ -36,6 +36,7 @@ impl<M: PersonMemory> Pipedrive<M> {
             gate,
             recalled,
             lag: self.search_lag,
+            retried: write.retried,
         };
         let receipt = write.key.as_str();
         let items = Items {

@@ -211,6 +211,7 @@ impl<M: PersonMemory> Zoho<M> {
             gate: &gate,
             recalled: &recalled,
             lag: self.note_lag,
+            retried: write.retried,
         };
         let notes = calls::Notes {
             zoho: self,
