@@ -9,12 +9,13 @@
 //! and its id recorded.
 //!
 //! The person's item stays small: recording one item written removes the
-//! items exactly-once no longer needs (`prunable`): the written ones beyond
-//! the person's newest [`KEPT_WRITTEN`], and starts older than
-//! [`STARTS_KEPT`]. A submission whose item was removed and that is
-//! delivered again (its settle lost, then many newer ones of the person; a
-//! redrive a week on) is one that was attempted before: its item is looked
-//! for on the person by its reference before any create.
+//! written ones exactly-once no longer needs (`prunable`): those beyond the
+//! person's newest [`KEPT_WRITTEN`]. A start is kept until its outcome is
+//! known (a lost answer is rare, and its retry resolves it). A submission
+//! attempted before, delivered again while the person's item is full (its
+//! settle lost, then many newer ones of the person), may have had its item
+//! removed: it is looked for on the person by its reference before any
+//! create.
 
 use std::future::Future;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -35,15 +36,10 @@ pub const LEAD_IN_FLIGHT: &str = "lead-create-in-flight";
 /// item gone (and then looks for it on the person first).
 pub const KEPT_WRITTEN: usize = 8;
 
-/// How long a start whose outcome is unknown is kept (its submission is
-/// retried within minutes; a redrive after this looks first).
-pub const STARTS_KEPT: Duration = Duration::from_secs(7 * 24 * 3600);
-
 /// The items of `recalled` that exactly-once no longer needs once `item`
-/// is written `now`: the written ones beyond the newest
-/// [`KEPT_WRITTEN`] (with `item` among them), and starts older than
-/// [`STARTS_KEPT`]. Pure.
-pub fn prunable(recalled: &Recalled, item: &str, now: u64) -> Vec<String> {
+/// is written: the written ones beyond the newest [`KEPT_WRITTEN`] (with
+/// `item` among them). Pure.
+pub fn prunable(recalled: &Recalled, item: &str) -> Vec<String> {
     let mut written: Vec<(&String, u64)> = recalled
         .items
         .iter()
@@ -60,18 +56,19 @@ pub fn prunable(recalled: &Recalled, item: &str, now: u64) -> Vec<String> {
         .skip(KEPT_WRITTEN.saturating_sub(1))
         .map(|(key, _)| key.clone())
         .collect();
-    let oldest_start = now.saturating_sub(STARTS_KEPT.as_secs());
-    pruned.extend(
-        recalled
-            .items
-            .iter()
-            .filter(|(key, mark)| {
-                key.as_str() != item && matches!(mark, ItemMark::Started(at) if *at < oldest_start)
-            })
-            .map(|(key, _)| key.clone()),
-    );
     pruned.sort();
     pruned
+}
+
+/// Whether `recalled` is full: a written item of the person's may have
+/// been removed to keep it small.
+fn may_have_pruned(recalled: &Recalled) -> bool {
+    let written = recalled
+        .items
+        .values()
+        .filter(|mark| matches!(mark, ItemMark::Written { .. }))
+        .count();
+    written >= KEPT_WRITTEN.saturating_sub(1)
 }
 
 /// The memory's key of a submission's note.
@@ -136,8 +133,8 @@ impl<M: PersonMemory> Keeping<'_, M> {
                     return Err(waiting(in_flight, wait));
                 }
             }
-            // Pruned, or never started: where it may have been made, look.
-            None if self.retried => {
+            // Attempted before, and its record may have been removed: look.
+            None if self.retried && may_have_pruned(self.recalled) => {
                 if let Some(id) = api.find(person).await? {
                     return self.remember(item, &id, now).await;
                 }
@@ -162,7 +159,7 @@ impl<M: PersonMemory> Keeping<'_, M> {
 
     /// `item` written as `id`, the items no longer needed removed.
     async fn remember(&self, item: &str, id: &str, now: u64) -> Result<(), DestinationError> {
-        let pruned = prunable(self.recalled, item, now);
+        let pruned = prunable(self.recalled, item);
         let written = WrittenItem {
             id,
             at: now,
@@ -212,9 +209,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn only_the_newest_written_items_and_recent_starts_are_kept() {
-        let now = 10_000_000;
-        let week = STARTS_KEPT.as_secs();
+    fn only_the_newest_written_items_and_every_start_are_kept() {
         let mut recalled = Recalled::default();
         for n in 0..12u64 {
             recalled.items.insert(
@@ -234,26 +229,25 @@ mod tests {
         );
         recalled
             .items
-            .insert("note:fresh-start".into(), ItemMark::Started(now - 60));
-        recalled
-            .items
-            .insert("note:old-start".into(), ItemMark::Started(now - week - 1));
-        let pruned = prunable(&recalled, "note:new", now);
+            .insert("note:start".into(), ItemMark::Started(60));
+        let pruned = prunable(&recalled, "note:new");
         let mut expected: Vec<String> = (0..5).map(|n| format!("note:r{n:02}")).collect();
-        expected.extend(["note:legacy".to_owned(), "note:old-start".to_owned()]);
+        expected.push("note:legacy".to_owned());
         expected.sort();
         assert_eq!(
             pruned,
             expected,
-            "the newest {} and the new one stay",
+            "the newest {} and the new one stay, and every start",
             KEPT_WRITTEN - 1
         );
+        assert!(may_have_pruned(&recalled));
         // The item being written is never among them.
-        assert!(!prunable(&recalled, "note:r00", now).contains(&"note:r00".to_owned()));
+        assert!(!prunable(&recalled, "note:r00").contains(&"note:r00".to_owned()));
         assert_eq!(
-            prunable(&Recalled::default(), "note:new", now),
+            prunable(&Recalled::default(), "note:new"),
             Vec::<String>::new()
         );
+        assert!(!may_have_pruned(&Recalled::default()));
     }
 
     #[test]
