@@ -841,6 +841,46 @@ fn keeping_notes(settings: HubSpotSettings, ledger: MemoryLedger) -> Worker<HubS
     Worker::new(hubspot, ledger, 8).with_retry_policy(fast_retries())
 }
 
+/// A busy contact (issue 58): with 600 notes already on it, more than one
+/// page of its associations, a note whose answer was lost is still found
+/// (every page read, newest first) and never written twice.
+#[tokio::test]
+async fn a_lost_note_on_a_contact_with_hundreds_of_notes_is_found_not_written_again() {
+    let fake = HubSpotFake::start(TOKEN).await.unwrap();
+    let first = receipt("sub_1", "ada@example.com", "Ada", 1_795_941_500);
+    let second = receipt("sub_2", "ada@example.com", "Augusta", 1_795_941_600);
+    let later = shared::clock::Adjustable::default();
+    let worker = keeping_notes(
+        settings(&fake, IdProperty::Email),
+        ledger_of(&[&first, &second]),
+    )
+    .with_clock(later.clock());
+    worker.handle(inserts(&[&first]), in_seconds(30)).await;
+    let contact = fake.contacts()[0].id.clone();
+    fake.add_notes(&contact, 600);
+    // The second note's create is done, its answer lost.
+    fake.lose_note_answers(1);
+    worker.handle(inserts(&[&second]), in_seconds(30)).await;
+    later.advance(Duration::from_secs(3 * 3600));
+    worker.reconcile(in_seconds(30)).await;
+    assert_eq!(
+        status_of(&worker, &second),
+        (ReceiptStatus::Completed, None)
+    );
+    let ours: Vec<_> = fake
+        .notes()
+        .into_iter()
+        .filter(|n| n.body.contains("submission sub_2"))
+        .collect();
+    assert_eq!(ours.len(), 1, "found among 602 notes, not written again");
+    let listings = fake
+        .calls()
+        .iter()
+        .filter(|c| c.path.contains("/associations/notes"))
+        .count();
+    assert!(listings >= 2, "every page of associations read: {listings}");
+}
+
 #[tokio::test]
 async fn two_submissions_by_email_are_two_notes_on_one_contact_whatever_answers_are_lost() {
     let fake = HubSpotFake::start(TOKEN).await.unwrap();

@@ -154,6 +154,48 @@ async fn two_submissions_of_one_person_end_as_one_person_and_two_notes_whatever_
     );
 }
 
+/// A busy person (issue 58): a note whose answer was lost, then 600 notes
+/// made on the person by others before the retry, more than a page of
+/// the newest: the lookup reads page after page, finds it, and writes no
+/// second one.
+#[tokio::test]
+async fn a_lost_note_behind_hundreds_of_newer_notes_is_found_not_written_again() {
+    let fake = PipedriveFake::start(TOKEN, Duration::ZERO).await.unwrap();
+    let first = receipt(
+        "sub_1",
+        "ada@example.com",
+        "Ada Lovelace",
+        "Hello",
+        1_795_941_500,
+    );
+    let second = receipt(
+        "sub_2",
+        "ada@example.com",
+        "Ada Lovelace",
+        "Again",
+        1_795_941_600,
+    );
+    let later = shared::clock::Adjustable::default();
+    let worker = worker(settings(&fake), ledger_of(&[&first, &second])).with_clock(later.clock());
+    worker.handle(inserts(&[&first]), in_seconds(30)).await;
+    fake.lose_answer(Lost::NoteCreate);
+    fake.bury_lost_note_under(600);
+    worker.handle(inserts(&[&second]), in_seconds(30)).await;
+    later.advance(Duration::from_secs(3 * 3600));
+    worker.reconcile(in_seconds(30)).await;
+    assert_eq!(
+        status_of(&worker, &second),
+        (ReceiptStatus::Completed, None)
+    );
+    let ours = fake
+        .notes()
+        .iter()
+        .filter(|note| note.content.contains("Again"))
+        .count();
+    assert_eq!(ours, 1, "found behind 600 newer notes, not written again");
+    assert_eq!(creates(&fake, "/api/v1/notes"), 2, "each note created once");
+}
+
 #[tokio::test]
 async fn an_older_submission_delivered_late_keeps_its_note_and_never_overwrites_the_person() {
     let fake = PipedriveFake::start(TOKEN, Duration::ZERO).await.unwrap();

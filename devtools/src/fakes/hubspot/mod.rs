@@ -330,6 +330,21 @@ impl HubSpotFake {
         lock(&self.state.notes).clone()
     }
 
+    /// `count` notes on the contact `contact_id`, made elsewhere (by the
+    /// team, another integration) before the calls to come.
+    pub fn add_notes(&self, contact_id: &str, count: usize) {
+        let mut notes = lock(&self.state.notes);
+        for _ in 0..count {
+            let id = (5000 + notes.len()).to_string();
+            notes.push(Note {
+                id,
+                contact_id: contact_id.to_owned(),
+                body: "<p>Called back, left a message.</p>".to_owned(),
+                timestamp: "2026-11-01T09:00:00.000Z".to_owned(),
+            });
+        }
+    }
+
     /// Creates the next `times` notes, then loses each answer (a 502).
     pub fn lose_note_answers(&self, times: u32) {
         *lock(&self.state.lost_note_answers) += times;

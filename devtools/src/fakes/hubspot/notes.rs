@@ -7,9 +7,11 @@
 //!   with the note's `id`), and note to contact is `HUBSPOT_DEFINED` 202:
 //!   <https://developers.hubspot.com/docs/guides/api/crm/associations/associations-v4>;
 //! - <https://developers.hubspot.com/docs/api-reference/crm-associations-v4/basic/get-crm-v4-objects-objectType-objectId-associations-toObjectType>
-//!   (`results[]` of `{toObjectId, associationTypes[]}`);
+//!   (`results[]` of `{toObjectId, associationTypes[]}`; at most `limit`,
+//!   500 by default and at most, a page, with `paging.next.after` to ask
+//!   for the next one);
 //! - <https://developers.hubspot.com/docs/api-reference/2026-03/crm/activities/notes/batch/read-notes>
-//!   (`inputs[]` of `{id}`, `properties[]`; `results[]`);
+//!   (`inputs[]` of `{id}`, at most 100, `properties[]`; `results[]`);
 //! - <https://developers.hubspot.com/docs/api-reference/2026-03/crm/objects/contacts/basic/get-contact>
 //!   (`idProperty=email`; 404 `OBJECT_NOT_FOUND`).
 //!
@@ -151,18 +153,47 @@ pub(super) async fn associated(
     if let Some(refusal) = refused(&state, &headers) {
         return counted(&state, uri.path(), refusal);
     }
-    let results: Vec<Value> = lock(&state.notes)
+    let query: HashMap<String, String> = uri
+        .query()
+        .map(|q| {
+            url::form_urlencoded::parse(q.as_bytes())
+                .into_owned()
+                .collect()
+        })
+        .unwrap_or_default();
+    let limit = query
+        .get("limit")
+        .and_then(|l| l.parse::<usize>().ok())
+        .unwrap_or(ASSOCIATIONS_PAGE)
+        .clamp(1, ASSOCIATIONS_PAGE);
+    // The cursor is opaque to callers; here, how many were listed before.
+    let from = query
+        .get("after")
+        .and_then(|a| a.parse::<usize>().ok())
+        .unwrap_or(0);
+    let all: Vec<Value> = lock(&state.notes)
         .iter()
         .filter(|n| n.contact_id == contact)
         .map(|n| json!({"toObjectId": n.id.parse::<u64>().unwrap_or(0),
                         "associationTypes": [{"category": "HUBSPOT_DEFINED", "typeId": 202, "label": null}]}))
         .collect();
+    let page: Vec<Value> = all.iter().skip(from).take(limit).cloned().collect();
+    let mut body = json!({"results": page});
+    if from + limit < all.len() {
+        body["paging"] = json!({"next": {"after": (from + limit).to_string()}});
+    }
     counted(
         &state,
         uri.path(),
-        (StatusCode::OK, Json(json!({"results": results}))).into_response(),
+        (StatusCode::OK, Json(body)).into_response(),
     )
 }
+
+/// The most associations one page lists, and the default.
+const ASSOCIATIONS_PAGE: usize = 500;
+
+/// The most notes one batch read takes.
+const BATCH_READ_MAX: usize = 100;
 
 pub(super) async fn read(
     State(state): State<Arc<FakeState>>,
@@ -172,6 +203,20 @@ pub(super) async fn read(
 ) -> Response {
     if let Some(refusal) = refused(&state, &headers) {
         return counted(&state, uri.path(), refusal);
+    }
+    if body["inputs"]
+        .as_array()
+        .is_some_and(|inputs| inputs.len() > BATCH_READ_MAX)
+    {
+        return counted(
+            &state,
+            uri.path(),
+            error(
+                StatusCode::BAD_REQUEST,
+                "VALIDATION_ERROR",
+                "inputs: size must be between 1 and 100",
+            ),
+        );
     }
     let notes = lock(&state.notes).clone();
     let by_id: HashMap<&str, &Note> = notes.iter().map(|n| (n.id.as_str(), n)).collect();

@@ -1,5 +1,8 @@
 //! The fake's notes and leads (v1), as Pipedrive validates and answers
-//! them (sources in the module's documentation).
+//! them (sources in the module's documentation); their lists page with
+//! `start` and `limit` (at most 500), and say `more_items_in_collection`
+//! (notes under `additional_data.pagination`, with `next_start`; leads in
+//! `additional_data`).
 
 use std::sync::Arc;
 
@@ -37,6 +40,15 @@ pub(super) async fn create_note(
     let data = json!({"id": note.id, "person_id": person_id, "content": note.content});
     lock(&state.notes).push(note);
     if loses(&state, Lost::NoteCreate) {
+        let others = std::mem::take(&mut *lock(&state.buried_under));
+        for _ in 0..others {
+            let id = next_id(&state);
+            lock(&state.notes).push(Note {
+                id,
+                person_id,
+                content: "<p>Called back, left a message.</p>".to_owned(),
+            });
+        }
         lost_answer()
     } else {
         ok(StatusCode::OK, data)
@@ -53,6 +65,7 @@ pub(super) async fn list_notes(State(state): State<Arc<FakeState>>, uri: Uri) ->
         .and_then(|l| l.parse::<usize>().ok())
         .unwrap_or(100)
         .min(500);
+    let start = start_of(&params);
     let newest_first = params.get("sort").is_some_and(|s| s.ends_with("DESC"));
     let mut notes: Vec<Note> = lock(&state.notes)
         .iter()
@@ -62,17 +75,30 @@ pub(super) async fn list_notes(State(state): State<Arc<FakeState>>, uri: Uri) ->
     if newest_first {
         notes.reverse();
     }
-    let more = notes.len() > limit;
+    let more = notes.len() > start + limit;
     let data: Vec<Value> = notes
         .iter()
+        .skip(start)
         .take(limit)
         .map(|n| json!({"id": n.id, "person_id": n.person_id, "content": n.content}))
         .collect();
+    let mut pagination = json!({"start": start, "limit": limit, "more_items_in_collection": more});
+    if more {
+        pagination["next_start"] = json!(start + limit);
+    }
     (
         StatusCode::OK,
-        Json(json!({"success": true, "data": data, "additional_data": {"pagination": {"start": 0, "limit": limit, "more_items_in_collection": more}}})),
+        Json(json!({"success": true, "data": data, "additional_data": {"pagination": pagination}})),
     )
         .into_response()
+}
+
+/// A v1 list's `start` (0 unless given).
+fn start_of(params: &std::collections::HashMap<String, String>) -> usize {
+    params
+        .get("start")
+        .and_then(|s| s.parse::<usize>().ok())
+        .unwrap_or(0)
 }
 
 pub(super) async fn create_lead(
@@ -110,10 +136,23 @@ pub(super) async fn list_leads(State(state): State<Arc<FakeState>>, uri: Uri) ->
     let person_id = params
         .get("person_id")
         .and_then(|id| id.parse::<u64>().ok());
-    let data: Vec<Value> = lock(&state.leads)
+    let start = start_of(&params);
+    let limit = params
+        .get("limit")
+        .and_then(|l| l.parse::<usize>().ok())
+        .unwrap_or(100)
+        .min(500);
+    let leads: Vec<Value> = lock(&state.leads)
         .iter()
         .filter(|l| person_id.is_none_or(|id| l.person_id == id))
         .map(|l| json!({"id": l.id, "title": l.title, "person_id": l.person_id}))
         .collect();
-    ok(StatusCode::OK, Value::Array(data))
+    let more = leads.len() > start + limit;
+    let data: Vec<Value> = leads.into_iter().skip(start).take(limit).collect();
+    (
+        StatusCode::OK,
+        Json(json!({"success": true, "data": data,
+                    "additional_data": {"start": start, "limit": limit, "more_items_in_collection": more}})),
+    )
+        .into_response()
 }

@@ -161,6 +161,9 @@ struct FakeState {
     search_lag: Mutex<Duration>,
     faults: Arc<FaultQueue<Fault>>,
     lost: Mutex<Vec<Lost>>,
+    /// Notes others add to the person right after a note whose answer is
+    /// lost (before the worker can look for it).
+    buried_under: Mutex<usize>,
     calls: Mutex<Vec<Call>>,
 }
 
@@ -193,6 +196,7 @@ impl PipedriveFake {
             search_lag: Mutex::new(search_lag),
             faults: FaultQueue::new("pipedrive fake"),
             lost: Mutex::new(Vec::new()),
+            buried_under: Mutex::new(0),
             calls: Mutex::new(Vec::new()),
         });
         let app = Router::new()
@@ -259,6 +263,13 @@ impl PipedriveFake {
 
     pub fn persons(&self) -> Vec<Person> {
         lock(&self.state.persons).clone()
+    }
+
+    /// After the next note whose answer is lost, `count` notes by others
+    /// (the team, another integration) on the same person, before the
+    /// worker can look for its own: it is no longer among the newest.
+    pub fn bury_lost_note_under(&self, count: usize) {
+        *lock(&self.state.buried_under) = count;
     }
 
     pub fn notes(&self) -> Vec<Note> {

@@ -47,8 +47,14 @@ pub struct NoteKeeping {
 /// associations: no second create of one note starts within it.
 pub const NOTE_LAG: Duration = Duration::from_secs(60);
 
-/// A contact's notes looked at for one whose answer was lost.
-const NOTES_LOOKED_AT: usize = 100;
+/// How many notes one batch read takes (HubSpot's most).
+const NOTES_READ_AT_ONCE: usize = 100;
+
+/// How many associations one listing page holds (HubSpot's most).
+const ASSOCIATIONS_PAGE: &str = "500";
+
+/// Pages of associations read before a lookup gives up (100,000 notes).
+const MAX_ASSOCIATION_PAGES: usize = 200;
 
 /// HubSpot's association type of a note to a contact.
 const NOTE_TO_CONTACT: u32 = 202;
@@ -197,30 +203,64 @@ impl CreateOnce for Notes<'_> {
     }
 
     async fn find(&self, contact: &str) -> Result<Option<String>, DestinationError> {
-        let reference = self.note.reference.as_str();
         if !is_numeric(contact) {
             return Err(DestinationError::retryable("contact-id-not-numeric"));
         }
-        let mut listing = self.calls.url(&format!(
-            "/crm/v4/objects/contacts/{contact}/associations/notes"
-        ))?;
-        listing.query_pairs_mut().append_pair("limit", "500");
-        let Some(associated) = self.calls.call(Method::GET, listing, None).await? else {
-            return Ok(None);
-        };
-        let ids: Vec<String> = associated["results"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(|result| id_of(&result["toObjectId"]))
-            .collect();
-        if ids.is_empty() {
-            return Ok(None);
+        let mut ids = self.associated_notes(contact).await?;
+        // Newest first (ids grow with time): a lost note is most likely
+        // among the latest; every one is read until it is found.
+        ids.sort_by_key(|id| std::cmp::Reverse(id.parse::<u64>().unwrap_or(0)));
+        for chunk in ids.chunks(NOTES_READ_AT_ONCE) {
+            if let Some(found) = self.with_reference(chunk).await? {
+                return Ok(Some(found));
+            }
         }
-        let newest = &ids[ids.len().saturating_sub(NOTES_LOOKED_AT)..];
+        Ok(None)
+    }
+}
+
+impl Notes<'_> {
+    /// The ids of every note associated with `contact`, page after page
+    /// (HubSpot lists at most 500 a page, with a cursor to the next).
+    async fn associated_notes(&self, contact: &str) -> Result<Vec<String>, DestinationError> {
+        let mut ids = Vec::new();
+        let mut after: Option<String> = None;
+        for _ in 0..MAX_ASSOCIATION_PAGES {
+            let mut listing = self.calls.url(&format!(
+                "/crm/v4/objects/contacts/{contact}/associations/notes"
+            ))?;
+            listing
+                .query_pairs_mut()
+                .append_pair("limit", ASSOCIATIONS_PAGE);
+            if let Some(cursor) = &after {
+                listing.query_pairs_mut().append_pair("after", cursor);
+            }
+            let Some(page) = self.calls.call(Method::GET, listing, None).await? else {
+                return Ok(ids);
+            };
+            ids.extend(
+                page["results"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|result| id_of(&result["toObjectId"])),
+            );
+            match page["paging"]["next"]["after"].as_str() {
+                Some(next) if !next.is_empty() => after = Some(next.to_owned()),
+                _ => return Ok(ids),
+            }
+        }
+        // More notes than any person has: say so rather than guess.
+        Err(DestinationError::retryable("note-lookup-too-many-notes"))
+    }
+
+    /// The id of the note among `ids` whose body holds this submission's
+    /// reference.
+    async fn with_reference(&self, ids: &[String]) -> Result<Option<String>, DestinationError> {
+        let reference = self.note.reference.as_str();
         let read = json!({
             "properties": ["hs_note_body"],
-            "inputs": newest.iter().map(|id| json!({"id": id})).collect::<Vec<_>>(),
+            "inputs": ids.iter().map(|id| json!({"id": id})).collect::<Vec<_>>(),
         });
         let url = self.calls.url(&format!(
             "{}/batch/read",
@@ -242,7 +282,6 @@ impl CreateOnce for Notes<'_> {
     }
 }
 
-/// A HubSpot id: digits, as a number or a text.
 fn id_of(value: &Value) -> Option<String> {
     match value {
         Value::Number(number) => Some(number.to_string()),

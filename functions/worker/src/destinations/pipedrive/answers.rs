@@ -120,6 +120,31 @@ pub fn item_with(body: &Value, field: &str, marker: &str) -> Option<String> {
         .and_then(|item| id_text(item.get("id")?))
 }
 
+/// Where a v1 list's next page starts, when there is one: its
+/// `additional_data.pagination` (notes: `more_items_in_collection`,
+/// `next_start`) or `additional_data` itself (leads: `start`, `limit`,
+/// `more_items_in_collection`). `None` at the last page.
+/// <https://developers.pipedrive.com/docs/api/v1/Notes#getNotes>,
+/// <https://developers.pipedrive.com/docs/api/v1/Leads#getLeads>.
+pub fn next_start(body: &Value, start: u64) -> Option<u64> {
+    let additional = &body["additional_data"];
+    let pagination = if additional["pagination"].is_object() {
+        &additional["pagination"]
+    } else {
+        additional
+    };
+    if pagination["more_items_in_collection"].as_bool() != Some(true) {
+        return None;
+    }
+    let listed = body["data"].as_array().map_or(0, Vec::len) as u64;
+    let next = pagination["next_start"]
+        .as_u64()
+        .or_else(|| Some(pagination["start"].as_u64()? + pagination["limit"].as_u64()?))
+        .unwrap_or(start + listed);
+    // A page that moves nothing forward ends the walk.
+    (next > start).then_some(next)
+}
+
 fn id_text(id: &Value) -> Option<String> {
     match id {
         Value::Number(number) => Some(number.to_string()),
@@ -131,6 +156,41 @@ fn id_text(id: &Value) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_list_says_where_its_next_page_starts() {
+        let rows = [
+            (
+                json!({"data": [1, 2], "additional_data": {"pagination": {"start": 0, "limit": 2, "more_items_in_collection": true, "next_start": 2}}}),
+                0,
+                Some(2),
+            ),
+            (
+                json!({"data": [1], "additional_data": {"pagination": {"start": 2, "limit": 2, "more_items_in_collection": false}}}),
+                2,
+                None,
+            ),
+            (
+                json!({"data": [1, 2], "additional_data": {"start": 0, "limit": 2, "more_items_in_collection": true}}),
+                0,
+                Some(2),
+            ),
+            (
+                json!({"data": [1, 2], "additional_data": {"more_items_in_collection": true}}),
+                4,
+                Some(6),
+            ),
+            (
+                json!({"data": [], "additional_data": {"more_items_in_collection": true}}),
+                4,
+                None,
+            ),
+            (json!({"data": [1]}), 0, None),
+        ];
+        for (body, start, next) in rows {
+            assert_eq!(next_start(&body, start), next, "{body}");
+        }
+    }
     use serde_json::json;
 
     const KEY: &str = "dcf558aac1ae4e8c4f849ba5e668430d8df9be12";

@@ -11,7 +11,7 @@ use reqwest::Method;
 use serde_json::json;
 use shared::history::SubmissionNote;
 
-use super::answers::{created_id, item_with, Called};
+use super::answers::{created_id, item_with, next_start, Called};
 use super::{numeric, Pipedrive};
 use crate::destinations::history::{
     lead_item, note_item, CreateOnce, Keeping, LEAD_IN_FLIGHT, NOTE_IN_FLIGHT,
@@ -95,7 +95,8 @@ impl<M: PersonMemory> Items<'_, M> {
     }
 
     /// The id of the person's item at `path` whose `field` holds the
-    /// submission's reference.
+    /// submission's reference: newest first, page after page until it is
+    /// found or the list ends (a busy person has hundreds of notes).
     async fn find_in(
         &self,
         path: &str,
@@ -103,22 +104,41 @@ impl<M: PersonMemory> Items<'_, M> {
         field: &str,
     ) -> Result<Option<String>, DestinationError> {
         let person = numeric(person).to_string();
-        let query = [
-            ("person_id", person.as_str()),
-            ("limit", "100"),
-            ("sort", "add_time DESC"),
-        ];
-        match self
-            .pipedrive
-            .call(Method::GET, path, &query, None, &[], self.deadline)
-            .await
-        {
-            Called::Done(body) => Ok(item_with(&body, field, &self.note.reference)),
-            Called::NotFound => Ok(None),
-            Called::Failed(error) => Err(error),
+        let mut start = 0u64;
+        for _ in 0..MAX_LIST_PAGES {
+            let from = start.to_string();
+            let query = [
+                ("person_id", person.as_str()),
+                ("start", from.as_str()),
+                ("limit", LIST_PAGE),
+                ("sort", "add_time DESC"),
+            ];
+            let body = match self
+                .pipedrive
+                .call(Method::GET, path, &query, None, &[], self.deadline)
+                .await
+            {
+                Called::Done(body) => body,
+                Called::NotFound => return Ok(None),
+                Called::Failed(error) => return Err(error),
+            };
+            if let Some(found) = item_with(&body, field, &self.note.reference) {
+                return Ok(Some(found));
+            }
+            match next_start(&body, start) {
+                Some(next) => start = next,
+                None => return Ok(None),
+            }
         }
+        Err(DestinationError::retryable("item-lookup-too-many-items"))
     }
 }
+
+/// Items one list page holds (Pipedrive's most).
+const LIST_PAGE: &str = "500";
+
+/// Pages read before a lookup gives up (100,000 items of one person).
+const MAX_LIST_PAGES: usize = 200;
 
 impl<M: PersonMemory> CreateOnce for Items<'_, M> {
     async fn create(&self, person: &str) -> Result<String, DestinationError> {
