@@ -306,22 +306,30 @@ pub(super) async fn list_notes(
     Path((list, hash)): Path<(String, String)>,
     uri: Uri,
 ) -> Response {
-    let count = url::form_urlencoded::parse(uri.query().unwrap_or("").as_bytes())
-        .find(|(name, _)| name == "count")
-        .and_then(|(_, value)| value.parse::<usize>().ok())
-        .unwrap_or(10);
+    let number = |wanted: &str| {
+        url::form_urlencoded::parse(uri.query().unwrap_or("").as_bytes())
+            .find(|(name, _)| name == wanted)
+            .and_then(|(_, value)| value.parse::<usize>().ok())
+    };
+    let count = number("count").unwrap_or(10);
+    let offset = number("offset").unwrap_or(0);
     if list != state.list_id || !lock(&state.members).iter().any(|m| m.hash == hash) {
         return no_resource();
     }
-    // Newest first, as `sort_field=created_at&sort_dir=DESC` asks.
-    let notes: Vec<Value> = lock(&state.notes)
+    // Newest first, as `sort_field=created_at&sort_dir=DESC` asks; a page
+    // of `count` (at most 1,000) from `offset`; `total_items` all of them.
+    let all: Vec<Value> = lock(&state.notes)
         .iter()
         .rev()
         .filter(|note| note.member == hash)
-        .take(count.min(1_000))
         .map(|note| json!({"id": note.id, "note": note.note, "email_id": note.member}))
         .collect();
-    let total = notes.len();
+    let total = all.len();
+    let notes: Vec<Value> = all
+        .into_iter()
+        .skip(offset)
+        .take(count.min(1_000))
+        .collect();
     Json(json!({"notes": notes, "email_id": hash, "list_id": list, "total_items": total}))
         .into_response()
 }

@@ -303,11 +303,20 @@ pub(super) async fn create_note(
         .into_response()
 }
 
-/// `GET /crm/v8/{module}/{id}/Notes`.
+/// `GET /crm/v8/{module}/{id}/Notes`: a page of `per_page` (at most 200)
+/// from `page` (1 first), `info.more_records` when another follows.
 pub(super) async fn list_notes(
     State(state): State<Arc<FakeState>>,
     Path((module, id)): Path<(String, String)>,
+    uri: axum::http::Uri,
 ) -> Response {
+    let number = |wanted: &str| {
+        url::form_urlencoded::parse(uri.query().unwrap_or("").as_bytes())
+            .find(|(name, _)| name == wanted)
+            .and_then(|(_, value)| value.parse::<usize>().ok())
+    };
+    let per_page = number("per_page").unwrap_or(200).clamp(1, 200);
+    let page = number("page").unwrap_or(1).max(1);
     if !record_exists(&state, &module, &id) {
         return error(
             StatusCode::NOT_FOUND,
@@ -315,15 +324,19 @@ pub(super) async fn list_notes(
             "Please check if the URL trying to access is a correct one",
         );
     }
-    let notes: Vec<Value> = lock(&state.notes)
+    let all: Vec<Value> = lock(&state.notes)
         .iter()
         .filter(|note| note.record == id)
         .map(|note| json!({"id": note.id, "Note_Title": "Form submission", "Note_Content": note.content}))
         .collect();
+    let from = (page - 1) * per_page;
+    let more = all.len() > from + per_page;
+    let notes: Vec<Value> = all.into_iter().skip(from).take(per_page).collect();
     if notes.is_empty() {
         return StatusCode::NO_CONTENT.into_response();
     }
-    Json(json!({"data": notes, "info": {"more_records": false}})).into_response()
+    Json(json!({"data": notes, "info": {"per_page": per_page, "page": page, "more_records": more}}))
+        .into_response()
 }
 
 pub(super) async fn all_records(State(state): State<Arc<FakeState>>) -> Json<Value> {

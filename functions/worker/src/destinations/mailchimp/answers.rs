@@ -119,6 +119,16 @@ pub fn web_id(body: &Value) -> Option<String> {
 }
 
 /// The id of the note among a member's notes whose text holds `marker`.
+/// Where the next page of a member's notes starts, after the page at
+/// `offset`: `None` once `total_items` are read (or a page was empty).
+/// <https://mailchimp.com/developer/marketing/api/list-member-notes/list-recent-member-notes/>.
+pub fn next_offset(body: &Value, offset: u64) -> Option<u64> {
+    let listed = body["notes"].as_array().map_or(0, Vec::len) as u64;
+    let next = offset + listed;
+    let total = body["total_items"].as_u64().unwrap_or(0);
+    (listed > 0 && next < total).then_some(next)
+}
+
 pub fn note_with(body: &Value, marker: &str) -> Option<String> {
     body.get("notes")?
         .as_array()?
@@ -137,6 +147,22 @@ pub fn note_with(body: &Value, marker: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_next_page_of_notes_starts_after_the_ones_read() {
+        let page = |listed: usize, total: u64| serde_json::json!({"notes": vec![serde_json::json!({}); listed], "total_items": total});
+        let rows = [
+            (page(100, 250), 0, Some(100)),
+            (page(100, 250), 100, Some(200)),
+            (page(50, 250), 200, None),
+            (page(0, 250), 200, None),
+            (page(10, 10), 0, None),
+            (serde_json::json!({"notes": []}), 0, None),
+        ];
+        for (body, offset, next) in rows {
+            assert_eq!(next_offset(&body, offset), next, "{body} at {offset}");
+        }
+    }
     use serde_json::json;
 
     fn problem(title: &str, detail: &str) -> Value {

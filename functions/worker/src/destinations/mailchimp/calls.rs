@@ -7,15 +7,18 @@ use reqwest::Method;
 use serde_json::{json, Map, Value};
 use shared::Lead;
 
-use super::answers::{answer_for, note_with, web_id, Called};
+use super::answers::{answer_for, next_offset, note_with, web_id, Called};
 use super::{marketing_permission, status_if_new, Mailchimp, MEMBER_NOT_FOUND, WITHOUT_CONSENT};
 use crate::destinations::client;
 use crate::destinations::history::CreateOnce;
 use crate::destinations::memory::PersonMemory;
 use crate::destinations::port::{CallDeadline, DeliveredRecord, DestinationError};
 
-/// How many of a member's newest notes are read to find a lost one.
-const NOTES_READ: &str = "50";
+/// How many of a member's notes one page holds.
+const NOTES_PAGE: u64 = 100;
+
+/// Pages read before a lookup gives up (100,000 notes of one member).
+const MAX_NOTE_PAGES: u64 = 1_000;
 
 impl<M: PersonMemory> Mailchimp<M> {
     /// Adds or updates the member: its record, by its `web_id` (its page's
@@ -179,24 +182,40 @@ impl<M: PersonMemory> CreateOnce for Notes<'_, M> {
         }
     }
 
+    /// The member's note with this submission's reference: newest first,
+    /// page after page (`offset`, `total_items`) until found or done.
     async fn find(&self, member: &str) -> Result<Option<String>, DestinationError> {
         let path = format!(
             "/3.0/lists/{}/members/{member}/notes",
             self.mailchimp.list_id
         );
-        let query = [
-            ("count", NOTES_READ),
-            ("sort_field", "created_at"),
-            ("sort_dir", "DESC"),
-        ];
-        match self
-            .mailchimp
-            .call(Method::GET, &path, &query, None, &[], self.deadline)
-            .await
-        {
-            Called::Done(answer) => Ok(note_with(&answer, &self.reference)),
-            Called::NotFound => Ok(None),
-            Called::Failed(error) => Err(error),
+        let count = NOTES_PAGE.to_string();
+        let mut offset = 0;
+        for _ in 0..MAX_NOTE_PAGES {
+            let from = offset.to_string();
+            let query = [
+                ("count", count.as_str()),
+                ("offset", from.as_str()),
+                ("sort_field", "created_at"),
+                ("sort_dir", "DESC"),
+            ];
+            let answer = match self
+                .mailchimp
+                .call(Method::GET, &path, &query, None, &[], self.deadline)
+                .await
+            {
+                Called::Done(answer) => answer,
+                Called::NotFound => return Ok(None),
+                Called::Failed(error) => return Err(error),
+            };
+            if let Some(found) = note_with(&answer, &self.reference) {
+                return Ok(Some(found));
+            }
+            match next_offset(&answer, offset) {
+                Some(next) => offset = next,
+                None => return Ok(None),
+            }
         }
+        Err(DestinationError::retryable("note-lookup-too-many-notes"))
     }
 }

@@ -144,6 +144,12 @@ pub fn record_result(result: &Value) -> Result<String, DestinationError> {
 }
 
 /// The id of the note among `body`'s whose content holds `marker`.
+/// Whether a list has another page: its `info.more_records`.
+/// <https://www.zoho.com/crm/developer/docs/api/v8/get-related-records.html>.
+pub fn more_records(body: &Value) -> bool {
+    body["info"]["more_records"].as_bool() == Some(true)
+}
+
 pub fn note_with(body: &Value, marker: &str) -> Option<String> {
     body.get("data")?
         .as_array()?
@@ -177,6 +183,18 @@ fn is_code(code: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_list_says_when_it_has_more_records() {
+        let rows = [
+            (serde_json::json!({"info": {"more_records": true}}), true),
+            (serde_json::json!({"info": {"more_records": false}}), false),
+            (serde_json::json!({"data": []}), false),
+        ];
+        for (body, more) in rows {
+            assert_eq!(more_records(&body), more, "{body}");
+        }
+    }
     use serde_json::json;
 
     #[test]

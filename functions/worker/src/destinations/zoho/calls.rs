@@ -10,7 +10,9 @@ use serde_json::{json, Map, Value};
 use shared::history::SubmissionNote;
 use shared::Lead;
 
-use super::answers::{answer_for, note_with, record_result, token_answer, token_refused};
+use super::answers::{
+    answer_for, more_records, note_with, record_result, token_answer, token_refused,
+};
 use super::Zoho;
 use crate::destinations::client::{self, Called};
 use crate::destinations::history::CreateOnce;
@@ -21,6 +23,12 @@ use crate::destinations::token::TOKEN_REFRESH_INTERVAL;
 
 /// Every note's title: the submission's reference is in its content.
 const NOTE_TITLE: &str = "Form submission";
+
+/// How many of a record's notes one page holds (Zoho's most, 200).
+const NOTES_PAGE: &str = "200";
+
+/// Pages read before a lookup gives up (200,000 notes of one record).
+const MAX_NOTE_PAGES: u32 = 1_000;
 
 impl<M: PersonMemory> Zoho<M> {
     /// A fresh access token, shared by every instance (`refused`: the
@@ -288,16 +296,33 @@ impl<M: PersonMemory> CreateOnce for Notes<'_, M> {
         }
     }
 
+    /// The record's note with this submission's reference, page after
+    /// page (`page`, `info.more_records`) until found or done.
     async fn find(&self, _record: &str) -> Result<Option<String>, DestinationError> {
-        let query = [("fields", "Note_Title,Note_Content"), ("per_page", "100")];
-        match self
-            .zoho
-            .call(Method::GET, &self.path()?, &query, None, self.deadline)
-            .await
-        {
-            Called::Done(answer) => Ok(note_with(&answer, &self.note.reference)),
-            Called::NotFound => Ok(None),
-            Called::Failed(error) => Err(error),
+        let path = self.path()?;
+        for page in 1..=MAX_NOTE_PAGES {
+            let number = page.to_string();
+            let query = [
+                ("fields", "Note_Title,Note_Content"),
+                ("per_page", NOTES_PAGE),
+                ("page", number.as_str()),
+            ];
+            let answer = match self
+                .zoho
+                .call(Method::GET, &path, &query, None, self.deadline)
+                .await
+            {
+                Called::Done(answer) => answer,
+                Called::NotFound => return Ok(None),
+                Called::Failed(error) => return Err(error),
+            };
+            if let Some(found) = note_with(&answer, &self.note.reference) {
+                return Ok(Some(found));
+            }
+            if !more_records(&answer) {
+                return Ok(None);
+            }
         }
+        Err(DestinationError::retryable("note-lookup-too-many-notes"))
     }
 }
