@@ -957,6 +957,33 @@ async fn an_older_submission_by_email_delivered_late_is_a_note_and_never_overwri
     assert!(notes[1].body.contains("submission sub_old"));
 }
 
+/// A stale submission whose contact was deleted in HubSpot since the
+/// newer one was written (issue 58): tried again, its contact still
+/// missing, it settles stale without its note instead of retrying
+/// `contact-not-found-for-note` until the age limit; no contact is made
+/// from its older data.
+#[tokio::test]
+async fn an_older_submission_whose_contact_is_gone_settles_stale() {
+    let fake = HubSpotFake::start(TOKEN).await.unwrap();
+    let older = receipt("sub_old", "ada@example.com", "Ada", 1_795_941_500);
+    let newer = receipt("sub_new", "ada@example.com", "Augusta", 1_795_941_600);
+    let worker = keeping_notes(
+        settings(&fake, IdProperty::Email),
+        ledger_of(&[&older, &newer]),
+    );
+    worker.handle(inserts(&[&newer]), in_seconds(30)).await;
+    let contact = fake.contacts()[0].id.clone();
+    fake.delete_contact(&contact);
+    worker.handle(inserts(&[&older]), in_seconds(30)).await;
+    assert_eq!(
+        status_of(&worker, &older).0,
+        ReceiptStatus::Completed,
+        "settled, not retried until the age limit"
+    );
+    assert!(fake.contacts().is_empty(), "no contact from older data");
+    assert_eq!(fake.notes().len(), 1, "the newer one's note alone");
+}
+
 #[tokio::test]
 async fn contacts_by_submission_keep_no_notes() {
     let fake = HubSpotFake::start(TOKEN).await.unwrap();

@@ -196,6 +196,39 @@ async fn a_lost_note_behind_hundreds_of_newer_notes_is_found_not_written_again()
     assert_eq!(creates(&fake, "/api/v1/notes"), 2, "each note created once");
 }
 
+/// A stale submission whose person was deleted in Pipedrive since the
+/// newer one was written (issue 58): it settles stale at once, with no
+/// note and no person made again from older data, instead of retrying
+/// until the age limit; the deleted person is forgotten.
+#[tokio::test]
+async fn an_older_submission_whose_person_was_deleted_settles_stale_at_once() {
+    let fake = PipedriveFake::start(TOKEN, Duration::ZERO).await.unwrap();
+    let older = receipt("sub_old", "ada@example.com", "Ada", "older", 1_795_941_500);
+    let newer = receipt("sub_new", "ada@example.com", "Ada", "newer", 1_795_941_600);
+    let worker = worker(settings(&fake), ledger_of(&[&older, &newer]));
+    worker.handle(inserts(&[&newer]), in_seconds(30)).await;
+    let person = fake.persons()[0].id;
+    let deleted = reqwest::Client::new()
+        .delete(format!("{}/api/v2/persons/{person}", fake.base_url()))
+        .header("x-api-token", TOKEN)
+        .send()
+        .await
+        .unwrap();
+    assert!(deleted.status().is_success(), "{}", deleted.status());
+    worker.handle(inserts(&[&older]), in_seconds(30)).await;
+    let stored = worker.ledger().get(&older.pk).unwrap();
+    assert_eq!(
+        stored.status,
+        ReceiptStatus::Completed,
+        "settled in one delivery"
+    );
+    assert!(
+        fake.persons().is_empty(),
+        "no person made again from older data"
+    );
+    assert_eq!(fake.notes().len(), 1, "the newer one's note alone");
+}
+
 #[tokio::test]
 async fn an_older_submission_delivered_late_keeps_its_note_and_never_overwrites_the_person() {
     let fake = PipedriveFake::start(TOKEN, Duration::ZERO).await.unwrap();
@@ -232,10 +265,14 @@ async fn an_older_submission_delivered_late_keeps_its_note_and_never_overwrites_
         "a new person: three calls (docs/cost.md)"
     );
     worker.handle(inserts(&[&older]), in_seconds(30)).await;
+    let person = fake.persons()[0].id;
     assert_eq!(
         calls(&fake)[3..],
-        ["POST /api/v1/notes"],
-        "a stale submission of a known person: its note alone"
+        [
+            format!("GET /api/v2/persons/{person}"),
+            "POST /api/v1/notes".to_owned()
+        ],
+        "a stale submission of a known person: the person still there, then its note alone"
     );
 
     assert_eq!(status_of(&worker, &older), (ReceiptStatus::Completed, None));

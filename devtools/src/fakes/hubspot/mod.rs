@@ -330,6 +330,11 @@ impl HubSpotFake {
         lock(&self.state.notes).clone()
     }
 
+    /// Deletes the contact `id`, as the team would in HubSpot.
+    pub fn delete_contact(&self, id: &str) {
+        lock(&self.state.contacts).retain(|c| c.id != id);
+    }
+
     /// `count` notes on the contact `contact_id`, made elsewhere (by the
     /// team, another integration) before the calls to come.
     pub fn add_notes(&self, contact_id: &str, count: usize) {

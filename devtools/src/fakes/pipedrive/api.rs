@@ -295,6 +295,18 @@ pub(super) async fn update_person(
 
 /// Deletes the person (its notes stay: Pipedrive does not document that
 /// they go with it).
+/// `GET /api/v2/persons/{id}`: the person, or 404 when it is gone.
+pub(super) async fn get_person(
+    State(state): State<Arc<FakeState>>,
+    Path(id): Path<u64>,
+) -> Response {
+    let persons = lock(&state.persons);
+    match persons.iter().find(|p| p.id == id) {
+        Some(person) => ok(StatusCode::OK, person_json(person)),
+        None => failure(StatusCode::NOT_FOUND, "Person not found"),
+    }
+}
+
 pub(super) async fn delete_person(
     State(state): State<Arc<FakeState>>,
     Path(id): Path<u64>,

@@ -12,6 +12,7 @@
 //!   primary, label}`, `custom_fields` by 40-character key) and
 //!   `PATCH /api/v2/persons/{id}`, answer `data` (the person), 404 when it
 //!   is gone: <https://developers.pipedrive.com/docs/api/v1/Persons#addPerson>;
+//!   `GET` and `DELETE /api/v2/persons/{id}` the same way;
 //! - `POST /api/v1/notes` (`content`, HTML, and `person_id`), answer `data`
 //!   with `id`; `GET /api/v1/notes?person_id=&limit=&sort=`, answer `data[]`
 //!   and `additional_data.pagination`: <https://developers.pipedrive.com/docs/api/v1/Notes>;
@@ -42,7 +43,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use axum::middleware;
-use axum::routing::{get, patch, post};
+use axum::routing::{get, post};
 use axum::Router;
 use serde::Deserialize;
 use serde_json::{Map, Value};
@@ -204,7 +205,9 @@ impl PipedriveFake {
             .route("/api/v2/persons", post(api::create_person))
             .route(
                 "/api/v2/persons/{id}",
-                patch(api::update_person).delete(api::delete_person),
+                get(api::get_person)
+                    .patch(api::update_person)
+                    .delete(api::delete_person),
             )
             .route(
                 "/api/v1/notes",

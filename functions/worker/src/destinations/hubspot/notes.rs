@@ -47,6 +47,9 @@ pub struct NoteKeeping {
 /// associations: no second create of one note starts within it.
 pub const NOTE_LAG: Duration = Duration::from_secs(60);
 
+/// Why a note waits for its contact to appear.
+const CONTACT_GONE: &str = "contact-not-found-for-note";
+
 /// How many notes one batch read takes (HubSpot's most).
 const NOTES_READ_AT_ONCE: usize = 100;
 
@@ -136,10 +139,23 @@ impl HubSpot {
         };
         let contact = match known {
             Some(id) => id,
-            None => api
-                .contact_by_email(email)
-                .await?
-                .ok_or_else(|| DestinationError::retryable("contact-not-found-for-note"))?,
+            None => match api.contact_by_email(email).await? {
+                Some(id) => id,
+                // An older submission whose contact is still missing when
+                // it is tried again (the newer one's contact deleted, or
+                // never written): nowhere to keep its note; it settles
+                // stale rather than retrying until the age limit.
+                None if write.history_only && write.retried => {
+                    tracing::warn!(
+                        destination = "hubspot",
+                        reason = CONTACT_GONE,
+                        "an older submission's contact is not in HubSpot: settled stale without its note"
+                    );
+                    return Ok(());
+                }
+                // The newer submission's contact may be written any moment.
+                None => return Err(DestinationError::retryable(CONTACT_GONE)),
+            },
         };
         let keeping = Keeping {
             memory: &notes.memory,

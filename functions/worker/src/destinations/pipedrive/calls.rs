@@ -107,6 +107,25 @@ impl<M: PersonMemory> Pipedrive<M> {
         }
     }
 
+    /// Whether the person `id` is still in Pipedrive (`GET
+    /// /api/v2/persons/{id}`; 404 when deleted or merged away):
+    /// <https://developers.pipedrive.com/docs/api/v1/Persons#getPerson>.
+    pub(super) async fn exists(
+        &self,
+        id: &str,
+        deadline: CallDeadline,
+    ) -> Result<bool, DestinationError> {
+        let path = person_path(id)?;
+        match self
+            .call(Method::GET, &path, &[], None, &[], deadline)
+            .await
+        {
+            Called::Done(_) => Ok(true),
+            Called::NotFound => Ok(false),
+            Called::Failed(error) => Err(error),
+        }
+    }
+
     /// The person's fields from `lead` (never its e-mail, which keys it):
     /// `name`, `phones`, and `custom_fields` by key; and the custom keys
     /// sent.

@@ -89,7 +89,7 @@ impl<M: PersonMemory> Items<'_, M> {
             Called::Done(answer) => {
                 created_id(&answer).ok_or_else(|| DestinationError::retryable("created-without-id"))
             }
-            Called::NotFound => Err(DestinationError::retryable("person-gone")),
+            Called::NotFound => Err(DestinationError::retryable(super::PERSON_GONE)),
             Called::Failed(error) => Err(error),
         }
     }

@@ -64,6 +64,10 @@ const REQUEST_TIMEOUT: Duration = Duration::from_secs(15);
 /// Why a lead waits for an earlier create to show in search.
 pub const CREATE_IN_FLIGHT: &str = "person-create-in-flight";
 
+/// Why an older submission settled without its note: its person was
+/// deleted in Pipedrive.
+pub const PERSON_GONE: &str = "person-gone";
+
 pub struct Pipedrive<M> {
     client: reqwest::Client,
     base_url: String,
@@ -119,9 +123,20 @@ impl<M: PersonMemory> Pipedrive<M> {
         };
         let gate = self.gate_secret.gate_key(&email);
         let recalled = self.memory.recall(&gate).await.map_err(memory_error)?;
-        let person = self
+        let Some(person) = self
             .person(&gate, &email, write, &recalled, deadline)
-            .await?;
+            .await?
+        else {
+            // An older submission whose person was deleted in Pipedrive
+            // since: nowhere to keep its note, and never a person made
+            // again from older data. Settled stale, not retried.
+            tracing::warn!(
+                destination = "pipedrive",
+                reason = PERSON_GONE,
+                "an older submission's person was deleted in Pipedrive: settled stale without its note"
+            );
+            return Ok(Upserted::Stale);
+        };
         self.keep_items(&gate, &person, write, &recalled, deadline)
             .await?;
         Ok(if write.history_only {
@@ -134,6 +149,8 @@ impl<M: PersonMemory> Pipedrive<M> {
     /// The person's id: the one recorded (updated with this lead's fields
     /// unless history-only), or the one search finds (recorded, then
     /// updated), or a new one, created when no create may be in flight.
+    /// A recorded person deleted in Pipedrive is forgotten; `None` for a
+    /// history-only write whose person was deleted and none is found.
     async fn person(
         &self,
         gate: &str,
@@ -141,21 +158,47 @@ impl<M: PersonMemory> Pipedrive<M> {
         write: Write<'_>,
         recalled: &Recalled,
         deadline: CallDeadline,
-    ) -> Result<String, DestinationError> {
+    ) -> Result<Option<String>, DestinationError> {
         if let Some(id) = &recalled.record_id {
-            if write.history_only {
-                return Ok(id.clone());
+            let still_there = if write.history_only {
+                self.exists(id, deadline).await?
+            } else {
+                self.update(id, write.lead, deadline).await?.is_some()
+            };
+            if still_there {
+                return Ok(Some(id.clone()));
             }
-            match self.update(id, write.lead, deadline).await? {
-                Some(()) => return Ok(id.clone()),
-                // Deleted or merged in Pipedrive: found again below.
-                None => self
-                    .memory
-                    .forget_record(gate, id)
-                    .await
-                    .map_err(memory_error)?,
+            // Deleted or merged in Pipedrive: found again below.
+            self.memory
+                .forget_record(gate, id)
+                .await
+                .map_err(memory_error)?;
+            if write.history_only {
+                let found = self.search(email, deadline).await?;
+                if let Some(id) = &found {
+                    self.memory
+                        .remember_record(gate, id)
+                        .await
+                        .map_err(memory_error)?;
+                }
+                return Ok(found);
             }
         }
+        self.find_or_create(gate, email, write, recalled, deadline)
+            .await
+            .map(Some)
+    }
+
+    /// `person` when no recorded person stands: the one search finds, or a
+    /// new one.
+    async fn find_or_create(
+        &self,
+        gate: &str,
+        email: &str,
+        write: Write<'_>,
+        recalled: &Recalled,
+        deadline: CallDeadline,
+    ) -> Result<String, DestinationError> {
         if let Some(id) = self.search(email, deadline).await? {
             self.memory
                 .remember_record(gate, &id)
