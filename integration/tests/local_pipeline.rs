@@ -369,6 +369,25 @@ async fn one_record_and_its_note(
         card.contains(&format!("delivered to   {title}, record {shown}\n")),
         "{card}"
     );
+    // A shared access token is in the table sealed, never readable.
+    let client = worker_client(&endpoint(DYNAMODB_ENDPOINT)).await;
+    let tokens: Vec<_> = scan(&client, &receipts)
+        .await
+        .into_iter()
+        .filter(|item| text(item, "pk").starts_with("token#"))
+        .collect();
+    assert_eq!(
+        tokens.len(),
+        usize::from(destination == "zoho"),
+        "{tokens:?}"
+    );
+    for token in &tokens {
+        let at_rest = text(token, "accessToken");
+        assert!(
+            at_rest.starts_with("v1:") && !at_rest.contains("1000."),
+            "the token item holds a readable token"
+        );
+    }
     stop(pipeline).await;
     record
 }

@@ -1328,13 +1328,23 @@ async fn call_slots_are_never_held_twice_across_instances() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_shared_tokens_refresh_is_claimed_once_per_generation() {
     use worker::destinations::shared_token::dynamodb::DynamoTokenStore;
+    use worker::destinations::shared_token::seal::TokenSeal;
     use worker::destinations::shared_token::TokenStore;
 
     // On dynalite: moto takes no lock around a conditional write's check.
     let client = worker_client(&endpoint(DYNALITE_ENDPOINT)).await;
     let receipts = create_table_key_only(&client, "ReceiptsTable").await;
+    let key =
+        shared::newest::GateSecret::new("a-test-gate-key-of-at-least-32-characters!").unwrap();
     let stores: Vec<DynamoTokenStore> = (0..4)
-        .map(|_| DynamoTokenStore::new(client.clone(), &receipts, "zoho"))
+        .map(|_| {
+            DynamoTokenStore::new(
+                client.clone(),
+                &receipts,
+                "zoho",
+                TokenSeal::new(&key, "zoho"),
+            )
+        })
         .collect();
     assert_eq!(stores[0].read().await, Ok(None));
     let (a, b, c, d) = tokio::join!(
@@ -1354,6 +1364,13 @@ async fn a_shared_tokens_refresh_is_claimed_once_per_generation() {
     );
     let stored = stores[2].read().await.unwrap().unwrap();
     assert_eq!((stored.token.as_str(), stored.generation), ("token-1", 1));
+    // At rest it is sealed: the table holds no readable token.
+    let items = scan(&client, &receipts).await;
+    let at_rest = text(&items[0], "accessToken");
+    assert!(
+        at_rest.starts_with("v1:") && !at_rest.contains("token-1"),
+        "{at_rest}"
+    );
     // Generation 1 refused: one claim, which lapses if its holder dies.
     assert_eq!(stores[0].claim_refresh(1, 5_000, 20_000).await, Ok(true));
     assert_eq!(stores[1].claim_refresh(1, 6_000, 21_000).await, Ok(false));

@@ -134,6 +134,16 @@ impl GateSecret {
         GateSecret(mac.finalize().into_bytes().to_vec())
     }
 
+    /// A 32-byte key of its own for `purpose`, derived from this one
+    /// (HMAC-SHA256 of `key\0` and the purpose): another use never holds
+    /// the gate key itself, and no two purposes share a key.
+    pub fn derive_key(&self, purpose: &str) -> [u8; 32] {
+        let mut mac = Hmac::<Sha256>::new_from_slice(&self.0).expect("HMAC takes any key length");
+        mac.update(b"key\0");
+        mac.update(purpose.as_bytes());
+        mac.finalize().into_bytes().into()
+    }
+
     /// The HMAC-SHA256 of `parts`, one after the other, under this key, in
     /// lowercase hex: the one pseudonym rule for every item keyed by a
     /// person (a gate, an erasure's marker).

@@ -54,6 +54,7 @@ fn zoho(fake: &ZohoFake, by: &str, store: &InProcessTokenStore) -> Zoho<InProces
         trigger: vec!["workflow".into()],
         field_map: default_field_map(by_email).with_fallbacks(&[("Last_Name", "[not provided]")]),
         gate_key: by_email.then(|| GateKeySetting::Inline(GateSecret::new(GATE_KEY).unwrap())),
+        token_key: GateKeySetting::Inline(GateSecret::new(GATE_KEY).unwrap()),
     };
     let credentials = ZohoCredentials::new(CLIENT_ID, CLIENT_SECRET, REFRESH_TOKEN).unwrap();
     Zoho::new(

@@ -1,5 +1,6 @@
 //! The shared token on the receipts table: one item, keyed
-//! `token#<destination>`, with `accessToken` (S), `refreshAt` (N, epoch
+//! `token#<destination>`, with `accessToken` (S, sealed: `seal`),
+//! `refreshAt` (N, epoch
 //! ms), `generation` (N) and, while an instance refreshes it,
 //! `refreshingUntil` (N, epoch ms). Read strongly consistent; claimed and
 //! stored by conditional updates on the generation. No receipt is read or
@@ -14,6 +15,7 @@ use aws_sdk_dynamodb::Client;
 use shared::keys::TOKEN_KEY_PREFIX;
 use shared::receipt::attr;
 
+use super::seal::TokenSeal;
 use super::{StoreError, StoredToken, TokenStore};
 
 /// The token item's attributes.
@@ -31,15 +33,17 @@ pub struct DynamoTokenStore {
     client: Client,
     table: String,
     key: String,
+    seal: std::sync::Arc<TokenSeal>,
 }
 
 impl DynamoTokenStore {
-    /// The token of `destination` (`zoho`) in `table`.
-    pub fn new(client: Client, table: &str, destination: &str) -> Self {
+    /// The token of `destination` (`zoho`) in `table`, sealed with `seal`.
+    pub fn new(client: Client, table: &str, destination: &str, seal: TokenSeal) -> Self {
         DynamoTokenStore {
             client,
             table: table.to_owned(),
             key: format!("{TOKEN_KEY_PREFIX}{destination}"),
+            seal: std::sync::Arc::new(seal),
         }
     }
 }
@@ -69,11 +73,21 @@ impl TokenStore for DynamoTokenStore {
                 number(REFRESH_AT),
                 number(GENERATION),
             ) {
-                (Some(AttributeValue::S(token)), Some(refresh_at_ms), Some(generation)) => {
-                    Some(StoredToken {
-                        token: token.clone(),
-                        refresh_at_ms,
-                        generation,
+                (Some(AttributeValue::S(sealed)), Some(refresh_at_ms), Some(generation)) => {
+                    Some(match self.seal.open(sealed, &self.key) {
+                        Some(token) => StoredToken {
+                            token,
+                            refresh_at_ms,
+                            generation,
+                        },
+                        // Stored in clear by an earlier version, or under
+                        // another key: due now, so the next use fetches a
+                        // token and stores it sealed over this one.
+                        None => StoredToken {
+                            token: String::new(),
+                            refresh_at_ms: 0,
+                            generation,
+                        },
                     })
                 }
                 // Only claimed so far: no token yet, generation 0.
@@ -109,6 +123,10 @@ impl TokenStore for DynamoTokenStore {
     }
 
     async fn store(&self, token: &str, refresh_at_ms: u64, seen: u64) -> Result<bool, StoreError> {
+        let sealed = self
+            .seal
+            .seal(token, &self.key)
+            .map_err(|error| StoreError(error.to_string()))?;
         let result = self
             .client
             .update_item()
@@ -120,7 +138,7 @@ impl TokenStore for DynamoTokenStore {
             .expression_attribute_names("#at", REFRESH_AT)
             .expression_attribute_names("#gen", GENERATION)
             .expression_attribute_names("#until", REFRESHING_UNTIL)
-            .expression_attribute_values(":token", AttributeValue::S(token.to_owned()))
+            .expression_attribute_values(":token", AttributeValue::S(sealed))
             .expression_attribute_values(":at", number(refresh_at_ms))
             .expression_attribute_values(":next", number(seen + 1))
             .expression_attribute_values(":seen", number(seen))

@@ -15,6 +15,7 @@
 
 pub mod dynamodb;
 pub mod in_process;
+pub mod seal;
 
 use std::future::Future;
 use std::time::Duration;

@@ -19,6 +19,7 @@ use crate::destinations::gates::gate_secret;
 use crate::destinations::memory::dynamodb::DynamoPersonMemory;
 use crate::destinations::memory::PersonMemory;
 use crate::destinations::shared_token::dynamodb::DynamoTokenStore;
+use crate::destinations::shared_token::seal::TokenSeal;
 use crate::destinations::shared_token::AnyTokenStore;
 use crate::destinations::token::{Source, TokenError};
 use crate::destinations::{
@@ -61,10 +62,14 @@ impl DestinationSettings for ZohoConfig {
     ) -> Boxed<'a, Result<ConfiguredDestination, ConfigError>> {
         Box::pin(async move {
             let memory = DynamoPersonMemory::new(env.dynamodb.clone(), env.receipts_table);
+            let stack_key = gate_secret(Some(&self.settings.token_key), || env.secrets_client())
+                .await?
+                .ok_or(ConfigError::Missing("GATE_KEY or GATE_KEY_SECRET_ARN"))?;
             let store = AnyTokenStore::Dynamo(DynamoTokenStore::new(
                 env.dynamodb.clone(),
                 env.receipts_table,
                 "zoho",
+                TokenSeal::new(&stack_key, "zoho"),
             ));
             let mut settings = self.settings;
             settings.gate_key = settings.gate_key.map(|key| env.own_gates(key));

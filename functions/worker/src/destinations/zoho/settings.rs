@@ -87,6 +87,9 @@ pub struct ZohoSettings {
     pub field_map: FieldMap,
     /// Only when keyed by e-mail.
     pub gate_key: Option<GateKeySetting>,
+    /// The stack's gate key, which seals the shared access token in the
+    /// receipts table (every stack has one).
+    pub token_key: GateKeySetting,
 }
 
 impl ZohoSettings {
@@ -166,14 +169,10 @@ impl ZohoSettings {
             ));
         }
         let field_map = field_map.with_fallbacks(&[("Last_Name", "[not provided]")]);
-        let gate_key = if by_email {
-            Some(
-                GateKeySetting::from_lookup(get, true)?
-                    .ok_or(ConfigError::Missing("GATE_KEY or GATE_KEY_SECRET_ARN"))?,
-            )
-        } else {
-            None
-        };
+        let token_key = GateKeySetting::of_stack(get)?.ok_or(ConfigError::Missing(
+            "GATE_KEY or GATE_KEY_SECRET_ARN (Zoho's shared access token is sealed with it)",
+        ))?;
+        let gate_key = by_email.then(|| token_key.clone());
         Ok((
             ZohoSettings {
                 accounts_url,
@@ -183,6 +182,7 @@ impl ZohoSettings {
                 trigger,
                 field_map,
                 gate_key,
+                token_key,
             },
             credentials,
         ))
@@ -261,8 +261,14 @@ mod tests {
             settings.gate_key,
             Some(GateKeySetting::SecretsManager(GATE_ARN.into()))
         );
+        assert_eq!(
+            settings.token_key,
+            GateKeySetting::SecretsManager(GATE_ARN.into()),
+            "the shared token sealed with the stack's key"
+        );
         let (by_submission, _) = load(&[
             (ZOHO_CREDENTIALS_SECRET_ARN, ARN),
+            (GATE_KEY_SECRET_ARN, GATE_ARN),
             (ZOHO_DUPLICATE_CHECK_FIELD, "Submission_Id"),
             (ZOHO_TRIGGER, "none"),
             (ZOHO_MODULE, "Contacts"),
@@ -271,6 +277,18 @@ mod tests {
         .unwrap();
         assert!(!by_submission.by_email());
         assert_eq!(by_submission.gate_key, None, "no gates by submission");
+        assert_eq!(
+            by_submission.token_key,
+            GateKeySetting::SecretsManager(GATE_ARN.into()),
+            "its token sealed all the same"
+        );
+        assert_eq!(
+            load(&[(ZOHO_CREDENTIALS_SECRET_ARN, ARN)]).unwrap_err(),
+            ConfigError::Missing(
+                "GATE_KEY or GATE_KEY_SECRET_ARN (Zoho's shared access token is sealed with it)"
+            ),
+            "every stack has the gate key"
+        );
         assert!(by_submission.trigger.is_empty());
         assert_eq!(by_submission.api_url, "https://www.zohoapis.eu");
         assert!(by_submission
