@@ -162,3 +162,14 @@ pub fn static_forms_post(http: &reqwest::Client, port: u16) -> reqwest::RequestB
     ))
     .header("content-type", "application/json")
 }
+
+/// What a fake lists at `url`, as JSON.
+pub async fn get_json(http: &reqwest::Client, url: &str) -> serde_json::Value {
+    http.get(url)
+        .send()
+        .await
+        .unwrap_or_else(|error| panic!("GET {url}: {error}"))
+        .json()
+        .await
+        .unwrap_or_else(|error| panic!("GET {url}: not JSON ({error})"))
+}

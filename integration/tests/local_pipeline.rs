@@ -1582,14 +1582,15 @@ async fn a_double_submit_is_one_lead_and_the_same_answers_later_are_another() {
 }
 
 /// A person memory that stays small (issue 58), through the real binaries
-/// and the Pipedrive fake: one address submits 200 times (each answer its
+/// and the Pipedrive fake: one address submits 100 times (each answer its
 /// own, so no double submit), and the person's gate item, which records
 /// each note as it is written, keeps only what exactly-once still needs:
-/// it ends under 4 KB, and each submission is one note.
+/// it ends under 2 KB (without pruning, about 7 KB), and each submission
+/// is one note.
 #[tokio::test]
 async fn a_frequent_submitters_gate_item_stays_small_and_each_submission_is_one_note() {
-    const SUBMISSIONS: u64 = 200;
-    const BOUND_BYTES: usize = 4096;
+    const SUBMISSIONS: u64 = 100;
+    const BOUND_BYTES: usize = 2048;
     let table = unique_name("frequent-receipts");
     let (pipeline, webhook_port, crm_port, _printed) = start_pipeline_on("pipedrive", &table).await;
     let http = reqwest::Client::new();
@@ -1599,39 +1600,35 @@ async fn a_frequent_submitters_gate_item_stays_small_and_each_submission_is_one_
             r#"{{"event":"form.submitted","timestamp":{},"data":{{"submissionId":"sub_{n:03}","formData":{{"name":"Ada Lovelace","email":"ada@example.com","message":"Visit {n}"}}}}}}"#,
             AT + n
         );
-        let answer = static_forms_post(&http, webhook_port)
-            .body(body)
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(answer.status(), 202, "sub_{n:03}");
+        // As a sender does, a 5xx (no durable receipt: the local table
+        // busy beside the other suites) is sent again.
+        let mut status = 0;
+        for _ in 0..5 {
+            let answer = static_forms_post(&http, webhook_port)
+                .body(body.clone())
+                .send()
+                .await
+                .unwrap();
+            status = answer.status().as_u16();
+            if status < 500 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
+        assert_eq!(status, 202, "sub_{n:03}");
     }
     let notes_url = format!("http://127.0.0.1:{crm_port}/notes");
-    let deadline = Instant::now() + Duration::from_secs(120);
-    let notes = loop {
-        let notes: serde_json::Value = http
-            .get(&notes_url)
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(300);
+    loop {
+        let notes = get_json(&http, &notes_url).await;
         if notes["count"].as_u64() >= Some(SUBMISSIONS) || Instant::now() > deadline {
-            break notes;
+            break;
         }
         tokio::time::sleep(Duration::from_millis(500)).await;
-    };
+    }
     // A pass later, still one note each.
     tokio::time::sleep(Duration::from_secs(7)).await;
-    let notes: serde_json::Value = http
-        .get(&notes_url)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let notes = get_json(&http, &notes_url).await;
     let mut contents: Vec<&str> = notes["notes"]
         .as_array()
         .unwrap()
@@ -1653,6 +1650,7 @@ async fn a_frequent_submitters_gate_item_stays_small_and_each_submission_is_one_
         .collect();
     assert_eq!(gates.len(), 1, "one person, one gate item");
     let size = item_size(&gates[0]);
+    println!("the person's gate item after {SUBMISSIONS} submissions: {size} bytes");
     assert!(
         size < BOUND_BYTES,
         "the person's gate item holds {size} bytes after {SUBMISSIONS} submissions: {:?}",
@@ -1737,14 +1735,7 @@ async fn a_repeat_after_other_answers_is_new_data_and_a_double_click_is_still_on
     assert_eq!(duplicates[0]["submissionId"], "sub_click_again", "{out}");
 
     let hubspot = format!("http://127.0.0.1:{crm_port}");
-    let contacts: serde_json::Value = http
-        .get(format!("{hubspot}/contacts"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let contacts = get_json(&http, &format!("{hubspot}/contacts")).await;
     let contact = |email: &str| {
         contacts["contacts"]
             .as_array()
@@ -1760,14 +1751,7 @@ async fn a_repeat_after_other_answers_is_new_data_and_a_double_click_is_still_on
         "the newest answers win: {contacts}"
     );
     assert_eq!(contacts["count"], 2, "{contacts}");
-    let notes: serde_json::Value = http
-        .get(format!("{hubspot}/notes"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let notes = get_json(&http, &format!("{hubspot}/notes")).await;
     let notes_of = |email: &str| {
         let id = contact(email)["id"].clone();
         notes["notes"]

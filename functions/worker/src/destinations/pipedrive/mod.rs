@@ -174,19 +174,29 @@ impl<M: PersonMemory> Pipedrive<M> {
                 .await
                 .map_err(memory_error)?;
             if write.history_only {
-                let found = self.search(email, deadline).await?;
-                if let Some(id) = &found {
-                    self.memory
-                        .remember_record(gate, id)
-                        .await
-                        .map_err(memory_error)?;
-                }
-                return Ok(found);
+                return self.found_again(gate, email, deadline).await;
             }
         }
         self.find_or_create(gate, email, write, recalled, deadline)
             .await
             .map(Some)
+    }
+
+    /// The person search finds for `email`, recorded as the person's.
+    async fn found_again(
+        &self,
+        gate: &str,
+        email: &str,
+        deadline: CallDeadline,
+    ) -> Result<Option<String>, DestinationError> {
+        let found = self.search(email, deadline).await?;
+        if let Some(id) = &found {
+            self.memory
+                .remember_record(gate, id)
+                .await
+                .map_err(memory_error)?;
+        }
+        Ok(found)
     }
 
     /// `person` when no recorded person stands: the one search finds, or a
@@ -199,11 +209,7 @@ impl<M: PersonMemory> Pipedrive<M> {
         recalled: &Recalled,
         deadline: CallDeadline,
     ) -> Result<String, DestinationError> {
-        if let Some(id) = self.search(email, deadline).await? {
-            self.memory
-                .remember_record(gate, &id)
-                .await
-                .map_err(memory_error)?;
+        if let Some(id) = self.found_again(gate, email, deadline).await? {
             if !write.history_only && self.update(&id, write.lead, deadline).await?.is_none() {
                 return Err(DestinationError::retryable("person-gone-after-search"));
             }
