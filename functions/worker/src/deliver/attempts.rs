@@ -53,7 +53,8 @@ impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
                         key: &keys[i],
                         history_only,
                         grants_consent: !history_only && may_grant(lead.newest_by(), self.now()),
-                        retried: deliveries[i].receipt.attempts > 0 || attempts[i].made > 0,
+                        retried: attempted_before(&deliveries[i], destination.name())
+                            || attempts[i].made > 0,
                     }
                 })
                 .collect();
@@ -230,5 +231,16 @@ impl Attempts {
             latencies_ms: Vec::new(),
             rate_limited: 0,
         }
+    }
+}
+
+/// Whether `delivery` was attempted at `destination` before this one: its
+/// lane's attempts in a receipt of several destinations (another
+/// destination's say nothing of this one), else the receipt's.
+fn attempted_before(delivery: &Delivery, destination: &str) -> bool {
+    let receipt = &delivery.receipt;
+    match receipt.destinations.get(destination) {
+        Some(lane) => lane.attempts > 0,
+        None => receipt.attempts > 0,
     }
 }
