@@ -392,6 +392,8 @@ async fn the_scheduled_audit_emits_missing_submissions_and_imports_them() {
         .unwrap();
     let secrets = integration::secrets_client(&endpoint).await;
     let arn = integration::create_secret(&secrets, "tally-api-token", API_TOKEN).await;
+    let gate_key =
+        integration::create_secret(&secrets, "gate-key", devtools::local::DEMO_GATE_KEY).await;
     let settings = AuditSettings {
         sender: shared::Sender::Tally,
         token_secret_arn: arn,
@@ -401,6 +403,30 @@ async fn the_scheduled_audit_emits_missing_submissions_and_imports_them() {
         base_url: Some(fake.base_url()),
         retention: shared::Retention::default(),
         erasure_key_secret_arn: None,
+    };
+    // Without the erasure key it imports nothing, and says why.
+    let blind = Auditor::new(
+        settings.clone(),
+        client.clone(),
+        &table,
+        secrets.clone(),
+        shared::metrics::Metrics::default(),
+    );
+    let refused = blind.run(now, a_minute()).await.unwrap_err();
+    assert!(
+        refused
+            .to_string()
+            .contains("the audit imports nothing: without ERASURE_KEY_SECRET_ARN"),
+        "says why: {refused}"
+    );
+    assert_eq!(
+        integration::scan(&client, &table).await.len(),
+        1,
+        "nothing imported, no window marked done"
+    );
+    let settings = AuditSettings {
+        erasure_key_secret_arn: Some(gate_key),
+        ..settings
     };
     let auditor = Auditor::new(
         settings,
@@ -481,7 +507,11 @@ async fn the_scheduled_audit_emits_missing_submissions_and_imports_them() {
         .iter()
         .filter_map(|line| line.get("AuditBehindPeriods").and_then(|v| v.as_f64()))
         .collect();
-    assert_eq!(behind.len(), 3, "{behind:?}");
+    assert_eq!(
+        behind.len(),
+        4,
+        "the refused run without the erasure key too: {behind:?}"
+    );
     assert!(behind.iter().all(|periods| *periods < 1.0), "{behind:?}");
     // A reconciliation pass reports it too, from the stored progress: two
     // periods and a half later, with no audit run between, it is behind.
@@ -571,6 +601,10 @@ async fn the_worker_binary_runs_an_audit_when_its_schedule_asks() {
     let table = integration::create_table(&client, "ReceiptsTable").await;
     let secrets = integration::secrets_client(&endpoint).await;
     let arn = integration::create_secret(&secrets, "audit-token", API_TOKEN).await;
+    // As the template gives an auditing stack: the key erasures are found by.
+    let gate_key_arn =
+        integration::create_secret(&secrets, "audit-gate-key", devtools::local::DEMO_GATE_KEY)
+            .await;
     let bin_dir = std::path::PathBuf::from(std::env::var("FUNCTION_BIN_DIR").unwrap_or_else(|_| {
         panic!("FUNCTION_BIN_DIR is not set: run the suite with `make test`, which builds the functions first")
     }));
@@ -590,6 +624,7 @@ async fn the_worker_binary_runs_an_audit_when_its_schedule_asks() {
                 ("AUDIT_ACTION", "import".to_owned()),
                 ("AUDIT_FORMS", FORM.to_owned()),
                 ("SENDER_API_BASE_URL", fake.base_url()),
+                ("ERASURE_KEY_SECRET_ARN", gate_key_arn.clone()),
             ]);
         }
         env

@@ -75,6 +75,12 @@ pub struct AuditReport {
 pub enum AuditFailed {
     #[error("the sender's API token could not be read ({0})")]
     Token(String),
+    /// `AUDIT_ACTION=import` without `ERASURE_KEY_SECRET_ARN`: an import
+    /// that cannot see erasure markers could bring back a person `receipts
+    /// forget` erased. Nothing is audited or imported; the audit falls
+    /// behind (its alarm) until the key is given.
+    #[error("the audit imports nothing: without ERASURE_KEY_SECRET_ARN it cannot see whom receipts forget erased")]
+    NoErasureKey,
     #[error("the gate key erasures are found by could not be read ({0})")]
     ErasureKey(String),
     #[error("no forms to audit: set AuditForms, or name them in the routes")]
@@ -262,6 +268,9 @@ impl Auditor {
                     Some(GateSecret::new(&text).ok_or_else(|| {
                         AuditFailed::ErasureKey("shorter than a gate key".to_owned())
                     })?)
+                }
+                None if settings.action == AuditAction::Import => {
+                    return Err(AuditFailed::NoErasureKey)
                 }
                 None => None,
             };
