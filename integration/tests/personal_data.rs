@@ -360,6 +360,48 @@ async fn a_person_is_kept_only_until_delivered_and_forget_erases_what_is_left() 
     assert!(out.contains("erased "), "{out}");
 }
 
+/// No path brings an erased person back (issue 59): after `receipts
+/// forget`, a webhook for a submission the person made before it (a
+/// sender's late retry) is stored, and the worker settles it `ERASED`
+/// before any CRM call, its form data gone.
+#[tokio::test]
+async fn a_webhook_after_forget_for_an_earlier_submission_is_never_delivered() {
+    let moto = endpoint(DYNAMODB_ENDPOINT);
+    let ReceiptsWithIngest {
+        client,
+        table,
+        ingest,
+    } = receipts_with_ingest(&moto).await;
+    let crm = CrmStub::start().await.unwrap();
+    let worker = Worker::new(
+        HttpCrm::new(crm.leads_url(), None).unwrap(),
+        DynamoLedger::new(worker_client(&moto).await, &table),
+        8,
+    )
+    .with_stack_key(shared::newest::GateSecret::new(
+        devtools::local::DEMO_GATE_KEY,
+    ));
+    let (ok, out, err) = receipts_cli(
+        &[(shared::newest::GATE_KEY, devtools::local::DEMO_GATE_KEY)],
+        &["--table", &table, "forget", "--email", "ada@example.com"],
+    );
+    assert!(ok, "{out}{err}");
+    // Made on 2026-11-29, before the erasure; it arrives after.
+    assert_eq!(
+        ingest
+            .handle(ada("sub_late", "ada@example.com"))
+            .await
+            .status(),
+        202
+    );
+    drain_stream(&moto, &client, &table, &worker).await;
+    let items = scan(&client, &table).await;
+    let late = find(&items, "sub_late");
+    assert_eq!(text(late, "status"), "ERASED", "{late:?}");
+    assert!(holds_ada(std::slice::from_ref(late)).is_empty(), "{late:?}");
+    assert_eq!(crm.writes(), 0, "no CRM call");
+}
+
 #[test]
 fn forget_refuses_what_is_not_an_address_and_changes_nothing() {
     let (ok, _, err) = receipts_cli(

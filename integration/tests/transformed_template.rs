@@ -167,7 +167,7 @@ fn each_deployed_role_has_exactly_the_access_it_needs() {
             // each submission's note or lead): gate items only, never a
             // receipt.
             json!({"Action": "dynamodb:GetItem", "Effect": "Allow", "Resource": receipts_arn(),
-                   "Condition": {"ForAllValues:StringLike": {"dynamodb:LeadingKeys": ["gate#*"]}}}),
+                   "Condition": {"ForAllValues:StringLike": {"dynamodb:LeadingKeys": ["gate#*", "erased#*"]}}}),
             // The audit, when on: the token; the listed receipts' key and
             // status; imports under this sender's keys; its own item.
             json!({"Fn::If": ["AuditsSender",

@@ -1039,7 +1039,7 @@ async fn a_lead_in_the_leads_table_costs_its_rows_transaction_more() {
         DynamoLedger::new(worker_client, &receipts),
         8,
     )
-    .with_double_submit_key(shared::newest::GateSecret::new(
+    .with_stack_key(shared::newest::GateSecret::new(
         devtools::local::DEMO_GATE_KEY,
     ));
     let stored: Receipt =

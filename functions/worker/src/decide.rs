@@ -202,6 +202,9 @@ pub enum Settlement {
     /// DUPLICATE: a double submit of the receipt with this key, never
     /// delivered (`shared::duplicates`).
     Duplicate(String),
+    /// ERASED: its person was erased after it was made (`shared::erasure`),
+    /// never delivered.
+    Erased,
     /// Still RECEIVED; the reconciler tries again at `at`.
     Later {
         at: SystemTime,
@@ -331,6 +334,12 @@ pub fn lane_after(lane: &Lane, settlement: &Settlement, made: u32, now: &str) ->
             error(&mut next, refusal);
         }
         Settlement::Duplicate(_) => next.state = LaneState::Duplicate,
+        // A receipt's erasure is settled for all its destinations at once,
+        // before any lane: never one lane's answer.
+        Settlement::Erased => {
+            next.state = LaneState::Failed;
+            next.last_error = Some("erased".to_owned());
+        }
         Settlement::Fail(failure) | Settlement::GiveUp(failure) => {
             next.state = LaneState::Failed;
             error(&mut next, failure);

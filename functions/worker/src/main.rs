@@ -32,14 +32,14 @@ async fn main() -> Result<(), Error> {
             tracing::error!(error = %error, "a destination is unavailable; the function cannot start");
         })?;
     let destination = destinations.remove(0);
-    let double_submit_key = gate_secret(config.gate_key.as_ref(), || {
+    let stack_key = gate_secret(config.gate_key.as_ref(), || {
         aws_sdk_secretsmanager::Client::new(&sdk_config)
     })
     .await
     .inspect_err(|error| {
         tracing::error!(error = %error, "the gate key is unavailable; the function cannot start");
     })?;
-    if double_submit_key.is_none() {
+    if stack_key.is_none() {
         tracing::warn!(
             "no GATE_KEY or GATE_KEY_SECRET_ARN: double submits (duplicate_window) are not recognised"
         );
@@ -73,7 +73,7 @@ async fn main() -> Result<(), Error> {
         .with_reconcile_after(config.reconcile_after)
         .with_metrics(config.metrics)
         .with_auditor(auditor)
-        .with_double_submit_key(double_submit_key)
+        .with_stack_key(stack_key)
         .with_notifier(notifier);
     let worker = &worker;
 

@@ -26,11 +26,14 @@ pub enum RecordOutcome {
     Refused,
     /// A double submit of another receipt: DUPLICATE, never delivered.
     Duplicate,
+    /// Made before `receipts forget` erased its person, arrived after:
+    /// ERASED, never delivered.
+    Erased,
 }
 
 impl RecordOutcome {
     /// Every outcome, for the metrics contract and the dashboard.
-    pub const ALL: [RecordOutcome; 9] = [
+    pub const ALL: [RecordOutcome; 10] = [
         RecordOutcome::Upserted,
         RecordOutcome::Skipped,
         RecordOutcome::Stale,
@@ -40,6 +43,7 @@ impl RecordOutcome {
         RecordOutcome::GaveUp,
         RecordOutcome::Refused,
         RecordOutcome::Duplicate,
+        RecordOutcome::Erased,
     ];
 
     pub fn code(self) -> &'static str {
@@ -53,6 +57,7 @@ impl RecordOutcome {
             RecordOutcome::GaveUp => "gave-up",
             RecordOutcome::Refused => "refused",
             RecordOutcome::Duplicate => "duplicate",
+            RecordOutcome::Erased => "erased",
         }
     }
 }

@@ -54,6 +54,8 @@ pub struct PassReport {
     pub refused: usize,
     /// Double submits of other receipts (DUPLICATE): never delivered.
     pub duplicates: usize,
+    /// Made before their person was erased (ERASED): never delivered.
+    pub erased: usize,
     /// New-lead notices sent by this pass (waiting ones, and those of the
     /// leads it wrote), and those still due again after it.
     pub notices_sent: usize,
@@ -137,6 +139,7 @@ impl<D: Destination, L: ReceiptLedger + PendingQueue> Worker<D, L> {
                     }
                     RecordOutcome::Refused => report.refused += 1,
                     RecordOutcome::Duplicate => report.duplicates += 1,
+                    RecordOutcome::Erased => report.erased += 1,
                     RecordOutcome::FailedRetryable => report.unrecorded += 1,
                     RecordOutcome::Skipped => report.skipped += 1,
                 }

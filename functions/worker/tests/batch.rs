@@ -736,6 +736,9 @@ impl ReceiptLedger for CompletedElsewhere {
     ) -> Result<Option<String>, LedgerError> {
         self.0.first_of_identical(item, first).await
     }
+    async fn erased_at(&self, marker: &str) -> Result<Option<String>, LedgerError> {
+        self.0.erased_at(marker).await
+    }
     async fn claim_notice(
         &self,
         key: &shared::IdempotencyKey,

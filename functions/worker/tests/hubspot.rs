@@ -984,6 +984,43 @@ async fn an_older_submission_whose_contact_is_gone_settles_stale() {
     assert_eq!(fake.notes().len(), 1, "the newer one's note alone");
 }
 
+/// No path brings an erased person back (issue 59): a submission made
+/// before `receipts forget` erased its person, arriving after (a late
+/// webhook), is settled ERASED with its form data gone and no HubSpot
+/// call; one the person made after the erasure is a new lead.
+#[tokio::test]
+async fn a_submission_made_before_its_persons_erasure_is_settled_erased_uncalled() {
+    let fake = HubSpotFake::start(TOKEN).await.unwrap();
+    let before = receipt("sub_before", "Ada@Example.com", "Ada", 1_795_941_500);
+    let after = receipt("sub_after", "ada@example.com", "Ada", 1_795_941_700);
+    let key = gate_secret().unwrap();
+    let ledger = ledger_of(&[&before, &after]);
+    // Between the two: 1_795_941_600.
+    ledger.mark_erased(
+        &shared::erasure::marker_key(&key, "ada@example.com"),
+        &shared::time::format_timestamp(
+            SystemTime::UNIX_EPOCH + Duration::from_secs(1_795_941_600),
+        ),
+    );
+    let worker = worker(settings(&fake, IdProperty::Email), ledger).with_stack_key(Some(key));
+    worker.handle(inserts(&[&before]), in_seconds(30)).await;
+    let erased = worker.ledger().get(&before.pk).unwrap();
+    assert_eq!(erased.status, ReceiptStatus::Erased);
+    assert!(erased.payload.is_none(), "its form data is gone");
+    assert!(
+        fake.calls().is_empty(),
+        "no HubSpot call: {:?}",
+        fake.calls()
+    );
+    worker.handle(inserts(&[&after]), in_seconds(30)).await;
+    assert_eq!(status_of(&worker, &after).0, ReceiptStatus::Completed);
+    assert_eq!(
+        fake.contacts().len(),
+        1,
+        "a submission after the erasure is a lead"
+    );
+}
+
 #[tokio::test]
 async fn contacts_by_submission_keep_no_notes() {
     let fake = HubSpotFake::start(TOKEN).await.unwrap();

@@ -123,12 +123,13 @@ fn each_function_may_do_only_what_it_needs() {
         .iter()
         .filter(|s| s["Action"] == "dynamodb:GetItem")
         .collect();
-    // The routes item, and gate items (double submits): never a receipt.
+    // The routes item, and gate items (double submits) and erasure
+    // markers: never a receipt.
     assert_eq!(reads.len(), 2, "the worker reads no receipt with GetItem");
     assert!(reads_the_routes_alone(reads[0]), "{}", reads[0]);
     assert_eq!(
         reads[1]["Condition"]["ForAllValues:StringLike"]["dynamodb:LeadingKeys"],
-        serde_json::json!(["gate#*"]),
+        serde_json::json!(["gate#*", "erased#*"]),
         "{}",
         reads[1]
     );
@@ -217,7 +218,7 @@ fn each_function_may_do_only_what_it_needs() {
             .iter()
             .any(
                 |read| read["Condition"]["ForAllValues:StringLike"]["dynamodb:LeadingKeys"]
-                    == serde_json::json!(["gate#*"])
+                    == serde_json::json!(["gate#*", "erased#*"])
             ),
         "{reads:?}"
     );

@@ -31,7 +31,7 @@ impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
         via: Via,
         started: Instant,
     ) -> (Slotted<Delivery>, Slotted<RecordOutcome>) {
-        let Some(secret) = &self.double_submit_key else {
+        let Some(secret) = &self.stack_key else {
             return (deliveries, Vec::new());
         };
         let routes = self.routes.now().await.ok();

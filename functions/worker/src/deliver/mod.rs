@@ -27,6 +27,7 @@ pub mod announce;
 mod attempts;
 pub mod claim;
 mod double;
+mod erased;
 mod finish;
 mod lanes;
 mod newest;
@@ -89,9 +90,10 @@ pub struct Worker<D, L> {
     metrics: shared::metrics::Metrics,
     routes: RoutesInForce,
     auditor: Option<crate::audit::Auditor>,
-    /// The stack's gate key, which keys the items of double submits;
-    /// without it no two submissions are compared.
-    double_submit_key: Option<shared::newest::GateSecret>,
+    /// The stack's gate key, which keys the items of double submits and
+    /// the erasure markers `receipts forget` leaves; without it no two
+    /// submissions are compared and no marker is looked for.
+    stack_key: Option<shared::newest::GateSecret>,
     /// Where new-lead notices go (`NOTIFY_URL`); none, no notice.
     notifier: Option<crate::notice::Notifier>,
 }
@@ -110,7 +112,7 @@ impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
             metrics: shared::metrics::Metrics::default(),
             routes: RoutesInForce::fixed(Default::default()),
             auditor: None,
-            double_submit_key: None,
+            stack_key: None,
             notifier: None,
         }
     }
@@ -135,10 +137,10 @@ impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
         self
     }
 
-    /// Compares submissions for double submits (`duplicate_window`) with
-    /// the stack's gate key.
-    pub fn with_double_submit_key(mut self, key: Option<shared::newest::GateSecret>) -> Self {
-        self.double_submit_key = key;
+    /// The stack's gate key: double submits (`duplicate_window`) are
+    /// compared, and erasure markers found, with it.
+    pub fn with_stack_key(mut self, key: Option<shared::newest::GateSecret>) -> Self {
+        self.stack_key = key;
         self
     }
 
@@ -357,8 +359,9 @@ impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
         let started = Instant::now();
         let mut outcomes = vec![RecordOutcome::Skipped; deliveries.len()];
         let (routed, waiting) = self.follow_routes(deliveries, via, started).await;
+        let (routed, erased) = self.set_aside_erased(routed, via, started).await;
         let (routed, set_aside) = self.set_aside_double_submits(routed, via, started).await;
-        for (slot, outcome) in waiting.into_iter().chain(set_aside) {
+        for (slot, outcome) in waiting.into_iter().chain(erased).chain(set_aside) {
             outcomes[slot] = outcome;
         }
         let (slots, routed): (Vec<usize>, Vec<Delivery>) = routed.into_iter().unzip();

@@ -199,6 +199,11 @@ impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
                 Level::INFO,
                 "receipt delivery handled; a double submit of another receipt, not delivered",
             ),
+            Settlement::Erased => (
+                RecordOutcome::Erased,
+                Level::INFO,
+                "receipt delivery handled; its person was erased after it was made, not delivered",
+            ),
             Settlement::Fail(failure) | Settlement::GiveUp(failure) => {
                 line.reason = Some(&failure.code);
                 line.http_status = failure.status;
@@ -294,6 +299,16 @@ impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
                     keep_payload: false,
                     destination: name.to_owned(),
                     ending: Ending::Duplicate(of.clone()),
+                    notice: None,
+                };
+                self.ledger.mark_completed(key, &attempt, &completion).await
+            }
+            Settlement::Erased => {
+                let completion = Completion {
+                    expires_at: self.rules.retention.expiry_after((self.clock)()),
+                    keep_payload: false,
+                    destination: name.to_owned(),
+                    ending: Ending::Erased,
                     notice: None,
                 };
                 self.ledger.mark_completed(key, &attempt, &completion).await

@@ -26,6 +26,8 @@ pub struct MemoryLedger {
     gates: Mutex<HashMap<String, String>>,
     /// The firsts of identical submissions, by item.
     firsts: Mutex<HashMap<String, Vec<First>>>,
+    /// Erasure markers: when each person was erased, by marker key.
+    erasures: Mutex<HashMap<String, String>>,
 }
 
 impl MemoryLedger {
@@ -38,6 +40,14 @@ impl MemoryLedger {
             ledger.insert(receipt.clone());
         }
         ledger
+    }
+
+    /// The marker `receipts forget` leaves for a person erased `at`.
+    pub fn mark_erased(&self, marker: &str, at: &str) {
+        self.erasures
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .insert(marker.to_owned(), at.to_owned());
     }
 
     pub fn insert(&self, receipt: Receipt) {
@@ -180,6 +190,15 @@ impl ReceiptLedger for MemoryLedger {
         Ok(Marked::Updated)
     }
 
+    async fn erased_at(&self, marker: &str) -> Result<Option<String>, LedgerError> {
+        Ok(self
+            .erasures
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .get(marker)
+            .cloned())
+    }
+
     async fn first_of_identical(
         &self,
         item: &str,
@@ -273,6 +292,7 @@ impl ReceiptLedger for MemoryLedger {
                 Ending::Delivered(record) => (ReceiptStatus::Completed, Some(record), None, None),
                 Ending::Refused(code) => (ReceiptStatus::Refused, None, Some(code.clone()), None),
                 Ending::Duplicate(of) => (ReceiptStatus::Duplicate, None, None, Some(of.clone())),
+                Ending::Erased => (ReceiptStatus::Erased, None, None, None),
             };
             receipt.duplicate_of = duplicate_of;
             receipt.status = status;

@@ -73,6 +73,9 @@ pub enum Ending {
     /// DUPLICATE: a double submit of the receipt with this key
     /// (`duplicateOf`), never delivered; no personal data is kept.
     Duplicate(String),
+    /// ERASED: made before `receipts forget` erased its person, and
+    /// arrived after (a late webhook): never delivered, no personal data.
+    Erased,
 }
 
 impl Completion {
@@ -216,6 +219,15 @@ pub trait ReceiptLedger: Send + Sync {
         &self,
         item: &str,
         first: &FirstSubmission,
+    ) -> impl Future<Output = Result<Option<String>, LedgerError>> + Send;
+
+    /// When `receipts forget` erased the person behind the erasure marker
+    /// `marker` (`shared::erasure::marker_key`), RFC 3339; `None` when no
+    /// marker stands. Read consistently: a marker written a moment ago
+    /// counts.
+    fn erased_at(
+        &self,
+        marker: &str,
     ) -> impl Future<Output = Result<Option<String>, LedgerError>> + Send;
 
     /// Takes a delivered receipt's waiting notice for one send until

@@ -69,6 +69,10 @@ impl<L: ReceiptLedger> ReceiptLedger for WatchedLedger<L> {
         self.inner.first_of_identical(item, first).await
     }
 
+    async fn erased_at(&self, marker: &str) -> Result<Option<String>, LedgerError> {
+        self.inner.erased_at(marker).await
+    }
+
     async fn claim_notice(
         &self,
         key: &IdempotencyKey,

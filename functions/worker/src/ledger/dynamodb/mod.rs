@@ -3,6 +3,7 @@
 //! the queue of waiting ones (queries of the sparse, keys-only queue index)
 //! in `queue`.
 
+mod erasure;
 mod identical;
 mod lanes;
 mod newest;
@@ -165,6 +166,10 @@ impl ReceiptLedger for DynamoLedger {
         self.first_identical(item, first).await
     }
 
+    async fn erased_at(&self, marker: &str) -> Result<Option<String>, LedgerError> {
+        self.erasure_of(marker).await
+    }
+
     async fn claim(
         &self,
         key: &IdempotencyKey,
@@ -282,6 +287,7 @@ impl ReceiptLedger for DynamoLedger {
             Ending::Delivered(record) => (ReceiptStatus::Completed, Some(record), None, None),
             Ending::Refused(code) => (ReceiptStatus::Refused, None, Some(code.as_str()), None),
             Ending::Duplicate(of) => (ReceiptStatus::Duplicate, None, None, Some(of.as_str())),
+            Ending::Erased => (ReceiptStatus::Erased, None, None, None),
         };
         let mut set = "#status = :status, #completedAt = :at, #expiresAt = :expires, #deliveredTo = :deliveredTo".to_owned();
         let mut values = vec![

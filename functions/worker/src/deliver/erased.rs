@@ -1,0 +1,90 @@
+//! No path brings an erased person back (`shared::erasure`): after its
+//! route is known and before any double-submit check or destination call,
+//! each lead with an address is looked up by its person's erasure marker.
+//! One made before `receipts forget` erased its person (a webhook that
+//! arrives after the erasure, a retry of one) is settled ERASED, its form
+//! data removed, no destination called. A ledger that cannot answer leaves
+//! it for a later delivery, nothing sent.
+
+use std::time::Instant;
+
+use futures_util::stream::{self, StreamExt};
+use shared::erasure::{covers, marker_key};
+use shared::time::parse_timestamp;
+
+use super::routing::Slotted;
+use super::Worker;
+use crate::decide::{Delivery, Settlement};
+use crate::destinations::port::Destination;
+use crate::ledger::{LedgerError, ReceiptLedger};
+use crate::outcome::{RecordOutcome, Via};
+
+impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
+    /// The deliveries whose person stands (to go on), and the outcome of
+    /// each erased one or one whose marker could not be read.
+    pub(super) async fn set_aside_erased(
+        &self,
+        deliveries: Slotted<Delivery>,
+        via: Via,
+        started: Instant,
+    ) -> (Slotted<Delivery>, Slotted<RecordOutcome>) {
+        let Some(secret) = &self.stack_key else {
+            return (deliveries, Vec::new());
+        };
+        let looks: Vec<_> = deliveries
+            .iter()
+            .map(|(_, delivery)| async move {
+                let Some(email) = delivery.lead.normalised_email() else {
+                    return Ok(false);
+                };
+                let erased_at = self.ledger.erased_at(&marker_key(secret, &email)).await?;
+                Ok::<bool, LedgerError>(erased_at.is_some_and(|erased_at| {
+                    match (
+                        parse_timestamp(&erased_at),
+                        parse_timestamp(delivery.lead.newest_by()),
+                    ) {
+                        (Some(erased), Some(made)) => covers(erased, made),
+                        // An unreadable time: the marker wins.
+                        _ => true,
+                    }
+                }))
+            })
+            .collect();
+        let looks: Vec<Result<bool, LedgerError>> = stream::iter(looks)
+            .buffered(self.concurrency)
+            .collect()
+            .await;
+        let mut standing = Vec::with_capacity(deliveries.len());
+        let mut set_aside = Vec::new();
+        for ((slot, delivery), look) in deliveries.into_iter().zip(looks) {
+            let submission_id = delivery.receipt.submission_id.clone();
+            match look {
+                Ok(false) => standing.push((slot, delivery)),
+                Ok(true) => {
+                    let outcome = self
+                        .record(
+                            &delivery.receipt.key(),
+                            Some(&submission_id),
+                            Settlement::Erased,
+                            0,
+                            via,
+                            started,
+                        )
+                        .await;
+                    set_aside.push((slot, outcome));
+                }
+                Err(error) => {
+                    let outcome = self.unanswered(
+                        &submission_id,
+                        &error,
+                        (via, started),
+                        "erasure check",
+                        "receipt delivery handled; its erasure check could not be made",
+                    );
+                    set_aside.push((slot, outcome));
+                }
+            }
+        }
+        (standing, set_aside)
+    }
+}
