@@ -86,6 +86,55 @@ pub fn named_answers(lead: &Lead, names: &[String]) -> Option<Map<String, Value>
     Some(answers)
 }
 
+/// What a waiting notice keeps on its receipt (`noticeFields`, personal
+/// data, until the notice is sent): the answers its route names, and the
+/// key of its person's erasure marker (`erasure::marker_key`, a pseudonym),
+/// so that a notice sent after `receipts forget` erased them carries none
+/// of their answers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WaitingAnswers {
+    pub answers: Map<String, Value>,
+    pub person: Option<String>,
+}
+
+impl WaitingAnswers {
+    /// As stored: `{"answers": {...}, "person": "erased#hmac:..."}`.
+    pub fn to_stored(&self) -> String {
+        let mut stored = json!({"answers": self.answers});
+        if let Some(person) = &self.person {
+            stored["person"] = Value::from(person.as_str());
+        }
+        stored.to_string()
+    }
+
+    /// From `noticeFields` as stored, or as an earlier version stored it
+    /// (the answers alone, no person).
+    pub fn from_stored(text: &str) -> Option<WaitingAnswers> {
+        let Value::Object(mut stored) = serde_json::from_str(text).ok()? else {
+            return None;
+        };
+        match (stored.remove("answers"), stored.remove("person")) {
+            (Some(Value::Object(answers)), person) if stored.is_empty() => Some(WaitingAnswers {
+                answers,
+                person: person.and_then(|p| p.as_str().map(str::to_owned)),
+            }),
+            (answers, person) => {
+                // An earlier version's: every key an answer.
+                if let Some(answers) = answers {
+                    stored.insert("answers".to_owned(), answers);
+                }
+                if let Some(person) = person {
+                    stored.insert("person".to_owned(), person);
+                }
+                Some(WaitingAnswers {
+                    answers: stored,
+                    person: None,
+                })
+            }
+        }
+    }
+}
+
 /// The JSON body: `text` for chat webhooks (Slack and Teams read it),
 /// `lead` with the same facts for any other endpoint.
 pub fn body(facts: &Facts<'_>) -> Value {
@@ -142,6 +191,26 @@ pub fn body(facts: &Facts<'_>) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn waiting_answers_keep_their_person_and_read_an_earlier_versions() {
+        let mut answers = Map::new();
+        answers.insert("plan".into(), Value::from("Pro"));
+        let waiting = WaitingAnswers {
+            answers: answers.clone(),
+            person: Some("erased#hmac:ab12".into()),
+        };
+        assert_eq!(
+            WaitingAnswers::from_stored(&waiting.to_stored()),
+            Some(waiting)
+        );
+        let earlier = WaitingAnswers::from_stored(r#"{"plan":"Pro"}"#).unwrap();
+        assert_eq!((earlier.answers, earlier.person), (answers, None));
+        // A route that names a field called "answers": an earlier value.
+        let odd = WaitingAnswers::from_stored(r#"{"answers":"yes","plan":"Pro"}"#).unwrap();
+        assert_eq!(odd.answers.len(), 2);
+        assert_eq!(WaitingAnswers::from_stored("not json"), None);
+    }
 
     #[test]
     fn a_notice_says_where_the_lead_is_and_nothing_the_person_wrote() {

@@ -1021,6 +1021,54 @@ async fn a_submission_made_before_its_persons_erasure_is_settled_erased_uncalled
     );
 }
 
+/// A notice still waiting when its person is erased (issue 59) carries
+/// none of their answers: the route names `plan` for the notice, the first
+/// send is refused, `receipts forget` erases the person, and the next send
+/// goes without the plan.
+#[tokio::test]
+async fn a_waiting_notice_carries_none_of_an_erased_persons_answers() {
+    let fake = HubSpotFake::start(TOKEN).await.unwrap();
+    let endpoint = devtools::notice_endpoint::NoticeEndpoint::start(1)
+        .await
+        .unwrap();
+    let body = serde_json::json!({"event": "form.submitted",
+        "data": {"submissionId": "sub_plan", "apiKey": "pricing_form",
+                 "formData": {"firstName": "Ada", "email": "ada@example.com", "plan": "Pro"}}});
+    let lead = Receipt::new(
+        &FormSubmission::parse(body.to_string().as_bytes()).unwrap(),
+        SystemTime::now(),
+    );
+    let routes = Arc::new(
+        shared::routes::parse("[[route]]\nform = \"pricing_form\"\nnotify_fields = [\"plan\"]\n")
+            .unwrap(),
+    );
+    let key = gate_secret().unwrap();
+    let clock = shared::clock::Adjustable::default();
+    let worker = worker(settings(&fake, IdProperty::Email), ledger_of(&[&lead]))
+        .with_stack_key(Some(key.clone()))
+        .with_routes(aws_edge::routes::RoutesInForce::fixed(routes))
+        .with_notifier(Some(worker::notice::Notifier::new(endpoint.url()).unwrap()))
+        .with_clock(clock.clock());
+    worker.handle(inserts(&[&lead]), in_seconds(30)).await;
+    assert_eq!(status_of(&worker, &lead).0, ReceiptStatus::Completed);
+    assert!(endpoint.accepted().is_empty(), "the first send was refused");
+    // Erased after its delivery, while its notice waits.
+    clock.advance(Duration::from_secs(60));
+    worker.ledger().mark_erased(
+        &shared::erasure::marker_key(&key, "ada@example.com"),
+        &shared::time::format_timestamp(clock.clock()()),
+    );
+    clock.advance(Duration::from_secs(3600));
+    worker.reconcile(in_seconds(30)).await;
+    let accepted = endpoint.accepted();
+    assert_eq!(accepted.len(), 1, "{accepted:?}");
+    assert!(
+        !accepted[0].to_string().contains("Pro"),
+        "none of the erased person's answers: {}",
+        accepted[0]
+    );
+}
+
 #[tokio::test]
 async fn contacts_by_submission_keep_no_notes() {
     let fake = HubSpotFake::start(TOKEN).await.unwrap();

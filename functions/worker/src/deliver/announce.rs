@@ -19,7 +19,7 @@ use crate::decide::Delivery;
 use crate::destinations::port::Destination;
 use crate::ledger::{NoticeClaim, NoticeSent, ReceiptLedger, WaitingNotice};
 use crate::notice::Sent;
-use shared::notice::Placed;
+use shared::notice::{Placed, WaitingAnswers};
 
 /// What became of one receipt's notice.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -50,8 +50,12 @@ impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
             return None;
         }
         let names = route.map_or(&[][..], |route| route.notify_fields.as_slice());
+        let person = self.stack_key.as_ref().and_then(|key| {
+            let email = delivery.lead.normalised_email()?;
+            Some(shared::erasure::marker_key(key, &email))
+        });
         let fields = shared::notice::named_answers(&delivery.lead, names)
-            .map(|answers| serde_json::Value::Object(answers).to_string());
+            .map(|answers| WaitingAnswers { answers, person }.to_stored());
         Some(WaitingNotice { fields })
     }
 
@@ -106,10 +110,22 @@ impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
             .as_deref()
             .and_then(|reference| routes.as_deref()?.route_by_ref(reference))
             .and_then(|route| route.name.clone());
-        let fields: Option<serde_json::Map<String, serde_json::Value>> = receipt
+        let fields = match receipt
             .notice_fields
             .as_deref()
-            .and_then(|text| serde_json::from_str(text).ok());
+            .and_then(WaitingAnswers::from_stored)
+        {
+            // Its person erased since it arrived: none of their answers.
+            Some(waiting)
+                if self
+                    .erased_since(waiting.person.as_deref(), &receipt.received_at)
+                    .await =>
+            {
+                None
+            }
+            Some(waiting) => Some(waiting.answers),
+            None => None,
+        };
         // Sent once every destination of the receipt settled: each that
         // has the lead, with its record there.
         let destinations: Vec<Placed<'_>> = match receipt.destinations.is_empty() {

@@ -37,17 +37,8 @@ impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
                 let Some(email) = delivery.lead.normalised_email() else {
                     return Ok(false);
                 };
-                let erased_at = self.ledger.erased_at(&marker_key(secret, &email)).await?;
-                Ok::<bool, LedgerError>(erased_at.is_some_and(|erased_at| {
-                    match (
-                        parse_timestamp(&erased_at),
-                        parse_timestamp(delivery.lead.newest_by()),
-                    ) {
-                        (Some(erased), Some(made)) => covers(erased, made),
-                        // An unreadable time: the marker wins.
-                        _ => true,
-                    }
-                }))
+                self.erased_after(&marker_key(secret, &email), delivery.lead.newest_by())
+                    .await
             })
             .collect();
         let looks: Vec<Result<bool, LedgerError>> = stream::iter(looks)
@@ -86,5 +77,28 @@ impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
             }
         }
         (standing, set_aside)
+    }
+
+    /// Whether the person of the erasure marker `marker` was erased after
+    /// `made` (RFC 3339): a marker with an unreadable time covers all.
+    async fn erased_after(&self, marker: &str, made: &str) -> Result<bool, LedgerError> {
+        let erased_at = self.ledger.erased_at(marker).await?;
+        Ok(erased_at.is_some_and(|erased_at| {
+            match (parse_timestamp(&erased_at), parse_timestamp(made)) {
+                (Some(erased), Some(made)) => covers(erased, made),
+                _ => true,
+            }
+        }))
+    }
+
+    /// For a waiting notice: whether its person (`person`, their marker's
+    /// key) was erased since the receipt arrived `received_at`. A marker
+    /// that cannot be read counts as erased: a notice then goes without
+    /// the answers rather than with an erased person's.
+    pub(super) async fn erased_since(&self, person: Option<&str>, received_at: &str) -> bool {
+        let Some(marker) = person else {
+            return false;
+        };
+        self.erased_after(marker, received_at).await.unwrap_or(true)
     }
 }
