@@ -402,6 +402,67 @@ async fn a_webhook_after_forget_for_an_earlier_submission_is_never_delivered() {
     assert_eq!(crm.writes(), 0, "no CRM call");
 }
 
+/// A delivered receipt whose notice still waits keeps the answers its
+/// route names and no payload: `receipts forget` finds it by the person's
+/// marker key the notice keeps beside them, and removes them (issue 59).
+#[tokio::test]
+async fn forget_removes_the_answers_a_waiting_notice_keeps() {
+    let moto = endpoint(DYNAMODB_ENDPOINT);
+    let client = worker_client(&moto).await;
+    let table = create_table(&client, "ReceiptsTable").await;
+    let key = shared::newest::GateSecret::new(devtools::local::DEMO_GATE_KEY).unwrap();
+    let waiting = |id: &str, email: &str| {
+        let mut receipt = Receipt::new(
+            &FormSubmission::parse(ada_body(id, email).as_bytes()).unwrap(),
+            SystemTime::now(),
+        );
+        let mut answers = serde_json::Map::new();
+        answers.insert("plan".into(), serde_json::Value::from("Pro"));
+        receipt.status = ReceiptStatus::Completed;
+        receipt.payload = None;
+        receipt.pending = None;
+        receipt.next_attempt_at = None;
+        receipt.notice_fields = Some(
+            shared::notice::WaitingAnswers {
+                answers,
+                person: Some(shared::erasure::marker_key(&key, email)),
+            }
+            .to_stored(),
+        );
+        receipt
+    };
+    for receipt in [
+        waiting("sub_ada", "ada@example.com"),
+        waiting("sub_bo", "bo@example.com"),
+    ] {
+        client
+            .put_item()
+            .table_name(&table)
+            .set_item(Some(serde_dynamo::to_item(&receipt).unwrap()))
+            .send()
+            .await
+            .unwrap();
+    }
+    let (ok, out, err) = receipts_cli(
+        &[(shared::newest::GATE_KEY, devtools::local::DEMO_GATE_KEY)],
+        &["--table", &table, "forget", "--email", "Ada@Example.com"],
+    );
+    assert!(ok, "{out}{err}");
+    assert!(
+        out.contains("1 receipt(s) hold form data of this address"),
+        "{out}"
+    );
+    let items = scan(&client, &table).await;
+    assert!(
+        !find(&items, "sub_ada").contains_key("noticeFields"),
+        "her waiting notice's answers are gone"
+    );
+    assert!(
+        find(&items, "sub_bo").contains_key("noticeFields"),
+        "another person's stay"
+    );
+}
+
 #[test]
 fn forget_refuses_what_is_not_an_address_and_changes_nothing() {
     let (ok, _, err) = receipts_cli(

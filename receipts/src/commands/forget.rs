@@ -162,6 +162,7 @@ pub(super) async fn forget(
     )?;
     let selection = Selection {
         email: Some(request.email.clone()),
+        person: request.gates.marker_of(&request.email),
         max_pages: Some(pages),
         ..Selection::default()
     };

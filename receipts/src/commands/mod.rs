@@ -203,7 +203,7 @@ pub async fn run(config: &SdkConfig, target: &Target, command: Command) -> Resul
                 status: status.filter(|_| destination.is_none()),
                 window: window(&times)?,
                 email,
-                max_pages: None,
+                ..Selection::default()
             };
             let at = destination.map(|name| (name, status));
             list::list(&table, &selection, (limit, at), json, payload, &mut out).await?;

@@ -147,7 +147,13 @@ impl ReceiptsTable {
             .table_name(&self.table)
             .key(attr::PK, AttributeValue::S(key.to_owned()))
             .update_expression(format!("SET #erasedAt = :now REMOVE {remove_personal}"))
-            .condition_expression("#status = :completed AND attribute_exists(#personal0)")
+            .condition_expression(format!(
+                "#status = :completed AND ({})",
+                (0..PERSONAL_ATTRIBUTES.len())
+                    .map(|n| format!("attribute_exists(#personal{n})"))
+                    .collect::<Vec<_>>()
+                    .join(" OR ")
+            ))
             .expression_attribute_names("#status", attr::STATUS)
             .expression_attribute_names("#erasedAt", attr::ERASED_AT)
             .expression_attribute_values(":completed", s(ReceiptStatus::Completed.as_str()))

@@ -112,6 +112,11 @@ pub struct Selection {
     /// Only receipts whose lead has this normalised e-mail (read from the
     /// payload, so only with [`Reading::WithPayload`]).
     pub email: Option<String>,
+    /// With `email`: also the delivered receipts whose waiting notice
+    /// names this person (their erasure marker's key,
+    /// `shared::notice::WaitingAnswers::person`), which hold the answers
+    /// the notice will show but no payload to find them by.
+    pub person: Option<String>,
     /// Stop after this many pages (each at most 1 MB, DynamoDB's page
     /// size): a bound on what the scan costs. `None`: the whole table.
     pub max_pages: Option<usize>,
@@ -247,8 +252,15 @@ impl ReceiptsTable {
         let mut values = HashMap::new();
         if selection.email.is_some() {
             // Only receipts that still hold form data can name anyone.
-            conditions.push(Cow::from("attribute_exists(#payload)"));
             names.insert("#payload".to_owned(), attr::PAYLOAD.to_owned());
+            if selection.person.is_some() {
+                conditions.push(Cow::from(
+                    "(attribute_exists(#payload) OR attribute_exists(#noticeFields))",
+                ));
+                names.insert("#noticeFields".to_owned(), attr::NOTICE_FIELDS.to_owned());
+            } else {
+                conditions.push(Cow::from("attribute_exists(#payload)"));
+            }
         }
         let status_text = match status {
             Some(StatusFilter::Received) => Some(ReceiptStatus::Received.as_str()),
@@ -326,6 +338,7 @@ impl ReceiptsTable {
                     Ok(receipt) => {
                         let wanted = selection.email.as_ref().is_none_or(|email| {
                             shared::lead::email_of(&receipt).as_ref() == Some(email)
+                                || notice_names(&receipt, selection.person.as_deref())
                         });
                         if wanted {
                             so_far.matched += 1;
@@ -366,6 +379,20 @@ impl ReceiptsTable {
             .map_err(TableError::store)?;
         Ok(output.item.is_some())
     }
+}
+
+/// Whether `receipt`'s waiting notice keeps the answers of `person` (their
+/// erasure marker's key).
+fn notice_names(receipt: &Receipt, person: Option<&str>) -> bool {
+    let Some(person) = person else {
+        return false;
+    };
+    receipt
+        .notice_fields
+        .as_deref()
+        .and_then(shared::notice::WaitingAnswers::from_stored)
+        .and_then(|waiting| waiting.person)
+        .is_some_and(|named| named == person)
 }
 
 #[cfg(test)]
