@@ -92,37 +92,19 @@ impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
         for (index, look) in judged.into_iter().flatten() {
             looks[index] = look;
         }
-        let mut first = Vec::with_capacity(deliveries.len());
-        let mut set_aside = Vec::new();
-        for ((slot, delivery), look) in deliveries.into_iter().zip(looks) {
-            let submission_id = delivery.receipt.submission_id.clone();
-            match look {
-                Ok(None) => first.push((slot, delivery)),
-                Ok(Some(original)) => {
-                    let outcome = self
-                        .record(
-                            &delivery.receipt.key(),
-                            Some(&submission_id),
-                            Settlement::Duplicate(original),
-                            0,
-                            via,
-                            started,
-                        )
-                        .await;
-                    set_aside.push((slot, outcome));
-                }
-                Err(error) => {
-                    let outcome = self.unanswered(
-                        &submission_id,
-                        &error,
-                        (via, started),
-                        "double-submit check",
-                        "receipt delivery handled; its double-submit check could not be made",
-                    );
-                    set_aside.push((slot, outcome));
-                }
-            }
-        }
-        (first, set_aside)
+        let looks = looks
+            .into_iter()
+            .map(|look| look.map(|repeated| repeated.map(Settlement::Duplicate)))
+            .collect();
+        self.set_aside(
+            deliveries,
+            looks,
+            (via, started),
+            (
+                "double-submit check",
+                "receipt delivery handled; its double-submit check could not be made",
+            ),
+        )
+        .await
     }
 }

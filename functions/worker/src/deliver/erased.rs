@@ -45,38 +45,20 @@ impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
             .buffered(self.concurrency)
             .collect()
             .await;
-        let mut standing = Vec::with_capacity(deliveries.len());
-        let mut set_aside = Vec::new();
-        for ((slot, delivery), look) in deliveries.into_iter().zip(looks) {
-            let submission_id = delivery.receipt.submission_id.clone();
-            match look {
-                Ok(false) => standing.push((slot, delivery)),
-                Ok(true) => {
-                    let outcome = self
-                        .record(
-                            &delivery.receipt.key(),
-                            Some(&submission_id),
-                            Settlement::Erased,
-                            0,
-                            via,
-                            started,
-                        )
-                        .await;
-                    set_aside.push((slot, outcome));
-                }
-                Err(error) => {
-                    let outcome = self.unanswered(
-                        &submission_id,
-                        &error,
-                        (via, started),
-                        "erasure check",
-                        "receipt delivery handled; its erasure check could not be made",
-                    );
-                    set_aside.push((slot, outcome));
-                }
-            }
-        }
-        (standing, set_aside)
+        let looks = looks
+            .into_iter()
+            .map(|look| look.map(|erased| erased.then_some(Settlement::Erased)))
+            .collect();
+        self.set_aside(
+            deliveries,
+            looks,
+            (via, started),
+            (
+                "erasure check",
+                "receipt delivery handled; its erasure check could not be made",
+            ),
+        )
+        .await
     }
 
     /// Whether the person of the erasure marker `marker` was erased after

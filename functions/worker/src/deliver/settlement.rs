@@ -9,6 +9,7 @@ use shared::IdempotencyKey;
 use tracing::Level;
 
 use super::lanes::{Landed, LaneBook};
+use super::routing::Slotted;
 use super::Worker;
 use crate::decide::{Delivery, Settlement};
 use crate::destinations::port::{DeliveredRecord, Destination, Upserted};
@@ -238,6 +239,46 @@ impl<D: Destination, L: ReceiptLedger> Worker<D, L> {
         };
         line.log(level, outcome.code(), message);
         outcome
+    }
+
+    /// Splits `deliveries` by what a check before any CRM call said of
+    /// each (`looks`, one per delivery): `Ok(None)` goes on; `Ok(Some(_))`
+    /// is settled so now, with no call; a ledger that could not answer
+    /// leaves it for a later delivery (`unanswered`, named `check`).
+    pub(super) async fn set_aside(
+        &self,
+        deliveries: Slotted<Delivery>,
+        looks: Vec<Result<Option<Settlement>, LedgerError>>,
+        (via, started): (Via, Instant),
+        (check, message): (&'static str, &'static str),
+    ) -> (Slotted<Delivery>, Slotted<RecordOutcome>) {
+        let mut going_on = Vec::with_capacity(deliveries.len());
+        let mut set_aside = Vec::new();
+        for ((slot, delivery), look) in deliveries.into_iter().zip(looks) {
+            let submission_id = delivery.receipt.submission_id.clone();
+            match look {
+                Ok(None) => going_on.push((slot, delivery)),
+                Ok(Some(settlement)) => {
+                    let outcome = self
+                        .record(
+                            &delivery.receipt.key(),
+                            Some(&submission_id),
+                            settlement,
+                            0,
+                            via,
+                            started,
+                        )
+                        .await;
+                    set_aside.push((slot, outcome));
+                }
+                Err(error) => {
+                    let outcome =
+                        self.unanswered(&submission_id, &error, (via, started), check, message);
+                    set_aside.push((slot, outcome));
+                }
+            }
+        }
+        (going_on, set_aside)
     }
 
     /// A delivery the ledger could not answer a question for (`detail`:

@@ -4,7 +4,7 @@
 
 use shared::receipt::attr;
 
-use super::{s, DynamoLedger};
+use super::{s, store_error, DynamoLedger};
 use crate::ledger::LedgerError;
 
 impl DynamoLedger {
@@ -19,14 +19,7 @@ impl DynamoLedger {
             .expression_attribute_names("#erasedAt", attr::ERASED_AT)
             .send()
             .await
-            .map_err(|error| {
-                LedgerError(match error.as_service_error() {
-                    Some(failure) => aws_sdk_dynamodb::error::ProvideErrorMetadata::code(failure)
-                        .unwrap_or("UnknownServiceError")
-                        .to_owned(),
-                    None => "store unreachable".to_owned(),
-                })
-            })?;
+            .map_err(|error| store_error(&error))?;
         Ok(read
             .item()
             .and_then(|item| item.get(attr::ERASED_AT))

@@ -6,7 +6,7 @@
 use shared::duplicates::{First, FirstSubmission, Judgement};
 use shared::receipt::attr;
 
-use super::{conditional_failure, n, s, DynamoLedger};
+use super::{conditional_failure, n, s, store_error, DynamoLedger};
 use crate::ledger::LedgerError;
 
 /// The item's submissions (JSON: `[{"receipt","at","answers"}]`) and its
@@ -77,14 +77,7 @@ impl DynamoLedger {
             .expression_attribute_names("#version", VERSION)
             .send()
             .await
-            .map_err(|error| {
-                LedgerError(match error.as_service_error() {
-                    Some(failure) => aws_sdk_dynamodb::error::ProvideErrorMetadata::code(failure)
-                        .unwrap_or("UnknownServiceError")
-                        .to_owned(),
-                    None => "store unreachable".to_owned(),
-                })
-            })?;
+            .map_err(|error| store_error(&error))?;
         let Some(found) = read.item() else {
             return Ok((Vec::new(), None));
         };

@@ -103,16 +103,16 @@ fn conditional_failure(error: SdkError<UpdateItemError, HttpResponse>) -> Result
 }
 
 fn query_error(error: SdkError<QueryError, HttpResponse>) -> LedgerError {
-    match error {
-        SdkError::ServiceError(failure) => LedgerError(
-            failure
-                .err()
-                .code()
-                .unwrap_or("UnknownServiceError")
-                .to_owned(),
-        ),
-        _ => LedgerError("store unreachable".to_owned()),
-    }
+    store_error(&error)
+}
+
+/// A failed call as the ledger says it: the store's error code (never its
+/// message), or that the store could not be reached.
+fn store_error<E: ProvideErrorMetadata>(error: &SdkError<E, HttpResponse>) -> LedgerError {
+    LedgerError(match error.as_service_error() {
+        Some(failure) => failure.code().unwrap_or("UnknownServiceError").to_owned(),
+        None => "store unreachable".to_owned(),
+    })
 }
 
 fn s(text: &str) -> AttributeValue {
