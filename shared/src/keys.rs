@@ -16,6 +16,10 @@ pub const CONFIG_KEY_PREFIX: &str = "config#";
 /// gate's, no configuration item's.
 pub const ERASURE_KEY_PREFIX: &str = "erased#";
 
+/// The start of the key of an erasure's progress and record
+/// (`forget#<id>`, `receipts forget --everywhere`): no personal data in it.
+pub const ERASURE_JOB_KEY_PREFIX: &str = "forget#";
+
 /// The start of every call slot's key (`slot#mailchimp#3`): a destination
 /// account's limit of calls at once, shared by every worker instance.
 pub const SLOT_KEY_PREFIX: &str = "slot#";
@@ -26,11 +30,13 @@ pub const TOKEN_KEY_PREFIX: &str = "token#";
 
 /// The starts of the receipts table's keys that are no receipts: the
 /// newest-wins gates, the stack's configuration (its routes, the audit's
-/// progress), erasure markers, call slots and shared access tokens.
-pub const NOT_RECEIPT_PREFIXES: [&str; 5] = [
+/// progress), erasure markers and erasures' records, call slots and
+/// shared access tokens.
+pub const NOT_RECEIPT_PREFIXES: [&str; 6] = [
     GATE_KEY_PREFIX,
     CONFIG_KEY_PREFIX,
     ERASURE_KEY_PREFIX,
+    ERASURE_JOB_KEY_PREFIX,
     SLOT_KEY_PREFIX,
     TOKEN_KEY_PREFIX,
 ];

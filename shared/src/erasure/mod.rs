@@ -8,6 +8,8 @@
 //! person was erased, kept as long as receipts are. A listed submission of
 //! that person made before then is counted `erased`, never imported.
 
+pub mod plan;
+
 use std::time::SystemTime;
 
 use crate::newest::GateSecret;
