@@ -970,6 +970,13 @@ struct BatchBytes {
 }
 
 impl Destination for BatchBytes {
+    async fn erase(
+        &self,
+        _person: worker::destinations::Person<'_>,
+    ) -> Result<worker::destinations::Forgotten, worker::destinations::DestinationError> {
+        Ok(worker::destinations::Forgotten::NotFound)
+    }
+
     fn name(&self) -> &'static str {
         "http"
     }

@@ -52,6 +52,13 @@ impl Scripted {
 }
 
 impl Destination for Scripted {
+    async fn erase(
+        &self,
+        _person: worker::destinations::Person<'_>,
+    ) -> Result<worker::destinations::Forgotten, worker::destinations::DestinationError> {
+        Ok(worker::destinations::Forgotten::NotFound)
+    }
+
     fn name(&self) -> &'static str {
         self.name
     }

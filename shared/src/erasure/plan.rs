@@ -138,8 +138,13 @@ impl fmt::Display for Answer {
 #[serde(tag = "state", rename_all = "camelCase")]
 pub enum State {
     /// Not done yet; why, when a run tried and stopped.
-    Pending { reason: Option<String> },
-    Done { answer: Answer, at: String },
+    Pending {
+        reason: Option<String>,
+    },
+    Done {
+        answer: Answer,
+        at: String,
+    },
 }
 
 /// One place's part of a round.
@@ -421,11 +426,7 @@ mod tests {
         assert!(!new);
         assert_eq!(round.asked_at, "t1");
         assert_eq!(
-            round
-                .steps
-                .iter()
-                .map(|s| s.is_done())
-                .collect::<Vec<_>>(),
+            round.steps.iter().map(|s| s.is_done()).collect::<Vec<_>>(),
             [true, false, true]
         );
         let hubspot = round

@@ -16,7 +16,9 @@ use shared::{IdempotencyKey, Lead};
 use shared::config::{invalid, ConfigError};
 
 use crate::destinations::client::{self, check_scheme};
-use crate::destinations::port::{DeliveredRecord, Destination, DestinationError, Upserted};
+use crate::destinations::port::{
+    DeliveredRecord, Destination, DestinationError, Forgotten, Person, Upserted,
+};
 use crate::destinations::token::TOKEN_REFRESH_INTERVAL;
 use crate::destinations::token::{token_setting, TokenSetting};
 use crate::destinations::token::{BearerToken, CrmToken, Source, TokenError};
@@ -73,9 +75,19 @@ impl HttpCrm {
     }
 }
 
+/// What the operator does to erase a person at the `http` destination.
+pub const ERASE_BY_HAND: &str =
+    "in the service at CRM_URL: this stack sends it leads and knows no deletion there";
+
 impl Destination for HttpCrm {
     fn name(&self) -> &'static str {
         "http"
+    }
+
+    /// The stack knows the URL it sends leads to, not how that service
+    /// deletes a person.
+    async fn erase(&self, _person: Person<'_>) -> Result<Forgotten, DestinationError> {
+        Ok(Forgotten::ByHand(ERASE_BY_HAND))
     }
 
     async fn upsert(

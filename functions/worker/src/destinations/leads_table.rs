@@ -29,7 +29,9 @@ use shared::config::{invalid, number_in, ConfigError};
 use shared::receipt::parse_timestamp;
 use shared::Retention;
 
-use crate::destinations::port::{DeliveredRecord, Destination, DestinationError, Upserted};
+use crate::destinations::port::{
+    DeliveredRecord, Destination, DestinationError, Forgotten, Person, Upserted,
+};
 use crate::destinations::{
     Boxed, BuildEnv, ConfiguredDestination, DestinationKind, DestinationSettings,
 };
@@ -121,6 +123,11 @@ const SUBMISSION_KEY_PREFIX: &str = "submission#";
 impl Destination for LeadsTable {
     fn name(&self) -> &'static str {
         "dynamodb"
+    }
+
+    /// Its rows are the stack's own: the stack's step erases them.
+    async fn erase(&self, _person: Person<'_>) -> Result<Forgotten, DestinationError> {
+        Ok(Forgotten::WithTheStack)
     }
 
     async fn upsert(

@@ -276,6 +276,7 @@ trait ErasedDestination: Send + Sync {
         concurrency: usize,
         deadline: CallDeadline,
     ) -> Boxed<'a, Vec<Answer>>;
+    fn erase<'a>(&'a self, person: Person<'a>) -> Boxed<'a, Result<Forgotten, DestinationError>>;
 }
 
 impl<D: Destination> ErasedDestination for D {
@@ -311,6 +312,10 @@ impl<D: Destination> ErasedDestination for D {
             concurrency,
             deadline,
         ))
+    }
+
+    fn erase<'a>(&'a self, person: Person<'a>) -> Boxed<'a, Result<Forgotten, DestinationError>> {
+        Box::pin(Destination::erase(self, person))
     }
 }
 
@@ -351,6 +356,10 @@ impl Destination for ConfiguredDestination {
         deadline: CallDeadline,
     ) -> Vec<Answer> {
         self.0.upsert_batch(writes, concurrency, deadline).await
+    }
+
+    async fn erase(&self, person: Person<'_>) -> Result<Forgotten, DestinationError> {
+        self.0.erase(person).await
     }
 }
 

@@ -157,6 +157,30 @@ impl<'a> Write<'a> {
     }
 }
 
+/// A person to erase at a destination (`receipts forget --everywhere`):
+/// their normalised address, and the ids of their records there that the
+/// stack kept (its person memories, its receipts), which a destination
+/// uses before it looks them up by the address.
+#[derive(Debug, Clone, Copy)]
+pub struct Person<'a> {
+    pub email: &'a str,
+    pub record_ids: &'a [String],
+}
+
+/// What a destination did with a person it was asked to erase.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Forgotten {
+    /// Deleted there by the vendor's own deletion: this many records.
+    Deleted(u32),
+    /// Nothing of the person there (or deleted before: a repeat is no harm).
+    NotFound,
+    /// It cannot delete from here: what the operator must do there.
+    ByHand(&'static str),
+    /// Its copy is in the stack's own tables, which the stack's step erases
+    /// (the leads table).
+    WithTheStack,
+}
+
 /// The answer for one write of a batch.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Answer {
@@ -214,6 +238,14 @@ pub trait Destination: Send + Sync {
             .collect();
         stream::iter(calls).buffered(concurrency.max(1)).collect()
     }
+
+    /// Deletes the person at the destination by its own deletion (each
+    /// kind says how, and which scope its token needs for it). A record
+    /// already gone is `NotFound`, never an error, so a repeat is safe.
+    fn erase(
+        &self,
+        person: Person<'_>,
+    ) -> impl Future<Output = Result<Forgotten, DestinationError>> + Send;
 }
 
 /// One lead written through the destination's own `upsert_batch`, alone,

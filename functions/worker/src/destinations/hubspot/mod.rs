@@ -26,7 +26,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 use shared::field_map::FieldMap;
 
 use super::refusal::traced;
@@ -36,7 +36,7 @@ use shared::{IdempotencyKey, Lead};
 use crate::destinations::client;
 
 use crate::destinations::port::{
-    Answer, CallDeadline, Destination, DestinationError, Upserted, Write,
+    Answer, CallDeadline, Destination, DestinationError, Forgotten, Person, Upserted, Write,
 };
 use crate::destinations::token::{BearerToken, CrmToken, Source, TokenError};
 
@@ -44,8 +44,12 @@ mod answers;
 pub mod build;
 mod calls;
 mod consent;
+mod erase;
+mod inputs;
 pub mod notes;
 mod settings;
+
+use inputs::{plan, Held, Input};
 
 pub use answers::DAILY_LIMIT_WAIT;
 use answers::{answer_for, one_input_may_cause, Called};
@@ -77,91 +81,6 @@ pub struct HubSpot {
     token: BearerToken,
     /// Contacts by email: the key of the newest-wins gates.
     gate_secret: Option<GateSecret>,
-}
-
-/// One input of a request: its slot in the batch and what HubSpot gets.
-#[derive(Debug, Clone, PartialEq)]
-struct Input {
-    slot: usize,
-    id: String,
-    trace: String,
-    properties: Map<String, Value>,
-}
-
-/// Why a write is not sent in this call.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Held {
-    /// `HUBSPOT_ID_PROPERTY=email` and the submission has none.
-    NoEmail,
-    /// A newer submission for the same contact is in the call (its slot).
-    SameContactAs(usize),
-}
-
-/// The inputs for `writes`, and the writes held back. Pure.
-fn plan(
-    writes: &[Write<'_>],
-    id_property: &IdProperty,
-    field_map: &FieldMap,
-) -> (Vec<Input>, Vec<(usize, Held)>) {
-    let mut held = Vec::new();
-    // Each write's contact id, in slot order; the first slot of an id
-    // holds its place in the request.
-    let mut by_id: Vec<(String, Vec<usize>)> = Vec::new();
-    for (slot, write) in writes.iter().enumerate() {
-        let id = match id_property {
-            IdProperty::Email => match write.lead.normalised_email() {
-                Some(email) => email,
-                None => {
-                    held.push((slot, Held::NoEmail));
-                    continue;
-                }
-            },
-            IdProperty::Custom(_) => write.lead.external_id.clone(),
-        };
-        match by_id.iter_mut().find(|(known, _)| *known == id) {
-            Some((_, slots)) => slots.push(slot),
-            None => by_id.push((id, vec![slot])),
-        }
-    }
-    let mut inputs = Vec::with_capacity(by_id.len());
-    for (id, slots) in by_id {
-        // The newest by the sender's time; on a tie, the later in the batch.
-        let winner = slots
-            .iter()
-            .copied()
-            .max_by(|a, b| {
-                writes[*a]
-                    .lead
-                    .newest_by()
-                    .cmp(writes[*b].lead.newest_by())
-                    .then(a.cmp(b))
-            })
-            .unwrap_or(slots[0]);
-        held.extend(
-            slots
-                .iter()
-                .filter(|slot| **slot != winner)
-                .map(|slot| (*slot, Held::SameContactAs(winner))),
-        );
-        let lead = writes[winner].lead;
-        let mut properties = field_map.apply(lead);
-        match id_property {
-            IdProperty::Email => {
-                properties.insert("email".to_owned(), Value::String(id.clone()));
-            }
-            // Set by `id` itself.
-            IdProperty::Custom(name) => {
-                properties.remove(name);
-            }
-        }
-        inputs.push(Input {
-            slot: winner,
-            id,
-            trace: lead.external_id.clone(),
-            properties,
-        });
-    }
-    (inputs, held)
 }
 
 /// Answers by slot, from `send` (boxed: it calls itself on a split).
@@ -380,6 +299,10 @@ impl Destination for HubSpot {
         self.notes.is_some()
     }
 
+    async fn erase(&self, person: Person<'_>) -> Result<Forgotten, DestinationError> {
+        self.erase_person(person).await
+    }
+
     /// As few calls as HubSpot allows: 100 inputs each, one after the other
     /// (HubSpot's limits are per account, not per connection); then, with
     /// contacts by email, each submission's note (`notes`), at most
@@ -497,6 +420,7 @@ impl HubSpot {
 mod tests {
     use super::answers::*;
     use super::*;
+    use serde_json::Map;
     use shared::{Sender, SubmissionId};
 
     fn lead(id: &str, email: &str, submitted_at: Option<&str>) -> Lead {

@@ -99,7 +99,7 @@ impl<M: PersonMemory> Mailchimp<M> {
 
     /// One call, within `deadline`; once more with a renewed key after a
     /// 401.
-    async fn call(
+    pub(super) async fn call(
         &self,
         method: Method,
         path: &str,

@@ -35,6 +35,7 @@
 mod answers;
 pub mod build;
 mod calls;
+mod erase;
 mod settings;
 
 use std::sync::Arc;
@@ -52,7 +53,8 @@ use crate::destinations::history::{memory_error, note_item, waiting, Keeping, NO
 use crate::destinations::memory::PersonMemory;
 use crate::destinations::per_person::{person_count, write_by_person};
 use crate::destinations::port::{
-    upsert_alone, Answer, CallDeadline, Destination, DestinationError, Upserted, Write,
+    upsert_alone, Answer, CallDeadline, Destination, DestinationError, Forgotten, Person, Upserted,
+    Write,
 };
 use crate::destinations::slots::{now_ms, AnySlots, CallSlots, Lease};
 use crate::destinations::token::{BearerToken, CrmToken, Source, TokenError};
@@ -241,6 +243,10 @@ impl<M: PersonMemory> Destination for Mailchimp<M> {
 
     fn keeps_history(&self) -> bool {
         true
+    }
+
+    async fn erase(&self, person: Person<'_>) -> Result<Forgotten, DestinationError> {
+        self.erase_person(person).await
     }
 
     fn name(&self) -> &'static str {

@@ -35,6 +35,7 @@
 mod answers;
 pub mod build;
 mod calls;
+mod erase;
 mod items;
 mod settings;
 
@@ -52,7 +53,8 @@ use crate::destinations::history::{epoch_seconds, in_flight_wait, memory_error, 
 use crate::destinations::memory::{Begun, PersonMemory, Recalled};
 use crate::destinations::per_person::write_by_person;
 use crate::destinations::port::{
-    Answer, CallDeadline, DeliveredRecord, Destination, DestinationError, Upserted, Write,
+    Answer, CallDeadline, DeliveredRecord, Destination, DestinationError, Forgotten, Person,
+    Upserted, Write,
 };
 use crate::destinations::token::{BearerToken, CrmToken, Source, TokenError};
 
@@ -264,6 +266,10 @@ impl<M: PersonMemory> Destination for Pipedrive<M> {
 
     fn keeps_history(&self) -> bool {
         true
+    }
+
+    async fn erase(&self, person: Person<'_>) -> Result<Forgotten, DestinationError> {
+        self.erase_person(person).await
     }
 
     fn name(&self) -> &'static str {

@@ -31,13 +31,15 @@ use crate::destinations::client;
 use crate::destinations::refusal::traced;
 
 use crate::destinations::port::{
-    Answer, CallDeadline, DeliveredRecord, Destination, DestinationError, Upserted, Write,
+    Answer, CallDeadline, DeliveredRecord, Destination, DestinationError, Forgotten, Person,
+    Upserted, Write,
 };
 use crate::destinations::token::TokenError;
 use shared::refresh::{Refreshing, Source};
 
 mod answers;
 pub mod build;
+mod erase;
 mod login;
 mod settings;
 
@@ -311,6 +313,10 @@ impl Salesforce {
 }
 
 impl Destination for Salesforce {
+    async fn erase(&self, person: Person<'_>) -> Result<Forgotten, DestinationError> {
+        self.erase_person(person).await
+    }
+
     fn name(&self) -> &'static str {
         "salesforce"
     }

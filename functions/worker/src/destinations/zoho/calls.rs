@@ -174,7 +174,7 @@ impl<M: PersonMemory> Zoho<M> {
 
     /// One call within `deadline`, with the shared access token; once
     /// more with the next token when the answer says `INVALID_TOKEN`.
-    async fn call(
+    pub(super) async fn call(
         &self,
         method: Method,
         path: &str,

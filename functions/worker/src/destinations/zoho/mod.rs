@@ -26,6 +26,7 @@
 mod answers;
 pub mod build;
 mod calls;
+mod erase;
 mod settings;
 
 use std::collections::HashMap;
@@ -43,8 +44,8 @@ use crate::destinations::client;
 use crate::destinations::history::{memory_error, note_item, Keeping, NOTE_IN_FLIGHT};
 use crate::destinations::memory::PersonMemory;
 use crate::destinations::port::{
-    upsert_alone, Answer, CallDeadline, DeliveredRecord, Destination, DestinationError, Upserted,
-    Write,
+    upsert_alone, Answer, CallDeadline, DeliveredRecord, Destination, DestinationError, Forgotten,
+    Person, Upserted, Write,
 };
 use crate::destinations::shared_token::{AnyTokenStore, SharedToken};
 use crate::destinations::token::TokenError;
@@ -248,6 +249,10 @@ impl<M: PersonMemory> Destination for Zoho<M> {
 
     fn keeps_history(&self) -> bool {
         self.by_email()
+    }
+
+    async fn erase(&self, person: Person<'_>) -> Result<Forgotten, DestinationError> {
+        self.erase_person(person).await
     }
 
     fn name(&self) -> &'static str {
