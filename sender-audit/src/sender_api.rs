@@ -9,7 +9,9 @@ use std::collections::HashSet;
 use std::time::{Duration, Instant, SystemTime};
 
 use serde_json::Value;
-use shared::sender::listing::{ApiAuth, ApiRequest, Listed, ListingError, PageAsk, SenderApi};
+use shared::sender::listing::{
+    ApiAuth, ApiRequest, DeleteAsk, Listed, ListingError, PageAsk, SenderApi,
+};
 use shared::Sender;
 
 /// How often a 429 or a 5xx answer is tried again before giving up.
@@ -55,6 +57,9 @@ pub enum SenderApiError {
     /// more follows but lists nothing new, would read for ever.
     #[error("{sender}'s API kept listing form {form:?} without moving on (a page cursor it gave before, or a page with nothing new and more to follow): the window is not read to an end, and is read again next time")]
     ListingStalled { sender: &'static str, form: String },
+    /// Its API deletes no submissions (the operator does it by hand).
+    #[error("{sender}'s API deletes no submissions")]
+    CannotDelete { sender: &'static str },
     /// No request is started that could not end before the deadline.
     #[error("{sender}'s API: no time left before the deadline to read form {form:?} to its end")]
     OutOfTime { sender: &'static str, form: String },
@@ -203,13 +208,83 @@ impl SenderApiClient {
         }
     }
 
-    /// One GET, paced, tried again on a 429 (after its `Retry-After`) or a
-    /// 5xx (after a growing pause).
+    /// One GET, its answer read as `T`; a 404 says the form is unknown.
     async fn get<T: FromBody>(
         &mut self,
         form: &str,
         request: &ApiRequest,
     ) -> Result<T, SenderApiError> {
+        let sender = self.sender.name();
+        let bytes = self
+            .send(reqwest::Method::GET, form, request)
+            .await?
+            .ok_or_else(|| SenderApiError::NoSuchForm {
+                sender,
+                form: form.to_owned(),
+            })?;
+        T::from_body(&bytes).ok_or_else(|| SenderApiError::Unreadable {
+            sender,
+            form: form.to_owned(),
+            error: ListingError::NotJson,
+        })
+    }
+
+    /// Deletes the submissions `ids` of `form` at the sender, as many per
+    /// request as its API takes; an id already gone (404) is no error, so
+    /// a repeat is safe. `done` is told each request's ids once deleted,
+    /// so what is done is kept when a later request fails. `definition`:
+    /// what the API's definition request answered, when it has one.
+    pub async fn delete(
+        &mut self,
+        form: &str,
+        ids: &[String],
+        mut done: impl FnMut(&[String], bool),
+    ) -> Result<(), SenderApiError> {
+        let Some(deletion) = self.api.delete else {
+            return Err(SenderApiError::CannotDelete {
+                sender: self.sender.name(),
+            });
+        };
+        // Ids go into a path or a query: only the shape the senders give.
+        if let Some(odd) = ids
+            .iter()
+            .find(|id| !shared::sender::listing::is_form_id(id))
+        {
+            return Err(SenderApiError::Status {
+                sender: self.sender.name(),
+                status: 0,
+                path: format!("a submission id of {} characters that is no id", odd.len()),
+            });
+        }
+        let definition = match self.api.definition {
+            Some(request) => Some(self.get::<Value>(form, &request(form)).await?),
+            None => None,
+        };
+        for chunk in ids.chunks(deletion.per_request.max(1)) {
+            let ask = DeleteAsk {
+                form,
+                ids: chunk,
+                definition: definition.as_ref(),
+            };
+            let request = (deletion.request)(&ask);
+            let gone = self
+                .send(reqwest::Method::DELETE, form, &request)
+                .await?
+                .is_some();
+            done(chunk, gone);
+        }
+        Ok(())
+    }
+
+    /// One request, paced, tried again on a 429 (after its `Retry-After`)
+    /// or a 5xx (after a growing pause): the answer's body, or `None` for
+    /// a 404.
+    async fn send(
+        &mut self,
+        method: reqwest::Method,
+        form: &str,
+        request: &ApiRequest,
+    ) -> Result<Option<Vec<u8>>, SenderApiError> {
         let sender = self.sender.name();
         let mut pause = Duration::from_secs(1);
         let mut status = 0;
@@ -227,7 +302,10 @@ impl SenderApiClient {
         for _ in 0..TRIES {
             self.wait_for_pace().await;
             let limit = self.time_for_a_request(form)?;
-            let asked = self.http.get(url.clone()).timeout(limit);
+            let asked = self
+                .http
+                .request(method.clone(), url.clone())
+                .timeout(limit);
             let asked = match self.api.auth {
                 ApiAuth::Bearer => asked.bearer_auth(&self.token),
                 ApiAuth::BasicPassword => asked.basic_auth("", Some(&self.token)),
@@ -256,11 +334,7 @@ impl SenderApiClient {
                                 base_url: self.base_url.clone(),
                                 why: "the answer broke off",
                             })?;
-                    return T::from_body(&bytes).ok_or_else(|| SenderApiError::Unreadable {
-                        sender,
-                        form: form.to_owned(),
-                        error: ListingError::NotJson,
-                    });
+                    return Ok(Some(bytes.to_vec()));
                 }
                 401 | 403 => {
                     return Err(SenderApiError::Refused {
@@ -269,12 +343,7 @@ impl SenderApiClient {
                         help: self.api.token_help,
                     })
                 }
-                404 => {
-                    return Err(SenderApiError::NoSuchForm {
-                        sender,
-                        form: form.to_owned(),
-                    })
-                }
+                404 => return Ok(None),
                 429 => {
                     let wait = retry_after(response.headers()).unwrap_or(pause);
                     self.wait(form, wait.min(LONGEST_WAIT)).await?;

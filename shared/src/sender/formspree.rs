@@ -153,6 +153,7 @@ pub const API: SenderApi = SenderApi {
     definition: None,
     page: page_request,
     read_page,
+    delete: None,
 };
 
 const PAGE_SIZE: usize = 100;

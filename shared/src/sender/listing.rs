@@ -38,6 +38,29 @@ pub struct SenderApi {
     pub page: fn(&PageAsk) -> ApiRequest,
     /// A page's body read back.
     pub read_page: ReadPage,
+    /// How it deletes submissions, when it can (`receipts forget
+    /// --everywhere`); `None`: the operator does it by hand, as the
+    /// sender's `Profile::erasure` says.
+    pub delete: Option<Deletion>,
+}
+
+/// A sender API's deletion of submissions.
+#[derive(Debug, Clone, Copy)]
+pub struct Deletion {
+    /// How many ids one request may name.
+    pub per_request: usize,
+    /// The `DELETE` request for `ask.ids`.
+    pub request: fn(&DeleteAsk) -> ApiRequest,
+}
+
+/// What a deletion is asked for.
+#[derive(Debug, Clone, Copy)]
+pub struct DeleteAsk<'a> {
+    pub form: &'a str,
+    /// At most `Deletion::per_request`, each as the listing gave it.
+    pub ids: &'a [String],
+    /// The answer to `SenderApi::definition`, when the API has one.
+    pub definition: Option<&'a Value>,
 }
 
 /// How a sender's API takes its token.
@@ -68,7 +91,7 @@ pub struct PageAsk<'a> {
     pub definition: Option<&'a Value>,
 }
 
-/// A GET request, relative to the API's base URL.
+/// A request (a GET, or a deletion's DELETE), relative to the API's base URL.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ApiRequest {
     pub path: String,

@@ -136,7 +136,23 @@ pub const API: SenderApi = SenderApi {
     definition: None,
     page: page_request,
     read_page,
+    delete: Some(listing::Deletion {
+        per_request: 1,
+        request: delete_request,
+    }),
 };
+
+/// `DELETE /api/v1/submissions/{submission_id}`, one each
+/// (https://open-api.netlify.com/#tag/submission, deleteSubmission).
+fn delete_request(ask: &listing::DeleteAsk) -> ApiRequest {
+    ApiRequest {
+        path: format!(
+            "/api/v1/submissions/{}",
+            ask.ids.first().map_or("", String::as_str)
+        ),
+        query: Vec::new(),
+    }
+}
 
 const PAGE_SIZE: usize = 100;
 

@@ -143,7 +143,24 @@ pub const API: SenderApi = SenderApi {
     definition: None,
     page: page_request,
     read_page,
+    delete: Some(listing::Deletion {
+        per_request: 1,
+        request: delete_request,
+    }),
 };
+
+/// `DELETE /forms/{formId}/submissions/{submissionId}`, one each
+/// (https://developers.tally.so/api-reference/endpoint/forms/submissions/delete).
+fn delete_request(ask: &listing::DeleteAsk) -> ApiRequest {
+    ApiRequest {
+        path: format!(
+            "/forms/{}/submissions/{}",
+            ask.form,
+            ask.ids.first().map_or("", String::as_str)
+        ),
+        query: Vec::new(),
+    }
+}
 
 fn page_request(ask: &PageAsk) -> ApiRequest {
     ApiRequest {

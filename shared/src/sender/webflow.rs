@@ -119,6 +119,7 @@ pub const API: SenderApi = SenderApi {
     definition: Some(sites_request),
     page: page_request,
     read_page,
+    delete: None,
 };
 
 /// Webflow's most submissions a page.

@@ -24,12 +24,13 @@
 //! that is a unique property; no two inputs for the same id in one request
 //! (HubSpot refuses the whole request); only known properties (an unknown
 //! one fails the whole request); a plausible email (per input, 207).
-//! `GET /contacts` lists what it holds; `POST /faults` with
+//! A contact's GDPR delete (`gdpr`). `GET /contacts` lists what it holds; `POST /faults` with
 //! `{"status": 429, "policyName": "DAILY"}` (or 409, 423, 477, 5xx, 401, 403) makes
 //! the next calls fail so, `"times"` of them (every call without it);
 //! `DELETE /faults` restores it.
 
 mod api;
+mod gdpr;
 mod notes;
 mod statuses;
 
@@ -247,6 +248,7 @@ impl HubSpotFake {
             .route("/crm/v3/objects/contacts/{id}", get(notes::contact))
             .route("/crm/objects/{version}/contacts/{id}", get(notes::contact))
             .route("/notes", get(notes::list))
+            .route(gdpr::GDPR_DELETE_PATH, post(gdpr::delete))
             .with_state(Arc::clone(&state))
             .merge(state.faults.routes());
         let server = listener.serve(app);
@@ -328,6 +330,14 @@ impl HubSpotFake {
 
     pub fn notes(&self) -> Vec<Note> {
         lock(&self.state.notes).clone()
+    }
+
+    /// GDPR deletes asked for, whatever they answered.
+    pub fn gdpr_deletes(&self) -> usize {
+        lock(&self.state.calls)
+            .iter()
+            .filter(|call| call.path == gdpr::GDPR_DELETE_PATH)
+            .count()
     }
 
     /// Deletes the contact `id`, as the team would in HubSpot.

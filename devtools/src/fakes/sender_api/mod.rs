@@ -29,7 +29,8 @@
 //! What it enforces: the token (bearer, or Formspree's Basic; 401
 //! otherwise), a known form (404).
 //! `POST /faults` with `{"status": 429, "retryAfter": "1", "times": 1}`
-//! makes the next calls fail so; `DELETE /faults` restores it. A page
+//! makes the next calls fail so; `DELETE /faults` restores it. The
+//! deletions of Typeform, Tally and Netlify are in `deletions`. A page
 //! holds at most `page_size` submissions (Tally's limit 50 unless set).
 //! [`SenderApiFake::drop_end_marker`] makes Tally's pages answer without
 //! `hasMore`, as a changed or broken API might.
@@ -50,6 +51,7 @@ use shared::receipt::{format_timestamp, parse_timestamp};
 
 use crate::server::{self, lock, FaultQueue, Listener, Server};
 
+mod deletions;
 mod offset_listings;
 
 /// The token the local fake accepts (`make run`).
@@ -123,8 +125,19 @@ impl SenderApiFake {
         });
         let app = Router::new()
             .route("/forms/{form}", get(typeform_form))
-            .route("/forms/{form}/responses", get(typeform_responses))
+            .route(
+                "/forms/{form}/responses",
+                get(typeform_responses).delete(deletions::typeform),
+            )
             .route("/forms/{form}/submissions", get(tally_submissions))
+            .route(
+                "/forms/{form}/submissions/{id}",
+                axum::routing::delete(deletions::tally),
+            )
+            .route(
+                "/api/v1/submissions/{id}",
+                axum::routing::delete(deletions::netlify),
+            )
             .route(
                 "/api/v1/forms/{form}/submissions",
                 get(offset_listings::netlify_submissions),
@@ -198,6 +211,22 @@ impl SenderApiFake {
 
     pub fn fail_next(&self, fault: Fault) {
         self.state.faults.push(fault);
+    }
+
+    /// The deletions asked for (`DELETE <path>`), and the status each got.
+    pub fn deletions(&self) -> Vec<(String, u16)> {
+        self.calls()
+            .into_iter()
+            .filter(|(call, _)| call.starts_with("DELETE "))
+            .collect()
+    }
+
+    /// The ids of the submissions of `form` it still keeps.
+    pub fn kept_ids(&self, form: &str) -> Vec<String> {
+        lock(&self.state.forms)
+            .get(form)
+            .map(|kept| kept.iter().map(|k| k.id.clone()).collect())
+            .unwrap_or_default()
     }
 
     /// Each request's path and query, and the status it got.
