@@ -16,6 +16,7 @@ use crate::cli::{StatusFilter, Window};
 
 pub mod changes;
 pub mod config;
+pub mod erasures;
 
 type Item = HashMap<String, AttributeValue>;
 

@@ -1,7 +1,9 @@
 //! `DESTINATION=http`: your CRM's upsert URL, called with a PUT per lead
 //! (the worker's `destinations::http`).
 
-use super::{Check, Cleanup, Gates, Profile, Secret, SecretValue, Setting, SmokeLead, Source};
+use super::{
+    Check, Cleanup, ErasureIds, Gates, Profile, Secret, SecretValue, Setting, SmokeLead, Source,
+};
 
 /// The upsert URL, with `{externalId}` where the submission id goes.
 pub const CRM_URL: &str = "CRM_URL";
@@ -52,6 +54,8 @@ pub const PROFILE: Profile = Profile {
     ],
     smoke_cleanup,
     erasure: "delete the person's lead through your CRM's own API or console",
+    erasure_ids: ErasureIds::Address,
+    erasure_needs: "",
 };
 
 fn smoke_cleanup(lead: &SmokeLead<'_>) -> Cleanup {

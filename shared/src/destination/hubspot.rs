@@ -3,8 +3,8 @@
 //! `destinations::hubspot`).
 
 use super::{
-    Check, CheckCall, Cleanup, CredentialCheck, Gates, Profile, RouteKey, Secret, SecretValue,
-    Setting, SmokeLead, Source,
+    Check, CheckCall, Cleanup, CredentialCheck, ErasureIds, Gates, Profile, RouteKey, Secret,
+    SecretValue, Setting, SmokeLead, Source,
 };
 
 pub const HUBSPOT_TOKEN: &str = "HUBSPOT_TOKEN";
@@ -88,6 +88,8 @@ pub const PROFILE: Profile = Profile {
     smoke_cleanup,
     erasure: "POST https://api.hubapi.com/crm/v3/objects/contacts/gdpr-delete with \
               {\"idProperty\":\"email\",\"objectId\":\"<address>\"} (permanent)",
+    erasure_ids: ErasureIds::Address,
+    erasure_needs: "the token's crm.objects.contacts.write scope",
 };
 
 fn smoke_cleanup(lead: &SmokeLead<'_>) -> Cleanup {

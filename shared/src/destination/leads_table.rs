@@ -1,7 +1,7 @@
 //! `DESTINATION=dynamodb`: a DynamoDB table the stack creates (the
 //! worker's `destinations::leads_table`).
 
-use super::{Cleanup, Gates, Profile, Setting, SmokeLead, Source};
+use super::{Cleanup, ErasureIds, Gates, Profile, Setting, SmokeLead, Source};
 
 /// The leads table.
 pub const LEADS_TABLE: &str = "LEADS_TABLE";
@@ -37,6 +37,8 @@ pub const PROFILE: Profile = Profile {
     ],
     smoke_cleanup,
     erasure: "",
+    erasure_ids: ErasureIds::Address,
+    erasure_needs: "",
 };
 
 /// The row the smoke lead was written to, deleted by the smoke test.

@@ -3,8 +3,8 @@
 //! `destinations::mailchimp`).
 
 use super::{
-    Check, CheckCall, Cleanup, CredentialCheck, Gates, Profile, RouteKey, Secret, SecretValue,
-    Setting, SmokeLead, Source,
+    Check, CheckCall, Cleanup, CredentialCheck, ErasureIds, Gates, Profile, RouteKey, Secret,
+    SecretValue, Setting, SmokeLead, Source,
 };
 
 pub const MAILCHIMP_API_KEY: &str = "MAILCHIMP_API_KEY";
@@ -75,6 +75,8 @@ pub const PROFILE: Profile = Profile {
               Delete permanently; or POST /3.0/lists/<list>/members/<hash>/actions/delete-permanent): \
               Mailchimp then refuses the address until the person subscribes again themselves. \
               Archiving keeps the member's data",
+    erasure_ids: ErasureIds::Address,
+    erasure_needs: "",
 };
 
 fn smoke_cleanup(lead: &SmokeLead<'_>) -> Cleanup {

@@ -79,6 +79,24 @@ pub struct Profile {
     /// erased them in the stack; empty for the stack's own table, which
     /// forget erases itself.
     pub erasure: &'static str,
+    /// Where `receipts forget --everywhere` finds the ids of the person's
+    /// records there before the destination looks them up by address.
+    pub erasure_ids: ErasureIds,
+    /// What its credential must be allowed, beyond its writes, for that
+    /// deletion: said when the destination refuses it (empty: nothing).
+    pub erasure_needs: &'static str,
+}
+
+/// Where the ids of a person's records at a destination are kept.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErasureIds {
+    /// The person memory on the destination's gate item (`recordId`).
+    PersonMemory,
+    /// The record id of each of the person's receipts (one record per
+    /// submission), while a receipt still names the person.
+    Receipts,
+    /// Nowhere: the destination finds the person by the address.
+    Address,
 }
 
 /// A route key that means something to some destinations only; a route's

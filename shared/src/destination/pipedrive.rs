@@ -3,8 +3,8 @@
 //! `destinations::pipedrive`).
 
 use super::{
-    CheckCall, Cleanup, CredentialCheck, Gates, Profile, RouteKey, Secret, SecretValue, Setting,
-    SmokeLead, Source,
+    CheckCall, Cleanup, CredentialCheck, ErasureIds, Gates, Profile, RouteKey, Secret, SecretValue,
+    Setting, SmokeLead, Source,
 };
 
 pub const PIPEDRIVE_API_TOKEN: &str = "PIPEDRIVE_API_TOKEN";
@@ -72,6 +72,8 @@ pub const PROFILE: Profile = Profile {
     erasure: "delete the person's notes and leads, then the person (Contacts > People, search the address; \
               or DELETE https://api.pipedrive.com/api/v2/persons/<id>): Pipedrive deletes a \
               person for good 30 days later, and does not document that its notes go with it",
+    erasure_ids: ErasureIds::PersonMemory,
+    erasure_needs: "a Pipedrive user allowed to delete persons",
 };
 
 fn smoke_cleanup(lead: &SmokeLead<'_>) -> Cleanup {

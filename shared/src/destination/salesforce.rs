@@ -2,8 +2,8 @@
 //! by an external id field (the worker's `destinations::salesforce`).
 
 use super::{
-    Check, CheckCall, Cleanup, CredentialCheck, Gates, Profile, Secret, SecretValue, Setting,
-    SmokeLead, Source,
+    Check, CheckCall, Cleanup, CredentialCheck, ErasureIds, Gates, Profile, Secret, SecretValue,
+    Setting, SmokeLead, Source,
 };
 
 pub const SALESFORCE_LOGIN_URL: &str = "SALESFORCE_LOGIN_URL";
@@ -101,6 +101,8 @@ pub const PROFILE: Profile = Profile {
     erasure: "delete the Lead (DELETE /services/data/vXX.X/sobjects/Lead/<Id>), then empty it \
               from the Recycle Bin or use a Bulk API hardDelete job; Privacy Center automates \
               right-to-be-forgotten requests",
+    erasure_ids: ErasureIds::Receipts,
+    erasure_needs: "the Delete permission on the object for the connected app's run-as user",
 };
 
 fn smoke_cleanup(lead: &SmokeLead<'_>) -> Cleanup {

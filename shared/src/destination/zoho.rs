@@ -3,8 +3,8 @@
 //! is a person's (the worker's `destinations::zoho`).
 
 use super::{
-    Check, CheckCall, Cleanup, CredentialCheck, Gates, Profile, RouteKey, Secret, SecretValue,
-    Setting, SmokeLead, Source,
+    Check, CheckCall, Cleanup, CredentialCheck, ErasureIds, Gates, Profile, RouteKey, Secret,
+    SecretValue, Setting, SmokeLead, Source,
 };
 
 pub const ZOHO_CLIENT_ID: &str = "ZOHO_CLIENT_ID";
@@ -138,6 +138,8 @@ pub const PROFILE: Profile = Profile {
     erasure:
         "delete the record (Leads, the address, Delete; it stays in the Recycle Bin for 60 days \
               unless emptied there) with its notes; or DELETE /crm/v8/Leads/<id>",
+    erasure_ids: ErasureIds::PersonMemory,
+    erasure_needs: "the scope ZohoCRM.modules.ALL (or ZohoCRM.modules.<module>.DELETE)",
 };
 
 fn smoke_cleanup(lead: &SmokeLead<'_>) -> Cleanup {

@@ -147,14 +147,71 @@ fn stopped(table: &str, max_mb: usize) -> Failed {
     ))
 }
 
+/// What the stack holds of one person, found before anything changes.
+pub(super) struct Found {
+    /// The receipts that still hold their form data (or a waiting
+    /// notice's answers).
+    pub receipts: Vec<Receipt>,
+    /// The keys of their gates that exist.
+    pub gates: Vec<String>,
+    pub rows: Vec<LeadRow>,
+    /// Their erasure marker's key, when the stack's key is known.
+    pub marker: Option<String>,
+}
+
+impl Found {
+    fn is_empty(&self) -> bool {
+        self.receipts.is_empty() && self.gates.is_empty() && self.rows.is_empty()
+    }
+}
+
+/// A receipt a delivery held when it was erased: its lead may still go out.
+pub(super) struct Held {
+    pub submission_id: String,
+    pub until: String,
+}
+
 pub(super) async fn forget(
     table: &ReceiptsTable,
     leads: Option<&LeadsTable>,
     request: &Request,
     out: &mut impl Write,
 ) -> Result<(), Failed> {
+    let found = find(table, leads, request).await?;
+    describe(&found, leads, request, out);
+    if request.dry_run {
+        let _ = writeln!(out, "dry run: nothing was changed");
+        erasure_notes(request.sender, out);
+        return Ok(());
+    }
+    if found.is_empty() && found.marker.is_none() {
+        let _ = writeln!(out, "nothing to erase");
+        erasure_notes(request.sender, out);
+        return Ok(());
+    }
+    if request.ask && !confirmed()? {
+        return Err(Failed::Run("not confirmed: nothing was changed".to_owned()));
+    }
+    let held = change(table, leads, &found, request, out).await?;
+    erasure_notes(request.sender, out);
+    match held.iter().map(|held| held.until.as_str()).max() {
+        None => Ok(()),
+        Some(latest) => Err(Failed::RunAgainLater(format!(
+            "{} receipt(s) were held by a delivery when erased: run forget again after {latest}, \
+             then erase the person in the CRM",
+            held.len()
+        ))),
+    }
+}
+
+/// Everything the stack holds of the person: nothing is changed, and a
+/// scan stopped by its bound is an error.
+pub(super) async fn find(
+    table: &ReceiptsTable,
+    leads: Option<&LeadsTable>,
+    request: &Request,
+) -> Result<Found, Failed> {
     let pages = request.max_scan_mb.max(1);
-    // Find everything first.
     check_size(
         table.name(),
         table.size().await.map_err(run_error)?,
@@ -205,9 +262,21 @@ pub(super) async fn forget(
         }
         None => Vec::new(),
     };
+    Ok(Found {
+        receipts: found.receipts,
+        gates,
+        rows,
+        marker: request.gates.marker_of(&request.email),
+    })
+}
 
-    // Say what was found.
-    let now = format_timestamp(SystemTime::now());
+/// Says what was found, and what a run would do with it.
+pub(super) fn describe(
+    found: &Found,
+    leads: Option<&LeadsTable>,
+    request: &Request,
+    out: &mut impl Write,
+) {
     let would = if request.dry_run { "would be " } else { "" };
     let _ = writeln!(
         out,
@@ -226,13 +295,13 @@ pub(super) async fn forget(
     let _ = writeln!(
         out,
         "newest-wins gate: {}",
-        match (gates.len(), &request.gates) {
+        match (found.gates.len(), &request.gates) {
             (0, Gates::KeyUnknown) => "none without a key; the stack's keyed gate was not \
                                        looked for (give --stack, or set GATE_KEY_SECRET_ARN to \
                                        the stack's GateKeySecretArn output)"
                 .to_owned(),
             (0, _) => "none".to_owned(),
-            (found, _) => format!("{found} ({would}deleted)"),
+            (count, _) => format!("{count} ({would}deleted)"),
         }
     );
     match leads {
@@ -241,7 +310,7 @@ pub(super) async fn forget(
                 out,
                 "leads table {}: {} row(s) ({would}deleted)",
                 leads.name(),
-                rows.len()
+                found.rows.len()
             );
         }
         None => {
@@ -251,40 +320,38 @@ pub(super) async fn forget(
             );
         }
     }
-    let marker = request.gates.marker_of(&request.email);
     let _ = writeln!(
         out,
         "erasure marker: {}",
-        match (&marker, &request.gates) {
+        match (&found.marker, &request.gates) {
             (Some(_), _) => format!(
                 "{would}left, so no import or audit of the sender's submissions brings this person back"
             ),
-            (None, Gates::KeyUnknown) => "none without the stack's gate key (give --stack, or set                                           GATE_KEY_SECRET_ARN or GATE_KEY): an import could bring                                           this person back"
+            (None, Gates::KeyUnknown) => "none without the stack's gate key (give --stack, or set \
+                                          GATE_KEY_SECRET_ARN or GATE_KEY): an import could bring \
+                                          this person back"
                 .to_owned(),
-            (None, _) => "none: this stack keeps no gate key (it neither audits nor keeps gates),                           so nothing imports from the sender unasked; never import this person again"
+            (None, _) => "none: this stack keeps no gate key (it neither audits nor keeps gates), \
+                          so nothing imports from the sender unasked; never import this person again"
                 .to_owned(),
         }
     );
-    let nothing =
-        found.receipts.is_empty() && gates.is_empty() && rows.is_empty() && marker.is_none();
-    if request.dry_run {
-        let _ = writeln!(out, "dry run: nothing was changed");
-        erasure_notes(request.sender, out);
-        return Ok(());
-    }
-    if nothing {
-        let _ = writeln!(out, "nothing to erase");
-        erasure_notes(request.sender, out);
-        return Ok(());
-    }
-    if request.ask && !confirmed()? {
-        return Err(Failed::Run("not confirmed: nothing was changed".to_owned()));
-    }
+}
 
-    // Then change it: the marker first, so that an import running meanwhile
-    // already passes this person over.
+/// Erases what `find` found: the marker first, so that an import running
+/// meanwhile already passes this person over; then the receipts, gates
+/// and rows, each conditionally. The receipts a delivery held are
+/// returned.
+pub(super) async fn change(
+    table: &ReceiptsTable,
+    leads: Option<&LeadsTable>,
+    found: &Found,
+    request: &Request,
+    out: &mut impl Write,
+) -> Result<Vec<Held>, Failed> {
+    let now = format_timestamp(SystemTime::now());
     let expires_at = request.retention.expiry_after(SystemTime::now());
-    if let Some(marker) = &marker {
+    if let Some(marker) = &found.marker {
         table
             .leave_erasure_marker(marker, &now, expires_at)
             .await
@@ -302,7 +369,10 @@ pub(super) async fn forget(
             Erased::Settled {
                 held_until: Some(until),
             } => {
-                held.push((receipt.submission_id.clone(), until.clone()));
+                held.push(Held {
+                    submission_id: receipt.submission_id.clone(),
+                    until: until.clone(),
+                });
                 "ERASED; a delivery held it at that moment and may still send its lead"
             }
             Erased::PayloadRemoved => "form data removed",
@@ -310,7 +380,7 @@ pub(super) async fn forget(
         };
         let _ = writeln!(out, "erased {}: {said}", receipt.pk);
     }
-    for gate in &gates {
+    for gate in &found.gates {
         let deleted = table.delete_gate(gate).await.map_err(run_error)?;
         let _ = writeln!(
             out,
@@ -319,7 +389,7 @@ pub(super) async fn forget(
         );
     }
     if let Some(leads) = leads {
-        for row in &rows {
+        for row in &found.rows {
             let deleted = leads.delete(row).await.map_err(run_error)?;
             // A row keyed by the address is not named by its key: output
             // is often kept (terminals, tickets); the address stays out.
@@ -339,7 +409,11 @@ pub(super) async fn forget(
             );
         }
     }
-    for (submission_id, until) in &held {
+    for Held {
+        submission_id,
+        until,
+    } in &held
+    {
         let _ = writeln!(
             out,
             "warning: a delivery held {submission_id} when it was erased, until {until}: its \
@@ -347,15 +421,7 @@ pub(super) async fn forget(
              is refused, or erased by a second run)"
         );
     }
-    erasure_notes(request.sender, out);
-    match held.iter().map(|(_, until)| until.as_str()).max() {
-        None => Ok(()),
-        Some(latest) => Err(Failed::RunAgainLater(format!(
-            "{} receipt(s) were held by a delivery when erased: run forget again after {latest}, \
-             then erase the person in the CRM",
-            held.len()
-        ))),
-    }
+    Ok(held)
 }
 
 /// What the operator must still do outside this stack: the CRM, and the
