@@ -139,8 +139,10 @@ pub enum Command {
     /// scanning (bounded by --max-scan-mb); prints what it found and did.
     Forget {
         /// Their e-mail address, compared trimmed and lower-cased.
-        #[arg(long, value_name = "ADDRESS")]
-        email: String,
+        #[arg(long, value_name = "ADDRESS", required_unless_present_any = ["record", "id"])]
+        email: Option<String>,
+        #[command(flatten)]
+        erasure: ErasureArgs,
         /// Say what would be erased; change nothing.
         #[arg(long)]
         dry_run: bool,
@@ -217,6 +219,38 @@ pub enum Command {
         #[arg(long)]
         dry_run: bool,
     },
+}
+
+/// `forget --everywhere`, `--status` and `--record`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Args)]
+pub struct ErasureArgs {
+    /// Also at every destination of the stack, by its vendor's own
+    /// deletion, and in the sender's copy where its API deletes: steps
+    /// saved as they finish, resumed by running it again. Exit 0 only
+    /// when every step is done; prints the erasure's id and record.
+    #[arg(long)]
+    pub everywhere: bool,
+    /// With --everywhere: the sender's submissions made since T (an
+    /// RFC 3339 time or an age). Default: the stack's retention.
+    #[arg(long, value_name = "T", requires = "everywhere")]
+    pub since: Option<String>,
+    /// With --everywhere: a form's id at the sender; repeat for more.
+    /// Default: every form in the stored routes.
+    #[arg(long = "form", value_name = "ID", requires = "everywhere")]
+    pub forms: Vec<String>,
+    /// Where an erasure stands (by --email or --id); changes nothing.
+    #[arg(long, conflicts_with_all = ["everywhere", "dry_run", "record"])]
+    pub status: bool,
+    /// With --status: the erasure's id, as forget printed it.
+    #[arg(long, value_name = "ID", requires = "status", conflicts_with = "email")]
+    pub id: Option<String>,
+    /// Print the record of a finished erasure (its id, when it was
+    /// asked and finished, what each place answered); no personal data.
+    #[arg(long, value_name = "ID", conflicts_with_all = ["email", "everywhere", "dry_run"])]
+    pub record: Option<String>,
+    /// With --record: as JSON.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// Which of the sender's submissions `audit` and `import` read.
@@ -529,21 +563,69 @@ mod tests {
             (
                 "forget --email ada@example.com --dry-run",
                 Command::Forget {
-                    email: "ada@example.com".into(),
+                    email: Some("ada@example.com".into()),
                     dry_run: true,
                     yes: false,
                     leads_table: None,
                     max_scan_mb: 1024,
+                    erasure: ErasureArgs::default(),
+                },
+            ),
+            (
+                "forget --email ada@example.com --everywhere --since 30d --form f1 -y",
+                Command::Forget {
+                    email: Some("ada@example.com".into()),
+                    dry_run: false,
+                    yes: true,
+                    leads_table: None,
+                    max_scan_mb: 1024,
+                    erasure: ErasureArgs {
+                        everywhere: true,
+                        since: Some("30d".into()),
+                        forms: vec!["f1".into()],
+                        ..ErasureArgs::default()
+                    },
+                },
+            ),
+            (
+                "forget --status --id 0123456789abcdef0123",
+                Command::Forget {
+                    email: None,
+                    dry_run: false,
+                    yes: false,
+                    leads_table: None,
+                    max_scan_mb: 1024,
+                    erasure: ErasureArgs {
+                        status: true,
+                        id: Some("0123456789abcdef0123".into()),
+                        ..ErasureArgs::default()
+                    },
+                },
+            ),
+            (
+                "forget --record 0123456789abcdef0123-1 --json",
+                Command::Forget {
+                    email: None,
+                    dry_run: false,
+                    yes: false,
+                    leads_table: None,
+                    max_scan_mb: 1024,
+                    erasure: ErasureArgs {
+                        record: Some("0123456789abcdef0123-1".into()),
+                        json: true,
+                        ..ErasureArgs::default()
+                    },
                 },
             ),
             (
                 "forget --email ada@example.com -y --leads-table leads --max-scan-mb 50",
                 Command::Forget {
-                    email: "ada@example.com".into(),
+                    email: Some("ada@example.com".into()),
                     dry_run: false,
                     yes: true,
                     leads_table: Some("leads".into()),
                     max_scan_mb: 50,
+                    erasure: ErasureArgs::default(),
                 },
             ),
             (
@@ -634,6 +716,22 @@ mod tests {
                 ErrorKind::ValueValidation,
             ),
             ("show a b", ErrorKind::UnknownArgument),
+            (
+                "forget --email a@example.com --since 7d",
+                ErrorKind::MissingRequiredArgument,
+            ),
+            (
+                "forget --email a@example.com --status --everywhere",
+                ErrorKind::ArgumentConflict,
+            ),
+            (
+                "forget --record 0123456789abcdef0123 --email a@example.com",
+                ErrorKind::ArgumentConflict,
+            ),
+            (
+                "forget --status --id x --email a@b",
+                ErrorKind::ArgumentConflict,
+            ),
             ("redrive", ErrorKind::MissingRequiredArgument),
             ("redrive sub_1 --status failed", ErrorKind::ArgumentConflict),
             ("redrive --status completed", ErrorKind::InvalidValue),

@@ -273,7 +273,48 @@ pub async fn run(config: &SdkConfig, target: &Target, command: Command) -> Resul
             yes,
             leads_table,
             max_scan_mb,
+            erasure,
         } => {
+            if erasure.json && erasure.record.is_none() {
+                return Err(Failed::Usage(
+                    "forget --json prints a record: give --record ID".to_owned(),
+                ));
+            }
+            if let Some(raw) = &erasure.record {
+                let asked = forget::asked_id(raw)?;
+                let what = forget::Asked::Record { json: erasure.json };
+                return forget::show(&table, &asked, what, &mut out).await;
+            }
+            if erasure.status {
+                let asked = match (&erasure.id, &email) {
+                    (Some(raw), _) => forget::asked_id(raw)?,
+                    (None, Some(raw)) => {
+                        let forget::Gates::Keyed(secret) =
+                            gate_lookup(config, stack.as_ref()).await?
+                        else {
+                            return Err(Failed::Usage(
+                                "forget --status --email needs the stack's gate key (give --stack, \
+                                 or set GATE_KEY_SECRET_ARN or GATE_KEY), or give --id"
+                                    .to_owned(),
+                            ));
+                        };
+                        shared::erasure::plan::AskedId {
+                            erasure: shared::erasure::plan::erasure_id(
+                                &secret,
+                                &forget::address(raw)?,
+                            ),
+                            round: None,
+                        }
+                    }
+                    (None, None) => {
+                        return Err(Failed::Usage("give --email or --id".to_owned()));
+                    }
+                };
+                return forget::show(&table, &asked, forget::Asked::Status, &mut out).await;
+            }
+            let Some(email) = email else {
+                return Err(Failed::Usage("give --email ADDRESS".to_owned()));
+            };
             let leads_table = match (leads_table, &stack) {
                 (Some(name), _) => Some(name),
                 (None, Some(stack)) => stack.output(output::LEADS_TABLE).ok().map(str::to_owned),
@@ -292,7 +333,37 @@ pub async fn run(config: &SdkConfig, target: &Target, command: Command) -> Resul
                 gates: gate_lookup(config, stack.as_ref()).await?,
                 sender: ids_sender,
             };
-            forget::forget(&table, leads.as_ref(), &request, &mut out).await?;
+            if !erasure.everywhere {
+                return forget::forget(&table, leads.as_ref(), &request, &mut out).await;
+            }
+            let forget::Gates::Keyed(secret) = &request.gates else {
+                return Err(Failed::Usage(
+                    "forget --everywhere keeps its progress under a pseudonym made with the \
+                     stack's gate key: give --stack, or set GATE_KEY_SECRET_ARN or GATE_KEY"
+                        .to_owned(),
+                ));
+            };
+            let set = forget::destination_set(stack.as_ref())?;
+            let variables = stack
+                .as_ref()
+                .map(|stack| forget::stack_variables(stack, &set));
+            let destinations = forget::destinations(config, &table, &set, variables).await?;
+            let sender = forget::sender_side(
+                config,
+                stack.as_ref(),
+                &table,
+                ids_sender,
+                (erasure.since.clone(), erasure.forms.clone()),
+                retention,
+                now,
+            )
+            .await?;
+            let plan = forget::Everywhere {
+                secret: secret.clone(),
+                destinations,
+                sender,
+            };
+            forget::everywhere(&table, leads.as_ref(), &request, plan, &mut out).await?;
         }
         Command::WebhookUrl { show_secret } => {
             let Some(stack) = stack else {

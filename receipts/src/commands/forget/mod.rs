@@ -18,6 +18,14 @@
 //! (`shared::erasure`), so no import or audit brings them back from the
 //! sender's own list; and it tells the operator how to delete them there.
 
+mod everywhere;
+mod record;
+mod settings;
+
+pub(super) use everywhere::{everywhere, Everywhere};
+pub(super) use record::{asked_id, show, Asked};
+pub(super) use settings::{destination_set, destinations, sender_side, stack_variables};
+
 use std::io::Write;
 use std::time::SystemTime;
 
