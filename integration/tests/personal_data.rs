@@ -539,3 +539,203 @@ async fn forget_names_a_receipt_a_delivery_holds_and_exits_3() {
     assert_eq!(code, Some(0), "{out}\n{err}");
     assert!(out.contains("nothing to erase"), "{out}");
 }
+
+/// Issue 59, done when: through the `receipts` binary, with a HubSpot fake
+/// holding Ada's contact (written by the worker) and a Typeform fake
+/// holding her two responses, `forget --everywhere --yes` erases her from
+/// the stack, HubSpot and Typeform; HubSpot's first GDPR delete answers
+/// 503, so the first run exits 3 naming HubSpot as pending, and the second
+/// deletes there once and exits 0 without deleting at Typeform again. The
+/// record names each place and holds no address.
+#[tokio::test]
+async fn forget_everywhere_erases_at_the_crm_and_the_sender_and_resumes_where_it_stopped() {
+    use devtools::fakes::hubspot::{Fault, HubSpotFake, DEMO_HUBSPOT_TOKEN};
+    use devtools::fakes::sender_api::{Kept, SenderApiFake};
+    const TYPEFORM_TOKEN: &str = "tfp_local_test_token";
+    const FORM: &str = "form1";
+
+    let moto = endpoint(DYNAMODB_ENDPOINT);
+    let client = worker_client(&moto).await;
+    let table = create_table(&client, "ReceiptsTable").await;
+    let hubspot = HubSpotFake::start(DEMO_HUBSPOT_TOKEN).await.unwrap();
+    let typeform = SenderApiFake::start(TYPEFORM_TOKEN).await.unwrap();
+    let worker_env: HashMap<&str, String> = HashMap::from([
+        ("RECEIPTS_TABLE", table.clone()),
+        ("DESTINATION", "hubspot".to_owned()),
+        ("GATE_KEY", devtools::local::DEMO_GATE_KEY.to_owned()),
+        ("CRM_ALLOW_HTTP", "true".to_owned()),
+        ("HUBSPOT_TOKEN", DEMO_HUBSPOT_TOKEN.to_owned()),
+        ("HUBSPOT_BASE_URL", hubspot.base_url()),
+    ]);
+    let config = worker::Config::from_lookup(|name| worker_env.get(name).cloned()).unwrap();
+    let sdk = worker_sdk_config(&moto).await;
+    let destination = config
+        .destinations
+        .build(&table, &sdk, &client)
+        .await
+        .unwrap()
+        .remove(0);
+    let worker = Worker::new(destination, DynamoLedger::new(client.clone(), &table), 8);
+
+    // Two responses of Ada's and one of Bo's: at Typeform, and delivered.
+    let now = SystemTime::now();
+    let people = [
+        ("respAda1", "Ada Lovelace", "ada@example.com", 3_600),
+        ("respAda2", "Ada Lovelace", "Ada@Example.com", 1_800),
+        ("respBo1", "Bo Diddley", "bo@example.com", 900),
+    ];
+    for (id, name, email, ago) in people {
+        let at = now - Duration::from_secs(ago);
+        typeform.keep(
+            FORM,
+            Kept {
+                id: id.to_owned(),
+                submitted_at: at,
+                name: name.to_owned(),
+                email: email.to_owned(),
+                message: "Call me".to_owned(),
+                partial: false,
+            },
+        );
+        let body = (shared::Sender::Typeform.profile().sample)(&shared::sender::Sample {
+            id,
+            at,
+            name,
+            email,
+            message: "Call me",
+            form_key: None,
+        });
+        let submission = shared::Sender::Typeform
+            .parse_submission(body.to_string().as_bytes())
+            .unwrap();
+        let receipt = Receipt::new(&submission, at);
+        client
+            .put_item()
+            .table_name(&table)
+            .set_item(Some(serde_dynamo::to_item(&receipt).unwrap()))
+            .send()
+            .await
+            .unwrap();
+    }
+    drain_stream(&moto, &client, &table, &worker).await;
+    let emails = |hubspot: &HubSpotFake| -> Vec<String> {
+        let mut emails: Vec<String> = hubspot
+            .contacts()
+            .iter()
+            .filter_map(|c| c.properties.get("email")?.as_str().map(str::to_owned))
+            .collect();
+        emails.sort();
+        emails
+    };
+    assert_eq!(emails(&hubspot), ["ada@example.com", "bo@example.com"]);
+
+    let env = [
+        (shared::newest::GATE_KEY, devtools::local::DEMO_GATE_KEY),
+        ("DESTINATION", "hubspot"),
+        ("CRM_ALLOW_HTTP", "true"),
+        ("HUBSPOT_TOKEN", DEMO_HUBSPOT_TOKEN),
+        ("HUBSPOT_BASE_URL", &hubspot.base_url()),
+        ("SENDER", "typeform"),
+        ("SENDER_API_TOKEN", TYPEFORM_TOKEN),
+        ("SENDER_API_BASE_URL", &typeform.base_url()),
+    ];
+    // The fakes answer on this test's runtime: the CLI runs beside it.
+    let cli = |args: Vec<String>| {
+        let env: Vec<(String, String)> = env
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        tokio::task::spawn_blocking(move || {
+            let env: Vec<(&str, &str)> =
+                env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            receipts_cli_code(&env, &args)
+        })
+    };
+    let args = |rest: &[&str]| -> Vec<String> {
+        ["--table", table.as_str(), "forget"]
+            .iter()
+            .chain(rest)
+            .map(|arg| arg.to_string())
+            .collect()
+    };
+    let forget_args = args(&[
+        "--email",
+        "ADA@example.com",
+        "--everywhere",
+        "--yes",
+        "--form",
+        FORM,
+    ]);
+    let forget = || cli(forget_args.clone());
+
+    // HubSpot answers 503 once: the first run stops there.
+    hubspot.fail(Fault::status(503).times(1));
+    let (code, out, err) = forget().await.unwrap();
+    assert_eq!(code, Some(3), "{out}{err}");
+    assert!(
+        out.contains("  destination hubspot: pending: HubSpot: destination unavailable"),
+        "{out}"
+    );
+    assert!(err.contains("is not finished: 1 step(s) open"), "{err}");
+    assert!(out.contains("sender typeform: deleted (2)"), "{out}");
+    assert_eq!(typeform.kept_ids(FORM), ["respBo1"], "both of hers, only");
+    assert_eq!(typeform.deletions().len(), 1, "{:?}", typeform.deletions());
+    assert_eq!(emails(&hubspot), ["ada@example.com", "bo@example.com"]);
+
+    // Run again: HubSpot's delete, once; Typeform's is not repeated.
+    let (code, again, err) = forget().await.unwrap();
+    assert_eq!(code, Some(0), "{again}{err}");
+    assert_eq!(emails(&hubspot), ["bo@example.com"]);
+    assert_eq!(
+        hubspot.gdpr_deletes(),
+        2,
+        "the 503, then the one that deleted"
+    );
+    assert_eq!(typeform.deletions().len(), 1, "not again");
+    assert!(again.contains("every step is done"), "{again}");
+    for printed in [&out, &again] {
+        assert!(
+            !printed.to_lowercase().contains("ada@example.com"),
+            "no address in the output: {printed}"
+        );
+    }
+
+    // The record: each place, what it answered, no personal data; and no
+    // receipt or item of the table holds her data.
+    let id_line = again
+        .lines()
+        .find_map(|line| line.split("(forget --record ").nth(1))
+        .and_then(|rest| rest.split(')').next())
+        .map(str::to_owned)
+        .unwrap_or_else(|| panic!("no erasure id printed: {again}"));
+    let (ok, record, err) =
+        receipts_cli(&env, &["--table", &table, "forget", "--record", &id_line]);
+    assert!(ok, "{record}{err}");
+    assert!(record.contains("stack: deleted"), "{record}");
+    assert!(
+        record.contains("destination hubspot: deleted (1)"),
+        "{record}"
+    );
+    assert!(record.contains("sender typeform: deleted (2)"), "{record}");
+    let (code, json, err) = cli(args(&["--record", &id_line, "--json"])).await.unwrap();
+    assert_eq!(code, Some(0), "{json}{err}");
+    let json: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert!(json["finishedAt"].is_string(), "{json}");
+    assert_eq!(json["steps"].as_array().map(Vec::len), Some(3), "{json}");
+    let items = scan(&client, &table).await;
+    assert!(holds_ada(&items).is_empty(), "{:?}", holds_ada(&items));
+    let (ok, status, err) = receipts_cli(
+        &env,
+        &[
+            "--table",
+            &table,
+            "forget",
+            "--status",
+            "--email",
+            "ada@example.com",
+        ],
+    );
+    assert!(ok, "{status}{err}");
+    assert!(status.contains("finished 20"), "{status}");
+}

@@ -74,10 +74,11 @@ impl ReceiptsTable {
             .table_name(&self.table)
             .item(attr::PK, s(key))
             .item(stored::ROUNDS, s(&json))
-            .item(stored::VERSION, AttributeValue::N(next.to_string()))
-            .expression_attribute_names("#pk", attr::PK);
+            .item(stored::VERSION, AttributeValue::N(next.to_string()));
         let put = match stored.version {
-            0 => put.condition_expression("attribute_not_exists(#pk)"),
+            0 => put
+                .condition_expression("attribute_not_exists(#pk)")
+                .expression_attribute_names("#pk", attr::PK),
             read => put
                 .condition_expression("#version = :read")
                 .expression_attribute_names("#version", stored::VERSION)

@@ -233,49 +233,60 @@ pub(in crate::commands) async fn everywhere(
 
     // Say what will be done.
     let now = format_timestamp(SystemTime::now());
-    let resumes = stored
+    let resumed = stored
         .erasures
         .rounds
         .last()
-        .is_some_and(|round| !round.is_finished());
+        .filter(|round| !round.is_finished());
+    let done_before = |place: Place| {
+        resumed
+            .and_then(|round| round.steps.iter().find(|step| step.place == place))
+            .filter(|step| step.is_done())
+            .map(said)
+    };
     let _ = writeln!(
         out,
         "erasure {id}: {}",
-        if resumes {
-            "resumed (what is done stays done)"
-        } else {
-            "a new one"
+        match resumed {
+            Some(round) => format!("resumes {} (what is done stays done)", round.id),
+            None => "a new one".to_owned(),
         }
     );
     for (kind, kept) in &ids {
         if kind.profile().erasure.is_empty() {
             continue;
         }
-        let _ = writeln!(
-            out,
-            "  destination {}: {}",
-            kind.name(),
-            match kept.len() {
-                0 => "found by the address, then deleted".to_owned(),
-                n => format!("{n} record(s) the stack kept, deleted"),
-            }
-        );
-    }
-    let _ = writeln!(
-        out,
-        "  sender {}: {}",
-        request.sender.name(),
-        match (&plan.sender, &listed) {
-            (SenderSide::ByHand(what), _) => format!("cannot delete here: do it by hand, {what}"),
-            (SenderSide::NotReady(why), _) => format!("not reachable from this run: {why}"),
-            (SenderSide::Api { .. }, Ok(_)) if sender_found => "as found before".to_owned(),
-            (SenderSide::Api { .. }, Ok(listed)) => format!(
-                "{} submission(s) of this person listed, deleted",
-                listed.len()
+        let place = Place::Destination(*kind);
+        let _ = match done_before(place) {
+            Some(done) => writeln!(out, "  {done}"),
+            None => writeln!(
+                out,
+                "  {place}: {}",
+                match kept.len() {
+                    0 => "found by the address, then deleted".to_owned(),
+                    n => format!("{n} record(s) the stack kept, deleted"),
+                }
             ),
-            (SenderSide::Api { .. }, Err(why)) => format!("its list could not be read: {why}"),
+        };
+    }
+    let sender_plan = match (&plan.sender, &listed) {
+        _ if done_before(sender_place).is_some() => None,
+        (SenderSide::ByHand(what), _) => Some(format!("cannot delete here: do it by hand, {what}")),
+        (SenderSide::NotReady(why), _) => Some(format!("not reachable from this run: {why}")),
+        (SenderSide::Api { .. }, Ok(_)) if sender_found => {
+            Some("what the first run listed, deleted".to_owned())
         }
-    );
+        (SenderSide::Api { .. }, Ok(listed)) => Some(format!(
+            "{} submission(s) of this person listed, deleted",
+            listed.len()
+        )),
+        (SenderSide::Api { .. }, Err(why)) => Some(format!("its list could not be read: {why}")),
+    };
+    let _ = match (sender_plan, done_before(sender_place)) {
+        (Some(plan), _) => writeln!(out, "  {sender_place}: {plan}"),
+        (None, Some(done)) => writeln!(out, "  {done}"),
+        (None, None) => Ok(()),
+    };
     if request.dry_run {
         let _ = writeln!(out, "dry run: nothing was changed");
         return Ok(());
@@ -351,7 +362,9 @@ pub(in crate::commands) async fn everywhere(
             ),
             Err(error) => step.pending(destination_reason(*kind, &error)),
         }
-        let _ = writeln!(out, "{}", said(step));
+        if step.is_done() {
+            let _ = writeln!(out, "{}", said(step));
+        }
         save(table, &key, &mut stored).await?;
     }
 
@@ -404,7 +417,9 @@ pub(in crate::commands) async fn everywhere(
                 }
             }
         }
-        let _ = writeln!(out, "{}", said(step));
+        if step.is_done() {
+            let _ = writeln!(out, "{}", said(step));
+        }
         save(table, &key, &mut stored).await?;
     }
 
@@ -425,8 +440,9 @@ pub(in crate::commands) async fn everywhere(
         return Ok(());
     }
     let open: Vec<String> = round.open_steps().map(said).collect();
+    let _ = writeln!(out, "not finished; still open:");
     for line in &open {
-        let _ = writeln!(out, "{line}");
+        let _ = writeln!(out, "  {line}");
     }
     Err(Failed::RunAgainLater(format!(
         "erasure {} is not finished: {} step(s) open; run the same command again to resume \
