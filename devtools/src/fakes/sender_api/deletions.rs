@@ -23,8 +23,9 @@ use serde_json::json;
 use super::{params_of, presents_token, FakeState};
 use crate::server::lock;
 
-/// The fault or refusal before a deletion, if any; the call recorded.
-fn admitted(state: &FakeState, headers: &HeaderMap, called: String) -> Result<(), Response> {
+/// The fault or refusal answered instead of a deletion, if any; the call
+/// recorded.
+fn refusal(state: &FakeState, headers: &HeaderMap, called: String) -> Option<Response> {
     let refusal = if let Some(fault) = state.faults.next() {
         let status =
             StatusCode::from_u16(fault.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
@@ -42,7 +43,7 @@ fn admitted(state: &FakeState, headers: &HeaderMap, called: String) -> Result<()
     };
     let status = refusal.as_ref().map_or(200, |r| r.status().as_u16());
     lock(&state.calls).push((format!("DELETE {called}"), status));
-    refusal.map_or(Ok(()), Err)
+    refusal
 }
 
 /// Removes the submissions `ids` of `form` (any form when `None`); how
@@ -72,12 +73,12 @@ pub(super) async fn typeform(
         .get("included_response_ids")
         .cloned()
         .unwrap_or_default();
-    if let Err(refusal) = admitted(
+    if let Some(refused) = refusal(
         &state,
         &headers,
         format!("/forms/{form}/responses?included_response_ids={ids}"),
     ) {
-        return refusal;
+        return refused;
     }
     let ids: Vec<&str> = ids.split(',').filter(|id| !id.is_empty()).collect();
     remove(&state, Some(&form), &ids);
@@ -89,8 +90,8 @@ pub(super) async fn tally(
     Path((form, id)): Path<(String, String)>,
     headers: HeaderMap,
 ) -> Response {
-    if let Err(refusal) = admitted(&state, &headers, format!("/forms/{form}/submissions/{id}")) {
-        return refusal;
+    if let Some(refused) = refusal(&state, &headers, format!("/forms/{form}/submissions/{id}")) {
+        return refused;
     }
     match remove(&state, Some(&form), &[&id]) {
         0 => StatusCode::NOT_FOUND.into_response(),
@@ -103,8 +104,8 @@ pub(super) async fn netlify(
     Path(id): Path<String>,
     headers: HeaderMap,
 ) -> Response {
-    if let Err(refusal) = admitted(&state, &headers, format!("/api/v1/submissions/{id}")) {
-        return refusal;
+    if let Some(refused) = refusal(&state, &headers, format!("/api/v1/submissions/{id}")) {
+        return refused;
     }
     match remove(&state, None, &[&id]) {
         0 => StatusCode::NOT_FOUND.into_response(),
