@@ -739,3 +739,194 @@ async fn forget_everywhere_erases_at_the_crm_and_the_sender_and_resumes_where_it
     assert!(ok, "{status}{err}");
     assert!(status.contains("finished 20"), "{status}");
 }
+
+/// Issue 59, done when: a person delivered to Pipedrive, Zoho, Mailchimp
+/// and Salesforce at once is deleted at each by its vendor's deletion,
+/// found by the record id the stack kept (Pipedrive's and Zoho's person
+/// memories, the Salesforce lead's id on the receipt, Mailchimp's member
+/// by the address's hash), with no search; the sender (Static Forms)
+/// deletes nothing by API, and the output says what to do there.
+#[tokio::test]
+async fn forget_everywhere_deletes_at_each_crm_by_the_id_the_stack_kept() {
+    use devtools::fakes::mailchimp::{
+        MailchimpFake, DEMO_MAILCHIMP_API_KEY, DEMO_MAILCHIMP_LIST_ID,
+    };
+    use devtools::fakes::pipedrive::{PipedriveFake, DEMO_PIPEDRIVE_TOKEN};
+    use devtools::fakes::salesforce::{
+        SalesforceFake, DEMO_SALESFORCE_CLIENT_ID, DEMO_SALESFORCE_CLIENT_SECRET,
+    };
+    use devtools::fakes::zoho::{
+        ZohoFake, DEMO_ZOHO_CLIENT_ID, DEMO_ZOHO_CLIENT_SECRET, DEMO_ZOHO_REFRESH_TOKEN,
+    };
+    use devtools::fakes::LocalDestination;
+    use std::sync::Arc;
+
+    let moto = endpoint(DYNAMODB_ENDPOINT);
+    let client = worker_client(&moto).await;
+    let table = create_table(&client, "ReceiptsTable").await;
+    let pipedrive = Arc::new(
+        PipedriveFake::start(DEMO_PIPEDRIVE_TOKEN, Duration::from_secs(1))
+            .await
+            .unwrap(),
+    );
+    let zoho = Arc::new(
+        ZohoFake::start(
+            DEMO_ZOHO_CLIENT_ID,
+            DEMO_ZOHO_CLIENT_SECRET,
+            DEMO_ZOHO_REFRESH_TOKEN,
+            Duration::from_secs(3600),
+        )
+        .await
+        .unwrap(),
+    );
+    let mailchimp = Arc::new(
+        MailchimpFake::start(DEMO_MAILCHIMP_API_KEY, DEMO_MAILCHIMP_LIST_ID)
+            .await
+            .unwrap(),
+    );
+    let salesforce = Arc::new(
+        SalesforceFake::start(DEMO_SALESFORCE_CLIENT_ID, DEMO_SALESFORCE_CLIENT_SECRET)
+            .await
+            .unwrap(),
+    );
+    let mut env: Vec<(&str, String)> = vec![
+        (
+            "DESTINATION",
+            "pipedrive,zoho,mailchimp,salesforce".to_owned(),
+        ),
+        ("GATE_KEY", devtools::local::DEMO_GATE_KEY.to_owned()),
+        ("CRM_ALLOW_HTTP", "true".to_owned()),
+    ];
+    env.extend(pipedrive.worker_env());
+    env.extend(zoho.worker_env());
+    env.extend(mailchimp.worker_env());
+    env.extend(salesforce.worker_env());
+
+    // Delivered by the worker, its receipt keeping its form data
+    // (KEEP_PAYLOAD_AFTER_DELIVERY), so the lead's Salesforce id is found.
+    let mut worker_env: HashMap<&str, String> = env.iter().cloned().collect();
+    worker_env.insert("RECEIPTS_TABLE", table.clone());
+    worker_env.insert("KEEP_PAYLOAD_AFTER_DELIVERY", "true".to_owned());
+    let config = worker::Config::from_lookup(|name| worker_env.get(name).cloned()).unwrap();
+    let sdk = worker_sdk_config(&moto).await;
+    let delivery = config.delivery;
+    let mut built = config
+        .destinations
+        .build(&table, &sdk, &client)
+        .await
+        .unwrap();
+    let first = built.remove(0);
+    let worker = Worker::new(first, DynamoLedger::new(client.clone(), &table), 8)
+        .also_to(built)
+        .with_delivery_rules(delivery);
+    let submission =
+        FormSubmission::parse(ada_body("sub_all", "ada@example.com").as_bytes()).unwrap();
+    let receipt = Receipt::new(&submission, SystemTime::now());
+    client
+        .put_item()
+        .table_name(&table)
+        .set_item(Some(serde_dynamo::to_item(&receipt).unwrap()))
+        .send()
+        .await
+        .unwrap();
+    drain_stream(&moto, &client, &table, &worker).await;
+    let items = scan(&client, &table).await;
+    assert_eq!(
+        text(find(&items, "sub_all"), "status"),
+        "COMPLETED",
+        "{items:?}"
+    );
+    assert_eq!(pipedrive.persons().len(), 1);
+    assert_eq!(zoho.records().len(), 1);
+    assert_eq!(mailchimp.members().len(), 1);
+    assert_eq!(salesforce.records().len(), 1);
+    let searches = |calls: Vec<(String, String)>| {
+        calls
+            .into_iter()
+            .filter(|(method, path)| method == "GET" && path.contains("search"))
+            .count()
+    };
+    let pipedrive_calls = || {
+        pipedrive
+            .calls()
+            .into_iter()
+            .map(|c| (c.method, c.path))
+            .collect::<Vec<_>>()
+    };
+    let zoho_calls = || {
+        zoho.calls()
+            .into_iter()
+            .map(|c| (c.method, c.path))
+            .collect::<Vec<_>>()
+    };
+    let searched = (searches(pipedrive_calls()), searches(zoho_calls()));
+
+    let cli_env: Vec<(String, String)> = env
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.clone()))
+        .collect();
+    let table_name = table.clone();
+    let (code, out, err) = tokio::task::spawn_blocking(move || {
+        let env: Vec<(&str, &str)> = cli_env
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        receipts_cli_code(
+            &env,
+            &[
+                "--table",
+                &table_name,
+                "forget",
+                "--email",
+                "ada@example.com",
+                "--everywhere",
+                "--yes",
+            ],
+        )
+    })
+    .await
+    .unwrap();
+    assert_eq!(code, Some(0), "{out}{err}");
+    for place in ["pipedrive", "zoho", "mailchimp", "salesforce"] {
+        assert!(
+            out.contains(&format!("destination {place}: deleted (1)")),
+            "{place}: {out}"
+        );
+    }
+    assert!(
+        out.contains("destination pipedrive: 1 record(s) the stack kept")
+            && out.contains("destination zoho: 1 record(s) the stack kept")
+            && out.contains("destination salesforce: 1 record(s) the stack kept"),
+        "{out}"
+    );
+    assert!(
+        out.contains(
+            "sender staticforms: cannot delete here: do it by hand, in Static Forms' dashboard"
+        ),
+        "{out}"
+    );
+    assert!(pipedrive.persons().is_empty());
+    assert!(zoho.records().is_empty());
+    assert!(mailchimp.members().is_empty());
+    assert!(salesforce.records().is_empty());
+    assert_eq!(
+        (searches(pipedrive_calls()), searches(zoho_calls())),
+        searched,
+        "found by the ids the memories kept, not searched"
+    );
+    assert!(
+        pipedrive_calls()
+            .iter()
+            .any(|(method, path)| method == "DELETE" && path.starts_with("/api/v2/persons/")),
+        "{:?}",
+        pipedrive_calls()
+    );
+    assert!(
+        !salesforce
+            .calls()
+            .iter()
+            .any(|c| c.path.ends_with("/query")),
+        "the lead's id from its receipt, no query"
+    );
+    assert!(holds_ada(&scan(&client, &table).await).is_empty());
+}

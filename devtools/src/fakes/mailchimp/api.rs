@@ -388,3 +388,26 @@ pub(super) async fn tag(
     }
     StatusCode::NO_CONTENT.into_response()
 }
+
+/// `POST /3.0/lists/{list_id}/members/{subscriber_hash}/actions/delete-permanent`:
+/// the member and its notes gone for good, 204, and the address kept
+/// from being added again ("Forgotten Email Not Subscribed"); 404 for a
+/// member it does not hold
+/// (<https://mailchimp.com/developer/marketing/api/list-members/delete-list-member/>).
+pub(super) async fn delete_permanent(
+    State(state): State<Arc<FakeState>>,
+    Path((list, hash)): Path<(String, String)>,
+) -> Response {
+    if list != state.list_id {
+        return no_resource();
+    }
+    let mut members = lock(&state.members);
+    let Some(at) = members.iter().position(|member| member.hash == hash) else {
+        return no_resource();
+    };
+    let gone = members.remove(at);
+    drop(members);
+    lock(&state.notes).retain(|note| note.member != gone.hash);
+    lock(&state.kept_away).push((gone.email.trim().to_lowercase(), KeptAway::Forgotten));
+    StatusCode::NO_CONTENT.into_response()
+}

@@ -183,6 +183,10 @@ impl MailchimpFake {
                 get(api::list_notes).post(api::create_note),
             )
             .route("/3.0/lists/{list}/members/{hash}/tags", post(api::tag))
+            .route(
+                "/3.0/lists/{list}/members/{hash}/actions/delete-permanent",
+                post(api::delete_permanent),
+            )
             // Mailchimp's API, and only it: the connections at once, the
             // key, the faults a test queued, and each call recorded.
             .route_layer(middleware::from_fn_with_state(

@@ -56,11 +56,16 @@ pub(super) async fn token(
     .into_response()
 }
 
-fn errors(status: StatusCode, code: &str, message: &str) -> (StatusCode, Value) {
+pub(super) fn errors(status: StatusCode, code: &str, message: &str) -> (StatusCode, Value) {
     (status, json!([{"message": message, "errorCode": code}]))
 }
 
-fn answer(org: &Org, path: &str, records: usize, (status, body): (StatusCode, Value)) -> Response {
+pub(super) fn answer(
+    org: &Org,
+    path: &str,
+    records: usize,
+    (status, body): (StatusCode, Value),
+) -> Response {
     lock(&org.calls).push(Call {
         path: path.to_owned(),
         records,
@@ -86,7 +91,7 @@ fn answer(org: &Org, path: &str, records: usize, (status, body): (StatusCode, Va
 
 /// The checks every API call passes first: a live token, no fault queued,
 /// the object and field this org has.
-fn refused(
+pub(super) fn refused(
     org: &Org,
     headers: &HeaderMap,
     object: &str,

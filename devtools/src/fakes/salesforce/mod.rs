@@ -31,6 +31,7 @@
 //! injected on demand; `GET /records` lists what it holds.
 
 mod api;
+mod rest;
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::net::SocketAddr;
@@ -195,6 +196,11 @@ impl SalesforceFake {
                 "/services/data/{version}/sobjects/{object}/{field}/{value}",
                 patch(api::upsert_one),
             )
+            .route(
+                "/services/data/{version}/sobjects/{object}/{id}",
+                axum::routing::delete(rest::delete),
+            )
+            .route("/services/data/{version}/query", get(rest::query))
             .route("/records", get(api::list))
             .with_state(Arc::clone(&org))
             .merge(org.faults.routes());

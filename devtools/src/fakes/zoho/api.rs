@@ -257,6 +257,37 @@ pub(super) async fn search(
         .into_response()
 }
 
+/// `DELETE /crm/v8/{module}?ids=a,b`: each record and its notes deleted,
+/// answered per id in `data[]`, `SUCCESS` or `INVALID_DATA` for an id that
+/// is no record of the module
+/// (<https://www.zoho.com/crm/developer/docs/api/v8/delete-records.html>).
+pub(super) async fn delete_records(
+    State(state): State<Arc<FakeState>>,
+    Path(module): Path<String>,
+    uri: Uri,
+) -> Response {
+    let asked = params(uri.query().unwrap_or(""));
+    let ids: Vec<String> = asked
+        .get("ids")
+        .map(|ids| ids.split(',').map(str::to_owned).collect())
+        .unwrap_or_default();
+    let mut data = Vec::new();
+    for id in &ids {
+        let mut records = lock(&state.records);
+        let before = records.len();
+        records.retain(|r| !(r.module == module && &r.id == id));
+        let deleted = records.len() < before;
+        drop(records);
+        if deleted {
+            lock(&state.notes).retain(|note| &note.record != id);
+            data.push(json!({"code": "SUCCESS", "details": {"id": id}, "message": "record deleted", "status": "success"}));
+        } else {
+            data.push(json!({"code": "INVALID_DATA", "details": {"id": id}, "message": "the related id given seems to be invalid", "status": "error"}));
+        }
+    }
+    Json(json!({ "data": data })).into_response()
+}
+
 fn record_exists(state: &FakeState, module: &str, id: &str) -> bool {
     lock(&state.records)
         .iter()

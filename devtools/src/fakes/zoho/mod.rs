@@ -174,6 +174,10 @@ impl ZohoFake {
             .route("/crm/v8/{module}/upsert", post(api::upsert))
             .route("/crm/v8/{module}/search", get(api::search))
             .route(
+                "/crm/v8/{module}",
+                axum::routing::delete(api::delete_records),
+            )
+            .route(
                 "/crm/v8/{module}/{id}/Notes",
                 get(api::list_notes).post(api::create_note),
             )
