@@ -1172,3 +1172,75 @@ async fn netlify_and_formspree_audits_find_what_never_came_and_import_it_once() 
         stop(pipeline).await;
     }
 }
+
+/// The senders' deletions (`forget --everywhere`), by each API's own
+/// request: Typeform's names several responses at once, Tally's and
+/// Netlify's one each; an id already gone (404) is no error and no
+/// deletion; a refusal names what the token needs to delete.
+#[tokio::test]
+async fn each_sender_deletes_by_its_own_request_and_a_refusal_names_the_scope() {
+    use sender_audit::sender_api::SenderApiClient;
+    use shared::Sender;
+    let now = SystemTime::now();
+    for (sender, expected_requests) in [
+        (Sender::Typeform, 1),
+        (Sender::Tally, 3),
+        (Sender::Netlify, 3),
+    ] {
+        let fake = SenderApiFake::start(API_TOKEN).await.unwrap();
+        for n in 1..=3 {
+            fake.keep(FORM, kept(n, now));
+        }
+        let api = sender.api().unwrap();
+        let mut client =
+            SenderApiClient::new(sender, api, Some(fake.base_url()), API_TOKEN.to_owned());
+        let ids = ["aud1".to_owned(), "aud2".to_owned(), "gone9".to_owned()];
+        let mut gone = Vec::new();
+        client
+            .delete(FORM, &ids, |chunk, deleted| {
+                gone.extend(chunk.iter().map(|id| (id.clone(), deleted)))
+            })
+            .await
+            .unwrap_or_else(|error| panic!("{}: {error}", sender.name()));
+        assert_eq!(fake.kept_ids(FORM), ["aud3"], "{}", sender.name());
+        assert_eq!(
+            fake.deletions().len(),
+            expected_requests,
+            "{}: {:?}",
+            sender.name(),
+            fake.deletions()
+        );
+        if expected_requests == 3 {
+            assert_eq!(
+                gone,
+                [
+                    ("aud1".to_owned(), true),
+                    ("aud2".to_owned(), true),
+                    ("gone9".to_owned(), false)
+                ],
+                "{}",
+                sender.name()
+            );
+        }
+
+        fake.fail_next(Fault {
+            status: 403,
+            retry_after: None,
+            times: Some(1),
+        });
+        let refused = client
+            .delete(FORM, &["aud3".to_owned()], |_, _| {})
+            .await
+            .unwrap_err()
+            .to_string();
+        let needs = api.delete.unwrap().token_help;
+        assert!(refused.contains(needs), "{}: {refused}", sender.name());
+    }
+    assert!(Sender::Typeform
+        .api()
+        .unwrap()
+        .delete
+        .unwrap()
+        .token_help
+        .contains("responses:write"));
+}

@@ -232,8 +232,7 @@ impl SenderApiClient {
     /// Deletes the submissions `ids` of `form` at the sender, as many per
     /// request as its API takes; an id already gone (404) is no error, so
     /// a repeat is safe. `done` is told each request's ids once deleted,
-    /// so what is done is kept when a later request fails. `definition`:
-    /// what the API's definition request answered, when it has one.
+    /// so what is done is kept when a later request fails.
     pub async fn delete(
         &mut self,
         form: &str,
@@ -256,20 +255,20 @@ impl SenderApiClient {
                 path: format!("a submission id of {} characters that is no id", odd.len()),
             });
         }
-        let definition = match self.api.definition {
-            Some(request) => Some(self.get::<Value>(form, &request(form)).await?),
-            None => None,
-        };
         for chunk in ids.chunks(deletion.per_request.max(1)) {
-            let ask = DeleteAsk {
-                form,
-                ids: chunk,
-                definition: definition.as_ref(),
-            };
+            let ask = DeleteAsk { form, ids: chunk };
             let request = (deletion.request)(&ask);
             let gone = self
                 .send(reqwest::Method::DELETE, form, &request)
-                .await?
+                .await
+                .map_err(|error| match error {
+                    SenderApiError::Refused { sender, status, .. } => SenderApiError::Refused {
+                        sender,
+                        status,
+                        help: deletion.token_help,
+                    },
+                    other => other,
+                })?
                 .is_some();
             done(chunk, gone);
         }

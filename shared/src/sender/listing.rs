@@ -51,6 +51,8 @@ pub struct Deletion {
     pub per_request: usize,
     /// The `DELETE` request for `ask.ids`.
     pub request: fn(&DeleteAsk) -> ApiRequest,
+    /// What the token needs to delete, said when the API refuses it.
+    pub token_help: &'static str,
 }
 
 /// What a deletion is asked for.
@@ -59,8 +61,6 @@ pub struct DeleteAsk<'a> {
     pub form: &'a str,
     /// At most `Deletion::per_request`, each as the listing gave it.
     pub ids: &'a [String],
-    /// The answer to `SenderApi::definition`, when the API has one.
-    pub definition: Option<&'a Value>,
 }
 
 /// How a sender's API takes its token.

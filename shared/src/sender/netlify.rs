@@ -139,6 +139,7 @@ pub const API: SenderApi = SenderApi {
     delete: Some(listing::Deletion {
         per_request: 1,
         request: delete_request,
+        token_help: "a Netlify personal access token of a member who may manage the site's forms",
     }),
 };
 

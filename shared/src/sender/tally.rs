@@ -146,6 +146,7 @@ pub const API: SenderApi = SenderApi {
     delete: Some(listing::Deletion {
         per_request: 1,
         request: delete_request,
+        token_help: "a Tally API key of a user who may delete the form's submissions",
     }),
 };
 

@@ -184,6 +184,7 @@ pub const API: SenderApi = SenderApi {
     delete: Some(listing::Deletion {
         per_request: DELETE_PER_REQUEST,
         request: delete_request,
+        token_help: "a Typeform personal access token with responses:write (and responses:read, forms:read to find them)",
     }),
 };
 
