@@ -7,6 +7,10 @@
 //! `POST /faults` with `{"status": 503}` (optionally `"retryAfter": "5"`,
 //! and `"times": 3` for that many calls only) makes upserts fail so;
 //! `DELETE /faults` restores it.
+//!
+//! `DELETE /people` with `{"email": ...}` deletes every lead of that address
+//! (204; 404 when it holds none), as docs/destinations/http.md asks of a
+//! CRM behind `CRM_ERASE_URL`.
 
 use std::collections::{HashMap, VecDeque};
 use std::net::SocketAddr;
@@ -17,7 +21,7 @@ use std::time::{Duration, Instant};
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, put};
+use axum::routing::{delete, get, put};
 use axum::{Json, Router};
 use serde_json::Value;
 
@@ -171,10 +175,16 @@ impl CrmStub {
         let app = Router::new()
             .route("/leads", get(list))
             .route("/leads/{external_id}", put(upsert).get(read))
+            .route("/people", delete(erase))
             .with_state(Arc::clone(&state))
             .merge(state.faults.routes());
         let server = listener.serve(app);
         Ok(CrmStub { state, server })
+    }
+
+    /// The URL for `CRM_ERASE_URL`.
+    pub fn erase_url(&self) -> String {
+        format!("{}/people", self.server.url())
     }
 
     /// The URL template for `CRM_URL`.
@@ -413,4 +423,39 @@ fn now_ms() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |since| since.as_millis() as u64)
+}
+
+/// `DELETE /people`: every lead whose `email` is the body's, trimmed and
+/// lower-cased; a bearer token as the upserts take it.
+async fn erase(
+    State(state): State<Arc<StubState>>,
+    headers: HeaderMap,
+    Json(body): Json<Value>,
+) -> Response {
+    let required = lock(&state.required_bearer).clone();
+    let sent = headers
+        .get("authorization")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    if required.is_some_and(|required| sent.as_ref() != Some(&required)) {
+        return StatusCode::UNAUTHORIZED.into_response();
+    }
+    if let Some(outage) = state.faults.next() {
+        return StatusCode::from_u16(outage.status)
+            .unwrap_or(StatusCode::INTERNAL_SERVER_ERROR)
+            .into_response();
+    }
+    let Some(email) = body["email"].as_str().map(|e| e.trim().to_lowercase()) else {
+        return StatusCode::BAD_REQUEST.into_response();
+    };
+    let mut leads = lock(&state.leads);
+    let before = leads.len();
+    leads.retain(|_, lead| {
+        lead.body["email"].as_str().map(|e| e.trim().to_lowercase()) != Some(email.clone())
+    });
+    if leads.len() < before {
+        StatusCode::NO_CONTENT.into_response()
+    } else {
+        StatusCode::NOT_FOUND.into_response()
+    }
 }

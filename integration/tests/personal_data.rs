@@ -930,3 +930,82 @@ async fn forget_everywhere_deletes_at_each_crm_by_the_id_the_stack_kept() {
     );
     assert!(holds_ada(&scan(&client, &table).await).is_empty());
 }
+
+/// The `http` destination erases a person only where the operator said
+/// how (`CRM_ERASE_URL`): `DELETE` with the address, a 404 on a repeat no
+/// error; without it, the record says to do it by hand.
+#[tokio::test]
+async fn forget_everywhere_deletes_at_an_http_crm_only_at_its_erase_url() {
+    let moto = endpoint(DYNAMODB_ENDPOINT);
+    let client = worker_client(&moto).await;
+    let table = create_table(&client, "ReceiptsTable").await;
+    let crm = CrmStub::start().await.unwrap();
+    let worker = Worker::new(
+        HttpCrm::new(crm.leads_url(), None).unwrap(),
+        DynamoLedger::new(client.clone(), &table),
+        8,
+    );
+    for (id, email) in [("sub_h1", "ada@example.com"), ("sub_h2", "bo@example.com")] {
+        let submission = FormSubmission::parse(ada_body(id, email).as_bytes()).unwrap();
+        client
+            .put_item()
+            .table_name(&table)
+            .set_item(Some(
+                serde_dynamo::to_item(Receipt::new(&submission, SystemTime::now())).unwrap(),
+            ))
+            .send()
+            .await
+            .unwrap();
+    }
+    drain_stream(&moto, &client, &table, &worker).await;
+    assert_eq!(crm.lead_count(), 2);
+
+    let run = |erase_url: Option<String>, email: &'static str| {
+        let mut env = vec![
+            (
+                shared::newest::GATE_KEY.to_owned(),
+                devtools::local::DEMO_GATE_KEY.to_owned(),
+            ),
+            ("DESTINATION".to_owned(), "http".to_owned()),
+            ("CRM_URL".to_owned(), crm.leads_url()),
+        ];
+        env.extend(erase_url.map(|url| ("CRM_ERASE_URL".to_owned(), url)));
+        let table = table.clone();
+        tokio::task::spawn_blocking(move || {
+            let env: Vec<(&str, &str)> =
+                env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+            receipts_cli_code(
+                &env,
+                &[
+                    "--table",
+                    &table,
+                    "forget",
+                    "--email",
+                    email,
+                    "--everywhere",
+                    "--yes",
+                ],
+            )
+        })
+    };
+    let (code, out, err) = run(None, "bo@example.com").await.unwrap();
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert!(
+        out.contains(
+            "destination http: cannot delete here: do it by hand, in the service at CRM_URL"
+        ),
+        "{out}"
+    );
+    assert_eq!(crm.lead_count(), 2, "nothing deleted there");
+
+    let (code, out, err) = run(Some(crm.erase_url()), "ada@example.com").await.unwrap();
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert!(out.contains("destination http: deleted (1)"), "{out}");
+    assert_eq!(crm.lead_count(), 1, "hers only");
+    // A new round for the same person: nothing left there, a 404, done.
+    let (code, out, err) = run(Some(crm.erase_url()), "ada@example.com").await.unwrap();
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert!(out.contains("destination http: not found"), "{out}");
+    assert!(out.contains("forget --record "), "{out}");
+    assert!(out.contains("-2):"), "a second round: {out}");
+}

@@ -82,6 +82,10 @@ pub(crate) fn modes() -> Vec<Mode> {
                             Check::Identifier => "a1b2c3d4e5",
                         }
                         .to_owned(),
+                        // A URL where the template asks for one.
+                        Source::Optional(parameter) if !field_map && parameter.ends_with("Url") => {
+                            "https://crm.example.com/people".to_owned()
+                        }
                         Source::Optional(_) if !field_map => "a_property".to_owned(),
                         _ => continue,
                     };

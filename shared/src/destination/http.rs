@@ -11,6 +11,9 @@ pub const CRM_URL: &str = "CRM_URL";
 pub const CRM_TOKEN: &str = "CRM_TOKEN";
 /// The bearer token's Secrets Manager secret.
 pub const CRM_TOKEN_SECRET_ARN: &str = "CRM_TOKEN_SECRET_ARN";
+/// Where a person is deleted (`receipts forget --everywhere`): `DELETE`
+/// with `{"email": ...}`; unset, the operator deletes them by hand.
+pub const CRM_ERASE_URL: &str = "CRM_ERASE_URL";
 
 const TOKEN: Secret = Secret {
     check: None,
@@ -30,7 +33,7 @@ pub const PROFILE: Profile = Profile {
     name: "http",
     title: "Your CRM (http)",
     summary: "your CRM's upsert URL",
-    variables: &[CRM_URL, CRM_TOKEN, CRM_TOKEN_SECRET_ARN],
+    variables: &[CRM_URL, CRM_TOKEN, CRM_TOKEN_SECRET_ARN, CRM_ERASE_URL],
     maps_fields: false,
     route_keys: &[],
     over_http: true,
@@ -51,9 +54,14 @@ pub const PROFILE: Profile = Profile {
             variable: CRM_TOKEN_SECRET_ARN,
             source: Source::Secret(&TOKEN),
         },
+        Setting {
+            variable: CRM_ERASE_URL,
+            source: Source::Optional("CrmEraseUrl"),
+        },
     ],
     smoke_cleanup,
-    erasure: "delete the person's lead through your CRM's own API or console",
+    erasure: "delete the person's lead through your CRM's own API or console (or give the \
+              stack CrmEraseUrl, and forget --everywhere deletes them there)",
     erasure_ids: ErasureIds::Address,
     erasure_needs: "",
 };

@@ -43,6 +43,8 @@ pub struct HttpCrm {
     client: reqwest::Client,
     url_template: String,
     token: BearerToken,
+    /// `CRM_ERASE_URL`: where a person is deleted (`http_erase`).
+    erase_url: Option<String>,
 }
 
 impl HttpCrm {
@@ -55,7 +57,26 @@ impl HttpCrm {
             client,
             url_template,
             token: BearerToken::new(token),
+            erase_url: None,
         })
+    }
+
+    /// A person is erased by `DELETE url` (`http_erase`).
+    pub fn erasing_at(mut self, url: Option<String>) -> Self {
+        self.erase_url = url;
+        self
+    }
+
+    pub(super) fn erase_url(&self) -> Option<&str> {
+        self.erase_url.as_deref()
+    }
+
+    pub(super) fn client(&self) -> &reqwest::Client {
+        &self.client
+    }
+
+    pub(super) fn token(&self) -> &BearerToken {
+        &self.token
     }
 
     /// Re-reads the token from `source` after a 401/403, at most once per
@@ -75,19 +96,14 @@ impl HttpCrm {
     }
 }
 
-/// What the operator does to erase a person at the `http` destination.
-pub const ERASE_BY_HAND: &str =
-    "in the service at CRM_URL: this stack sends it leads and knows no deletion there";
-
 impl Destination for HttpCrm {
     fn name(&self) -> &'static str {
         "http"
     }
 
-    /// The stack knows the URL it sends leads to, not how that service
-    /// deletes a person.
-    async fn erase(&self, _person: Person<'_>) -> Result<Forgotten, DestinationError> {
-        Ok(Forgotten::ByHand(ERASE_BY_HAND))
+    /// By `DELETE CRM_ERASE_URL` when set (`http_erase`); by hand else.
+    async fn erase(&self, person: Person<'_>) -> Result<Forgotten, DestinationError> {
+        self.erase_person(person).await
     }
 
     async fn upsert(
@@ -165,6 +181,8 @@ pub use shared::destination::http::{CRM_TOKEN, CRM_TOKEN_SECRET_ARN, CRM_URL};
 pub struct HttpConfig {
     pub url: String,
     pub token: TokenSetting,
+    /// `CRM_ERASE_URL`, when set.
+    pub erase_url: Option<String>,
 }
 
 impl HttpConfig {
@@ -178,6 +196,7 @@ impl HttpConfig {
         Ok(HttpConfig {
             url: url.trim().to_owned(),
             token,
+            erase_url: super::http_erase::erase_url(get, allow_http)?,
         })
     }
 }
@@ -199,7 +218,7 @@ impl DestinationSettings for HttpConfig {
                 TOKEN_REFRESH_INTERVAL,
             )
             .await?;
-            Ok(ConfiguredDestination::new(crm))
+            Ok(ConfiguredDestination::new(crm.erasing_at(self.erase_url)))
         })
     }
 }

@@ -14,6 +14,7 @@ pub mod client;
 pub mod gates;
 pub mod history;
 pub mod http;
+pub mod http_erase;
 pub mod hubspot;
 pub mod leads_table;
 pub mod mailchimp;
