@@ -210,7 +210,8 @@ mod tests {
             from_secret.destinations.first().settings(),
             Some(&HttpConfig {
                 url: "https://crm/leads/{externalId}".into(),
-                token: TokenSetting::SecretsManager(arn.into())
+                token: TokenSetting::SecretsManager(arn.into()),
+                erase_url: None,
             })
         );
         let no_token = load(&[

@@ -50,6 +50,7 @@ async fn logs_one_line_per_record_without_personal_data_or_tokens() {
     let Some(HttpConfig {
         url,
         token: TokenSetting::Inline(token),
+        ..
     }) = config.destinations.first().settings().cloned()
     else {
         unreachable!("an http configuration with an inline token")
