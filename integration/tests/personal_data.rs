@@ -837,6 +837,7 @@ async fn forget_everywhere_deletes_at_each_crm_by_the_id_the_stack_kept() {
         "{items:?}"
     );
     assert_eq!(pipedrive.persons().len(), 1);
+    assert_eq!(pipedrive.notes().len(), 1, "the submission's note");
     assert_eq!(zoho.records().len(), 1);
     assert_eq!(mailchimp.members().len(), 1);
     assert_eq!(salesforce.records().len(), 1);
@@ -906,8 +907,15 @@ async fn forget_everywhere_deletes_at_each_crm_by_the_id_the_stack_kept() {
         "{out}"
     );
     assert!(pipedrive.persons().is_empty());
+    assert!(
+        pipedrive.notes().is_empty(),
+        "her notes first: {:?}",
+        pipedrive.notes()
+    );
     assert!(zoho.records().is_empty());
+    assert!(zoho.notes().is_empty());
     assert!(mailchimp.members().is_empty());
+    assert!(mailchimp.notes().is_empty());
     assert!(salesforce.records().is_empty());
     assert_eq!(
         (searches(pipedrive_calls()), searches(zoho_calls())),

@@ -3,7 +3,7 @@
 //! contact's id, or with `idProperty: "email"` its address); 204 No
 //! Content when deleted, 404 `OBJECT_NOT_FOUND` when there is no such
 //! contact; the contact's notes go with it:
-//! <https://developers.hubspot.com/docs/api-reference/legacy/crm/objects/contacts/gdpr/gdpr-delete>.
+//! <https://developers.hubspot.com/docs/api-reference/legacy/crm/objects/contacts/gdpr/gdpr-delete-contact>.
 
 use std::sync::Arc;
 

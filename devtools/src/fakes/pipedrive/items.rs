@@ -156,3 +156,36 @@ pub(super) async fn list_leads(State(state): State<Arc<FakeState>>, uri: Uri) ->
     )
         .into_response()
 }
+
+/// `DELETE /api/v1/notes/{id}`: 200 `{"success": true, "data": {"id"}}`,
+/// 404 for a note it does not hold
+/// (<https://developers.pipedrive.com/docs/api/v1/Notes#deleteNote>).
+pub(super) async fn delete_note(
+    State(state): State<Arc<FakeState>>,
+    axum::extract::Path(id): axum::extract::Path<u64>,
+) -> Response {
+    let mut notes = lock(&state.notes);
+    let before = notes.len();
+    notes.retain(|note| note.id != id);
+    if notes.len() < before {
+        ok(StatusCode::OK, json!({ "id": id }))
+    } else {
+        failure(StatusCode::NOT_FOUND, "Note not found")
+    }
+}
+
+/// `DELETE /api/v1/leads/{id}`: 200 with `data.id`, 404 for a lead it does
+/// not hold (<https://developers.pipedrive.com/docs/api/v1/Leads#deleteLead>).
+pub(super) async fn delete_lead(
+    State(state): State<Arc<FakeState>>,
+    axum::extract::Path(id): axum::extract::Path<String>,
+) -> Response {
+    let mut leads = lock(&state.leads);
+    let before = leads.len();
+    leads.retain(|lead| lead.id != id);
+    if leads.len() < before {
+        ok(StatusCode::OK, json!({ "id": id }))
+    } else {
+        failure(StatusCode::NOT_FOUND, "Lead not found")
+    }
+}

@@ -217,6 +217,14 @@ impl PipedriveFake {
                 "/api/v1/leads",
                 post(items::create_lead).get(items::list_leads),
             )
+            .route(
+                "/api/v1/notes/{id}",
+                axum::routing::delete(items::delete_note),
+            )
+            .route(
+                "/api/v1/leads/{id}",
+                axum::routing::delete(items::delete_lead),
+            )
             // Pipedrive's API, and only it: the token, the faults a test
             // queued, and each call recorded.
             .route_layer(middleware::from_fn_with_state(

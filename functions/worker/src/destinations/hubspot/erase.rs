@@ -5,7 +5,7 @@
 //! `idProperty: email` when the object id is the address); 204 when
 //! deleted, 404 when there is no such contact. It needs the token's
 //! `crm.objects.contacts.write` scope.
-//! <https://developers.hubspot.com/docs/api-reference/legacy/crm/objects/contacts/gdpr/gdpr-delete>
+//! <https://developers.hubspot.com/docs/api-reference/legacy/crm/objects/contacts/gdpr/gdpr-delete-contact>
 
 use reqwest::Method;
 use serde_json::json;
