@@ -16,8 +16,10 @@ A delivered receipt keeps no form data (unless KeepPayloadAfterDelivery).
 
 forget erases one person: their receipts' form data (a receipt not yet
 delivered becomes ERASED and is never delivered), their newest-wins gate
-and their rows in the leads table. Erasing them in the CRM is the CRM's
-job; forget names the endpoints.
+and their rows in the leads table. With --everywhere it also deletes them
+at each destination of the stack and in the sender's copy where its API
+can, step by step: run it again to resume, forget --status to see where
+it stands, forget --record ID for the proof (docs/personal-data.md).
 
 redrive puts receipts back in the reconciler's queue: RECEIVED, attempts
 reset, due now. A COMPLETED receipt is never redriven. The next

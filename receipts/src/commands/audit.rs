@@ -19,7 +19,7 @@ use shared::receipt::format_timestamp;
 use shared::sender::listing::{is_form_id, SENDER_API_BASE_URL};
 use shared::{Retention, Sender};
 
-use super::forget::Gates;
+use super::forget::{Gates, SenderSide};
 use super::{secret_text, Failed};
 use crate::cli::{instant, AuditArgs};
 use crate::stack::{output, parameter, Stack};
@@ -101,6 +101,45 @@ pub async fn prepare(
     let client = SenderApiClient::new(sender, api, base_url, token.trim().to_owned());
     let scope = Scope::new(sender, forms, since, until, now, retention);
     Ok((scope, client))
+}
+
+/// The sender's side of `forget --everywhere`: its API client and window
+/// when it deletes, what to do by hand when it cannot, or why this run
+/// cannot reach it.
+pub async fn sender_side(
+    config: &SdkConfig,
+    stack: Option<&Stack>,
+    table: &ReceiptsTable,
+    sender: Sender,
+    window: (Option<String>, Vec<String>),
+    retention: shared::Retention,
+    now: SystemTime,
+) -> Result<SenderSide, Failed> {
+    let deletes = sender.api().is_some_and(|api| api.delete.is_some());
+    if !deletes {
+        return Ok(SenderSide::ByHand(sender.profile().erasure));
+    }
+    let days = u32::try_from(retention.as_duration().as_secs() / 86_400).unwrap_or(u32::MAX);
+    let (since, forms) = window;
+    let args = AuditArgs {
+        since: since.unwrap_or_else(|| format!("{days}d")),
+        until: None,
+        forms,
+        sender: Some(sender.name().to_owned()),
+        api_token_secret_arn: None,
+        retention_days: Some(days),
+    };
+    match prepare(config, stack, table, &args, now).await {
+        Ok((scope, client)) => Ok(SenderSide::Api {
+            client: Box::new(client),
+            forms: scope.forms,
+            since: scope.since,
+            until: scope.until,
+        }),
+        // What the operator must give; the step waits for it.
+        Err(Failed::Usage(why)) => Ok(SenderSide::NotReady(why)),
+        Err(other) => Err(other),
+    }
 }
 
 /// How long the receipts are kept: the stack's `ReceiptRetentionDays`,

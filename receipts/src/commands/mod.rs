@@ -348,7 +348,7 @@ pub async fn run(config: &SdkConfig, target: &Target, command: Command) -> Resul
                 .as_ref()
                 .map(|stack| forget::stack_variables(stack, &set));
             let destinations = forget::destinations(config, &table, &set, variables).await?;
-            let sender = forget::sender_side(
+            let sender = audit::sender_side(
                 config,
                 stack.as_ref(),
                 &table,

@@ -67,18 +67,6 @@ impl HttpCrm {
         self
     }
 
-    pub(super) fn erase_url(&self) -> Option<&str> {
-        self.erase_url.as_deref()
-    }
-
-    pub(super) fn client(&self) -> &reqwest::Client {
-        &self.client
-    }
-
-    pub(super) fn token(&self) -> &BearerToken {
-        &self.token
-    }
-
     /// Re-reads the token from `source` after a 401/403, at most once per
     /// `interval` (counted from now: the token in force was just read).
     pub fn refreshing_from(
@@ -149,6 +137,57 @@ impl HttpCrm {
             StatusClass::Success => Ok(Upserted::Written(record_of(
                 &client::json_capped(response).await,
             ))),
+            StatusClass::Retryable => Err(DestinationError::Retryable {
+                status: Some(status),
+                retry_after: client::retry_after(&response),
+                reason: format!("HTTP {status}"),
+            }),
+            StatusClass::Unauthorized => Err(DestinationError::Unauthorized { status }),
+            StatusClass::Permanent => Err(DestinationError::Permanent {
+                status: Some(status),
+                reason: format!("HTTP {status}"),
+            }),
+        }
+    }
+}
+
+/// The erasure (`http_erase` says the contract).
+impl HttpCrm {
+    pub(super) async fn erase_person(
+        &self,
+        person: Person<'_>,
+    ) -> Result<Forgotten, DestinationError> {
+        let Some(url) = self.erase_url.as_deref() else {
+            return Ok(Forgotten::ByHand(super::http_erase::ERASE_BY_HAND));
+        };
+        self.token
+            .call_renewing_once(
+                || self.delete(url, person.email),
+                |answer| matches!(answer, Err(DestinationError::Unauthorized { .. })),
+            )
+            .await
+    }
+
+    async fn delete(&self, url: &str, email: &str) -> Result<Forgotten, DestinationError> {
+        let mut request = self
+            .client
+            .delete(url)
+            .json(&serde_json::json!({ "email": email }));
+        match self.token.current() {
+            Ok(Some(token)) => request = request.bearer_auth(token.expose()),
+            Ok(None) => {}
+            Err(unavailable) => return Err(DestinationError::CredentialsUnavailable(unavailable)),
+        }
+        let response = request
+            .send()
+            .await
+            .map_err(|error| client::transport_error(&error))?;
+        let status = response.status().as_u16();
+        if status == 404 {
+            return Ok(Forgotten::NotFound);
+        }
+        match classify_status(status) {
+            StatusClass::Success => Ok(Forgotten::Deleted(1)),
             StatusClass::Retryable => Err(DestinationError::Retryable {
                 status: Some(status),
                 retry_after: client::retry_after(&response),

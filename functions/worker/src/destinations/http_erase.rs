@@ -1,5 +1,6 @@
-//! The `http` destination's erasure (`receipts forget --everywhere`), off
-//! unless `CRM_ERASE_URL` is set: `DELETE CRM_ERASE_URL` with the body
+//! The `http` destination's erasure setting (`receipts forget
+//! --everywhere`; the call is `HttpCrm::erase_person`), off unless
+//! `CRM_ERASE_URL` is set: `DELETE CRM_ERASE_URL` with the body
 //! `{"email": "<normalised address>"}` and the same bearer token as the
 //! upserts. 200, 202 or 204: deleted; 404: nothing of that person; 401 or
 //! 403: the token is refused (renewed and tried once more first); 408, 429
@@ -7,11 +8,8 @@
 //! docs/destinations/http.md's.
 
 use shared::config::{invalid, ConfigError};
-use shared::delivery::{classify_status, StatusClass};
 
-use super::client::{self, check_scheme};
-use super::http::HttpCrm;
-use super::port::{DestinationError, Forgotten, Person};
+use super::client::check_scheme;
 
 pub use shared::destination::http::CRM_ERASE_URL;
 
@@ -32,56 +30,6 @@ pub fn erase_url(
         reqwest::Url::parse(&url).map_err(|_| invalid(CRM_ERASE_URL, "is not an absolute URL"))?;
     check_scheme(CRM_ERASE_URL, &parsed, allow_http)?;
     Ok(Some(url))
-}
-
-impl HttpCrm {
-    pub(super) async fn erase_person(
-        &self,
-        person: Person<'_>,
-    ) -> Result<Forgotten, DestinationError> {
-        let Some(url) = self.erase_url() else {
-            return Ok(Forgotten::ByHand(ERASE_BY_HAND));
-        };
-        self.token()
-            .call_renewing_once(
-                || self.delete(url, person.email),
-                |answer| matches!(answer, Err(DestinationError::Unauthorized { .. })),
-            )
-            .await
-    }
-
-    async fn delete(&self, url: &str, email: &str) -> Result<Forgotten, DestinationError> {
-        let mut request = self
-            .client()
-            .delete(url)
-            .json(&serde_json::json!({ "email": email }));
-        match self.token().current() {
-            Ok(Some(token)) => request = request.bearer_auth(token.expose()),
-            Ok(None) => {}
-            Err(unavailable) => return Err(DestinationError::CredentialsUnavailable(unavailable)),
-        }
-        let response = request
-            .send()
-            .await
-            .map_err(|error| client::transport_error(&error))?;
-        let status = response.status().as_u16();
-        if status == 404 {
-            return Ok(Forgotten::NotFound);
-        }
-        match classify_status(status) {
-            StatusClass::Success => Ok(Forgotten::Deleted(1)),
-            StatusClass::Retryable => Err(DestinationError::Retryable {
-                status: Some(status),
-                retry_after: client::retry_after(&response),
-                reason: format!("HTTP {status}"),
-            }),
-            StatusClass::Unauthorized => Err(DestinationError::Unauthorized { status }),
-            StatusClass::Permanent => Err(DestinationError::Permanent {
-                status: Some(status),
-                reason: format!("HTTP {status}"),
-            }),
-        }
-    }
 }
 
 #[cfg(test)]

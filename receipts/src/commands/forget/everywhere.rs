@@ -31,7 +31,7 @@ use worker::destinations::{
 };
 
 use super::super::{run_error, Failed};
-use super::{change, confirmed, describe, find, Found, Request};
+use super::stack::{change, confirmed, describe, find, Found, Request};
 use crate::leads::LeadsTable;
 use crate::table::erasures::StoredErasures;
 use crate::table::ReceiptsTable;

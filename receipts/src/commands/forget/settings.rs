@@ -2,6 +2,8 @@
 //! destination built by the worker's own adapters from the settings the
 //! worker reads, and the sender's API client as `receipts audit` makes it.
 //!
+//! (The sender's side is `audit::sender_side`.)
+//!
 //! With `--stack`, the worker's variables are derived from the stack's
 //! parameters and outputs through each destination's deploy surface in
 //! the catalog (`Profile::settings`), and each secret is read by its ARN
@@ -10,19 +12,14 @@
 //! environment's, as the worker takes them.
 
 use std::collections::HashMap;
-use std::time::SystemTime;
 
 use aws_config::SdkConfig;
 use shared::destination::set::DestinationSet;
 use shared::destination::{DestinationKind, Source};
 use shared::newest::GATE_KEY_SECRET_ARN;
-use shared::Sender;
 use worker::destinations::ConfiguredDestination;
 
-use super::super::audit;
 use super::super::Failed;
-use super::everywhere::SenderSide;
-use crate::cli::AuditArgs;
 use crate::stack::{output, parameter, Stack};
 use crate::table::ReceiptsTable;
 
@@ -105,44 +102,6 @@ pub async fn destinations(
         .await
         .map_err(|error| Failed::Run(format!("the destinations: {error}")))?;
     Ok(set.kinds().iter().copied().zip(built).collect())
-}
-
-/// The sender's side: its API client and window when it deletes, what to
-/// do by hand when it cannot, or why this run cannot reach it.
-pub async fn sender_side(
-    config: &SdkConfig,
-    stack: Option<&Stack>,
-    table: &ReceiptsTable,
-    sender: Sender,
-    window: (Option<String>, Vec<String>),
-    retention: shared::Retention,
-    now: SystemTime,
-) -> Result<SenderSide, Failed> {
-    let deletes = sender.api().is_some_and(|api| api.delete.is_some());
-    if !deletes {
-        return Ok(SenderSide::ByHand(sender.profile().erasure));
-    }
-    let days = u32::try_from(retention.as_duration().as_secs() / 86_400).unwrap_or(u32::MAX);
-    let (since, forms) = window;
-    let args = AuditArgs {
-        since: since.unwrap_or_else(|| format!("{days}d")),
-        until: None,
-        forms,
-        sender: Some(sender.name().to_owned()),
-        api_token_secret_arn: None,
-        retention_days: Some(days),
-    };
-    match audit::prepare(config, stack, table, &args, now).await {
-        Ok((scope, client)) => Ok(SenderSide::Api {
-            client: Box::new(client),
-            forms: scope.forms,
-            since: scope.since,
-            until: scope.until,
-        }),
-        // What the operator must give; the step waits for it.
-        Err(Failed::Usage(why)) => Ok(SenderSide::NotReady(why)),
-        Err(other) => Err(other),
-    }
 }
 
 #[cfg(test)]

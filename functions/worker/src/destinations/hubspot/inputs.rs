@@ -4,7 +4,7 @@
 use serde_json::{Map, Value};
 use shared::field_map::FieldMap;
 
-use super::IdProperty;
+use super::settings::IdProperty;
 use crate::destinations::port::Write;
 
 /// One input of a request: its slot in the batch and what HubSpot gets.
