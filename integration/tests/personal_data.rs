@@ -968,7 +968,7 @@ async fn forget_everywhere_deletes_at_an_http_crm_only_at_its_erase_url() {
     drain_stream(&moto, &client, &table, &worker).await;
     assert_eq!(crm.lead_count(), 2);
 
-    let run = |erase_url: Option<String>, email: &'static str| {
+    let run = |erase_url: Option<String>, email: &'static str, dry_run: bool| {
         let mut env = vec![
             (
                 shared::newest::GATE_KEY.to_owned(),
@@ -982,21 +982,35 @@ async fn forget_everywhere_deletes_at_an_http_crm_only_at_its_erase_url() {
         tokio::task::spawn_blocking(move || {
             let env: Vec<(&str, &str)> =
                 env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-            receipts_cli_code(
-                &env,
-                &[
-                    "--table",
-                    &table,
-                    "forget",
-                    "--email",
-                    email,
-                    "--everywhere",
-                    "--yes",
-                ],
-            )
+            let mut args = vec![
+                "--table",
+                &table,
+                "forget",
+                "--email",
+                email,
+                "--everywhere",
+                "--yes",
+            ];
+            if dry_run {
+                args.push("--dry-run");
+            }
+            receipts_cli_code(&env, &args)
         })
     };
-    let (code, out, err) = run(None, "bo@example.com").await.unwrap();
+    let (code, out, err) = run(Some(crm.erase_url()), "ada@example.com", true)
+        .await
+        .unwrap();
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert!(out.contains("dry run: nothing was changed"), "{out}");
+    assert_eq!(crm.lead_count(), 2, "a dry run deletes nothing");
+    assert!(
+        !scan(&client, &table)
+            .await
+            .iter()
+            .any(|item| text(item, "pk").starts_with("forget#")),
+        "and records nothing"
+    );
+    let (code, out, err) = run(None, "bo@example.com", false).await.unwrap();
     assert_eq!(code, Some(0), "{out}{err}");
     assert!(
         out.contains(
@@ -1006,12 +1020,16 @@ async fn forget_everywhere_deletes_at_an_http_crm_only_at_its_erase_url() {
     );
     assert_eq!(crm.lead_count(), 2, "nothing deleted there");
 
-    let (code, out, err) = run(Some(crm.erase_url()), "ada@example.com").await.unwrap();
+    let (code, out, err) = run(Some(crm.erase_url()), "ada@example.com", false)
+        .await
+        .unwrap();
     assert_eq!(code, Some(0), "{out}{err}");
     assert!(out.contains("destination http: deleted (1)"), "{out}");
     assert_eq!(crm.lead_count(), 1, "hers only");
     // A new round for the same person: nothing left there, a 404, done.
-    let (code, out, err) = run(Some(crm.erase_url()), "ada@example.com").await.unwrap();
+    let (code, out, err) = run(Some(crm.erase_url()), "ada@example.com", false)
+        .await
+        .unwrap();
     assert_eq!(code, Some(0), "{out}{err}");
     assert!(out.contains("destination http: not found"), "{out}");
     assert!(out.contains("forget --record "), "{out}");

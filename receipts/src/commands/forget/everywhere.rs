@@ -466,3 +466,38 @@ fn said(step: &Step) -> String {
         ),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_refused_deletion_names_what_the_credential_needs() {
+        let refused = DestinationError::Unauthorized { status: 403 };
+        let said = destination_reason(DestinationKind::HubSpot, &refused);
+        assert!(
+            said.contains("HubSpot refused the deletion (HTTP 403): it needs the token's crm.objects.contacts.write scope"),
+            "{said}"
+        );
+        let said = destination_reason(DestinationKind::Zoho, &refused);
+        assert!(said.contains("ZohoCRM.modules.ALL"), "{said}");
+        let busy = DestinationError::Retryable {
+            status: Some(429),
+            retry_after: None,
+            reason: "rate-limited".into(),
+        };
+        let said = destination_reason(DestinationKind::Mailchimp, &busy);
+        assert!(said.ends_with("; run again"), "{said}");
+        for kind in DestinationKind::ALL {
+            let profile = kind.profile();
+            if kind.profile().erasure_ids == ErasureIds::Address && profile.erasure.is_empty() {
+                continue;
+            }
+            assert!(
+                !destination_reason(kind, &refused).is_empty(),
+                "{}",
+                kind.name()
+            );
+        }
+    }
+}
