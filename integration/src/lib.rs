@@ -414,6 +414,26 @@ pub fn receipts_cli_code(env: &[(&str, &str)], args: &[&str]) -> (Option<i32>, S
     )
 }
 
+/// The same, on a blocking thread beside the test's runtime, so that the
+/// fakes a test serves on that runtime answer the CLI meanwhile.
+pub async fn receipts_cli_beside(
+    env: &[(&str, &str)],
+    args: &[&str],
+) -> (Option<i32>, String, String) {
+    let env: Vec<(String, String)> = env
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    let args: Vec<String> = args.iter().map(|arg| arg.to_string()).collect();
+    tokio::task::spawn_blocking(move || {
+        let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        receipts_cli_code(&env, &args)
+    })
+    .await
+    .expect("the receipts CLI's thread ends")
+}
+
 /// Every file under `dir`, recursively, whose name ends in `.{extension}`,
 /// sorted: for the tests that read the workspace's own sources and docs.
 pub fn files_under(dir: &std::path::Path, extension: &str) -> Vec<std::path::PathBuf> {

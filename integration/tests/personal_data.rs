@@ -640,38 +640,21 @@ async fn forget_everywhere_erases_at_the_crm_and_the_sender_and_resumes_where_it
         ("SENDER_API_BASE_URL", &typeform.base_url()),
     ];
     // The fakes answer on this test's runtime: the CLI runs beside it.
-    let cli = |args: Vec<String>| {
-        let env: Vec<(String, String)> = env
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
-        tokio::task::spawn_blocking(move || {
-            let env: Vec<(&str, &str)> =
-                env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-            let args: Vec<&str> = args.iter().map(String::as_str).collect();
-            receipts_cli_code(&env, &args)
-        })
-    };
-    let args = |rest: &[&str]| -> Vec<String> {
-        ["--table", table.as_str(), "forget"]
-            .iter()
-            .chain(rest)
-            .map(|arg| arg.to_string())
-            .collect()
-    };
-    let forget_args = args(&[
+    let forget_args = [
+        "--table",
+        &table,
+        "forget",
         "--email",
         "ADA@example.com",
         "--everywhere",
         "--yes",
         "--form",
         FORM,
-    ]);
-    let forget = || cli(forget_args.clone());
+    ];
 
     // HubSpot answers 503 once: the first run stops there.
     hubspot.fail(Fault::status(503).times(1));
-    let (code, out, err) = forget().await.unwrap();
+    let (code, out, err) = receipts_cli_beside(&env, &forget_args).await;
     assert_eq!(code, Some(3), "{out}{err}");
     assert!(
         out.contains("  destination hubspot: pending: HubSpot: destination unavailable"),
@@ -684,7 +667,7 @@ async fn forget_everywhere_erases_at_the_crm_and_the_sender_and_resumes_where_it
     assert_eq!(emails(&hubspot), ["ada@example.com", "bo@example.com"]);
 
     // Run again: HubSpot's delete, once; Typeform's is not repeated.
-    let (code, again, err) = forget().await.unwrap();
+    let (code, again, err) = receipts_cli_beside(&env, &forget_args).await;
     assert_eq!(code, Some(0), "{again}{err}");
     assert_eq!(emails(&hubspot), ["bo@example.com"]);
     assert_eq!(
@@ -718,8 +701,11 @@ async fn forget_everywhere_erases_at_the_crm_and_the_sender_and_resumes_where_it
         "{record}"
     );
     assert!(record.contains("sender typeform: deleted (2)"), "{record}");
-    let (code, json, err) = cli(args(&["--record", &id_line, "--json"])).await.unwrap();
-    assert_eq!(code, Some(0), "{json}{err}");
+    let (ok, json, err) = receipts_cli(
+        &env,
+        &["--table", &table, "forget", "--record", &id_line, "--json"],
+    );
+    assert!(ok, "{json}{err}");
     let json: serde_json::Value = serde_json::from_str(&json).unwrap();
     assert!(json["finishedAt"].is_string(), "{json}");
     assert_eq!(json["steps"].as_array().map(Vec::len), Some(3), "{json}");
@@ -862,31 +848,20 @@ async fn forget_everywhere_deletes_at_each_crm_by_the_id_the_stack_kept() {
     };
     let searched = (searches(pipedrive_calls()), searches(zoho_calls()));
 
-    let cli_env: Vec<(String, String)> = env
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.clone()))
-        .collect();
-    let table_name = table.clone();
-    let (code, out, err) = tokio::task::spawn_blocking(move || {
-        let env: Vec<(&str, &str)> = cli_env
-            .iter()
-            .map(|(k, v)| (k.as_str(), v.as_str()))
-            .collect();
-        receipts_cli_code(
-            &env,
-            &[
-                "--table",
-                &table_name,
-                "forget",
-                "--email",
-                "ada@example.com",
-                "--everywhere",
-                "--yes",
-            ],
-        )
-    })
-    .await
-    .unwrap();
+    let cli_env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let (code, out, err) = receipts_cli_beside(
+        &cli_env,
+        &[
+            "--table",
+            &table,
+            "forget",
+            "--email",
+            "ada@example.com",
+            "--everywhere",
+            "--yes",
+        ],
+    )
+    .await;
     assert_eq!(code, Some(0), "{out}{err}");
     for place in ["pipedrive", "zoho", "mailchimp", "salesforce"] {
         assert!(
@@ -979,7 +954,7 @@ async fn forget_everywhere_deletes_at_an_http_crm_only_at_its_erase_url() {
         ];
         env.extend(erase_url.map(|url| ("CRM_ERASE_URL".to_owned(), url)));
         let table = table.clone();
-        tokio::task::spawn_blocking(move || {
+        async move {
             let env: Vec<(&str, &str)> =
                 env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
             let mut args = vec![
@@ -994,12 +969,10 @@ async fn forget_everywhere_deletes_at_an_http_crm_only_at_its_erase_url() {
             if dry_run {
                 args.push("--dry-run");
             }
-            receipts_cli_code(&env, &args)
-        })
+            receipts_cli_beside(&env, &args).await
+        }
     };
-    let (code, out, err) = run(Some(crm.erase_url()), "ada@example.com", true)
-        .await
-        .unwrap();
+    let (code, out, err) = run(Some(crm.erase_url()), "ada@example.com", true).await;
     assert_eq!(code, Some(0), "{out}{err}");
     assert!(out.contains("dry run: nothing was changed"), "{out}");
     assert_eq!(crm.lead_count(), 2, "a dry run deletes nothing");
@@ -1010,7 +983,7 @@ async fn forget_everywhere_deletes_at_an_http_crm_only_at_its_erase_url() {
             .any(|item| text(item, "pk").starts_with("forget#")),
         "and records nothing"
     );
-    let (code, out, err) = run(None, "bo@example.com", false).await.unwrap();
+    let (code, out, err) = run(None, "bo@example.com", false).await;
     assert_eq!(code, Some(0), "{out}{err}");
     assert!(
         out.contains(
@@ -1020,16 +993,12 @@ async fn forget_everywhere_deletes_at_an_http_crm_only_at_its_erase_url() {
     );
     assert_eq!(crm.lead_count(), 2, "nothing deleted there");
 
-    let (code, out, err) = run(Some(crm.erase_url()), "ada@example.com", false)
-        .await
-        .unwrap();
+    let (code, out, err) = run(Some(crm.erase_url()), "ada@example.com", false).await;
     assert_eq!(code, Some(0), "{out}{err}");
     assert!(out.contains("destination http: deleted (1)"), "{out}");
     assert_eq!(crm.lead_count(), 1, "hers only");
     // A new round for the same person: nothing left there, a 404, done.
-    let (code, out, err) = run(Some(crm.erase_url()), "ada@example.com", false)
-        .await
-        .unwrap();
+    let (code, out, err) = run(Some(crm.erase_url()), "ada@example.com", false).await;
     assert_eq!(code, Some(0), "{out}{err}");
     assert!(out.contains("destination http: not found"), "{out}");
     assert!(out.contains("forget --record "), "{out}");

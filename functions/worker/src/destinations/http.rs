@@ -137,17 +137,26 @@ impl HttpCrm {
             StatusClass::Success => Ok(Upserted::Written(record_of(
                 &client::json_capped(response).await,
             ))),
-            StatusClass::Retryable => Err(DestinationError::Retryable {
-                status: Some(status),
-                retry_after: client::retry_after(&response),
-                reason: format!("HTTP {status}"),
-            }),
-            StatusClass::Unauthorized => Err(DestinationError::Unauthorized { status }),
-            StatusClass::Permanent => Err(DestinationError::Permanent {
-                status: Some(status),
-                reason: format!("HTTP {status}"),
-            }),
+            class => Err(failure(class, status, &response)),
         }
+    }
+}
+
+/// What an answer that is no success means, as the contract says it for
+/// every call (docs/destinations/README.md); a success is never asked
+/// (were it, trying again is the answer that loses nothing).
+fn failure(class: StatusClass, status: u16, response: &reqwest::Response) -> DestinationError {
+    match class {
+        StatusClass::Retryable | StatusClass::Success => DestinationError::Retryable {
+            status: Some(status),
+            retry_after: client::retry_after(response),
+            reason: format!("HTTP {status}"),
+        },
+        StatusClass::Unauthorized => DestinationError::Unauthorized { status },
+        StatusClass::Permanent => DestinationError::Permanent {
+            status: Some(status),
+            reason: format!("HTTP {status}"),
+        },
     }
 }
 
@@ -188,16 +197,7 @@ impl HttpCrm {
         }
         match classify_status(status) {
             StatusClass::Success => Ok(Forgotten::Deleted(1)),
-            StatusClass::Retryable => Err(DestinationError::Retryable {
-                status: Some(status),
-                retry_after: client::retry_after(&response),
-                reason: format!("HTTP {status}"),
-            }),
-            StatusClass::Unauthorized => Err(DestinationError::Unauthorized { status }),
-            StatusClass::Permanent => Err(DestinationError::Permanent {
-                status: Some(status),
-                reason: format!("HTTP {status}"),
-            }),
+            class => Err(failure(class, status, &response)),
         }
     }
 }

@@ -181,6 +181,16 @@ pub enum Forgotten {
     WithTheStack,
 }
 
+impl Forgotten {
+    /// `count` records deleted: `NotFound` for none.
+    pub fn counted(count: u32) -> Self {
+        match count {
+            0 => Forgotten::NotFound,
+            count => Forgotten::Deleted(count),
+        }
+    }
+}
+
 /// The answer for one write of a batch.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Answer {

@@ -47,9 +47,6 @@ impl HubSpot {
                 deleted += 1;
             }
         }
-        Ok(match deleted {
-            0 => Forgotten::NotFound,
-            n => Forgotten::Deleted(n),
-        })
+        Ok(Forgotten::counted(deleted))
     }
 }

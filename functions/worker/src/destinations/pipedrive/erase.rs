@@ -51,10 +51,7 @@ impl<M: PersonMemory> Pipedrive<M> {
                 Called::Failed(error) => return Err(error),
             }
         }
-        Ok(match deleted {
-            0 => Forgotten::NotFound,
-            n => Forgotten::Deleted(n),
-        })
+        Ok(Forgotten::counted(deleted))
     }
 
     /// Deletes every item of the person at `path` (notes, leads): the

@@ -45,10 +45,7 @@ impl Salesforce {
                         deleted += 1;
                     }
                 }
-                Ok(match deleted {
-                    0 => Forgotten::NotFound,
-                    n => Forgotten::Deleted(n),
-                })
+                Ok(Forgotten::counted(deleted))
             })
             .await
     }

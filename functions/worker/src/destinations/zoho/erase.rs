@@ -44,10 +44,7 @@ impl<M: PersonMemory> Zoho<M> {
                 Called::Failed(error) => return Err(error),
             }
         }
-        Ok(match deleted {
-            0 => Forgotten::NotFound,
-            n => Forgotten::Deleted(n),
-        })
+        Ok(Forgotten::counted(deleted))
     }
 }
 
