@@ -251,6 +251,23 @@ impl Round {
         self.steps.iter().filter(|step| !step.is_done())
     }
 
+    /// Each open step of a place this run cannot reach (a destination the
+    /// stack no longer has) done at `now`: what `by_hand` says to do there.
+    /// Left open, it would keep the erasure from ever finishing.
+    pub fn close_unreachable(
+        &mut self,
+        reachable: &[Place],
+        now: &str,
+        by_hand: impl Fn(Place) -> String,
+    ) {
+        for step in self.steps.iter_mut() {
+            if !step.is_done() && !reachable.contains(&step.place) {
+                let what = by_hand(step.place);
+                step.done(Answer::ByHand { what }, now);
+            }
+        }
+    }
+
     /// Finished at `now` when every step is done.
     pub fn finish_if_done(&mut self, now: &str) -> bool {
         if self.finished_at.is_none() && self.steps.iter().all(Step::is_done) {
@@ -483,6 +500,37 @@ mod tests {
                 ..
             }
         ));
+    }
+
+    #[test]
+    fn a_place_the_stack_no_longer_has_is_left_to_the_operator() {
+        let hubspot = Place::Destination(DestinationKind::HubSpot);
+        let pipedrive = Place::Destination(DestinationKind::Pipedrive);
+        let mut erasures = Erasures::default();
+        let (round, _) = erasures.resume_or_start("e", "t1", &[Place::Stack, hubspot, pipedrive]);
+        round.step_mut(Place::Stack).unwrap().complete("t1");
+        round
+            .step_mut(hubspot)
+            .unwrap()
+            .pending("HubSpot: HTTP 503");
+        // HubSpot left the stack before the next run.
+        round.close_unreachable(&[Place::Stack, pipedrive], "t2", |place| {
+            format!("by hand at {place}")
+        });
+        assert_eq!(
+            round.step_mut(hubspot).unwrap().state,
+            State::Done {
+                answer: Answer::ByHand {
+                    what: "by hand at destination hubspot".into()
+                },
+                at: "t2".into()
+            }
+        );
+        assert!(
+            !round.step_mut(pipedrive).unwrap().is_done(),
+            "reachable: left open"
+        );
+        assert!(!round.finish_if_done("t2"));
     }
 
     #[test]

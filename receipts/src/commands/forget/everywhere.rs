@@ -257,6 +257,11 @@ pub(in crate::commands) async fn everywhere(
             continue;
         }
         let place = Place::Destination(*kind);
+        // A resumed step deletes what the first run found.
+        let kept = resumed
+            .and_then(|round| round.steps.iter().find(|step| step.place == place))
+            .filter(|step| step.found)
+            .map_or(kept, |step| &step.left);
         let _ = match done_before(place) {
             Some(done) => writeln!(out, "  {done}"),
             None => writeln!(
@@ -423,8 +428,16 @@ pub(in crate::commands) async fn everywhere(
         save(table, &key, &mut stored).await?;
     }
 
-    // Done, or what is left.
+    // Done, or what is left: a destination the stack no longer has is
+    // left to the operator, or the erasure could never finish.
     let now = format_timestamp(SystemTime::now());
+    round(&mut stored).close_unreachable(&places, &now, |place| match place {
+        Place::Destination(kind) => format!(
+            "{} (no longer a destination of this stack, so no run reaches it)",
+            kind.profile().erasure
+        ),
+        other => format!("{other}: no run reaches it"),
+    });
     let finished = round(&mut stored).finish_if_done(&now);
     save(table, &key, &mut stored).await?;
     let round = round(&mut stored);
