@@ -162,6 +162,21 @@ pub enum Command {
         #[arg(long, value_name = "MB", default_value_t = 1024)]
         max_scan_mb: usize,
     },
+    /// A local web page of the receipts: the inbox (live), a receipt's card,
+    /// counts and a chart, the quarantine; release and redrive. Served on
+    /// 127.0.0.1 only, with a token in the printed URL; Ctrl-C stops it.
+    Console {
+        /// The port (default: a free one).
+        #[arg(long, value_name = "N", default_value_t = 0)]
+        port: u16,
+        /// Print the URL; do not open a browser.
+        #[arg(long)]
+        no_open: bool,
+        /// Only 127.0.0.1 (or localhost) is accepted: the console never
+        /// listens on another address.
+        #[arg(long, value_name = "ADDRESS")]
+        bind: Option<String>,
+    },
     /// Send one marked test submission to the stack's webhook URL with the
     /// stack's own secret, and follow its receipt until it is COMPLETED.
     /// Needs --stack.

@@ -3,6 +3,7 @@
 //! stdout; progress and problems to stderr.
 
 mod audit;
+mod console;
 mod forget;
 mod list;
 mod redrive;
@@ -364,6 +365,30 @@ pub async fn run(config: &SdkConfig, target: &Target, command: Command) -> Resul
                 sender,
             };
             forget::everywhere(&table, leads.as_ref(), &request, plan, &mut out).await?;
+        }
+        Command::Console {
+            port,
+            no_open,
+            bind,
+        } => {
+            let address = console::bind_address(bind.as_deref(), port).map_err(Failed::Usage)?;
+            let gates = match &stack {
+                Some(stack)
+                    if !crate::destinations::keeps_gates(
+                        stack.parameter(parameter::DESTINATION),
+                        |name| stack.parameter(name).to_owned(),
+                    ) =>
+                {
+                    redrive::GateRetention::NotKept
+                }
+                _ => redrive::GateRetention::MayBeKept(retention_of(stack.as_ref())),
+            };
+            let served = console::Console {
+                table,
+                sender: ids_sender,
+                gates,
+            };
+            console::console(served, address, !no_open, &mut out).await?;
         }
         Command::WebhookUrl { show_secret } => {
             let Some(stack) = stack else {

@@ -1,0 +1,195 @@
+// The console's page: reads the API the console serves (each answer a CLI
+// command's own output) and draws it. No framework, no build step, no other
+// host. Every call carries this run's token; no form data is asked for
+// unless the operator asks on one receipt.
+"use strict";
+
+const token = document.querySelector('meta[name="console-token"]').content;
+const $ = (selector) => document.querySelector(selector);
+const STATUSES = ["COMPLETED", "RECEIVED", "FAILED", "QUARANTINED", "REFUSED", "DUPLICATE", "ERASED"];
+const COLOURS = { COMPLETED: "#1e7b3a", RECEIVED: "#0b57d0", FAILED: "#b3261e", QUARANTINED: "#a15c00",
+  REFUSED: "#6b2c91", DUPLICATE: "#5f6368", ERASED: "#202124" };
+let shown = null;
+let rows = [];
+
+async function api(path, options = {}) {
+  const response = await fetch(path, {
+    ...options,
+    headers: { "X-Console-Token": token, "Content-Type": "application/json" },
+  });
+  const body = await response.json().catch(() => ({}));
+  if (!response.ok) throw new Error(body.error || `HTTP ${response.status}`);
+  return body;
+}
+
+function text(tag, content, className) {
+  const element = document.createElement(tag);
+  element.textContent = content;
+  if (className) element.className = className;
+  return element;
+}
+
+function destinationsOf(receipt) {
+  const lanes = receipt.destinations || {};
+  const names = Object.keys(lanes);
+  if (names.length) return names.map((name) => `${name}: ${lanes[name].state}`).join(", ");
+  return receipt.deliveredTo || "";
+}
+
+function formOf(receipt) {
+  return receipt.route || "";
+}
+
+async function refresh() {
+  const query = new URLSearchParams({
+    status: $("#status").value, destination: $("#destination").value, since: $("#since").value,
+  });
+  try {
+    rows = await api(`/api/receipts?${query}`);
+  } catch (error) {
+    $("#live").textContent = `Could not read the receipts: ${error.message}`;
+    return;
+  }
+  const form = $("#form").value;
+  const listed = rows.filter((receipt) => !form || formOf(receipt) === form);
+  const body = $("#inbox tbody");
+  body.replaceChildren(...listed.map(row));
+  offer("#destination", rows.flatMap((r) => Object.keys(r.destinations || {}).concat(r.deliveredTo ? [r.deliveredTo] : [])));
+  offer("#form", rows.map(formOf).filter(Boolean));
+  $("#live").textContent = `${listed.length} receipt(s), updated ${new Date().toLocaleTimeString()}`;
+  chart(rows);
+  quarantine();
+}
+
+function row(receipt) {
+  const tr = document.createElement("tr");
+  tr.tabIndex = 0;
+  tr.dataset.id = receipt.pk;
+  tr.append(text("td", receipt.submissionId), text("td", receipt.status, `status-${receipt.status}`),
+    text("td", receipt.receivedAt), text("td", formOf(receipt)), text("td", destinationsOf(receipt)));
+  tr.addEventListener("click", () => open(receipt.pk, false));
+  tr.addEventListener("keydown", (event) => { if (event.key === "Enter") open(receipt.pk, false); });
+  return tr;
+}
+
+function offer(selector, values) {
+  const select = $(selector);
+  const known = new Set([...select.options].map((option) => option.value));
+  for (const value of new Set(values)) {
+    if (value && !known.has(value)) select.append(new Option(value, value));
+  }
+}
+
+async function open(id, payload) {
+  shown = id;
+  $("#said").textContent = "";
+  const { card, receipt } = await api(`/api/receipt?${new URLSearchParams({ id, payload: payload ? "1" : "0" })}`);
+  $("#card-section").hidden = false;
+  $("#card-title").textContent = `Receipt ${receipt.submissionId}`;
+  $("#card").textContent = card;
+  $("#release").hidden = receipt.status !== "QUARANTINED";
+  const failedLanes = Object.entries(receipt.destinations || {}).filter(([, lane]) => lane.state === "FAILED");
+  $("#redrive").hidden = !(receipt.status === "FAILED" || failedLanes.length);
+  $("#redrive").dataset.destination = failedLanes.length === 1 ? failedLanes[0][0] : "";
+  $("#card-section").scrollIntoView({ block: "nearest" });
+}
+
+async function act(path, question, destination) {
+  if (!shown || !window.confirm(question)) return;
+  try {
+    const body = { id: shown };
+    if (destination) body.destination = destination;
+    const answer = await api(path, { method: "POST", body: JSON.stringify(body) });
+    $("#said").textContent = answer.said;
+  } catch (error) {
+    $("#said").textContent = error.message;
+  }
+  await open(shown, false);
+  await refresh();
+}
+
+function chart(receipts) {
+  const svg = $("#chart");
+  const ns = "http://www.w3.org/2000/svg";
+  const hours = 24;
+  const now = Date.now();
+  const buckets = Array.from({ length: hours }, () => ({}));
+  for (const receipt of receipts) {
+    const age = Math.floor((now - Date.parse(receipt.receivedAt)) / 3600000);
+    if (age < 0 || age >= hours) continue;
+    const bucket = buckets[hours - 1 - age];
+    bucket[receipt.status] = (bucket[receipt.status] || 0) + 1;
+  }
+  const most = Math.max(1, ...buckets.map((b) => Object.values(b).reduce((a, c) => a + c, 0)));
+  const width = 480 / hours;
+  const bars = [];
+  buckets.forEach((bucket, index) => {
+    let y = 150;
+    for (const status of STATUSES) {
+      const count = bucket[status] || 0;
+      if (!count) continue;
+      const height = (count / most) * 140;
+      y -= height;
+      const rect = document.createElementNS(ns, "rect");
+      rect.setAttribute("x", String(index * width + 1));
+      rect.setAttribute("y", String(y));
+      rect.setAttribute("width", String(width - 2));
+      rect.setAttribute("height", String(height));
+      rect.setAttribute("fill", COLOURS[status]);
+      rect.setAttribute("data-status", status);
+      const title = document.createElementNS(ns, "title");
+      title.textContent = `${count} ${status}`;
+      rect.append(title);
+      bars.push(rect);
+    }
+  });
+  const axis = document.createElementNS(ns, "line");
+  for (const [name, value] of [["x1", 0], ["y1", 150], ["x2", 480], ["y2", 150], ["stroke", "#4a5260"]]) {
+    axis.setAttribute(name, String(value));
+  }
+  svg.replaceChildren(axis, ...bars);
+  $("#legend").replaceChildren(...STATUSES.map((status) => text("span", `■ ${status}  `, `status-${status}`)));
+}
+
+async function count() {
+  const counts = await api("/api/stats");
+  const body = $("#counts tbody");
+  const lines = Object.entries(counts.byStatus || {}).map(([status, n]) => [status, n]);
+  lines.push(["oldest pending (s)", counts.oldestPendingAgeSeconds ?? "none"]);
+  for (const [name, n] of Object.entries(counts.byDestination || {})) {
+    lines.push([`to ${name}`, JSON.stringify(n)]);
+  }
+  body.replaceChildren(...lines.map(([name, n]) => {
+    const tr = document.createElement("tr");
+    tr.append(text("th", String(name)), text("td", String(n)));
+    return tr;
+  }));
+}
+
+async function quarantine() {
+  let held = [];
+  try {
+    held = await api(`/api/receipts?${new URLSearchParams({ status: "quarantined", since: "30d" })}`);
+  } catch (error) {
+    return;
+  }
+  $("#quarantine").replaceChildren(...held.map((receipt) => {
+    const item = text("li", `${receipt.submissionId}: ${receipt.quarantineRule || "a spam rule"} `);
+    const button = text("button", "Open");
+    button.type = "button";
+    button.addEventListener("click", () => open(receipt.pk, false));
+    item.append(button);
+    return item;
+  }));
+}
+
+document.addEventListener("DOMContentLoaded", () => {
+  for (const id of ["#status", "#destination", "#form", "#since"]) $(id).addEventListener("change", refresh);
+  $("#release").addEventListener("click", () => act("/api/release", "Release this receipt from quarantine? The next pass delivers it.", ""));
+  $("#redrive").addEventListener("click", () => act("/api/redrive", "Redrive this receipt? The next pass delivers it.", $("#redrive").dataset.destination));
+  $("#payload").addEventListener("click", () => shown && open(shown, true));
+  $("#close").addEventListener("click", () => { $("#card-section").hidden = true; shown = null; });
+  $("#count").addEventListener("click", count);
+  refresh();
+  setInterval(refresh, 3000);
+});
