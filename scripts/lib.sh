@@ -255,6 +255,18 @@ ensure_docker() {
   fi
 }
 
+# Debian's Chromium and its WebDriver for the console's browser test:
+# installed once where missing (root), else what to install is said.
+ensure_chromium() {
+  if [[ -x /usr/bin/chromium && -x /usr/bin/chromedriver ]]; then return; fi
+  [[ $(id -u) == 0 ]] || die "Chromium is missing: install Debian's chromium and chromium-driver (apt-get install chromium chromium-driver)"
+  need apt-get "install Chromium and chromedriver (Debian: chromium, chromium-driver) for the console's browser test"
+  say "installing Debian's chromium and chromium-driver (log: .tools/apt-chromium.log)"
+  mkdir -p "$TOOLS"
+  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver; } >"$TOOLS/apt-chromium.log" 2>&1 ||
+    { tail -5 "$TOOLS/apt-chromium.log" >&2; die "chromium could not be installed: see .tools/apt-chromium.log"; }
+}
+
 # The image SAM runs provided.al2023 functions in: AWS's own when it is
 # here or can be pulled; else a stand-in built once, under a name of its own
 # (never AWS's, so other SAM projects on this machine are not silently run

@@ -27,10 +27,12 @@ cargo build --locked -p ingest -p worker -p receipts -p devtools
 ensure_python_tools
 ensure_node_tools
 ensure_deploy_tools
+ensure_chromium
 # Started in this shell (not in a $(...) subshell) so the trap can stop them.
 start_moto >"$TOOLS/test-moto.url"
 start_dynalite >"$TOOLS/dynalite.url"
-export DYNAMODB_ENDPOINT DYNALITE_ENDPOINT FUNCTION_BIN_DIR STANDARDWEBHOOKS_PYTHON
+export DYNAMODB_ENDPOINT DYNALITE_ENDPOINT FUNCTION_BIN_DIR STANDARDWEBHOOKS_PYTHON CHROMEDRIVER
+CHROMEDRIVER=/usr/bin/chromedriver
 DYNAMODB_ENDPOINT=$(cat "$TOOLS/test-moto.url")
 DYNALITE_ENDPOINT=$(cat "$TOOLS/dynalite.url")
 FUNCTION_BIN_DIR="$(debug_bin_dir)"
@@ -51,7 +53,7 @@ wait "$chaos_pid" || chaos_status=$?
 cat "$TOOLS/chaos-test.log" | tee -a "$results"
 [[ $chaos_status -eq 0 ]] || die "the short chaos run failed (above)"
 trap stop_servers EXIT
-unset DYNAMODB_ENDPOINT DYNALITE_ENDPOINT FUNCTION_BIN_DIR STANDARDWEBHOOKS_PYTHON
+unset DYNAMODB_ENDPOINT DYNALITE_ENDPOINT FUNCTION_BIN_DIR STANDARDWEBHOOKS_PYTHON CHROMEDRIVER
 
 say "make deploy's wizard against moto's Secrets Manager and CloudFormation, a stand-in sam on PATH"
 # The catalog the wizard reads, as make deploy writes it.

@@ -14,6 +14,7 @@ use devtools::template;
 use lambda_http::{Body, Request};
 use serde_json::Value;
 
+pub mod browser;
 pub mod pipeline;
 
 /// moto's server: DynamoDB with Streams and TTL.

@@ -3,7 +3,7 @@
 //! card without personal data unless `--payload`, and says clearly when
 //! the stack does not exist.
 
-use std::time::{Duration, UNIX_EPOCH};
+use std::time::{Duration, Instant, UNIX_EPOCH};
 
 use aws_sdk_dynamodb::Client;
 use integration::*;
@@ -265,4 +265,286 @@ async fn stored_routes_that_break_the_rules_are_refused_and_the_last_good_kept()
         .filter(|line| line.get("RoutesRefused").is_some())
         .count();
     assert_eq!(counted, 1);
+}
+
+/// `receipts console` in a real browser (issue 60): against a table with a
+/// delivered, a failed and a quarantined receipt, headless Chromium lists
+/// them, filters, opens a card, releases the quarantined one and redrives
+/// the failed one from the page (each then delivered once by a pass), sees
+/// a new receipt appear without a reload, and draws the chart; the page
+/// loads nothing from any other host, and no answer holds an address
+/// unless the card asked for its form data. Without the token, from
+/// another origin, or on another address, the console refuses.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_console_in_a_browser_lists_releases_redrives_and_updates_live() {
+    use devtools::crm_stub::{Answer, CrmStub};
+    use integration::browser::Browser;
+    use shared::ReceiptStatus;
+    use worker::destinations::http::HttpCrm;
+    use worker::ledger::dynamodb::DynamoLedger;
+
+    let moto = endpoint(DYNAMODB_ENDPOINT);
+    let client = worker_client(&moto).await;
+    let table = create_table(&client, "ReceiptsTable").await;
+    let crm = CrmStub::start().await.unwrap();
+    let clock = shared::clock::Adjustable::default();
+    let worker = worker::Worker::new(
+        HttpCrm::new(crm.leads_url(), None).unwrap(),
+        DynamoLedger::new(client.clone(), &table),
+        8,
+    )
+    .with_clock(clock.clock());
+    let store = |receipt: Receipt| {
+        let client = client.clone();
+        let table = table.clone();
+        async move {
+            client
+                .put_item()
+                .table_name(&table)
+                .set_item(Some(serde_dynamo::to_item(&receipt).unwrap()))
+                .send()
+                .await
+                .unwrap();
+        }
+    };
+    let receipt_of = |id: &str| {
+        let body = body(id, &format!("{id}@example.com"));
+        Receipt::new(
+            &FormSubmission::parse(body.as_bytes()).unwrap(),
+            std::time::SystemTime::now(),
+        )
+    };
+    // Delivered; refused by the CRM for good (FAILED); held by a spam rule.
+    store(receipt_of("sub_done")).await;
+    store(receipt_of("sub_bad")).await;
+    crm.always("sub_bad", Answer::status(400));
+    drain_stream(&moto, &client, &table, &worker).await;
+    let mut held = receipt_of("sub_held");
+    held.status = ReceiptStatus::Quarantined;
+    held.quarantine_rule = Some("honeypot:fax".to_owned());
+    held.pending = None;
+    held.next_attempt_at = None;
+    store(held).await;
+    assert_eq!(crm.lead_count(), 1);
+
+    // The console, on a free port.
+    let port = integration::pipeline::two_free_ports().0;
+    let bin = std::env::var("FUNCTION_BIN_DIR").expect("FUNCTION_BIN_DIR: run make test");
+    let mut console = std::process::Command::new(format!("{bin}/receipts"))
+        .args([
+            "--table",
+            &table,
+            "console",
+            "--no-open",
+            "--port",
+            &port.to_string(),
+        ])
+        .env("AWS_ENDPOINT_URL", &moto)
+        .env("AWS_REGION", "us-east-1")
+        .env("AWS_ACCESS_KEY_ID", "test")
+        .env("AWS_SECRET_ACCESS_KEY", "test")
+        .env("AWS_EC2_METADATA_DISABLED", "true")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(console.stdout.take().unwrap()),
+        &mut first,
+    )
+    .unwrap();
+    let url = first
+        .trim()
+        .strip_prefix("receipts console: ")
+        .unwrap_or_else(|| panic!("no URL printed: {first}"))
+        .to_owned();
+    let token = url.split("token=").nth(1).unwrap().to_owned();
+    let origin = format!("http://127.0.0.1:{port}");
+
+    // The refusals, and no address in any answer unless asked.
+    let http = reqwest::Client::new();
+    let get = |path: &str, token: Option<&str>, from: Option<&str>| {
+        let mut request = http.get(format!("{origin}{path}"));
+        if let Some(token) = token {
+            request = request.header("x-console-token", token);
+        }
+        if let Some(from) = from {
+            request = request.header("origin", from);
+        }
+        request.send()
+    };
+    assert_eq!(
+        get("/api/receipts", None, None).await.unwrap().status(),
+        401
+    );
+    assert_eq!(get("/", None, None).await.unwrap().status(), 401);
+    let foreign = get("/api/receipts", Some(&token), Some("https://evil.example"));
+    assert_eq!(foreign.await.unwrap().status(), 403);
+    let listed = get("/api/receipts?since=1d", Some(&token), None)
+        .await
+        .unwrap();
+    assert_eq!(listed.status(), 200);
+    let listed = listed.text().await.unwrap();
+    assert!(
+        listed.contains("sub_held") && !listed.contains("@example.com"),
+        "{listed}"
+    );
+    let card = get(
+        "/api/receipt?id=staticforms:form.submitted:sub_held",
+        Some(&token),
+        None,
+    );
+    let card = card.await.unwrap().text().await.unwrap();
+    assert!(!card.contains("@example.com"), "{card}");
+    let asked = get(
+        "/api/receipt?id=staticforms:form.submitted:sub_held&payload=1",
+        Some(&token),
+        None,
+    );
+    assert!(asked
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap()
+        .contains("sub_held@example.com"));
+    let elsewhere = std::process::Command::new(format!("{bin}/receipts"))
+        .args([
+            "--table",
+            &table,
+            "console",
+            "--no-open",
+            "--bind",
+            "0.0.0.0",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(elsewhere.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&elsewhere.stderr).contains("127.0.0.1 only"));
+
+    // The page, in Chromium.
+    let browser = Browser::start().await;
+    browser.open(&url).await;
+    let rows = "return document.querySelectorAll('#inbox tbody tr').length";
+    browser
+        .until(
+            Duration::from_secs(10),
+            "the inbox lists 3",
+            &format!("{rows} === 3"),
+        )
+        .await;
+    // Filtering by status.
+    browser
+        .run("const s = document.querySelector('#status'); s.value = 'failed'; s.dispatchEvent(new Event('change')); return true")
+        .await;
+    browser
+        .until(
+            Duration::from_secs(10),
+            "only the failed one",
+            "const r = [...document.querySelectorAll('#inbox tbody tr')]; return r.length === 1 && r[0].dataset.id.endsWith('sub_bad')",
+        )
+        .await;
+    // Its card, and a redrive, once the CRM takes it.
+    crm.answer_normally("sub_bad");
+    browser.click("#inbox tbody tr").await;
+    browser
+        .until(
+            Duration::from_secs(10),
+            "the card",
+            "return !document.querySelector('#redrive').hidden",
+        )
+        .await;
+    let card_text = browser
+        .run("return document.querySelector('#card').textContent")
+        .await;
+    assert!(
+        card_text.as_str().unwrap_or("").contains("sub_bad"),
+        "{card_text}"
+    );
+    browser.click("#redrive").await;
+    browser.accept().await;
+    browser
+        .until(
+            Duration::from_secs(10),
+            "redriven",
+            "return document.querySelector('#said').textContent.includes('redriven 1')",
+        )
+        .await;
+    // The quarantine, and a release.
+    browser
+        .run("const s = document.querySelector('#status'); s.value = ''; s.dispatchEvent(new Event('change')); return true")
+        .await;
+    browser
+        .until(
+            Duration::from_secs(10),
+            "the quarantine lists it",
+            "return document.querySelector('#quarantine').textContent.includes('honeypot:fax')",
+        )
+        .await;
+    browser.click("#quarantine button").await;
+    browser
+        .until(
+            Duration::from_secs(10),
+            "its card",
+            "return !document.querySelector('#release').hidden",
+        )
+        .await;
+    browser.click("#release").await;
+    browser.accept().await;
+    browser
+        .until(
+            Duration::from_secs(10),
+            "released",
+            "return document.querySelector('#said').textContent.includes('released')",
+        )
+        .await;
+    // A pass, once the stream's grace is over.
+    clock.advance(Duration::from_secs(3600));
+    worker
+        .reconcile(Instant::now() + Duration::from_secs(30))
+        .await;
+    assert_eq!(
+        crm.lead_count(),
+        3,
+        "the redriven and the released, each delivered"
+    );
+    assert_eq!(crm.lead("sub_held").unwrap().writes, 1, "once");
+    assert_eq!(crm.lead("sub_bad").unwrap().writes, 1, "once");
+    // Live: a new receipt appears without a reload.
+    store(receipt_of("sub_new")).await;
+    browser
+        .until(
+            Duration::from_secs(10),
+            "the new receipt, live",
+            "return [...document.querySelectorAll('#inbox tbody tr')].some(r => r.dataset.id.endsWith('sub_new'))",
+        )
+        .await;
+    // The chart, and nothing from another host.
+    let bars = browser
+        .run("return document.querySelectorAll('#chart rect').length")
+        .await;
+    assert!(bars.as_u64().unwrap_or(0) >= 1, "{bars}");
+    let foreign = browser
+        .run(&format!("return performance.getEntriesByType('resource').map(e => e.name).filter(n => !n.startsWith('{origin}/'))"))
+        .await;
+    assert_eq!(foreign, serde_json::json!([]), "only the console's own");
+    let page = browser
+        .run("return document.documentElement.outerHTML")
+        .await;
+    assert!(
+        !page.as_str().unwrap_or("").contains("@example.com"),
+        "no address unasked"
+    );
+    browser
+        .run("document.querySelector('#close').click(); window.scrollTo(0, 0); return true")
+        .await;
+    let shot = browser.screenshot().await;
+    assert!(shot.starts_with(b"\x89PNG"), "a PNG");
+    if std::env::var("CONSOLE_SCREENSHOT").is_ok() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        std::fs::write(root.join("docs/images/console.png"), &shot).unwrap();
+    }
+    let _ = console.kill();
+    let _ = console.wait();
 }

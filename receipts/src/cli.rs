@@ -174,7 +174,7 @@ pub enum Command {
         no_open: bool,
         /// Only 127.0.0.1 (or localhost) is accepted: the console never
         /// listens on another address.
-        #[arg(long, value_name = "ADDRESS")]
+        #[arg(long, value_name = "ADDRESS", value_parser = loopback_only)]
         bind: Option<String>,
     },
     /// Send one marked test submission to the stack's webhook URL with the
@@ -417,6 +417,19 @@ pub fn instant(raw: &str, now: SystemTime) -> Result<SystemTime, BadTime> {
     parse_timestamp(raw)
         .or_else(|| age(raw).ok().and_then(|age| now.checked_sub(age)))
         .ok_or_else(|| BadTime(raw.to_owned()))
+}
+
+/// `console --bind`: the loopback, or refused. The console shows leads and
+/// acts on them with the operator's AWS credentials: nobody else reaches it.
+fn loopback_only(raw: &str) -> Result<String, String> {
+    match raw.trim() {
+        "127.0.0.1" | "localhost" => Ok(raw.trim().to_owned()),
+        _ => Err(
+            "the console listens on 127.0.0.1 only (it shows leads and acts on them with your \
+                  AWS credentials; reach it from elsewhere through an SSH tunnel)"
+                .to_owned(),
+        ),
+    }
 }
 
 fn age(raw: &str) -> Result<Duration, String> {
@@ -733,6 +746,9 @@ mod tests {
                 ErrorKind::ValueValidation,
             ),
             ("show a b", ErrorKind::UnknownArgument),
+            ("console --bind 0.0.0.0", ErrorKind::ValueValidation),
+            ("console --bind ::", ErrorKind::ValueValidation),
+            ("console --bind 192.168.1.10", ErrorKind::ValueValidation),
             (
                 "forget --email a@example.com --since 7d",
                 ErrorKind::MissingRequiredArgument,

@@ -369,9 +369,10 @@ pub async fn run(config: &SdkConfig, target: &Target, command: Command) -> Resul
         Command::Console {
             port,
             no_open,
-            bind,
+            bind: _,
         } => {
-            let address = console::bind_address(bind.as_deref(), port).map_err(Failed::Usage)?;
+            // `--bind` is refused by the command line unless it is this.
+            let address = std::net::SocketAddr::from(([127, 0, 0, 1], port));
             let gates = match &stack {
                 Some(stack)
                     if !crate::destinations::keeps_gates(

@@ -2,8 +2,8 @@
 //! the loopback, holding this run's token. Pure rules, table-tested; the
 //! server asks them of every request before anything else.
 //!
-//! - The console listens on 127.0.0.1 only; another address is refused at
-//!   start ([`bind_address`]).
+//! - The console listens on 127.0.0.1 only; another address is refused as
+//!   the command line is read (`cli::loopback_only`).
 //! - `Host` must name the console (127.0.0.1 or localhost, its port): a
 //!   page of another site whose name resolves to 127.0.0.1 (DNS
 //!   rebinding) sends its own name, and is refused.
@@ -13,8 +13,6 @@
 //! - Every request carries the token printed with the URL: in the query
 //!   (`?token=`) for the page and its assets, in `X-Console-Token` for the
 //!   API. Compared in constant time.
-
-use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 
 /// Why a request is refused (the status and one line, never the token).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -114,19 +112,6 @@ impl Guard {
 
 fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
-}
-
-/// Where the console listens: 127.0.0.1 and `port` (0: a free one). Any
-/// other address is refused, whatever is asked.
-pub fn bind_address(asked: Option<&str>, port: u16) -> Result<SocketAddr, String> {
-    let ip = match asked.map(str::trim) {
-        None | Some("127.0.0.1") | Some("localhost") => IpAddr::V4(Ipv4Addr::LOCALHOST),
-        Some(other) => return Err(format!(
-            "--bind {other:?}: the console listens on 127.0.0.1 only (it shows leads and acts on \
-                 them with your AWS credentials; reach it from elsewhere through an SSH tunnel)"
-        )),
-    };
-    Ok(SocketAddr::new(ip, port))
 }
 
 #[cfg(test)]
@@ -253,20 +238,5 @@ mod tests {
         }
         assert_eq!(Refusal::NoToken.status(), 401);
         assert_eq!(Refusal::Foreign("x").status(), 403);
-    }
-
-    #[test]
-    fn only_the_loopback_is_listened_on() {
-        assert_eq!(
-            bind_address(None, 0).unwrap(),
-            SocketAddr::from(([127, 0, 0, 1], 0))
-        );
-        assert_eq!(
-            bind_address(Some("localhost"), 8080).unwrap(),
-            SocketAddr::from(([127, 0, 0, 1], 8080))
-        );
-        for other in ["0.0.0.0", "::", "192.168.1.10", "::1x", "example.com"] {
-            assert!(bind_address(Some(other), 0).is_err(), "{other}");
-        }
     }
 }

@@ -29,8 +29,6 @@ use super::redrive::GateRetention;
 use super::Failed;
 use crate::table::ReceiptsTable;
 
-pub(super) use guard::bind_address;
-
 /// What the console serves from.
 pub(super) struct Console {
     pub table: ReceiptsTable,

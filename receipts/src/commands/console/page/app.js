@@ -11,6 +11,8 @@ const COLOURS = { COMPLETED: "#1e7b3a", RECEIVED: "#0b57d0", FAILED: "#b3261e", 
   REFUSED: "#6b2c91", DUPLICATE: "#5f6368", ERASED: "#202124" };
 let shown = null;
 let rows = [];
+let lastDrawn = "";
+let lastHeld = "";
 
 async function api(path, options = {}) {
   const response = await fetch(path, {
@@ -52,8 +54,12 @@ async function refresh() {
   }
   const form = $("#form").value;
   const listed = rows.filter((receipt) => !form || formOf(receipt) === form);
-  const body = $("#inbox tbody");
-  body.replaceChildren(...listed.map(row));
+  // Drawn again only when something changed: a row keeps its focus.
+  const drawn = JSON.stringify(listed);
+  if (drawn !== lastDrawn) {
+    lastDrawn = drawn;
+    $("#inbox tbody").replaceChildren(...listed.map(row));
+  }
   offer("#destination", rows.flatMap((r) => Object.keys(r.destinations || {}).concat(r.deliveredTo ? [r.deliveredTo] : [])));
   offer("#form", rows.map(formOf).filter(Boolean));
   $("#live").textContent = `${listed.length} receipt(s), updated ${new Date().toLocaleTimeString()}`;
@@ -80,9 +86,9 @@ function offer(selector, values) {
   }
 }
 
-async function open(id, payload) {
+async function open(id, payload, keepSaid) {
   shown = id;
-  $("#said").textContent = "";
+  if (!keepSaid) $("#said").textContent = "";
   const { card, receipt } = await api(`/api/receipt?${new URLSearchParams({ id, payload: payload ? "1" : "0" })}`);
   $("#card-section").hidden = false;
   $("#card-title").textContent = `Receipt ${receipt.submissionId}`;
@@ -104,7 +110,7 @@ async function act(path, question, destination) {
   } catch (error) {
     $("#said").textContent = error.message;
   }
-  await open(shown, false);
+  await open(shown, false, true);
   await refresh();
 }
 
@@ -173,6 +179,9 @@ async function quarantine() {
   } catch (error) {
     return;
   }
+  const drawn = JSON.stringify(held);
+  if (drawn === lastHeld) return;
+  lastHeld = drawn;
   $("#quarantine").replaceChildren(...held.map((receipt) => {
     const item = text("li", `${receipt.submissionId}: ${receipt.quarantineRule || "a spam rule"} `);
     const button = text("button", "Open");
