@@ -520,6 +520,15 @@ async fn the_console_in_a_browser_lists_releases_redrives_and_updates_live() {
             "return [...document.querySelectorAll('#inbox tbody tr')].some(r => r.dataset.id.endsWith('sub_new'))",
         )
         .await;
+    // The counts of the whole table, notices waiting among them.
+    browser.click("#count").await;
+    browser
+        .until(
+            Duration::from_secs(10),
+            "the counts",
+            "return document.querySelector('#counts').textContent.includes('notices waiting')",
+        )
+        .await;
     // The chart, and nothing from another host.
     let bars = browser
         .run("return document.querySelectorAll('#chart rect').length")

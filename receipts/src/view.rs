@@ -336,6 +336,9 @@ pub struct Stats {
     /// existed): `receipts redrive --status received` queues them.
     pub received_outside_queue: usize,
     pub oldest_pending_age: Option<Duration>,
+    /// Delivered leads whose new-lead notice is not sent yet (the
+    /// worker's `PendingNotices`, which alarms when they keep waiting).
+    pub notices_waiting: usize,
 }
 
 pub fn stats(receipts: &[Receipt], now: SystemTime) -> Stats {
@@ -348,10 +351,14 @@ pub fn stats(receipts: &[Receipt], now: SystemTime) -> Stats {
         (ReceiptStatus::Duplicate.as_str(), 0),
     ]);
     let mut received_outside_queue = 0;
+    let mut notices_waiting = 0;
     let mut oldest: Option<SystemTime> = None;
     let mut by_destination: BTreeMap<String, BTreeMap<&'static str, usize>> = BTreeMap::new();
     for receipt in receipts {
         *by_status.entry(receipt.status.as_str()).or_default() += 1;
+        if receipt.notice.as_deref() == Some(shared::notice::PENDING) {
+            notices_waiting += 1;
+        }
         for (name, lane) in &receipt.destinations {
             *by_destination
                 .entry(name.clone())
@@ -373,6 +380,7 @@ pub fn stats(receipts: &[Receipt], now: SystemTime) -> Stats {
         by_destination,
         received_outside_queue,
         oldest_pending_age: oldest.map(|at| now.duration_since(at).unwrap_or_default()),
+        notices_waiting,
     }
 }
 
@@ -383,6 +391,7 @@ impl Stats {
             "byDestination": self.by_destination,
             "receivedOutsideQueue": self.received_outside_queue,
             "oldestPendingAgeSeconds": self.oldest_pending_age.map(|age| age.as_secs()),
+            "noticesWaiting": self.notices_waiting,
         })
     }
 

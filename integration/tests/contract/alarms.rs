@@ -226,7 +226,12 @@ const NAMESPACE: &str = "StaticFormsToCrm/test-stack";
 /// The alarms a stack has in each observability mode, and the metrics
 /// (from our namespace) each reads.
 fn alarms_in(template: &Value, observability: &str) -> Vec<(String, Vec<String>)> {
-    let evaluator = Evaluator::new(template, &[("Observability", observability)]);
+    alarms_with(template, &[("Observability", observability)])
+}
+
+/// The alarms (and the metrics each reads) with these parameters.
+fn alarms_with(template: &Value, parameters: &[(&str, &str)]) -> Vec<(String, Vec<String>)> {
+    let evaluator = Evaluator::new(template, parameters);
     let mut alarms = Vec::new();
     for (id, resource) in template["Resources"].as_mapping().unwrap() {
         if resource["Type"].as_str() != Some("AWS::CloudWatch::Alarm") {
@@ -255,6 +260,33 @@ fn alarms_in(template: &Value, observability: &str) -> Vec<(String, Vec<String>)
     }
     alarms.sort();
     alarms
+}
+
+/// Notices that cannot be sent (a revoked Slack webhook) never pile up
+/// unseen: a stack that sends notices has an alarm on those waiting, in
+/// both modes; a stack without notices has none.
+#[test]
+fn notices_that_wait_have_an_alarm_in_both_observability_modes() {
+    let template = load();
+    let notify = (
+        "NotifyUrlSecretArn",
+        "arn:aws:secretsmanager:us-east-1:123456789012:secret:n",
+    );
+    for mode in ["full", "lean"] {
+        let alarms = alarms_with(&template, &[("Observability", mode), notify]);
+        let notices = alarms
+            .iter()
+            .find(|(name, _)| name == "PendingNoticesAlarm")
+            .unwrap_or_else(|| panic!("{mode}: no alarm on waiting notices"));
+        assert_eq!(notices.1, ["PendingNotices"], "{mode}");
+        let without = alarms_in(&template, mode);
+        assert!(
+            !without
+                .iter()
+                .any(|(name, _)| name == "PendingNoticesAlarm"),
+            "{mode}: no notices, no alarm"
+        );
+    }
 }
 
 /// `Observability=lean` keeps every alarm for a lead that could be lost or

@@ -162,6 +162,7 @@ async function count() {
   const body = $("#counts tbody");
   const lines = Object.entries(counts.byStatus || {}).map(([status, n]) => [status, n]);
   lines.push(["oldest pending (s)", counts.oldestPendingAgeSeconds ?? "none"]);
+  lines.push(["notices waiting", counts.noticesWaiting ?? 0]);
   for (const [name, n] of Object.entries(counts.byDestination || {})) {
     lines.push([`to ${name}`, JSON.stringify(n)]);
   }
