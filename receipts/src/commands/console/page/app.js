@@ -114,14 +114,24 @@ async function act(path, question, destination) {
   await refresh();
 }
 
+// The chart's buckets for each period the inbox can show.
+const PERIODS = {
+  "1h": { count: 12, size: 300000, said: "per 5 minutes over the last hour" },
+  "24h": { count: 24, size: 3600000, said: "per hour over the last day" },
+  "7d": { count: 7, size: 86400000, said: "per day over the last week" },
+  "30d": { count: 30, size: 86400000, said: "per day over the last 30 days" },
+};
+
 function chart(receipts) {
   const svg = $("#chart");
   const ns = "http://www.w3.org/2000/svg";
-  const hours = 24;
+  const period = PERIODS[$("#since").value] || PERIODS["24h"];
+  const hours = period.count;
+  $("#chart-caption").textContent = `Receipts ${period.said}, by outcome (the inbox's)`;
   const now = Date.now();
   const buckets = Array.from({ length: hours }, () => ({}));
   for (const receipt of receipts) {
-    const age = Math.floor((now - Date.parse(receipt.receivedAt)) / 3600000);
+    const age = Math.floor((now - Date.parse(receipt.receivedAt)) / period.size);
     if (age < 0 || age >= hours) continue;
     const bucket = buckets[hours - 1 - age];
     bucket[receipt.status] = (bucket[receipt.status] || 0) + 1;
