@@ -327,6 +327,21 @@ async fn the_console_in_a_browser_lists_releases_redrives_and_updates_live() {
     store(held).await;
     assert_eq!(crm.lead_count(), 1);
 
+    client
+        .put_item()
+        .table_name(&table)
+        .item(
+            "pk",
+            aws_sdk_dynamodb::types::AttributeValue::S(shared::audit::AUDIT_STATE_KEY.to_owned()),
+        )
+        .item(
+            shared::audit::AUDITED_UNTIL,
+            aws_sdk_dynamodb::types::AttributeValue::S("2026-12-01T10:00:00.000Z".to_owned()),
+        )
+        .send()
+        .await
+        .unwrap();
+
     // The console, on a free port.
     let port = integration::pipeline::two_free_ports().0;
     let bin = std::env::var("FUNCTION_BIN_DIR").expect("FUNCTION_BIN_DIR: run make test");
@@ -518,6 +533,14 @@ async fn the_console_in_a_browser_lists_releases_redrives_and_updates_live() {
             Duration::from_secs(10),
             "the new receipt, live",
             "return [...document.querySelectorAll('#inbox tbody tr')].some(r => r.dataset.id.endsWith('sub_new'))",
+        )
+        .await;
+    // The audit's state, as the scheduled audit stored it.
+    browser
+        .until(
+            Duration::from_secs(10),
+            "the audit's state",
+            "return document.querySelector('#audit').textContent.includes('up to 2026-12-01T10:00:00.000Z')",
         )
         .await;
     // The counts of the whole table, notices waiting among them.

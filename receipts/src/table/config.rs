@@ -99,3 +99,26 @@ impl ReceiptsTable {
         Ok(Stored::Version(version))
     }
 }
+
+impl ReceiptsTable {
+    /// Where the scheduled audit of the sender's list ended
+    /// (`shared::audit::AUDITED_UNTIL` of `config#audit`); `None` when the
+    /// stack never audited.
+    pub async fn audited_until(&self) -> Result<Option<String>, TableError> {
+        let output = self
+            .client
+            .get_item()
+            .table_name(&self.table)
+            .key(attr::PK, s(shared::audit::AUDIT_STATE_KEY))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(TableError::store)?;
+        Ok(output
+            .item
+            .and_then(|item| match item.get(shared::audit::AUDITED_UNTIL) {
+                Some(AttributeValue::S(text)) => Some(text.clone()),
+                _ => None,
+            }))
+    }
+}

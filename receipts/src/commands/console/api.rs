@@ -207,3 +207,12 @@ fn said(done: Result<(), Failed>, out: Vec<u8>) -> Response {
         }
     }
 }
+
+/// `GET /api/audit`: where the scheduled audit of the sender's own list
+/// ended (`receipts audit` says what it finds), or that it never ran.
+pub(super) async fn audit(State(served): State<Arc<Served>>) -> Response {
+    match served.console.table.audited_until().await {
+        Ok(until) => Json(json!({ "auditedUntil": until })).into_response(),
+        Err(error) => failed(Failed::Run(error.to_string())),
+    }
+}

@@ -77,6 +77,7 @@ pub(super) async fn console(
         .route("/api/receipts", get(api::receipts))
         .route("/api/receipt", get(api::receipt))
         .route("/api/stats", get(api::stats))
+        .route("/api/audit", get(api::audit))
         .route("/api/release", post(api::release))
         .route("/api/redrive", post(api::redrive))
         .layer(middleware::from_fn_with_state(Arc::clone(&served), guarded))

@@ -203,6 +203,17 @@ async function quarantine() {
   }));
 }
 
+async function audit() {
+  try {
+    const { auditedUntil } = await api("/api/audit");
+    $("#audit").textContent = auditedUntil
+      ? `The scheduled audit has compared it with the receipts up to ${auditedUntil} (receipts audit says what is missing).`
+      : "This stack has not audited its sender's list (receipts audit runs one).";
+  } catch (error) {
+    $("#audit").textContent = `Could not read the audit's state: ${error.message}`;
+  }
+}
+
 document.addEventListener("DOMContentLoaded", () => {
   for (const id of ["#status", "#destination", "#form", "#since"]) $(id).addEventListener("change", refresh);
   $("#release").addEventListener("click", () => act("/api/release", "Release this receipt from quarantine? The next pass delivers it.", ""));
@@ -211,5 +222,6 @@ document.addEventListener("DOMContentLoaded", () => {
   $("#close").addEventListener("click", () => { $("#card-section").hidden = true; shown = null; });
   $("#count").addEventListener("click", count);
   refresh();
+  audit();
   setInterval(refresh, 3000);
 });
