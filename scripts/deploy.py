@@ -67,7 +67,7 @@ SENDER_SETUP = {
     "tally": "In Tally: the form > Integrations > Webhooks: Endpoint URL {url}, Signing secret: the secret",
     "typeform": "In Typeform: the form > Connect > Webhooks: add {url}, then Edit > Secret: the secret",
     "webflow": "In Webflow: create a form_submission webhook to {url} (the key you stored signs it)",
-    "netlify": "In Netlify: Project configuration > Notifications > Form submission notifications > "
+    "netlify": "In Netlify: the project's Forms > Submission notifications > "
                "Add notification > HTTP POST request: URL to notify {url}, JWS secret token: the secret",
     "framer": "In Framer: select the form > Send To > Add... > Webhook: URL {url}, Secret: the secret",
 }

@@ -19,7 +19,7 @@ use shared::receipt::format_timestamp;
 use shared::sender::listing::{is_form_id, SENDER_API_BASE_URL};
 use shared::{Retention, Sender};
 
-use super::forget::{Gates, SenderSide};
+use super::gates::Gates;
 use super::{secret_text, Failed};
 use crate::cli::{instant, AuditArgs};
 use crate::stack::{output, parameter, Stack};
@@ -101,6 +101,22 @@ pub async fn prepare(
     let client = SenderApiClient::new(sender, api, base_url, token.trim().to_owned());
     let scope = Scope::new(sender, forms, since, until, now, retention);
     Ok((scope, client))
+}
+
+/// The sender's part, as this run can do it.
+pub enum SenderSide {
+    /// Its API deletes: the person's submissions are listed in the window
+    /// of these forms, then deleted.
+    Api {
+        client: Box<SenderApiClient>,
+        forms: Vec<String>,
+        since: SystemTime,
+        until: SystemTime,
+    },
+    /// Its API deletes none: what the operator must do there.
+    ByHand(&'static str),
+    /// Its API deletes, but this run cannot reach it: what to give.
+    NotReady(String),
 }
 
 /// The sender's side of `forget --everywhere`: its API client and window

@@ -5,6 +5,7 @@
 mod audit;
 mod console;
 mod forget;
+mod gates;
 mod list;
 mod redrive;
 mod release;
@@ -23,7 +24,6 @@ use shared::destination::set::DestinationSet;
 use shared::Retention;
 
 use crate::cli::{Command, RoutesAction, Target};
-use crate::leads::LeadsTable;
 use crate::stack::{output, parameter, Stack};
 use crate::table::{Reading, ReceiptsTable, ScanProgress, Selection};
 
@@ -72,33 +72,6 @@ async fn secret_text(config: &SdkConfig, arn: &str, what: &str) -> Result<String
         };
         Failed::Run(format!("reading {what}: {said}"))
     })
-}
-
-/// Where `forget` finds the key of the stack's newest-wins gates: the
-/// stack's `GateKeySecretArn` output (a stack without one keeps no gates),
-/// else `$GATE_KEY_SECRET_ARN` or `$GATE_KEY`.
-async fn gate_lookup(config: &SdkConfig, stack: Option<&Stack>) -> Result<forget::Gates, Failed> {
-    use shared::newest::{GateSecret, GATE_KEY, GATE_KEY_SECRET_ARN};
-    let env = |name| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
-    let text = match stack {
-        Some(stack) => match stack.output(output::GATE_KEY_SECRET_ARN) {
-            Ok(arn) => secret_text(config, arn, "the gate key secret").await?,
-            Err(_) => return Ok(forget::Gates::NotKept),
-        },
-        None => match (env(GATE_KEY_SECRET_ARN), env(GATE_KEY)) {
-            (Some(arn), _) => secret_text(config, &arn, "the gate key secret").await?,
-            (None, Some(key)) => key,
-            (None, None) => return Ok(forget::Gates::KeyUnknown),
-        },
-    };
-    GateSecret::new(&text)
-        .map(forget::Gates::Keyed)
-        .ok_or_else(|| {
-            Failed::Usage(format!(
-                "the gate key is shorter than {} characters: is it the stack's own?",
-                GateSecret::MIN_LEN
-            ))
-        })
 }
 
 /// A destination's name as `--destination` gives it: one of the catalog's.
@@ -276,95 +249,23 @@ pub async fn run(config: &SdkConfig, target: &Target, command: Command) -> Resul
             max_scan_mb,
             erasure,
         } => {
-            if erasure.json && erasure.record.is_none() {
-                return Err(Failed::Usage(
-                    "forget --json prints a record: give --record ID".to_owned(),
-                ));
-            }
-            if let Some(raw) = &erasure.record {
-                let asked = forget::asked_id(raw)?;
-                let what = forget::Asked::Record { json: erasure.json };
-                return forget::show(&table, &asked, what, &mut out).await;
-            }
-            if erasure.status {
-                let asked = match (&erasure.id, &email) {
-                    (Some(raw), _) => forget::asked_id(raw)?,
-                    (None, Some(raw)) => {
-                        let forget::Gates::Keyed(secret) =
-                            gate_lookup(config, stack.as_ref()).await?
-                        else {
-                            return Err(Failed::Usage(
-                                "forget --status --email needs the stack's gate key (give --stack, \
-                                 or set GATE_KEY_SECRET_ARN or GATE_KEY), or give --id"
-                                    .to_owned(),
-                            ));
-                        };
-                        shared::erasure::plan::AskedId {
-                            erasure: shared::erasure::plan::erasure_id(
-                                &secret,
-                                &forget::address(raw)?,
-                            ),
-                            round: None,
-                        }
-                    }
-                    (None, None) => {
-                        return Err(Failed::Usage("give --email or --id".to_owned()));
-                    }
-                };
-                return forget::show(&table, &asked, forget::Asked::Status, &mut out).await;
-            }
-            let Some(email) = email else {
-                return Err(Failed::Usage("give --email ADDRESS".to_owned()));
-            };
-            let leads_table = match (leads_table, &stack) {
-                (Some(name), _) => Some(name),
-                (None, Some(stack)) => stack.output(output::LEADS_TABLE).ok().map(str::to_owned),
-                (None, None) => std::env::var("LEADS_TABLE")
-                    .ok()
-                    .filter(|name| !name.trim().is_empty()),
-            };
-            let leads = leads_table.map(|name| LeadsTable::new(dynamodb.clone(), name));
-            let retention = retention_of(stack.as_ref());
-            let request = forget::Request {
-                email: forget::address(&email)?,
+            let asked = forget::ForgetArgs {
+                email,
                 dry_run,
-                ask: !yes && std::io::stdin().is_terminal(),
+                yes,
+                leads_table,
                 max_scan_mb,
-                retention,
-                gates: gate_lookup(config, stack.as_ref()).await?,
-                sender: ids_sender,
+                erasure,
             };
-            if !erasure.everywhere {
-                return forget::forget(&table, leads.as_ref(), &request, &mut out).await;
-            }
-            let forget::Gates::Keyed(secret) = &request.gates else {
-                return Err(Failed::Usage(
-                    "forget --everywhere keeps its progress under a pseudonym made with the \
-                     stack's gate key: give --stack, or set GATE_KEY_SECRET_ARN or GATE_KEY"
-                        .to_owned(),
-                ));
-            };
-            let set = forget::destination_set(stack.as_ref())?;
-            let variables = stack
-                .as_ref()
-                .map(|stack| forget::stack_variables(stack, &set));
-            let destinations = forget::destinations(config, &table, &set, variables).await?;
-            let sender = audit::sender_side(
+            let at = forget::Where {
                 config,
-                stack.as_ref(),
-                &table,
-                ids_sender,
-                (erasure.since.clone(), erasure.forms.clone()),
-                retention,
+                stack: stack.as_ref(),
+                table: &table,
+                dynamodb: &dynamodb,
+                sender: ids_sender,
                 now,
-            )
-            .await?;
-            let plan = forget::Everywhere {
-                secret: secret.clone(),
-                destinations,
-                sender,
             };
-            forget::everywhere(&table, leads.as_ref(), &request, plan, &mut out).await?;
+            forget::command(at, asked, &mut out).await?;
         }
         Command::Console {
             port,
@@ -476,7 +377,7 @@ async fn audit_or_import(
 ) -> Result<(), Failed> {
     let now = SystemTime::now();
     let (scope, mut api) = audit::prepare(config, stack, table, args, now).await?;
-    let gates = gate_lookup(config, stack).await?;
+    let gates = gates::gate_lookup(config, stack).await?;
     let scope = scope.with_erasure_key(audit::erasure_key(gates, action)?);
     audit::audit(table, &mut api, &scope, action, now, out).await
 }

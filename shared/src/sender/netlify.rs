@@ -19,7 +19,7 @@ use crate::envelope::EnvelopeError;
 pub const PROFILE: Profile = Profile {
     name: "netlify",
     title: "Netlify Forms",
-    webhook_settings: "Netlify Forms' notifications (Project configuration, Notifications, Form submission notifications, Add notification, HTTP POST request, JWS secret token)",
+    webhook_settings: "Netlify Forms' notifications (the project's Forms, Submission notifications, Add notification, HTTP POST request, JWS secret token)",
     event: "submission",
     content_pointer: "/data",
     form_id_pointer: Some("/form_id"),

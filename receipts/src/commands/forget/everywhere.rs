@@ -20,7 +20,6 @@ use std::collections::BTreeMap;
 use std::io::Write;
 use std::time::SystemTime;
 
-use sender_audit::sender_api::SenderApiClient;
 use shared::destination::{DestinationKind, ErasureIds};
 use shared::erasure::plan::{erasure_id, job_key, Place, Round, Step};
 use shared::newest::GateSecret;
@@ -30,27 +29,12 @@ use worker::destinations::{
     ConfiguredDestination, Destination, DestinationError, Forgotten, Person,
 };
 
+use super::super::audit::SenderSide;
 use super::super::{run_error, Failed};
 use super::stack::{change, confirmed, describe, find, Found, Request};
 use crate::leads::LeadsTable;
 use crate::table::erasures::StoredErasures;
 use crate::table::ReceiptsTable;
-
-/// The sender's part, as this run can do it.
-pub enum SenderSide {
-    /// Its API deletes: the person's submissions are listed in the window
-    /// of these forms, then deleted.
-    Api {
-        client: Box<SenderApiClient>,
-        forms: Vec<String>,
-        since: SystemTime,
-        until: SystemTime,
-    },
-    /// Its API deletes none: what the operator must do there.
-    ByHand(&'static str),
-    /// Its API deletes, but this run cannot reach it: what to give.
-    NotReady(String),
-}
 
 /// Everything a run needs beside the tables.
 pub struct Everywhere {

@@ -22,10 +22,10 @@
 use std::io::Write;
 use std::time::SystemTime;
 
-use shared::newest::{unkeyed_gate_key, GateSecret};
 use shared::receipt::format_timestamp;
 use shared::{Receipt, ReceiptStatus, Retention, Sender};
 
+use super::super::gates::Gates;
 use super::super::{run_error, Failed};
 use crate::leads::{LeadRow, LeadsTable};
 use crate::table::changes::Erased;
@@ -44,44 +44,6 @@ pub(in crate::commands) struct Request {
     pub gates: Gates,
     /// The stack's sender, which still lists the person's submissions.
     pub sender: Sender,
-}
-
-/// What forget knows of the stack's newest-wins gates.
-pub(in crate::commands) enum Gates {
-    /// The stack keeps them, under this key.
-    Keyed(GateSecret),
-    /// The stack keeps none (no `GateKeySecretArn` output).
-    NotKept,
-    /// A table without its stack, and no key given.
-    KeyUnknown,
-}
-
-impl Gates {
-    /// The keys a gate of `email` may have: the unkeyed one of an earlier
-    /// version always; when the key is known, the stack's keyed one, and
-    /// the one each destination of several keeps its own gate under
-    /// (`GateSecret::for_destination`): every kind's, whichever the stack
-    /// has (a deletion of a gate that is not there changes nothing).
-    fn keys_of(&self, email: &str) -> Vec<String> {
-        let mut keys = vec![unkeyed_gate_key(email)];
-        if let Gates::Keyed(secret) = self {
-            keys.push(secret.gate_key(email));
-            keys.extend(
-                shared::destination::DestinationKind::ALL
-                    .iter()
-                    .map(|kind| secret.for_destination(kind.name()).gate_key(email)),
-            );
-        }
-        keys
-    }
-
-    /// The key of `email`'s erasure marker, when the stack's key is known.
-    fn marker_of(&self, email: &str) -> Option<String> {
-        match self {
-            Gates::Keyed(secret) => Some(shared::erasure::marker_key(secret, email)),
-            Gates::NotKept | Gates::KeyUnknown => None,
-        }
-    }
 }
 
 const MB: i64 = 1024 * 1024;
@@ -448,19 +410,6 @@ pub(super) fn confirmed() -> Result<bool, Failed> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_persons_gates_are_found_under_every_destinations_key() {
-        let secret = GateSecret::new(&"k".repeat(32)).unwrap();
-        let email = "ada@example.com";
-        let keys = Gates::Keyed(secret.clone()).keys_of(email);
-        assert!(keys.contains(&secret.gate_key(email)), "the stack's");
-        for kind in shared::destination::DestinationKind::ALL {
-            let own = secret.for_destination(kind.name()).gate_key(email);
-            assert!(keys.contains(&own), "{}'s", kind.name());
-        }
-        assert_eq!(Gates::KeyUnknown.keys_of(email), [unkeyed_gate_key(email)]);
-    }
 
     #[test]
     fn addresses() {
