@@ -1186,6 +1186,7 @@ async fn each_sender_deletes_by_its_own_request_and_a_refusal_names_the_scope() 
         (Sender::Typeform, 1),
         (Sender::Tally, 3),
         (Sender::Netlify, 3),
+        (Sender::Webflow, 3),
     ] {
         let fake = SenderApiFake::start(API_TOKEN).await.unwrap();
         for n in 1..=3 {

@@ -53,6 +53,12 @@ pub enum SenderApiError {
         form: String,
         error: ListingError,
     },
+    #[error("{sender}'s API cannot be asked to delete submissions of form {form:?}: {error}")]
+    Unaddressed {
+        sender: &'static str,
+        form: String,
+        error: ListingError,
+    },
     /// A listing must end: a cursor that comes back, or a page that says
     /// more follows but lists nothing new, would read for ever.
     #[error("{sender}'s API kept listing form {form:?} without moving on (a page cursor it gave before, or a page with nothing new and more to follow): the window is not read to an end, and is read again next time")]
@@ -255,20 +261,38 @@ impl SenderApiClient {
                 path: format!("a submission id of {} characters that is no id", odd.len()),
             });
         }
+        // A refusal names what the token needs to delete.
+        let needs = |error| match error {
+            SenderApiError::Refused { sender, status, .. } => SenderApiError::Refused {
+                sender,
+                status,
+                help: deletion.token_help,
+            },
+            other => other,
+        };
+        let definition = match self.api.definition {
+            Some(request) => Some(
+                self.get::<Value>(form, &request(form))
+                    .await
+                    .map_err(needs)?,
+            ),
+            None => None,
+        };
         for chunk in ids.chunks(deletion.per_request.max(1)) {
-            let ask = DeleteAsk { form, ids: chunk };
-            let request = (deletion.request)(&ask);
+            let ask = DeleteAsk {
+                form,
+                ids: chunk,
+                definition: definition.as_ref(),
+            };
+            let request = (deletion.request)(&ask).map_err(|error| SenderApiError::Unreadable {
+                sender: self.sender.name(),
+                form: form.to_owned(),
+                error,
+            })?;
             let gone = self
                 .send(reqwest::Method::DELETE, form, &request)
                 .await
-                .map_err(|error| match error {
-                    SenderApiError::Refused { sender, status, .. } => SenderApiError::Refused {
-                        sender,
-                        status,
-                        help: deletion.token_help,
-                    },
-                    other => other,
-                })?
+                .map_err(needs)?
                 .is_some();
             done(chunk, gone);
         }

@@ -30,9 +30,10 @@ pub struct SenderApi {
     pub token_help: &'static str,
     /// How the token is presented.
     pub auth: ApiAuth,
-    /// A request made once per form before its pages (Typeform's form
-    /// definition, which names its questions; the site Webflow's token
-    /// reads); its answer is in each page's `PageAsk::definition`.
+    /// A request made once per form before its pages or its deletions
+    /// (Typeform's form definition, which names its questions; the site
+    /// Webflow's token reads); its answer is in each `PageAsk::definition`
+    /// and `DeleteAsk::definition`.
     pub definition: Option<fn(&str) -> ApiRequest>,
     /// The request for a page (`ask.cursor` `None`: the first).
     pub page: fn(&PageAsk) -> ApiRequest,
@@ -49,8 +50,9 @@ pub struct SenderApi {
 pub struct Deletion {
     /// How many ids one request may name.
     pub per_request: usize,
-    /// The `DELETE` request for `ask.ids`.
-    pub request: fn(&DeleteAsk) -> ApiRequest,
+    /// The `DELETE` request for `ask.ids`; an error when the definition
+    /// does not say where (a 404 there would read as "already gone").
+    pub request: fn(&DeleteAsk) -> Result<ApiRequest, ListingError>,
     /// What the token needs to delete, said when the API refuses it.
     pub token_help: &'static str,
 }
@@ -61,6 +63,8 @@ pub struct DeleteAsk<'a> {
     pub form: &'a str,
     /// At most `Deletion::per_request`, each as the listing gave it.
     pub ids: &'a [String],
+    /// The answer to `SenderApi::definition`, when the API has one.
+    pub definition: Option<&'a Value>,
 }
 
 /// How a sender's API takes its token.
@@ -137,6 +141,8 @@ pub enum ListingError {
     NotJson,
     #[error("the answer has no {0}")]
     Missing(&'static str),
+    #[error("the answer names no single {0}")]
+    NoSingle(&'static str),
 }
 
 /// A form id as the senders' APIs take it in a path: letters, digits, `-`

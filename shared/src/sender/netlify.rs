@@ -145,14 +145,14 @@ pub const API: SenderApi = SenderApi {
 
 /// `DELETE /api/v1/submissions/{submission_id}`, one each
 /// (https://open-api.netlify.com/#tag/submission, deleteSubmission).
-fn delete_request(ask: &listing::DeleteAsk) -> ApiRequest {
-    ApiRequest {
+fn delete_request(ask: &listing::DeleteAsk) -> Result<ApiRequest, ListingError> {
+    Ok(ApiRequest {
         path: format!(
             "/api/v1/submissions/{}",
             ask.ids.first().map_or("", String::as_str)
         ),
         query: Vec::new(),
-    }
+    })
 }
 
 const PAGE_SIZE: usize = 100;

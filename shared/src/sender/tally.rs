@@ -152,15 +152,15 @@ pub const API: SenderApi = SenderApi {
 
 /// `DELETE /forms/{formId}/submissions/{submissionId}`, one each
 /// (https://developers.tally.so/api-reference/endpoint/forms/submissions/delete).
-fn delete_request(ask: &listing::DeleteAsk) -> ApiRequest {
-    ApiRequest {
+fn delete_request(ask: &listing::DeleteAsk) -> Result<ApiRequest, ListingError> {
+    Ok(ApiRequest {
         path: format!(
             "/forms/{}/submissions/{}",
             ask.form,
             ask.ids.first().map_or("", String::as_str)
         ),
         query: Vec::new(),
-    }
+    })
 }
 
 fn page_request(ask: &PageAsk) -> ApiRequest {

@@ -195,11 +195,11 @@ const DELETE_PER_REQUEST: usize = 25;
 /// `DELETE /forms/{form_id}/responses?included_response_ids=a,b` (a token
 /// with `responses:write`)
 /// (https://www.typeform.com/developers/responses/reference/delete-responses/).
-fn delete_request(ask: &listing::DeleteAsk) -> ApiRequest {
-    ApiRequest {
+fn delete_request(ask: &listing::DeleteAsk) -> Result<ApiRequest, ListingError> {
+    Ok(ApiRequest {
         path: format!("/forms/{}/responses", ask.form),
         query: vec![("included_response_ids", ask.ids.join(","))],
-    }
+    })
 }
 
 /// The most responses a page may hold.

@@ -119,8 +119,28 @@ pub const API: SenderApi = SenderApi {
     definition: Some(sites_request),
     page: page_request,
     read_page,
-    delete: None,
+    delete: Some(listing::Deletion {
+        per_request: 1,
+        request: delete_request,
+        token_help: "a Webflow site token with forms:write (and sites:read, to find the site)",
+    }),
 };
+
+/// `DELETE /v2/sites/{site_id}/form_submissions/{form_submission_id}`, one
+/// each, 204; scope `forms:write`
+/// (https://developers.webflow.com/data/reference/forms/form-submissions/delete-submission).
+/// Without the one site its token reads there is no such request: a 404
+/// from a guessed site would read as "already deleted".
+fn delete_request(ask: &listing::DeleteAsk) -> Result<ApiRequest, ListingError> {
+    let site = site_of(ask.definition).ok_or(ListingError::NoSingle("site its token reads"))?;
+    Ok(ApiRequest {
+        path: format!(
+            "/v2/sites/{site}/form_submissions/{}",
+            ask.ids.first().map_or("", String::as_str)
+        ),
+        query: Vec::new(),
+    })
+}
 
 /// Webflow's most submissions a page.
 const PAGE_SIZE: usize = 100;
@@ -132,16 +152,15 @@ fn sites_request(_form: &str) -> ApiRequest {
     }
 }
 
-/// The one site the token reads; none, or several: no site, and the
-/// listing answers 404, which names the form and the token.
-fn site_of(sites: Option<&Value>) -> &str {
+/// The one site the token reads; `None` for none or several.
+fn site_of(sites: Option<&Value>) -> Option<&str> {
     let listed = sites
         .and_then(|s| s.get("sites"))
         .and_then(Value::as_array)
         .map_or(&[][..], Vec::as_slice);
     match listed {
-        [site] => site.get("id").and_then(Value::as_str).unwrap_or("no-site"),
-        _ => "no-single-site",
+        [site] => site.get("id").and_then(Value::as_str),
+        _ => None,
     }
 }
 
@@ -149,7 +168,9 @@ fn page_request(ask: &PageAsk) -> ApiRequest {
     ApiRequest {
         path: format!(
             "/v2/sites/{}/forms/{}/submissions",
-            site_of(ask.definition),
+            // No single site: the listing answers 404, which names the
+            // form and the token.
+            site_of(ask.definition).unwrap_or("no-single-site"),
             ask.form
         ),
         query: vec![
@@ -369,6 +390,28 @@ mod tests {
             until: std::time::UNIX_EPOCH,
             cursor,
             definition,
+        }
+    }
+
+    #[test]
+    fn a_deletion_names_the_tokens_one_site_or_is_not_asked() {
+        let ids = ["6321ca84df3949bfc6752327".to_owned()];
+        let one = json!({"sites": [{"id": "s1"}]});
+        let two = json!({"sites": [{"id": "s1"}, {"id": "s2"}]});
+        let ask = |definition| listing::DeleteAsk {
+            form: "f1",
+            ids: &ids,
+            definition,
+        };
+        assert_eq!(
+            delete_request(&ask(Some(&one))).unwrap().path,
+            "/v2/sites/s1/form_submissions/6321ca84df3949bfc6752327"
+        );
+        for unsure in [Some(&two), None] {
+            assert_eq!(
+                delete_request(&ask(unsure)),
+                Err(ListingError::NoSingle("site its token reads"))
+            );
         }
     }
 

@@ -7,7 +7,10 @@
 //!   for a submission it does not hold:
 //!   <https://developers.tally.so/api-reference/endpoint/forms/submissions/delete>;
 //! - Netlify, `DELETE /api/v1/submissions/{submission_id}`, 204, 404 for
-//!   one it does not hold: <https://open-api.netlify.com/#tag/submission>.
+//!   one it does not hold: <https://open-api.netlify.com/#tag/submission>;
+//! - Webflow, `DELETE /v2/sites/{site_id}/form_submissions/{form_submission_id}`,
+//!   204, 404 for one it does not hold or a site it does not know:
+//!   <https://developers.webflow.com/data/reference/forms/form-submissions/delete-submission>.
 //!
 //! Each takes the token and the queued faults as the listings do; each
 //! call is recorded as `DELETE <path>`.
@@ -20,7 +23,7 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde_json::json;
 
-use super::{params_of, presents_token, FakeState};
+use super::{params_of, presents_token, FakeState, FAKE_SITE};
 use crate::server::lock;
 
 /// The fault or refusal answered instead of a deletion, if any; the call
@@ -106,6 +109,24 @@ pub(super) async fn netlify(
 ) -> Response {
     if let Some(refused) = refusal(&state, &headers, format!("/api/v1/submissions/{id}")) {
         return refused;
+    }
+    match remove(&state, None, &[&id]) {
+        0 => StatusCode::NOT_FOUND.into_response(),
+        _ => StatusCode::NO_CONTENT.into_response(),
+    }
+}
+
+pub(super) async fn webflow(
+    State(state): State<Arc<FakeState>>,
+    Path((site, id)): Path<(String, String)>,
+    headers: HeaderMap,
+) -> Response {
+    let called = format!("/v2/sites/{site}/form_submissions/{id}");
+    if let Some(refused) = refusal(&state, &headers, called) {
+        return refused;
+    }
+    if site != FAKE_SITE {
+        return StatusCode::NOT_FOUND.into_response();
     }
     match remove(&state, None, &[&id]) {
         0 => StatusCode::NOT_FOUND.into_response(),

@@ -30,7 +30,7 @@
 //! otherwise), a known form (404).
 //! `POST /faults` with `{"status": 429, "retryAfter": "1", "times": 1}`
 //! makes the next calls fail so; `DELETE /faults` restores it. The
-//! deletions of Typeform, Tally and Netlify are in `deletions`. A page
+//! deletions of Typeform, Tally, Netlify and Webflow are in `deletions`. A page
 //! holds at most `page_size` submissions (Tally's limit 50 unless set).
 //! [`SenderApiFake::drop_end_marker`] makes Tally's pages answer without
 //! `hasMore`, as a changed or broken API might.
@@ -147,6 +147,10 @@ impl SenderApiFake {
                 get(offset_listings::formspree_submissions),
             )
             .route("/v2/sites", get(offset_listings::webflow_sites))
+            .route(
+                "/v2/sites/{site}/form_submissions/{id}",
+                axum::routing::delete(deletions::webflow),
+            )
             .route(
                 "/v2/sites/{site}/forms/{form}/submissions",
                 get(offset_listings::webflow_submissions),
