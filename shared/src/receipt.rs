@@ -23,6 +23,10 @@ pub mod attr {
     pub const PAYLOAD: &str = "payload";
     pub const PAYLOAD_FINGERPRINT: &str = "payloadFingerprint";
     pub const RECEIVED_AT: &str = "receivedAt";
+    /// The UTC day of `receivedAt` (`2026-12-05`): the partition key of
+    /// [`super::DAY_INDEX`], whose sort key is `receivedAt`. Absent on
+    /// receipts stored before the index existed (`receipts reindex`).
+    pub const RECEIVED_DAY: &str = "receivedDay";
     /// The TTL attribute (epoch seconds): set when the receipt is
     /// delivered, never before, so TTL only removes receipts whose lead is
     /// in the destination.
@@ -128,6 +132,7 @@ pub const OPERATOR_ATTRIBUTES: &[&str] = &[
     attr::SUBMISSION_ID,
     attr::STATUS,
     attr::RECEIVED_AT,
+    attr::RECEIVED_DAY,
     attr::EXPIRES_AT,
     attr::QUEUE,
     attr::NEXT_ATTEMPT_AT,
@@ -170,6 +175,38 @@ pub const OPERATOR_ATTRIBUTES: &[&str] = &[
 /// table alone, not again to the index. A pass takes the full receipt from
 /// its claim.
 pub const QUEUE_INDEX: &str = "queue-by-due";
+
+/// The global secondary index of every receipt by the day it arrived
+/// (partition `receivedDay`, sorted by `receivedAt`): the console's inbox
+/// reads it newest first, a page at a time, and its counts read one
+/// period's entries, never the whole table. It projects only what a row
+/// and a count show ([`DAY_INDEX_ATTRIBUTES`]), no personal data, and
+/// nothing a claim, a defer or a notice changes: a receipt's entry is
+/// written when it arrives and rewritten only when its status or its
+/// destinations' answers change.
+pub const DAY_INDEX: &str = "receipts-by-day";
+
+/// What [`DAY_INDEX`] projects besides its keys and the table's.
+pub const DAY_INDEX_ATTRIBUTES: &[&str] = &[
+    attr::EVENT,
+    attr::SUBMISSION_ID,
+    attr::STATUS,
+    attr::FORM_REF,
+    attr::SOURCE,
+    attr::QUARANTINE_RULE,
+    attr::DELIVERED_TO,
+    attr::DESTINATIONS,
+];
+
+/// The day a receipt received at `received_at` (RFC 3339, UTC) is kept
+/// under in [`DAY_INDEX`]: its first ten characters, when they are a date.
+pub fn received_day(received_at: &str) -> Option<&str> {
+    let day = received_at.get(..10)?;
+    let bytes = day.as_bytes();
+    let digits = |range: std::ops::Range<usize>| bytes[range].iter().all(u8::is_ascii_digit);
+    (digits(0..4) && bytes[4] == b'-' && digits(5..7) && bytes[7] == b'-' && digits(8..10))
+        .then_some(day)
+}
 
 /// The queue of receipts waiting for an attempt. Pending receipts are few
 /// (a CRM outage's worth), well within one index partition's throughput.
@@ -250,6 +287,9 @@ pub struct Receipt {
     pub status: ReceiptStatus,
     /// RFC 3339 in UTC with milliseconds, so text order is time order.
     pub received_at: String,
+    /// `attr::RECEIVED_DAY`: set with `received_at` on a new receipt.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub received_day: Option<String>,
     /// Epoch seconds after which TTL may delete the receipt: set at
     /// delivery. Receipts written by earlier versions carry one from
     /// arrival until their next defer, failure or redrive removes it.
@@ -361,6 +401,7 @@ impl Receipt {
             // only looks at receipts older than its grace time.
             pending: Some(PENDING.to_owned()),
             next_attempt_at: Some(received.clone()),
+            received_day: received_day(&received).map(str::to_owned),
             received_at: received,
             expires_at: None,
             attempts: 0,
@@ -607,6 +648,29 @@ mod tests {
 
     /// A receipt with every optional field set, so every attribute is
     /// written.
+    #[test]
+    fn the_day_index_keeps_a_receipt_under_its_utc_day() {
+        for (received_at, day) in [
+            ("2026-12-05T16:22:15.123Z", Some("2026-12-05")),
+            ("2026-12-31T23:59:59.999Z", Some("2026-12-31")),
+            ("2026-12-5T1:00:00Z", None),
+            ("20261205", None),
+            ("", None),
+            ("2026-12-05", Some("2026-12-05")),
+            ("€€€€€€€€€€", None),
+        ] {
+            assert_eq!(received_day(received_at), day, "{received_at:?}");
+        }
+        let receipt = Receipt::new(&submission(), SystemTime::UNIX_EPOCH);
+        assert_eq!(receipt.received_day.as_deref(), Some("1970-01-01"));
+        for attribute in DAY_INDEX_ATTRIBUTES {
+            assert!(
+                OPERATOR_ATTRIBUTES.contains(attribute),
+                "{attribute}: the day index holds no personal data"
+            );
+        }
+    }
+
     fn with_every_field() -> Receipt {
         let mut receipt = Receipt::new(&submission(), SystemTime::now());
         receipt.expires_at = Some(1);

@@ -15,16 +15,30 @@ fn the_tables_are_shaped_as_the_code_writes_them() {
     assert_eq!(receipts.ttl_attribute.as_deref(), Some(attr::EXPIRES_AT));
     assert_eq!(
         receipts.indexes,
-        vec![template::IndexSpec {
-            name: shared::receipt::QUEUE_INDEX.to_owned(),
-            partition_key: attr::QUEUE.to_owned(),
-            sort_key: Some(attr::NEXT_ATTEMPT_AT.to_owned()),
-            // Keys and receivedAt: the pass takes the receipt from its claim,
-            // and counting reads no payload.
-            projection: "INCLUDE".to_owned(),
-            non_key_attributes: vec![attr::RECEIVED_AT.to_owned()],
-        }],
-        "the reconciler queries a sparse, keys-only index of waiting receipts"
+        vec![
+            template::IndexSpec {
+                name: shared::receipt::QUEUE_INDEX.to_owned(),
+                partition_key: attr::QUEUE.to_owned(),
+                sort_key: Some(attr::NEXT_ATTEMPT_AT.to_owned()),
+                // Keys and receivedAt: the pass takes the receipt from its claim,
+                // and counting reads no payload.
+                projection: "INCLUDE".to_owned(),
+                non_key_attributes: vec![attr::RECEIVED_AT.to_owned()],
+            },
+            template::IndexSpec {
+                name: shared::receipt::DAY_INDEX.to_owned(),
+                partition_key: attr::RECEIVED_DAY.to_owned(),
+                sort_key: Some(attr::RECEIVED_AT.to_owned()),
+                // What a row and a count show, no personal data.
+                projection: "INCLUDE".to_owned(),
+                non_key_attributes: shared::receipt::DAY_INDEX_ATTRIBUTES
+                    .iter()
+                    .map(|a| (*a).to_owned())
+                    .collect(),
+            },
+        ],
+        "the reconciler queries a sparse, keys-only index of waiting receipts; \
+         the console one of every receipt by day"
     );
     let leads = template::table_spec(&template, "LeadsTable").unwrap();
     assert_eq!(
