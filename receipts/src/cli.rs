@@ -177,6 +177,14 @@ pub enum Command {
         #[arg(long, value_name = "ADDRESS", value_parser = loopback_only)]
         bind: Option<String>,
     },
+    /// Give the receipts stored before the console's day index their day,
+    /// so the console shows them: once, after upgrading a stack from before
+    /// it (a scan of the table's keys). Safe to repeat.
+    Reindex {
+        /// Count them; change nothing.
+        #[arg(long)]
+        dry_run: bool,
+    },
     /// Send one marked test submission to the stack's webhook URL with the
     /// stack's own secret, and follow its receipt until it is COMPLETED.
     /// Needs --stack.

@@ -39,7 +39,8 @@ pub fn at_destination(receipt: &Receipt, destination: &str, status: Option<Statu
     }
 }
 
-fn receipt_is(receipt: &Receipt, status: StatusFilter) -> bool {
+/// Whether `receipt` itself stands as `status` says.
+pub fn receipt_is(receipt: &Receipt, status: StatusFilter) -> bool {
     match status {
         StatusFilter::Received => receipt.status == ReceiptStatus::Received,
         StatusFilter::Pending => {

@@ -8,6 +8,7 @@ mod forget;
 mod gates;
 mod list;
 mod redrive;
+mod reindex;
 mod release;
 mod routes;
 mod show;
@@ -319,6 +320,7 @@ pub async fn run(config: &SdkConfig, target: &Target, command: Command) -> Resul
             };
             smoke::smoke_test(config, &stack, &table, timeout, keep, &email, &mut out).await?;
         }
+        Command::Reindex { dry_run } => reindex::reindex(&table, dry_run, &mut out).await?,
         Command::Release { ids } => {
             let keys: Vec<String> = ids
                 .iter()

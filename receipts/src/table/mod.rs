@@ -14,6 +14,7 @@ use shared::{IdempotencyKey, Receipt, ReceiptStatus, SubmissionId};
 
 use crate::cli::{StatusFilter, Window};
 
+pub mod by_day;
 pub mod changes;
 pub mod config;
 pub mod erasures;
@@ -458,5 +459,16 @@ mod tests {
             statement["Condition"]["StringEqualsIfExists"]["dynamodb:Select"],
             "SPECIFIC_ATTRIBUTES"
         );
+        // The console's inbox and counts query the day index.
+        let day_index = format!("/index/{}", shared::receipt::DAY_INDEX);
+        assert!(statement["Action"]
+            .as_array()
+            .unwrap()
+            .contains(&"dynamodb:Query".into()));
+        assert!(statement["Resource"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r.as_str().unwrap().ends_with(&day_index)));
     }
 }
