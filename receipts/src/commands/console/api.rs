@@ -1,10 +1,10 @@
-//! The console's API: each answer is a CLI command's own output (`list`,
-//! `show`, `stats` as JSON; `release` and `redrive` as their lines), so the
-//! page shows what the terminal would. Form data only when a receipt's
+//! The console's API for one receipt and its actions: each answer is a CLI
+//! command's own output (`show` as its card and JSON; `release` and
+//! `redrive` as their lines), so the page shows what the terminal would.
+//! The inbox and the counts are `inbox`'s. Form data only when a receipt's
 //! card asks for it (`payload=1`, as `--payload`); never a secret.
 
 use std::collections::HashMap;
-use std::num::NonZeroUsize;
 use std::sync::Arc;
 use std::time::SystemTime;
 
@@ -12,23 +12,15 @@ use axum::extract::{Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use clap::ValueEnum;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use super::super::{destination_named, list, redrive, release, show, stats, Failed};
+use super::super::{destination_named, redrive, release, show, Failed};
 use super::Served;
-use crate::cli::{instant, StatusFilter, Window};
-use crate::table::{ReceiptsTable, Selection};
-
-/// At most this many receipts a view lists, newest first.
-const MOST: usize = 200;
-/// At most this many pages (1 MB each) a view reads: a bound on what a
-/// refresh costs on a large table; the page says when it stopped there.
-const MOST_PAGES: usize = 4;
+use crate::table::ReceiptsTable;
 
 /// A failed command as an answer: the operator's mistake 400, else 409.
-fn failed(error: Failed) -> Response {
+pub(super) fn failed(error: Failed) -> Response {
     let (status, said) = match error {
         Failed::Usage(said) => (StatusCode::BAD_REQUEST, said),
         Failed::Run(said) | Failed::RunAgainLater(said) | Failed::Missing(said) => {
@@ -44,70 +36,6 @@ fn json_of(bytes: Vec<u8>) -> Result<Value, Failed> {
 }
 
 type Params = Query<HashMap<String, String>>;
-
-/// `GET /api/receipts?status=&destination=&since=`: `receipts list --json`.
-pub(super) async fn receipts(State(served): State<Arc<Served>>, Query(asked): Params) -> Response {
-    match listed(&served.console.table, &asked).await {
-        Ok(rows) => Json(rows).into_response(),
-        Err(error) => failed(error),
-    }
-}
-
-async fn listed(table: &ReceiptsTable, asked: &HashMap<String, String>) -> Result<Value, Failed> {
-    let given = |name: &str| {
-        asked
-            .get(name)
-            .map(String::as_str)
-            .filter(|v| !v.is_empty())
-    };
-    let status = given("status")
-        .map(|raw| {
-            StatusFilter::from_str(raw, true)
-                .map_err(|_| Failed::Usage(format!("status {raw:?} is not one the CLI lists")))
-        })
-        .transpose()?;
-    let destination = given("destination").map(destination_named).transpose()?;
-    let since = given("since")
-        .map(|raw| {
-            instant(raw, SystemTime::now())
-                .map(shared::receipt::format_timestamp)
-                .map_err(|error| Failed::Usage(error.to_string()))
-        })
-        .transpose()?;
-    let selection = Selection {
-        status: status.filter(|_| destination.is_none()),
-        window: Window { since, until: None },
-        max_pages: Some(MOST_PAGES),
-        ..Selection::default()
-    };
-    let mut out = Vec::new();
-    let at = destination.map(|name| (name, status));
-    list::list(
-        table,
-        &selection,
-        (NonZeroUsize::new(MOST), at),
-        true,
-        false,
-        &mut out,
-    )
-    .await?;
-    let mut rows = json_of(out)?;
-    // Each receipt's route by its name, as `show` names it: never a form
-    // id (a Static Forms form id is its API key).
-    if let Ok(Some(stored)) = table.routes().await {
-        let routes = &stored.routes;
-        for row in rows.as_array_mut().into_iter().flatten() {
-            let route = row["formRef"]
-                .as_str()
-                .and_then(|reference| routes.route_by_ref(reference))
-                .map(|route| routes.shown(route));
-            if let (Some(route), Some(fields)) = (route, row.as_object_mut()) {
-                fields.insert("route".to_owned(), Value::String(route));
-            }
-        }
-    }
-    Ok(rows)
-}
 
 /// `GET /api/receipt?id=KEY[&payload=1]`: `receipts show`, its card and
 /// its JSON.
@@ -134,19 +62,6 @@ pub(super) async fn receipt(State(served): State<Arc<Served>>, Query(asked): Par
             "receipt": receipt,
         }))
         .into_response(),
-        Err(error) => failed(error),
-    }
-}
-
-/// `GET /api/stats`: `receipts stats --json`.
-pub(super) async fn stats(State(served): State<Arc<Served>>) -> Response {
-    let mut out = Vec::new();
-    let counted = async {
-        stats::stats(&served.console.table, true, SystemTime::now(), &mut out).await?;
-        json_of(out)
-    };
-    match counted.await {
-        Ok(counts) => Json(counts).into_response(),
         Err(error) => failed(error),
     }
 }

@@ -5,14 +5,18 @@
 //! redrive, each with the CLI's own rules. It adds no resource, permission
 //! or cost to the stack.
 //!
-//! Every view and action is the CLI command's own function (`list`,
-//! `show`, `stats`, `release`, `redrive`) writing into a buffer: nothing
-//! the CLI decides is decided again here. Who may ask is `guard`'s; the
+//! A receipt's card and every action are the CLI command's own function
+//! (`show`, `release`, `redrive`) writing into a buffer: nothing the CLI
+//! decides is decided again here. The inbox and the counts read the day
+//! index a page or a period at a time (`inbox`), with the CLI's own rules
+//! for statuses and destinations. Who may ask is `guard`'s; the
 //! page (`page/`, embedded, no build step, nothing from another host) is
 //! in `page`.
 
 mod api;
+mod counts;
 mod guard;
+mod inbox;
 mod page;
 
 use std::io::Write;
@@ -74,9 +78,9 @@ pub(super) async fn console(
         .route("/", get(page::index))
         .route("/app.js", get(page::script))
         .route("/app.css", get(page::style))
-        .route("/api/receipts", get(api::receipts))
+        .route("/api/receipts", get(inbox::receipts))
         .route("/api/receipt", get(api::receipt))
-        .route("/api/stats", get(api::stats))
+        .route("/api/counts", get(inbox::counts))
         .route("/api/audit", get(api::audit))
         .route("/api/release", post(api::release))
         .route("/api/redrive", post(api::redrive))

@@ -42,29 +42,49 @@ function formOf(receipt) {
   return receipt.route || "";
 }
 
+// The inbox's pages: where each starts (null: the newest), the one shown last.
+let pages = [null];
+let older = null;
+
+function filters() {
+  return { status: $("#status").value, destination: $("#destination").value, form: $("#form").value,
+    since: $("#since").value };
+}
+
 async function refresh() {
-  const query = new URLSearchParams({
-    status: $("#status").value, destination: $("#destination").value, since: $("#since").value,
-  });
+  const query = new URLSearchParams(filters());
+  const start = pages[pages.length - 1];
+  if (start) {
+    query.set("olderAt", start.at);
+    if (start.after) query.set("olderAfter", start.after);
+  }
+  let page;
   try {
-    rows = await api(`/api/receipts?${query}`);
+    page = await api(`/api/receipts?${query}`);
   } catch (error) {
     $("#live").textContent = `Could not read the receipts: ${error.message}`;
     return;
   }
-  const form = $("#form").value;
-  const listed = rows.filter((receipt) => !form || formOf(receipt) === form);
+  rows = page.receipts;
+  older = page.older;
   // Drawn again only when something changed: a row keeps its focus.
-  const drawn = JSON.stringify(listed);
+  const drawn = JSON.stringify(rows);
   if (drawn !== lastDrawn) {
     lastDrawn = drawn;
-    $("#inbox tbody").replaceChildren(...listed.map(row));
+    $("#inbox tbody").replaceChildren(...rows.map(row));
   }
   offer("#destination", rows.flatMap((r) => Object.keys(r.destinations || {}).concat(r.deliveredTo ? [r.deliveredTo] : [])));
   offer("#form", rows.map(formOf).filter(Boolean));
-  $("#live").textContent = `${listed.length} receipt(s), updated ${new Date().toLocaleTimeString()}`;
-  chart(rows);
-  quarantine();
+  $("#older").disabled = !older;
+  $("#newer").disabled = pages.length === 1;
+  const which = pages.length === 1 ? "the newest" : `page ${pages.length}`;
+  $("#live").textContent = `${rows.length} receipt(s), ${which}, updated ${new Date().toLocaleTimeString()}`;
+}
+
+function restart() {
+  pages = [null];
+  refresh();
+  count();
 }
 
 function row(receipt) {
@@ -112,32 +132,47 @@ async function act(path, question, destination) {
   }
   await open(shown, false, true);
   await refresh();
+  await count();
 }
 
-// The chart's buckets for each period the inbox can show.
-const PERIODS = {
-  "1h": { count: 12, size: 300000, said: "per 5 minutes over the last hour" },
-  "24h": { count: 24, size: 3600000, said: "per hour over the last day" },
-  "7d": { count: 7, size: 86400000, said: "per day over the last week" },
-  "30d": { count: 30, size: 86400000, said: "per day over the last 30 days" },
-};
+// The period's counts: the chart, the table of counts, the quarantine.
+async function count() {
+  let counts;
+  try {
+    counts = await api(`/api/counts?${new URLSearchParams({ since: $("#since").value })}`);
+  } catch (error) {
+    $("#chart-caption").textContent = `Could not count: ${error.message}`;
+    return;
+  }
+  chart(counts);
+  const lines = Object.entries(counts.byStatus).map(([status, n]) => [status, n]);
+  const waiting = counts.waiting;
+  if (waiting.error) {
+    lines.push(["what waits now", `not read: ${waiting.error}`]);
+  } else {
+    lines.push(["waiting for an attempt now", waiting.pending]);
+    lines.push(["oldest waiting (s)", waiting.oldestPendingAgeSeconds ?? "none"]);
+    lines.push(["failed, waiting for you", waiting.failed]);
+    lines.push(["notices waiting", waiting.notices]);
+  }
+  for (const [name, states] of Object.entries(counts.byDestination)) {
+    lines.push([`to ${name}`, Object.entries(states).map(([state, n]) => `${n} ${state}`).join(", ")]);
+  }
+  $("#counts tbody").replaceChildren(...lines.map(([name, n]) => {
+    const tr = document.createElement("tr");
+    tr.append(text("th", String(name)), text("td", String(n)));
+    return tr;
+  }));
+  quarantine(counts.quarantine);
+}
 
-function chart(receipts) {
+function chart(counts) {
   const svg = $("#chart");
   const ns = "http://www.w3.org/2000/svg";
-  const period = PERIODS[$("#since").value] || PERIODS["24h"];
-  const hours = period.count;
-  $("#chart-caption").textContent = `Receipts ${period.said}, by outcome (the inbox's)`;
-  const now = Date.now();
-  const buckets = Array.from({ length: hours }, () => ({}));
-  for (const receipt of receipts) {
-    const age = Math.floor((now - Date.parse(receipt.receivedAt)) / period.size);
-    if (age < 0 || age >= hours) continue;
-    const bucket = buckets[hours - 1 - age];
-    bucket[receipt.status] = (bucket[receipt.status] || 0) + 1;
-  }
+  const buckets = counts.buckets;
+  $("#chart-caption").textContent = `Receipts ${counts.said}, by outcome`;
   const most = Math.max(1, ...buckets.map((b) => Object.values(b).reduce((a, c) => a + c, 0)));
-  const width = 480 / hours;
+  const width = 480 / buckets.length;
   const bars = [];
   buckets.forEach((bucket, index) => {
     let y = 150;
@@ -167,34 +202,12 @@ function chart(receipts) {
   $("#legend").replaceChildren(...STATUSES.map((status) => text("span", `■ ${status}  `, `status-${status}`)));
 }
 
-async function count() {
-  const counts = await api("/api/stats");
-  const body = $("#counts tbody");
-  const lines = Object.entries(counts.byStatus || {}).map(([status, n]) => [status, n]);
-  lines.push(["oldest pending (s)", counts.oldestPendingAgeSeconds ?? "none"]);
-  lines.push(["notices waiting", counts.noticesWaiting ?? 0]);
-  for (const [name, n] of Object.entries(counts.byDestination || {})) {
-    lines.push([`to ${name}`, JSON.stringify(n)]);
-  }
-  body.replaceChildren(...lines.map(([name, n]) => {
-    const tr = document.createElement("tr");
-    tr.append(text("th", String(name)), text("td", String(n)));
-    return tr;
-  }));
-}
-
-async function quarantine() {
-  let held = [];
-  try {
-    held = await api(`/api/receipts?${new URLSearchParams({ status: "quarantined", since: "30d" })}`);
-  } catch (error) {
-    return;
-  }
+function quarantine(held) {
   const drawn = JSON.stringify(held);
   if (drawn === lastHeld) return;
   lastHeld = drawn;
   $("#quarantine").replaceChildren(...held.map((receipt) => {
-    const item = text("li", `${receipt.submissionId}: ${receipt.quarantineRule || "a spam rule"} `);
+    const item = text("li", `${receipt.submissionId}: ${receipt.rule || "a spam rule"} `);
     const button = text("button", "Open");
     button.type = "button";
     button.addEventListener("click", () => open(receipt.pk, false));
@@ -215,13 +228,18 @@ async function audit() {
 }
 
 document.addEventListener("DOMContentLoaded", () => {
-  for (const id of ["#status", "#destination", "#form", "#since"]) $(id).addEventListener("change", refresh);
+  for (const id of ["#status", "#destination", "#form", "#since"]) $(id).addEventListener("change", restart);
+  $("#older").addEventListener("click", () => { if (older) { pages.push(older); refresh(); } });
+  $("#newer").addEventListener("click", () => { if (pages.length > 1) { pages.pop(); refresh(); } });
   $("#release").addEventListener("click", () => act("/api/release", "Release this receipt from quarantine? The next pass delivers it.", ""));
   $("#redrive").addEventListener("click", () => act("/api/redrive", "Redrive this receipt? The next pass delivers it.", $("#redrive").dataset.destination));
   $("#payload").addEventListener("click", () => shown && open(shown, true));
   $("#close").addEventListener("click", () => { $("#card-section").hidden = true; shown = null; });
-  $("#count").addEventListener("click", count);
   refresh();
+  count();
   audit();
+  // The page shown, every few seconds; the period's counts, which read all
+  // of its receipts, every minute.
   setInterval(refresh, 3000);
+  setInterval(count, 60000);
 });
