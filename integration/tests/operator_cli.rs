@@ -511,12 +511,13 @@ async fn the_console_in_a_browser_lists_releases_redrives_and_updates_live() {
             "return document.querySelector('#audit').textContent.includes('up to 2026-12-01T10:00:00.000Z')",
         )
         .await;
-    // The period's counts, and what waits now.
+    // The period's counts follow what changed, and what waits now.
     browser
         .until(
-            Duration::from_secs(10),
-            "the counts",
-            "return document.querySelector('#counts').textContent.includes('notices waiting')",
+            Duration::from_secs(20),
+            "the counts, three delivered",
+            "return [...document.querySelectorAll('#counts tr')].some(r => r.textContent === 'COMPLETED3') \
+             && document.querySelector('#counts').textContent.includes('notices waiting')",
         )
         .await;
     // The chart, and nothing from another host.

@@ -72,6 +72,7 @@ async function refresh() {
   if (drawn !== lastDrawn) {
     lastDrawn = drawn;
     $("#inbox tbody").replaceChildren(...rows.map(row));
+    countSoon();
   }
   offer("#destination", rows.flatMap((r) => Object.keys(r.destinations || {}).concat(r.deliveredTo ? [r.deliveredTo] : [])));
   offer("#form", rows.map(formOf).filter(Boolean));
@@ -136,7 +137,19 @@ async function act(path, question, destination) {
 }
 
 // The period's counts: the chart, the table of counts, the quarantine.
+let lastCounted = 0;
+let countTimer = null;
+
+// The counts follow a change of the inbox, at most every 5 seconds: each
+// reads the whole period.
+function countSoon() {
+  if (countTimer) return;
+  const wait = Math.max(0, 5000 - (Date.now() - lastCounted));
+  countTimer = setTimeout(() => { countTimer = null; count(); }, wait);
+}
+
 async function count() {
+  lastCounted = Date.now();
   let counts;
   try {
     counts = await api(`/api/counts?${new URLSearchParams({ since: $("#since").value })}`);
