@@ -88,6 +88,19 @@ if ! running crm; then
 fi
 
 local_env_for "http://$bridge:$DYNAMODB_PORT" "http://$bridge:$CRM_PORT" >"$STATE/local-env.json"
+# SENDER=<name>: ingest as a stack of that sender, checking its own
+# signature with the local signing secret (the samples' and make
+# sign-event's).
+if [[ -n "${SENDER:-}" ]]; then
+  python3 - "$STATE/local-env.json" "$SENDER" <<'PY'
+import json, sys
+path, sender = sys.argv[1], sys.argv[2]
+env = json.load(open(path))
+env["IngestFunction"].update({"SENDER": sender, "WEBHOOK_AUTH": "", "IDEMPOTENCY_KEY": "",
+                              "WEBHOOK_API_KEYS": "", "WEBHOOK_SECRETS": "local-demo-signing-secret"})
+json.dump(env, open(path, "w"))
+PY
+fi
 say "sam local invoke $FUNCTION --event $EVENT (env: .tools/invoke/local-env.json)"
 sam_local_invoke "$FUNCTION" "$EVENT" "$STATE/local-env.json"
 echo

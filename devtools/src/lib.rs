@@ -14,6 +14,7 @@ pub mod log_capture;
 pub mod notice_endpoint;
 pub mod pump;
 pub mod server;
+pub mod sign_event;
 pub mod stream_event;
 pub mod template;
 pub mod write_meter;
