@@ -807,22 +807,28 @@ def run(command: list[str], cwd: Path, failed: str | None = None) -> None:
         raise Refused(failed or f"{command[0]} {command[1]} failed (see above)")
 
 
-def receipts_command(release: bool) -> list[str]:
+def receipts_command(release: Path | None) -> list[str]:
     """The receipts CLI: RECEIPTS_BIN; else, deploying a release, the one
-    installed on PATH (the release's own); else built from this checkout,
-    so it knows what the functions being deployed know."""
+    in its folder (make package puts it there), else the one on PATH; else
+    built from this checkout, so it knows what the functions being deployed
+    know."""
     given = os.environ.get("RECEIPTS_BIN", "").split()
     if given:
         return given
-    if release and shutil.which("receipts"):
-        return ["receipts"]
-    if not release and shutil.which("cargo"):
+    if release is not None:
+        packaged = release / "receipts"
+        if packaged.is_file() and os.access(packaged, os.X_OK):
+            return [str(packaged.resolve())]
+        if shutil.which("receipts"):
+            return ["receipts"]
+    elif shutil.which("cargo"):
         return ["cargo", "run", "--release", "--locked", "--quiet", "-p", "receipts", "--"]
-    raise Refused("the receipts CLI runs the smoke test and stores the routes: install the release's "
-                  "(README, \"Deploy without Rust\"), or give --no-smoke and move routes.toml away")
+    raise Refused("the receipts CLI runs the smoke test and stores the routes, and is not in the release folder, "
+                  "on PATH or in RECEIPTS_BIN: install the release's (README, \"Deploy without Rust\"), "
+                  "set RECEIPTS_BIN=/path/to/receipts, or give --no-smoke and move routes.toml away")
 
 
-def check_routes(routes: Path, from_release: bool, destinations: str | None) -> None:
+def check_routes(routes: Path, from_release: Path | None, destinations: str | None) -> None:
     """`receipts routes check`, with the stack's destinations when known: a
     route naming one the stack will not have is refused before the deploy."""
     given = ["--destinations", ",".join(name.strip().lower() for name in destinations.split(","))] \
@@ -848,9 +854,15 @@ def main(argv=None, stdin=sys.stdin) -> int:
         early = argparse.ArgumentParser(add_help=False)
         early.add_argument("--architecture", default="arm64")
         early.add_argument("--release", type=Path)
+        early.add_argument("--no-smoke", action="store_true")
+        early.add_argument("--routes", type=Path)
         known, _ = early.parse_known_args(argv)
         try:
             preflight(known.architecture, known.release)
+            # The CLI too, before SAM is installed: a release folder's, or
+            # one on PATH or in RECEIPTS_BIN.
+            if known.release is not None and (not known.no_smoke or known.routes or (ROOT / "routes.toml").is_file()):
+                receipts_command(known.release)
             return 0
         except Refused as problem:
             print(f"make deploy: {problem}", file=sys.stderr)
@@ -914,7 +926,7 @@ def main(argv=None, stdin=sys.stdin) -> int:
                         help="only check what make deploy cannot install (credentials, cargo, the arm64 target), "
                              "before it installs anything")
     args = parser.parse_args(argv)
-    from_release = args.release is not None
+    from_release = args.release
     try:
         check_prerequisites(args.architecture, args.release)
         routes = routes_file(args.routes)

@@ -4,13 +4,16 @@ For each architecture asked (ARCHITECTURES, default both), builds both
 functions with the pinned `sam build` (cargo-lambda and zig, as make deploy
 builds them), zips each `bootstrap`, and writes a template whose functions'
 CodeUri is that zip: `sam deploy --template-file` uploads it as it is, with
-no build. Beside them: the catalog make deploy's wizard reads, and
-SHA256SUMS, which make deploy checks before it deploys anything.
+no build. Beside them: the `receipts` CLI for the machine that packages
+(make deploy runs the smoke test with it; RECEIPTS_BIN names one already
+built, else it is built with `cargo build --release`), the catalog make
+deploy's wizard reads, and SHA256SUMS, which make deploy checks before it
+deploys anything.
 
     dist/staticforms-to-crm-<version>/
       template-arm64.yaml  template-x86_64.yaml
       functions/arm64/ingest.zip  functions/arm64/worker.zip  (and x86_64)
-      catalog.json  release.json  SHA256SUMS
+      receipts  catalog.json  release.json  SHA256SUMS
 
 The release workflow (.github/workflows/release.yml) runs this same step and
 attaches the folder's files to the GitHub release. Run under the SAM
@@ -45,14 +48,48 @@ def say(text: str) -> None:
     print(f"package: {text}", flush=True)
 
 
+# What `sam build` prints that does not apply here: its beta-feature
+# banners, and its advice after the build (`sam deploy --guided`), since
+# make deploy RELEASE= deploys the folder.
+SAM_NOISE = re.compile(r"beta|experimental|terms of use", re.IGNORECASE)
+SAM_ADVICE = "Commands you can use next"
+
+
 def build(architecture: str, build_dir: Path) -> None:
-    """`sam build` for one architecture: the bootstraps in build_dir."""
+    """`sam build` for one architecture: the bootstraps in build_dir. Its
+    progress (each function, cargo's crates) is shown as it comes, less
+    SAM_NOISE and its advice."""
     # --no-cached: a cached build first hashes everything under CodeUri (the
     # workspace, target/ included: minutes); cargo caches the build itself.
     command = ["sam", "build", "--beta-features", "--no-cached", "--build-dir", str(build_dir),
                "--parameter-overrides", f"Architecture={architecture}"]
-    say("$ " + " ".join(command))
-    subprocess.run(command, cwd=ROOT, check=True)
+    say(f"building both functions for {architecture} (a first build takes minutes): " + " ".join(command))
+    process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    advice = False
+    assert process.stdout is not None
+    for line in process.stdout:
+        advice = advice or SAM_ADVICE in line
+        if not advice and not SAM_NOISE.search(line):
+            print(f"  {line.rstrip()}", flush=True)
+    if process.wait() != 0:
+        sys.exit(f"make package: sam build for {architecture} failed (see above)")
+
+
+def receipts_cli(out: Path) -> None:
+    """The receipts CLI for this machine, into the folder."""
+    given = os.environ.get("RECEIPTS_BIN")
+    if given:
+        built = Path(given)
+    else:
+        say("building the receipts CLI for this machine: cargo build --release -p receipts")
+        subprocess.run(["cargo", "build", "--release", "--locked", "-p", "receipts"], cwd=ROOT, check=True)
+        built = ROOT / "target" / "release" / "receipts"
+    if not built.is_file():
+        sys.exit(f"make package: no receipts CLI at {built}")
+    shutil.copy2(built, out / "receipts")
+    (out / "receipts").chmod(0o755)
+    say("receipts CLI: " + subprocess.run([str(out / "receipts"), "--version"], capture_output=True,
+                                          text=True, check=True).stdout.strip())
 
 
 def zip_bootstrap(bootstrap: Path, target: Path) -> None:
@@ -106,8 +143,10 @@ def main() -> int:
             if not bootstrap.is_file():
                 sys.exit(f"make package: sam build produced no {bootstrap}")
             zip_bootstrap(bootstrap, out / "functions" / architecture / f"{binary}.zip")
+            say(f"{architecture} {binary}: functions/{architecture}/{binary}.zip")
         (out / f"template-{architecture}.yaml").write_text(
             packaged_template(build_dir / "template.yaml", architecture))
+    receipts_cli(out)
     # The wizard's questions for this build, written from its code.
     catalog = subprocess.run(["cargo", "run", "--quiet", "--locked", "-p", "shared", "--bin", "catalog"],
                              cwd=ROOT, check=True, capture_output=True, text=True).stdout

@@ -106,7 +106,8 @@ done
 say "make package (x86_64), then make deploy from it with no cargo on PATH: moto, a stand-in sam, the package's own functions"
 # The same step as the release workflow's, for the architecture this
 # machine builds; it reuses the build above.
-ARCHITECTURES=x86_64 VERSION=test PACKAGE_DIR="$TOOLS/release-test" scripts/package.sh
+ARCHITECTURES=x86_64 VERSION=test PACKAGE_DIR="$TOOLS/release-test" RECEIPTS_BIN="$(debug_bin_dir)/receipts" \
+  scripts/package.sh
 start_moto >"$TOOLS/test-moto.url"
 MOTO_URL=$(cat "$TOOLS/test-moto.url") RELEASE_DIR="$TOOLS/release-test" FUNCTION_BIN_DIR="$(debug_bin_dir)" \
   "$SAM_VENV/bin/python" scripts/test_release.py

@@ -192,6 +192,27 @@ class FromRelease(unittest.TestCase):
         self.assertIn("holds no arm64 build: give --architecture x86_64", arm.stderr)
         self.assertEqual(self.sam_calls(), [])
 
+    def test_the_receipts_cli_is_looked_for_in_the_folder_before_anything_is_installed(self):
+        del self.env["RECEIPTS_BIN"]
+        packaged = subprocess.run([str(RELEASE_DIR / "receipts"), "--version"], capture_output=True, text=True)
+        self.assertEqual(packaged.returncode, 0, "make package puts a working receipts CLI in the folder")
+        folder = self.dir / "release"
+        shutil.copytree(RELEASE_DIR, folder)
+        (folder / "receipts").unlink(missing_ok=True)
+
+        def preflight():
+            return subprocess.run([sys.executable, str(ROOT / "scripts/deploy.py"), "--preflight", "--release",
+                                   str(folder), "--architecture", "x86_64"],
+                                  cwd=self.dir, capture_output=True, text=True, env=self.env, timeout=60)
+        missing = preflight()
+        self.assertEqual(missing.returncode, 1, missing.stderr)
+        self.assertIn("RECEIPTS_BIN", missing.stderr, "what to do, in one line")
+        self.assertEqual(len(missing.stderr.strip().splitlines()), 1, missing.stderr)
+        shutil.copy(FUNCTION_BIN_DIR / "receipts", folder / "receipts")
+        found = preflight()
+        self.assertEqual(found.returncode, 0, found.stderr)
+        self.assertEqual(self.sam_calls(), [], "nothing deployed")
+
     def test_without_the_receipts_cli_it_says_so_before_deploying(self):
         del self.env["RECEIPTS_BIN"]
         self.assertIsNone(shutil.which("receipts", path=self.env["PATH"]))
