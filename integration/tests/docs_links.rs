@@ -335,3 +335,113 @@ fn the_map_check_finds_a_missing_path_and_a_missing_test() {
         ]
     );
 }
+
+/// The text of `page` from the heading `## title` to the next `## `.
+fn section<'a>(page: &'a str, title: &str) -> &'a str {
+    let start = page
+        .find(&format!("\n## {title}\n"))
+        .unwrap_or_else(|| panic!("no section {title:?}"));
+    let rest = &page[start + title.len() + 5..];
+    &rest[..rest.find("\n## ").unwrap_or(rest.len())]
+}
+
+/// What the README's and docs/deploy.md's lists of senders and
+/// destinations leave out of the catalog: none, or what to add where.
+fn left_out(readme: &str, deploy: &str) -> Vec<String> {
+    let mut missing = Vec::new();
+    let senders = section(readme, "Senders");
+    let what_it_is = section(readme, "What it is");
+    let destinations = section(readme, "Choose a destination");
+    let deploy_senders = section(deploy, "make deploy");
+    for sender in shared::Sender::ALL {
+        let profile = sender.profile();
+        for (place, text) in [
+            ("README.md, Senders", senders),
+            ("README.md, What it is", what_it_is),
+        ] {
+            if !text.contains(profile.title) {
+                missing.push(format!("{place}: {}", profile.title));
+            }
+        }
+        if !deploy_senders.contains(&format!("`{}`", profile.name)) {
+            missing.push(format!("docs/deploy.md, make deploy: `{}`", profile.name));
+        }
+    }
+    for kind in shared::destination::DestinationKind::ALL {
+        let profile = kind.profile();
+        if !destinations.contains(&format!("| `{}`", profile.name)) {
+            missing.push(format!(
+                "README.md, Choose a destination: `{}`",
+                profile.name
+            ));
+        }
+        if kind.secrets().any(|secret| secret.check.is_some())
+            && !deploy_senders.contains(&format!("{}:", profile.title))
+        {
+            missing.push(format!(
+                "docs/deploy.md, credential checks: {}",
+                profile.title
+            ));
+        }
+    }
+    missing
+}
+
+/// README.md and docs/deploy.md name every sender and destination the
+/// catalog has (and which credentials `make deploy` tries), where a new
+/// user reads them.
+#[test]
+fn the_docs_name_every_sender_and_destination_of_the_catalog() {
+    let root = workspace();
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let deploy = std::fs::read_to_string(root.join("docs/deploy.md")).unwrap();
+    assert_eq!(left_out(&readme, &deploy), Vec::<String>::new());
+    // Tally taken out of the Senders section alone.
+    let at = readme.find("\n## Senders\n").unwrap();
+    let without_tally = format!(
+        "{}{}",
+        &readme[..at],
+        readme[at..].replacen("Tally, ", "", 1)
+    );
+    assert!(
+        left_out(&without_tally, &deploy)
+            .iter()
+            .any(|missing| missing.contains("Tally")),
+        "the check finds a sender left out of the README's list"
+    );
+}
+
+/// A bare `make` prints every target with its line and builds nothing.
+#[test]
+fn make_alone_lists_every_target_and_builds_nothing() {
+    let root = workspace();
+    let makefile = std::fs::read_to_string(root.join("Makefile")).unwrap();
+    let phony = makefile
+        .lines()
+        .find_map(|line| line.strip_prefix(".PHONY:"))
+        .expect("a .PHONY line");
+    let dry = std::process::Command::new("make")
+        .arg("-n")
+        .current_dir(&root)
+        .output()
+        .expect("make is installed");
+    let planned = String::from_utf8_lossy(&dry.stdout);
+    assert!(
+        planned
+            .lines()
+            .all(|line| !line.contains("cargo") && !line.contains("scripts/")),
+        "make alone runs only its help: {planned}"
+    );
+    let help = std::process::Command::new("make")
+        .current_dir(&root)
+        .output()
+        .unwrap();
+    assert!(help.status.success());
+    let listed = String::from_utf8_lossy(&help.stdout);
+    for target in phony.split_whitespace() {
+        assert!(
+            listed.contains(&format!("make {target} ")),
+            "{target} is not in make's help: {listed}"
+        );
+    }
+}
