@@ -96,10 +96,20 @@ need_disk_space() {
 
 # Fails at once when a port the command listens on is taken, naming the
 # variable that moves it.
+# A port is free when a listener can bind it as the pipeline binds
+# (SO_REUSEADDR, as tokio does): sockets of a pipeline just stopped, in
+# TIME_WAIT, do not hold it. When it is held, says by what, where `ss` can
+# tell.
 need_free_port() {
-  local port=$1 variable=$2
-  python3 -c 'import socket, sys; s = socket.socket(); s.bind(("127.0.0.1", int(sys.argv[1])))' "$port" 2>/dev/null ||
-    die "port $port is in use (make run and make watch both default to 9000; run one at a time): set $variable to another port"
+  local port=$1 variable=$2 holder
+  python3 -c 'import socket, sys
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", int(sys.argv[1])))
+s.listen()' "$port" 2>/dev/null && return 0
+  holder=$(ss -ltnpH "sport = :$port" 2>/dev/null | grep -o 'users:(("[^"]*",pid=[0-9]*' | head -1 |
+    sed -E 's/users:\(\("([^"]*)",pid=([0-9]*)/\1 (pid \2)/') || true
+  die "port $port is in use${holder:+ by $holder}: stop it, or set $variable to another port"
 }
 
 # Where cargo puts what it builds, as cargo itself sees it: CARGO_TARGET_DIR

@@ -61,6 +61,8 @@ cargo run --quiet --locked -p shared --bin catalog >"$TOOLS/catalog.json"
 MOTO_URL=$(cat "$TOOLS/test-moto.url") "$SAM_VENV/bin/python" scripts/test_deploy.py
 say "the platform switch (Linux and macOS)"
 scripts/test_platform.sh
+say "make run's port check: a port just released is free, a held one names its holder"
+python3 scripts/test_lib.py
 
 export PATH="$SAM_VENV/bin:$PATH" SAM_CLI_TELEMETRY=0
 
