@@ -54,6 +54,8 @@ async fn put_is_conditional_returns_the_old_item_and_carries_every_attribute() {
                 && item.get("status") == Some(&s("RECEIVED"))
                 && item.get("payloadFingerprint") == Some(&s(&expected.payload_fingerprint))
                 && item.get("receivedAt") == Some(&s(&expected.received_at))
+                // In the day index the console reads.
+                && item.get("receivedDay") == Some(&s(&expected.received_at[..10]))
                 // No TTL attribute until the lead is delivered.
                 && !item.contains_key("expiresAt")
                 && matches!(item.get("payload"), Some(AttributeValue::S(p)) if !p.contains("sf_key"))
@@ -63,7 +65,7 @@ async fn put_is_conditional_returns_the_old_item_and_carries_every_attribute() {
                 && item.get("attempts") == Some(&AttributeValue::N("0".into()))
                 // Its form by a hash: never the apiKey itself.
                 && item.get("formRef") == Some(&s(&shared::routes::form_ref("sf_key")))
-                && item.len() == 11
+                && item.len() == 12
         })
         .then_output(|| PutItemOutput::builder().build());
     let client = mock_client!(aws_sdk_dynamodb, [&put]);
