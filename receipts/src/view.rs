@@ -30,11 +30,17 @@ fn problem(receipt: &Receipt) -> String {
 }
 
 /// The last column of `list`: a quarantined receipt's spam rule (it has no
-/// error), else its last error; for a receipt of several destinations,
+/// error), a duplicate's original, a refusal's code, else its last error; for a receipt of several destinations,
 /// each one still open (pending or failed) with its own.
 fn why_listed(receipt: &Receipt) -> String {
     match (&receipt.status, &receipt.quarantine_rule) {
         (ReceiptStatus::Quarantined, Some(rule)) => format!("spam rule {rule}"),
+        // Not an error: the receipt it repeats holds the lead.
+        (ReceiptStatus::Duplicate, _) => match &receipt.duplicate_of {
+            Some(of) => format!("duplicate of {}", shown_id(of)),
+            None => "duplicate".to_owned(),
+        },
+        (ReceiptStatus::Refused, _) => format!("refused as {}", problem(receipt)),
         _ if !receipt.destinations.is_empty() => {
             let open: Vec<String> = receipt
                 .destinations
@@ -124,6 +130,12 @@ pub fn json_of(receipt: &Receipt, show_lead: bool) -> Value {
     value
 }
 
+/// A receipt's key as its submission id, the way `list` names receipts
+/// (`staticforms:form.submitted:sub_1` → `sub_1`).
+fn shown_id(key: &str) -> &str {
+    key.splitn(3, ':').nth(2).unwrap_or(key)
+}
+
 /// One line per receipt under a header.
 pub fn table(receipts: &[Receipt], show_lead: bool) -> String {
     let mut rows = vec![[
@@ -132,7 +144,7 @@ pub fn table(receipts: &[Receipt], show_lead: bool) -> String {
         "RECEIVED".to_owned(),
         "ATTEMPTS".to_owned(),
         "NEXT ATTEMPT".to_owned(),
-        "LAST ERROR".to_owned(),
+        "WHY".to_owned(),
     ]];
     for receipt in receipts {
         rows.push([
@@ -244,7 +256,14 @@ pub fn card(receipt: &Receipt, payload: bool, now: SystemTime, route: &RouteOfFo
         }
     }
     // A receipt of several destinations says each on its own line below.
-    if let (Some(destination), true) = (&receipt.delivered_to, receipt.destinations.is_empty()) {
+    // Only a delivered receipt says where its lead went: a duplicate's is
+    // its original's, a refused one's was refused.
+    let delivered = receipt.status == ReceiptStatus::Completed;
+    if let (Some(destination), true, true) = (
+        &receipt.delivered_to,
+        receipt.destinations.is_empty(),
+        delivered,
+    ) {
         lines.push((
             "delivered to",
             delivered_to(destination, receipt.record_id.as_deref()),
@@ -347,6 +366,7 @@ pub fn stats(receipts: &[Receipt], now: SystemTime) -> Stats {
         (ReceiptStatus::Completed.as_str(), 0),
         (ReceiptStatus::Failed.as_str(), 0),
         (ReceiptStatus::Erased.as_str(), 0),
+        (ReceiptStatus::Quarantined.as_str(), 0),
         (ReceiptStatus::Refused.as_str(), 0),
         (ReceiptStatus::Duplicate.as_str(), 0),
     ]);
@@ -426,6 +446,25 @@ mod tests {
     use super::*;
     use shared::FormSubmission;
     use std::time::UNIX_EPOCH;
+
+    /// A double submit reads as what it is: the receipt it repeats, never
+    /// an error, never a delivery of its own.
+    #[test]
+    fn a_duplicate_names_its_original_and_no_delivery() {
+        let now = UNIX_EPOCH + Duration::from_secs(1_800_000_100);
+        let mut duplicate = receipt("sub_2", ReceiptStatus::Duplicate, 1_800_000_000);
+        duplicate.duplicate_of = Some("staticforms:form.submitted:sub_1".into());
+        duplicate.delivered_to = Some("http".into());
+        let listed = table(std::slice::from_ref(&duplicate), false);
+        assert!(listed.contains("duplicate of sub_1"), "{listed}");
+        assert!(!listed.contains("ERROR"), "{listed}");
+        let card = card_of(&duplicate, now);
+        assert!(card.contains("duplicate of"), "{card}");
+        assert!(!card.contains("delivered to"), "{card}");
+        let mut delivered = receipt("sub_1", ReceiptStatus::Completed, 1_800_000_000);
+        delivered.delivered_to = Some("http".into());
+        assert!(card_of(&delivered, now).contains("delivered to"));
+    }
 
     #[test]
     fn a_refused_receipt_is_listed_and_counted_with_the_destinations_code() {
@@ -713,9 +752,11 @@ mod tests {
                 ("ERASED", 0),
                 ("FAILED", 1),
                 ("RECEIVED", 2),
+                ("QUARANTINED", 0),
                 ("REFUSED", 0),
                 ("DUPLICATE", 0)
-            ])
+            ]),
+            "every status, zero included"
         );
         assert_eq!(stats.received_outside_queue, 1);
         assert_eq!(stats.oldest_pending_age, Some(Duration::from_secs(3600)));
