@@ -54,6 +54,16 @@ fn said(line: &str) -> Option<String> {
             "received   {submission}: {outcome} ({status}){why}"
         ));
     }
+    if message == "new-lead notice handled" {
+        let status = text("http_status")
+            .map(|s| format!(" (HTTP {s})"))
+            .unwrap_or_default();
+        return Some(match text("notice").as_deref() {
+            Some("sent") => format!("notice     {submission}: sent"),
+            Some("due again") => format!("notice     {submission}: refused{status}, will retry"),
+            _ => format!("notice     {submission}: not confirmed{status}; not sent again (receipts show {submission})"),
+        });
+    }
     if let Some(outcome) = text("outcome").filter(|_| text("destination").is_some()) {
         let destination = text("destination").unwrap_or_default();
         let reason = text("reason")
@@ -132,6 +142,18 @@ mod tests {
             (
                 r#"{"level":"WARN","message":"a sender's time was replaced"}"#,
                 Some("WARN       a sender's time was replaced"),
+            ),
+            (
+                r#"{"level":"INFO","message":"new-lead notice handled","submission_id":"sub_6","notice":"sent"}"#,
+                Some("notice     sub_6: sent"),
+            ),
+            (
+                r#"{"level":"WARN","message":"new-lead notice handled","submission_id":"sub_7","notice":"due again","http_status":500,"attempts":1}"#,
+                Some("notice     sub_7: refused (HTTP 500), will retry"),
+            ),
+            (
+                r#"{"level":"WARN","message":"new-lead notice handled","submission_id":"sub_8","notice":"UNCONFIRMED","attempts":1}"#,
+                Some("notice     sub_8: not confirmed; not sent again (receipts show sub_8)"),
             ),
             ("thread 'main' panicked at x", Some("thread 'main' panicked at x")),
         ];
