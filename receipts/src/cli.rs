@@ -70,8 +70,11 @@ pub struct Target {
 #[derive(Debug, Clone, PartialEq, Eq, Subcommand)]
 pub enum Command {
     /// Receipts, newest first: submission id, status, received, attempts,
-    /// next attempt, last error.
+    /// next attempt, and why (its last error, spam rule, refusal, or the
+    /// receipt a duplicate repeats).
     List {
+        /// Only receipts in this status (with --destination: whose lane
+        /// there stands so).
         #[arg(long, value_enum, ignore_case = true)]
         status: Option<StatusFilter>,
         #[command(flatten)]
@@ -79,6 +82,7 @@ pub enum Command {
         /// At most this many, the newest.
         #[arg(long, value_name = "N")]
         limit: Option<NonZeroUsize>,
+        /// One JSON array, a receipt per element, instead of the table.
         #[arg(long)]
         json: bool,
         /// Also the form data (personal data).
@@ -99,6 +103,7 @@ pub enum Command {
         /// A submission id of the stack's sender (its Sender, else SENDER,
         /// else staticforms), or a whole key (tally:FORM_RESPONSE:<id>).
         submission_id: String,
+        /// The receipt as one JSON object, instead of the card.
         #[arg(long)]
         json: bool,
         /// Also the form data (personal data).
@@ -107,6 +112,8 @@ pub enum Command {
     },
     /// Counts by status and the oldest pending receipt's age.
     Stats {
+        /// The counts as one JSON object (`byStatus`, `byDestination`,
+        /// `oldestPendingAgeSeconds`, `noticesWaiting`).
         #[arg(long)]
         json: bool,
     },
@@ -122,6 +129,8 @@ pub enum Command {
             conflicts_with = "status"
         )]
         ids: Vec<String>,
+        /// Every receipt in this status (within --since/--until) instead
+        /// of ids.
         #[arg(long, value_enum, ignore_case = true)]
         status: Option<RedriveStatus>,
         #[command(flatten)]
@@ -470,6 +479,25 @@ mod tests {
         let import = cli.find_subcommand("import").unwrap();
         let summary = import.get_about().unwrap().to_string();
         assert!(summary.ends_with("as it delivers a webhook's"), "{summary}");
+    }
+
+    /// Every flag says what it does in `--help`: `--json` as much as any.
+    #[test]
+    fn every_flag_has_help_text() {
+        use clap::CommandFactory;
+        fn unexplained(command: &clap::Command, path: &str, out: &mut Vec<String>) {
+            for arg in command.get_arguments() {
+                if arg.get_long().is_some() && arg.get_help().is_none() && arg.get_id() != "help" {
+                    out.push(format!("{path} --{}", arg.get_id()));
+                }
+            }
+            for sub in command.get_subcommands() {
+                unexplained(sub, &format!("{path} {}", sub.get_name()), out);
+            }
+        }
+        let mut missing = Vec::new();
+        unexplained(&super::Cli::command(), "receipts", &mut missing);
+        assert_eq!(missing, Vec::<String>::new());
     }
 
     /// `--help` and docs/operations.md give one command to start a pass.
