@@ -3,7 +3,8 @@
 //! the catalogs of senders and destinations against everything that must
 //! follow them (`catalog`, each destination's deploy surface in `surface`,
 //! every secret's grant in `grants`, `Destination` as a list in
-//! `destination_list`). One test binary: one link.
+//! `destination_list`, what a new kind must bring in `recipe`). One test
+//! binary: one link.
 
 mod alarms;
 mod audit;
@@ -12,6 +13,7 @@ mod destination_list;
 mod functions;
 mod grants;
 mod iam;
+mod recipe;
 mod surface;
 mod tables;
 
