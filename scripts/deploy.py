@@ -63,14 +63,16 @@ CATALOG = (json.loads(CATALOG_FILE.read_text()) if CATALOG_FILE.is_file()
 # how it authenticates; the others sign with their own scheme, so the
 # stack's default needs no question (docs/senders/).
 SENDERS = [sender["name"] for sender in CATALOG["senders"]]
-SENDER_SETUP = {
-    "tally": "In Tally: the form > Integrations > Webhooks: Endpoint URL {url}, Signing secret: the secret",
-    "typeform": "In Typeform: the form > Connect > Webhooks: add {url}, then Edit > Secret: the secret",
-    "webflow": "In Webflow: create a form_submission webhook to {url} (the key you stored signs it)",
-    "netlify": "In Netlify: the project's Forms > Submission notifications > "
-               "Add notification > HTTP POST request: URL to notify {url}, JWS secret token: the secret",
-    "framer": "In Framer: select the form > Send To > Add... > Webhook: URL {url}, Secret: the secret",
-}
+
+
+def sender_setup(sender: str, url: str) -> str:
+    """Where to paste the webhook URL, from the sender's own descriptor
+    (its catalog entry's webhook_settings): a new sender needs no line here."""
+    entry = next(s for s in CATALOG["senders"] if s["name"] == sender)
+    signed = " (its signing key is the one you stored)" if entry.get("key_chosen_by_sender") else ""
+    return f"In {entry['webhook_settings']}: the webhook URL {url}{signed}"
+
+
 # Senders whose signing key exists only once their webhook, and so the URL,
 # does: the stack starts with a placeholder secret, and the key is stored
 # after the deploy (its environment variable, or asked). Webflow's only for
@@ -992,10 +994,11 @@ def main(argv=None, stdin=sys.stdin) -> int:
             say("Deployed.")
             store_sender_key(answers, secrets_client, asker, url)
         else:
-            say(f"Deployed. {SENDER_SETUP[answers.sender].format(url=url)}")
-            if answers.sender != "webflow":
+            say(f"Deployed. {sender_setup(answers.sender, url)}")
+            if not next(s for s in CATALOG["senders"] if s["name"] == answers.sender).get("key_chosen_by_sender"):
                 say(f"  The secret, to paste there (at a terminal): {print_url}")
-        say(f"  Step by step: docs/senders/{answers.sender}.md")
+        if (ROOT / "docs" / "senders" / f"{answers.sender}.md").is_file():
+            say(f"  Step by step: docs/senders/{answers.sender}.md")
         if answers.alarm_email:
             say(f"  Confirm the subscription mail AWS sent to {answers.alarm_email}, or alarms will not reach you.")
         if args.release is None:

@@ -294,7 +294,8 @@ class Wizard(unittest.TestCase):
         self.assertEqual(overrides["WebhookSecretArn"], f"'{arn}'")
         for static_forms_only in ["WebhookAuth", "IdempotencyKeyHeader"]:
             self.assertNotIn(static_forms_only, overrides)
-        self.assertIn("form_submission webhook", result.stdout)
+        self.assertIn("Apps & Integrations, Webhooks): the webhook URL", result.stdout)
+        self.assertIn("its signing key is the one you stored", result.stdout)
         self.assertIn(f"receipts --stack {self.stack} --region eu-west-1 smoke", self.others(),
                       "smoke signs as the stack's sender does")
         for text in [result.stdout, result.stderr, self.samconfig.read_text()]:
@@ -302,6 +303,28 @@ class Wizard(unittest.TestCase):
         refused = self.wizard(*flags, "--auth", "url", env={"WEBFLOW_WEBHOOK_SECRET": key})
         self.assertNotEqual(refused.returncode, 0)
         self.assertIn("--auth is Static Forms' choice", refused.stderr)
+
+    def test_every_sender_of_the_catalog_deploys_and_says_where_to_paste_the_url(self):
+        catalog = json.loads((ROOT / ".tools" / "catalog.json").read_text())
+        # What a sender with a flow of its own needs to deploy without a
+        # prompt; any other sender needs nothing more.
+        extra_flags = {"staticforms": ["--auth", "url"], "webflow": ["--webflow-webhook", "app"]}
+        extra_env = {"webflow": {"WEBFLOW_WEBHOOK_SECRET": "wf-key"},
+                     "formspree": {"FORMSPREE_SIGNING_SECRET": "fs-key"}}
+        self.assertGreaterEqual(len(catalog["senders"]), 7)
+        for sender in catalog["senders"]:
+            name = sender["name"]
+            with self.subTest(sender=name):
+                stack = f"{name}-{uuid.uuid4().hex[:8]}"
+                result = self.wizard("--sender", name, "--stack-name", stack, "--region", "eu-west-1",
+                                     "--destination", "dynamodb", "--alarm-email=", "--no-audit", "--no-notice",
+                                     *extra_flags.get(name, []), env=extra_env.get(name))
+                self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
+                self.assertIn("Deployed.", result.stdout)
+                if name != "staticforms":  # the README's own section
+                    self.assertIn(f"docs/senders/{name}.md", result.stdout)
+                if name not in ("staticforms", "formspree"):
+                    self.assertIn(f"In {sender['webhook_settings']}: the webhook URL", result.stdout)
 
     def test_webflow_dashboard_webhooks_take_a_url_token(self):
         result = self.wizard("--sender", "webflow", "--webflow-webhook", "dashboard", "--stack-name", self.stack,
