@@ -124,6 +124,37 @@ fn refused(name: &'static str, problem: BaseUrlProblem) -> ConfigError {
 }
 
 /// What one call to a CRM's JSON API came to (Pipedrive's, Mailchimp's).
+/// The one rule for an answer whose meaning a vendor does not define for
+/// itself (docs/destinations/README.md, "What the worker does with each
+/// answer"): 408, 409, 423, 425, 429 and every 5xx wait and are tried
+/// again (after `retry_after` when given); 401 and 403 are our
+/// credentials, the lead waits; any other status is permanent, `FAILED`
+/// for a person. Each adapter keeps only what its vendor really does
+/// differently (a refusal's body, a longer rate-limit wait) and sends
+/// every other answer here.
+pub fn by_status(status: u16, retry_after: Option<Duration>) -> DestinationError {
+    use shared::delivery::{classify_status, StatusClass};
+    match classify_status(status) {
+        StatusClass::Retryable => DestinationError::Retryable {
+            status: Some(status),
+            retry_after,
+            reason: format!("HTTP {status}"),
+        },
+        StatusClass::Unauthorized => DestinationError::Unauthorized { status },
+        StatusClass::Success | StatusClass::Permanent => DestinationError::Permanent {
+            status: Some(status),
+            reason: format!("unexpected HTTP {status}"),
+        },
+    }
+}
+
+/// Statuses no vendor here gives a meaning of its own, for the adapters'
+/// tests that each follows `by_status` for them.
+#[cfg(test)]
+pub(crate) const UNSPECIFIC: &[u16] = &[
+    401, 403, 408, 409, 410, 418, 423, 425, 451, 500, 502, 503, 504,
+];
+
 #[derive(Debug, Clone, PartialEq)]
 pub enum Called {
     /// 2xx, with the answer's body.
@@ -161,6 +192,37 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_one_rule_waits_retries_or_fails_by_status() {
+        let wait = Some(Duration::from_secs(7));
+        for (status, expected) in [
+            (408, "retry"),
+            (409, "retry"),
+            (423, "retry"),
+            (425, "retry"),
+            (429, "retry"),
+            (500, "retry"),
+            (503, "retry"),
+            (401, "auth"),
+            (403, "auth"),
+            (400, "fail"),
+            (410, "fail"),
+            (418, "fail"),
+            (451, "fail"),
+        ] {
+            let said = match by_status(status, wait) {
+                DestinationError::Retryable { retry_after, .. } => {
+                    assert_eq!(retry_after, wait, "{status}: its Retry-After");
+                    "retry"
+                }
+                DestinationError::Unauthorized { .. } => "auth",
+                DestinationError::Permanent { .. } => "fail",
+                other => panic!("{status}: {other:?}"),
+            };
+            assert_eq!(said, expected, "{status}");
+        }
+    }
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
     /// Serves one answer of `body` on loopback, with or without a length.

@@ -24,7 +24,7 @@ pub(super) const MIGRATION_WAIT: Duration = Duration::from_secs(3600);
 
 /// What one call came to.
 #[derive(Debug, Clone, PartialEq)]
-pub(super) enum Called {
+pub(super) enum BatchAnswer {
     /// The same answer for every input (401, 429, 5xx, a 400 for the whole
     /// request, a transport failure).
     Whole(Result<Upserted, DestinationError>),
@@ -33,10 +33,10 @@ pub(super) enum Called {
 }
 
 /// What HubSpot's answer means for the inputs of the call. Pure.
-pub(super) fn answer_for(status: u16, retry_after: Option<Duration>, body: &Value) -> Called {
+pub(super) fn answer_for(status: u16, retry_after: Option<Duration>, body: &Value) -> BatchAnswer {
     let category = body["category"].as_str().unwrap_or("");
     let retryable = |reason: String, wait: Option<Duration>| {
-        Called::Whole(Err(DestinationError::Retryable {
+        BatchAnswer::Whole(Err(DestinationError::Retryable {
             status: Some(status),
             retry_after: wait,
             reason,
@@ -72,13 +72,13 @@ pub(super) fn answer_for(status: u16, retry_after: Option<Duration>, body: &Valu
             "HTTP 477 migration in progress".to_owned(),
             Some(retry_after.unwrap_or(MIGRATION_WAIT)),
         ),
-        500..=599 => retryable(format!("HTTP {status}"), retry_after),
-        401 => Called::Whole(Err(DestinationError::Unauthorized { status })),
+        408 | 425 | 500..=599 => retryable(format!("HTTP {status}"), retry_after),
+        401 => BatchAnswer::Whole(Err(DestinationError::Unauthorized { status })),
         403 => {
             // Never the lead's fault: the token lacks a scope (MISSING_SCOPES)
             // or the account refuses the app.
             tracing::error!(destination = "hubspot", category, "HubSpot refused the request: give the private app or service key crm.objects.contacts.write");
-            Called::Whole(Err(DestinationError::Unauthorized { status }))
+            BatchAnswer::Whole(Err(DestinationError::Unauthorized { status }))
         }
         _ => {
             let reason = whole_request_reason(body).unwrap_or_else(|| format!("HTTP {status}"));
@@ -89,7 +89,7 @@ pub(super) fn answer_for(status: u16, retry_after: Option<Duration>, body: &Valu
                 // it came from: a route, FIELD_MAP).
                 let property = missing_property(body);
                 tracing::error!(destination = "hubspot", reason, property = property.as_deref().unwrap_or(""), "HubSpot has no such contact property: create it in HubSpot, or change the route or FIELD_MAP that sends it (HUBSPOT_ID_PROPERTY for the id); the leads wait");
-                return Called::Whole(Err(DestinationError::Misconfigured {
+                return BatchAnswer::Whole(Err(DestinationError::Misconfigured {
                     status: Some(status),
                     reason: match property {
                         Some(property) => format!("{reason}: {property}"),
@@ -97,7 +97,7 @@ pub(super) fn answer_for(status: u16, retry_after: Option<Duration>, body: &Valu
                     },
                 }));
             }
-            Called::Whole(Err(DestinationError::Permanent {
+            BatchAnswer::Whole(Err(DestinationError::Permanent {
                 status: Some(status),
                 reason,
             }))
@@ -107,7 +107,7 @@ pub(super) fn answer_for(status: u16, retry_after: Option<Duration>, body: &Valu
 
 /// Results and errors of a 200/207 answer, by trace id. A result's `id` is
 /// the contact's record id (HubSpot's `hs_object_id`, digits).
-pub(super) fn per_input(body: &Value) -> Called {
+pub(super) fn per_input(body: &Value) -> BatchAnswer {
     let mut results = Vec::new();
     for result in body["results"].as_array().into_iter().flatten() {
         if let Some(trace) = result["objectWriteTraceId"].as_str() {
@@ -141,7 +141,7 @@ pub(super) fn per_input(body: &Value) -> Called {
             }
         }
     }
-    Called::PerInput(results)
+    BatchAnswer::PerInput(results)
 }
 
 /// HubSpot's most specific word for an error: the first `errors[].code`,

@@ -52,7 +52,7 @@ mod settings;
 use inputs::{plan, Held, Input};
 
 pub use answers::DAILY_LIMIT_WAIT;
-use answers::{answer_for, one_input_may_cause, Called};
+use answers::{answer_for, one_input_may_cause, BatchAnswer};
 pub use settings::*;
 
 /// Inputs HubSpot takes per batch call.
@@ -152,14 +152,16 @@ impl HubSpot {
                     |called| {
                         matches!(
                             called,
-                            Called::Whole(Err(DestinationError::Unauthorized { status: 401 }))
+                            BatchAnswer::Whole(Err(DestinationError::Unauthorized { status: 401 }))
                         )
                     },
                 )
                 .await;
             let latency = called.elapsed();
             match outcome {
-                Called::Whole(Err(error)) if inputs.len() > 1 && one_input_may_cause(&error) => {
+                BatchAnswer::Whole(Err(error))
+                    if inputs.len() > 1 && one_input_may_cause(&error) =>
+                {
                     let spent = budget.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |left| {
                         left.checked_sub(2)
                     });
@@ -185,7 +187,7 @@ impl HubSpot {
                     answers.extend(self.send(right, budget, deadline).await);
                     answers
                 }
-                Called::Whole(Err(DestinationError::Retryable {
+                BatchAnswer::Whole(Err(DestinationError::Retryable {
                     status: Some(409), ..
                 })) if inputs.len() == 1 && self.id_property != IdProperty::Email => {
                     // One submission, keyed by its own id, conflicts: its
@@ -204,7 +206,7 @@ impl HubSpot {
                         },
                     )]
                 }
-                Called::Whole(result) => inputs
+                BatchAnswer::Whole(result) => inputs
                     .iter()
                     .map(|input| {
                         (
@@ -216,7 +218,7 @@ impl HubSpot {
                         )
                     })
                     .collect(),
-                Called::PerInput(results) => inputs
+                BatchAnswer::PerInput(results) => inputs
                     .iter()
                     .map(|input| {
                         let result = results
@@ -236,14 +238,14 @@ impl HubSpot {
     }
 
     /// One call for `inputs`, within `deadline`.
-    async fn call_by(&self, inputs: &[Input], deadline: CallDeadline) -> Called {
+    async fn call_by(&self, inputs: &[Input], deadline: CallDeadline) -> BatchAnswer {
         deadline
             .bound(async { Ok(self.call(inputs).await) })
             .await
-            .unwrap_or_else(|error| Called::Whole(Err(error)))
+            .unwrap_or_else(|error| BatchAnswer::Whole(Err(error)))
     }
 
-    async fn call(&self, inputs: &[Input]) -> Called {
+    async fn call(&self, inputs: &[Input]) -> BatchAnswer {
         let body = json!({
             "inputs": inputs.iter().map(|input| json!({
                 "idProperty": self.id_property.name(),
@@ -257,12 +259,14 @@ impl HubSpot {
             Ok(Some(token)) => request = request.bearer_auth(token.expose()),
             Ok(None) => {}
             Err(unavailable) => {
-                return Called::Whole(Err(DestinationError::CredentialsUnavailable(unavailable)))
+                return BatchAnswer::Whole(Err(DestinationError::CredentialsUnavailable(
+                    unavailable,
+                )))
             }
         }
         let response = match request.send().await {
             Ok(response) => response,
-            Err(error) => return Called::Whole(Err(client::transport_error(&error))),
+            Err(error) => return BatchAnswer::Whole(Err(client::transport_error(&error))),
         };
         let status = response.status().as_u16();
         let retry_after = client::retry_after(&response);
@@ -420,6 +424,18 @@ impl HubSpot {
 mod tests {
     use super::answers::*;
     use super::*;
+
+    /// What HubSpot gives no meaning of its own waits as the one rule says.
+    #[test]
+    fn a_retryable_answer_of_no_meaning_of_its_own_follows_the_one_rule() {
+        for status in [408, 425, 500, 502, 503, 504] {
+            assert_eq!(
+                answer_for(status, None, &serde_json::Value::Null),
+                BatchAnswer::Whole(Err(crate::destinations::client::by_status(status, None))),
+                "{status}"
+            );
+        }
+    }
     use serde_json::Map;
     use shared::{Sender, SubmissionId};
 
@@ -523,9 +539,9 @@ mod tests {
         );
     }
 
-    fn whole(called: &Called) -> &Result<Upserted, DestinationError> {
+    fn whole(called: &BatchAnswer) -> &Result<Upserted, DestinationError> {
         match called {
-            Called::Whole(result) => result,
+            BatchAnswer::Whole(result) => result,
             other => panic!("expected one answer for all: {other:?}"),
         }
     }
@@ -672,7 +688,7 @@ mod tests {
                 {"status": "error", "category": "INTERNAL_ERROR", "context": {"objectWriteTraceId": ["s3"]}}
             ]
         });
-        let Called::PerInput(results) = answer_for(207, None, &body) else {
+        let BatchAnswer::PerInput(results) = answer_for(207, None, &body) else {
             panic!("per input")
         };
         let contact_1 = Upserted::Written(crate::destinations::port::DeliveredRecord::with_id("1"));
@@ -705,7 +721,7 @@ mod tests {
         routed.follow(Arc::new(routes.routes[0].clone()));
         let body = json!({"category": "VALIDATION_ERROR", "errors": [{"code": "PROPERTY_DOESNT_EXIST",
             "message": "Property \"lead_source\" does not exist", "context": {"propertyName": ["lead_source"]}}]});
-        let Called::Whole(refused) = answer_for(400, None, &body) else {
+        let BatchAnswer::Whole(refused) = answer_for(400, None, &body) else {
             panic!("a whole-request answer");
         };
         let map = default_field_map(None);

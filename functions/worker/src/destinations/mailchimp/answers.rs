@@ -46,23 +46,13 @@ pub fn answer_for(
     match status {
         200..=299 => Called::Done(body),
         404 => Called::NotFound,
-        401 | 403 => Called::Failed(DestinationError::Unauthorized { status }),
         429 => Called::Failed(DestinationError::Retryable {
             status: Some(429),
             retry_after: Some(retry_after.unwrap_or(BUSY_WAIT)),
             reason: "rate-limited".to_owned(),
         }),
         400 | 422 => Called::Failed(refusal(status, &body, sent_tags)),
-        408 | 500..=599 => Called::Failed(DestinationError::Retryable {
-            status: Some(status),
-            retry_after,
-            reason: format!("HTTP {status}"),
-        }),
-        _ => Called::Failed(DestinationError::Retryable {
-            status: Some(status),
-            retry_after,
-            reason: format!("unexpected HTTP {status}"),
-        }),
+        _ => Called::Failed(crate::destinations::client::by_status(status, retry_after)),
     }
 }
 
@@ -147,6 +137,18 @@ pub fn note_with(body: &Value, marker: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// What Mailchimp gives no meaning of its own follows the one rule.
+    #[test]
+    fn an_answer_of_no_meaning_of_its_own_follows_the_one_rule() {
+        for status in crate::destinations::client::UNSPECIFIC {
+            assert_eq!(
+                answer_for(*status, None, Value::Null, &[]),
+                Called::Failed(crate::destinations::client::by_status(*status, None)),
+                "{status}"
+            );
+        }
+    }
 
     #[test]
     fn the_next_page_of_notes_starts_after_the_ones_read() {

@@ -38,7 +38,6 @@ pub fn answer_for(
     match status {
         200..=299 => Called::Done(body),
         404 => Called::NotFound,
-        401 | 403 => Called::Failed(DestinationError::Unauthorized { status }),
         429 => Called::Failed(DestinationError::Retryable {
             status: Some(429),
             retry_after: Some(
@@ -50,16 +49,7 @@ pub fn answer_for(
             reason: "rate-limited".to_owned(),
         }),
         400 | 422 => Called::Failed(refusal(status, &body, sent_keys)),
-        408 | 500..=599 => Called::Failed(DestinationError::Retryable {
-            status: Some(status),
-            retry_after,
-            reason: format!("HTTP {status}"),
-        }),
-        _ => Called::Failed(DestinationError::Retryable {
-            status: Some(status),
-            retry_after,
-            reason: format!("unexpected HTTP {status}"),
-        }),
+        _ => Called::Failed(crate::destinations::client::by_status(status, retry_after)),
     }
 }
 
@@ -156,6 +146,18 @@ fn id_text(id: &Value) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// What Pipedrive gives no meaning of its own follows the one rule.
+    #[test]
+    fn an_answer_of_no_meaning_of_its_own_follows_the_one_rule() {
+        for status in crate::destinations::client::UNSPECIFIC {
+            assert_eq!(
+                answer_for(*status, None, None, Value::Null, &[]),
+                Called::Failed(crate::destinations::client::by_status(*status, None)),
+                "{status}"
+            );
+        }
+    }
 
     #[test]
     fn a_list_says_where_its_next_page_starts() {

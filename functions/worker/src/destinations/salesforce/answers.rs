@@ -147,10 +147,6 @@ pub(super) fn request_result(
                 code.to_owned()
             },
         }),
-        _ => Err(DestinationError::Retryable {
-            status: Some(status),
-            retry_after,
-            reason: format!("HTTP {status}"),
-        }),
+        _ => Err(crate::destinations::client::by_status(status, retry_after)),
     }
 }

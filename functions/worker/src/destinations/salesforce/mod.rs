@@ -63,7 +63,7 @@ type Narrowing<'a> = std::pin::Pin<
 >;
 
 /// One call's answer: per record, or one answer for the whole request.
-enum Called {
+enum BatchAnswer {
     PerRecord(Vec<Result<Upserted, DestinationError>>),
     Whole {
         status: u16,
@@ -156,14 +156,14 @@ impl Salesforce {
     fn narrow<'a>(
         &'a self,
         leads: &'a [&'a Lead],
-        called: Called,
+        called: BatchAnswer,
         budget: &'a mut usize,
         deadline: CallDeadline,
     ) -> Narrowing<'a> {
         Box::pin(async move {
             let (status, retry_after, answer) = match called {
-                Called::PerRecord(results) => return results,
-                Called::Whole {
+                BatchAnswer::PerRecord(results) => return results,
+                BatchAnswer::Whole {
                     status,
                     retry_after,
                     answer,
@@ -212,18 +212,18 @@ impl Salesforce {
 
     /// One sObject Collections call for `leads` within `deadline` (the
     /// session's renewal included).
-    async fn call_once(&self, leads: &[&Lead], deadline: CallDeadline) -> Called {
+    async fn call_once(&self, leads: &[&Lead], deadline: CallDeadline) -> BatchAnswer {
         deadline
             .bound(async { Ok(self.call_renewing(leads).await) })
             .await
-            .unwrap_or_else(|error| Called::PerRecord(vec![Err(error); leads.len()]))
+            .unwrap_or_else(|error| BatchAnswer::PerRecord(vec![Err(error); leads.len()]))
     }
 
     /// One sObject Collections call for `leads`, renewing the session once
     /// if it expired.
-    async fn call_renewing(&self, leads: &[&Lead]) -> Called {
+    async fn call_renewing(&self, leads: &[&Lead]) -> BatchAnswer {
         let whole = |result: Result<Upserted, DestinationError>| {
-            Called::PerRecord(vec![result; leads.len()])
+            BatchAnswer::PerRecord(vec![result; leads.len()])
         };
         let body = json!({
             "allOrNone": false,
@@ -248,7 +248,7 @@ impl Salesforce {
         match status {
             200 => {
                 let results = answer.as_array().cloned().unwrap_or_default();
-                Called::PerRecord(
+                BatchAnswer::PerRecord(
                     (0..leads.len())
                         .map(|n| match results.get(n) {
                             Some(result) => linked(
@@ -263,7 +263,7 @@ impl Salesforce {
                         .collect(),
                 )
             }
-            _ => Called::Whole {
+            _ => BatchAnswer::Whole {
                 status,
                 retry_after,
                 answer,
@@ -370,6 +370,22 @@ impl Destination for Salesforce {
 mod tests {
     use super::answers::*;
     use super::*;
+
+    /// What Salesforce gives no meaning of its own follows the one rule.
+    #[test]
+    fn an_answer_of_no_meaning_of_its_own_follows_the_one_rule() {
+        let own = [401, 403, 404];
+        for status in crate::destinations::client::UNSPECIFIC
+            .iter()
+            .filter(|s| !own.contains(s))
+        {
+            assert_eq!(
+                request_result(*status, None, &serde_json::Value::Null),
+                Err(crate::destinations::client::by_status(*status, None)),
+                "{status}"
+            );
+        }
+    }
 
     #[test]
     fn the_session_token_goes_only_to_an_https_instance() {

@@ -79,7 +79,6 @@ pub fn answer_for(status: u16, retry_after: Option<Duration>, body: Value) -> Ca
         204 => Called::Done(Value::Null),
         200..=299 => Called::Done(body),
         404 => Called::NotFound,
-        401 | 403 => Called::Failed(DestinationError::Unauthorized { status }),
         429 => Called::Failed(DestinationError::Retryable {
             status: Some(429),
             retry_after: Some(retry_after.unwrap_or(BUSY_WAIT)),
@@ -91,16 +90,7 @@ pub fn answer_for(status: u16, retry_after: Option<Duration>, body: Value) -> Ca
             status: Some(status),
             reason: code(&body).unwrap_or("refused").to_owned(),
         }),
-        408 | 500..=599 => Called::Failed(DestinationError::Retryable {
-            status: Some(status),
-            retry_after,
-            reason: format!("HTTP {status}"),
-        }),
-        _ => Called::Failed(DestinationError::Retryable {
-            status: Some(status),
-            retry_after,
-            reason: format!("unexpected HTTP {status}"),
-        }),
+        _ => Called::Failed(crate::destinations::client::by_status(status, retry_after)),
     }
 }
 
@@ -183,6 +173,18 @@ fn is_code(code: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// What Zoho CRM gives no meaning of its own follows the one rule.
+    #[test]
+    fn an_answer_of_no_meaning_of_its_own_follows_the_one_rule() {
+        for status in crate::destinations::client::UNSPECIFIC {
+            assert_eq!(
+                answer_for(*status, None, Value::Null),
+                Called::Failed(crate::destinations::client::by_status(*status, None)),
+                "{status}"
+            );
+        }
+    }
 
     #[test]
     fn a_list_says_when_it_has_more_records() {
