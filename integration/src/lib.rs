@@ -223,6 +223,19 @@ pub async fn put_gate(client: &Client, table: &str, gate: &str, newest_at: &str,
         .expect("the gate is written");
 }
 
+/// `receipt`, put directly as ingest would store it.
+pub async fn store_receipt(client: &Client, table: &str, receipt: &shared::Receipt) {
+    client
+        .put_item()
+        .table_name(table)
+        .set_item(Some(
+            serde_dynamo::to_item(receipt).expect("a receipt is an item"),
+        ))
+        .send()
+        .await
+        .expect("the receipt is written");
+}
+
 /// Every item of `table`. A test's own check, so it does not take the
 /// functions' tight time limits (a 2 s attempt): a 1 MB page of moto's scan
 /// on a loaded 2-core machine can take longer, and a check that times out

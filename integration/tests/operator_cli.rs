@@ -297,15 +297,7 @@ async fn the_console_in_a_browser_lists_releases_redrives_and_updates_live() {
     let store = |receipt: Receipt| {
         let client = client.clone();
         let table = table.clone();
-        async move {
-            client
-                .put_item()
-                .table_name(&table)
-                .set_item(Some(serde_dynamo::to_item(&receipt).unwrap()))
-                .send()
-                .await
-                .unwrap();
-        }
+        async move { store_receipt(&client, &table, &receipt).await }
     };
     let receipt_of = |id: &str| {
         let body = body(id, &format!("{id}@example.com"));
@@ -629,13 +621,7 @@ async fn the_console_pages_newest_first_through_the_day_index_and_reindex_adds_o
             if !indexed {
                 receipt.received_day = None;
             }
-            client
-                .put_item()
-                .table_name(&table)
-                .set_item(Some(serde_dynamo::to_item(&receipt).unwrap()))
-                .send()
-                .await
-                .unwrap();
+            store_receipt(&client, &table, &receipt).await
         }
     };
     // 60 in the last hour, 40 a day or more ago, 20 three days ago.
