@@ -689,6 +689,14 @@ async fn the_console_pages_newest_first_through_the_day_index_and_reindex_adds_o
     let failed: Vec<String> = walk("&status=failed").await.concat();
     let every_tenth: Vec<String> = (0..12).map(|n| format!("sub_{:03}", n * 10)).collect();
     assert_eq!(failed, every_tenth);
+    let (status, before) = get(format!(
+        "receipts?since=1h&olderAt={}",
+        shared::receipt::format_timestamp(now - Duration::from_secs(2 * DAY))
+    ))
+    .await;
+    assert_eq!(status, 200, "a position before the period: {before}");
+    assert_eq!(before["receipts"], serde_json::json!([]));
+    assert!(before["older"].is_null());
     let (status, _) = get("receipts?olderAt=yesterday".to_owned()).await;
     assert_eq!(status, 400, "a position the inbox never gave");
     let (status, _) = get("receipts?since=1y".to_owned()).await;

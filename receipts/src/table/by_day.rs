@@ -107,7 +107,12 @@ impl ReceiptsTable {
         wanted: impl Fn(&Receipt) -> bool,
     ) -> Result<DayPage, TableError> {
         let mut page = DayPage::default();
-        let Some(mut day) = received_day(&from.at).map(str::to_owned) else {
+        // A position before the period: nothing (a key condition's range
+        // must not be empty).
+        let Some(mut day) = received_day(&from.at)
+            .filter(|_| from.at.as_str() >= since)
+            .map(str::to_owned)
+        else {
             return Ok(page);
         };
         let first_day = received_day(since).unwrap_or(day.as_str()).to_owned();
@@ -168,7 +173,10 @@ impl ReceiptsTable {
         mut seen: impl FnMut(Receipt),
     ) -> Result<(), TableError> {
         let (since, until) = (format_timestamp(since), format_timestamp(until));
-        let Some(mut day) = received_day(&until).map(str::to_owned) else {
+        let Some(mut day) = received_day(&until)
+            .filter(|_| until >= since)
+            .map(str::to_owned)
+        else {
             return Ok(());
         };
         let first_day = received_day(&since).unwrap_or(day.as_str()).to_owned();
