@@ -1063,12 +1063,12 @@ async fn a_lead_in_the_leads_table_costs_its_rows_transaction_more() {
     assert_eq!(
         steps,
         [
-            ("receipt", "PutItem", 1, 1),
+            ("receipt", "PutItem", 1, 2),
             ("receipt", "UpdateItem", 1, 0),
             ("double-submit item", "UpdateItem", 1, 0),
             ("receipt", "TransactWriteItems:ConditionCheck", 2, 0),
             ("lead", "TransactWriteItems:Put", 2, 0),
-            ("receipt", "UpdateItem", 1, 1),
+            ("receipt", "UpdateItem", 1, 2),
         ],
         "the put, the claim, the double-submit item, the row's check and the row, the completion"
     );
