@@ -597,6 +597,10 @@ def release_template(release: Path, architecture: str) -> Path:
     for line in sums.read_text().splitlines():
         digest, _, name = line.partition("  ")
         path = release / name
+        # The receipts CLI is the packaging machine's, a convenience: one
+        # installed elsewhere does as well (receipts_command).
+        if name == "receipts" and not path.is_file():
+            continue
         if not path.is_file():
             raise Refused(f"--release {release}: {name} is missing (SHA256SUMS names it)")
         if hashlib.sha256(path.read_bytes()).hexdigest() != digest:
@@ -809,6 +813,15 @@ def run(command: list[str], cwd: Path, failed: str | None = None) -> None:
         raise Refused(failed or f"{command[0]} {command[1]} failed (see above)")
 
 
+def runs(binary: Path) -> bool:
+    """Whether `binary --version` runs on this machine (a CLI packaged
+    for another system or architecture does not)."""
+    try:
+        return subprocess.run([str(binary), "--version"], capture_output=True, timeout=10).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+
+
 def receipts_command(release: Path | None) -> list[str]:
     """The receipts CLI: RECEIPTS_BIN; else, deploying a release, the one
     in its folder (make package puts it there), else the one on PATH; else
@@ -819,7 +832,8 @@ def receipts_command(release: Path | None) -> list[str]:
         return given
     if release is not None:
         packaged = release / "receipts"
-        if packaged.is_file() and os.access(packaged, os.X_OK):
+        # Built for the machine that packaged it: used where it runs here.
+        if packaged.is_file() and os.access(packaged, os.X_OK) and runs(packaged):
             return [str(packaged.resolve())]
         if shutil.which("receipts"):
             return ["receipts"]

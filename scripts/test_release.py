@@ -198,7 +198,8 @@ class FromRelease(unittest.TestCase):
         self.assertEqual(packaged.returncode, 0, "make package puts a working receipts CLI in the folder")
         folder = self.dir / "release"
         shutil.copytree(RELEASE_DIR, folder)
-        (folder / "receipts").unlink(missing_ok=True)
+        aside = self.dir / "receipts-aside"
+        (folder / "receipts").rename(aside)
 
         def preflight():
             return subprocess.run([sys.executable, str(ROOT / "scripts/deploy.py"), "--preflight", "--release",
@@ -208,7 +209,7 @@ class FromRelease(unittest.TestCase):
         self.assertEqual(missing.returncode, 1, missing.stderr)
         self.assertIn("RECEIPTS_BIN", missing.stderr, "what to do, in one line")
         self.assertEqual(len(missing.stderr.strip().splitlines()), 1, missing.stderr)
-        shutil.copy(FUNCTION_BIN_DIR / "receipts", folder / "receipts")
+        aside.rename(folder / "receipts")
         found = preflight()
         self.assertEqual(found.returncode, 0, found.stderr)
         self.assertEqual(self.sam_calls(), [], "nothing deployed")
@@ -216,12 +217,17 @@ class FromRelease(unittest.TestCase):
     def test_without_the_receipts_cli_it_says_so_before_deploying(self):
         del self.env["RECEIPTS_BIN"]
         self.assertIsNone(shutil.which("receipts", path=self.env["PATH"]))
-        result = self.deploy(RELEASE_DIR)
+        # A folder without the packaged CLI (one built for another machine,
+        # which does not run here, is passed over the same way).
+        without = self.dir / "without-cli"
+        shutil.copytree(RELEASE_DIR, without)
+        (without / "receipts").unlink()
+        result = self.deploy(without)
         self.assertEqual(result.returncode, 1, result.stdout + result.stderr)
         self.assertIn("the receipts CLI runs the smoke test", result.stderr)
         self.assertIn("Deploy without Rust", result.stderr)
         self.assertEqual(self.sam_calls(), [], "nothing deployed")
-        self.assertEqual(self.deploy(RELEASE_DIR, "--no-smoke").returncode, 0, "--no-smoke needs none")
+        self.assertEqual(self.deploy(without, "--no-smoke").returncode, 0, "--no-smoke needs none")
 
     def test_make_deploy_from_a_release_needs_no_rust_and_says_what_is_missing_first(self):
         env = {key: value for key, value in self.env.items() if not key.startswith("AWS_")}
