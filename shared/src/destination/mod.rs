@@ -110,6 +110,8 @@ pub enum RouteKey {
     Tags,
     /// `lead = true`: a lead of its own per submission.
     Lead,
+    /// `lists`: the contact lists a lead joins, by id.
+    Lists,
 }
 
 impl RouteKey {
@@ -119,6 +121,7 @@ impl RouteKey {
             RouteKey::Consent => "consent",
             RouteKey::Tags => "tags",
             RouteKey::Lead => "lead",
+            RouteKey::Lists => "lists",
         }
     }
 }

@@ -47,6 +47,7 @@ impl Routes {
                 ),
                 ("consent", route.consent.is_some(), takes(RouteKey::Consent)),
                 ("tags", !route.tags.is_empty(), takes(RouteKey::Tags)),
+                ("lists", !route.lists.is_empty(), takes(RouteKey::Lists)),
                 ("lead", route.lead, takes(RouteKey::Lead)),
             ];
             for (key, given, taken) in set {
@@ -182,11 +183,12 @@ destinations = ["mailchimp", "dynamodb"]
             )
         };
         #[rustfmt::skip]
-        let rows: [(String, &[&str]); 7] = [
+        let rows: [(String, &[&str]); 8] = [
             (route("\"hubspot\"", "tags = [\"t\"]"), &[r#"[[route]] "R": tags: means nothing to its destinations (hubspot); remove it or add one that takes it"#]),
             (route("\"hubspot\", \"mailchimp\"", "tags = [\"t\"]"), &[]),
             (route("\"mailchimp\"", "lead = true"), &[r#"[[route]] "R": lead: means nothing to its destinations (mailchimp); remove it or add one that takes it"#]),
             (route("\"pipedrive\"", "lead = true"), &[]),
+            (route("\"mailchimp\"", "lists = [2]"), &[r#"[[route]] "R": lists: means nothing to its destinations (mailchimp); remove it or add one that takes it"#]),
             (route("\"http\", \"dynamodb\"", "[route.fields]\nplan = \"plan\""), &[r#"[[route]] "R": fields: means nothing to its destinations (http, dynamodb); remove it or add one that takes it"#]),
             (route("\"salesforce\"", "[route.consent]\nfield = \"news\""), &[r#"[[route]] "R": consent: means nothing to its destinations (salesforce); remove it or add one that takes it"#]),
             // No destinations named: the keys are kept, as before lists existed.

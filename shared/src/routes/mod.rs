@@ -179,6 +179,7 @@ honeypot = ["fax"]
 [[route]]
 form = "lT4Z3j"
 tags = ["newsletter", "website"]
+lists = [2, 7]
 duplicate_window = "0s"
 notify = false
 notify_fields = ["plan"]
@@ -228,6 +229,7 @@ marketing_permission = "3c9a1b2e5f"
             routes.route("lT4Z3j").unwrap().tags,
             ["newsletter", "website"]
         );
+        assert_eq!(routes.route("lT4Z3j").unwrap().lists, [2, 7]);
         assert_eq!(
             routes.duplicate_window.map(|w| w.duration().as_secs()),
             Some(300)
@@ -322,7 +324,7 @@ marketing_permission = "3c9a1b2e5f"
 
     #[test]
     fn every_problem_is_named_by_route_and_key() {
-        let rows: [(&str, &[&str]); 23] = [
+        let rows: [(&str, &[&str]); 25] = [
             (
                 "[[route]]\nform = \"f\"\nnotify = \"no\"\n",
                 &["[[route]] #1: notify: must be true or false"],
@@ -345,6 +347,19 @@ marketing_permission = "3c9a1b2e5f"
                     r#"[[route]] #1: tags: "a" is listed twice"#,
                     "[[route]] #1: tags: each tag must be a text of 1 to 100 characters",
                 ],
+            ),
+            (
+                "[[route]]\nform = \"f\"\nlists = [2, 2, 0, \"7\", 1000000001]\n",
+                &[
+                    "[[route]] #1: lists: 2 is listed twice",
+                    "[[route]] #1: lists: each list is its id, a whole number from 1 (Contacts > Lists: the number beside its name)",
+                    "[[route]] #1: lists: each list is its id, a whole number from 1 (Contacts > Lists: the number beside its name)",
+                    "[[route]] #1: lists: each list is its id, a whole number from 1 (Contacts > Lists: the number beside its name)",
+                ],
+            ),
+            (
+                "[[route]]\nform = \"f\"\nlists = 2\n",
+                &["[[route]] #1: lists: must be a list of list ids: lists = [2, 7]"],
             ),
             (
                 "[[route]]\nform = \"f\"\n[route.consent]\nfield = \"news\"\nmarketing_permission = \"a b\"\n",
@@ -380,7 +395,7 @@ marketing_permission = "3c9a1b2e5f"
             ),
             (
                 "[[route]]\nform = \"f\"\nfrom = \"typo\"\n",
-                &["[[route]] #1: from: unknown key: a route has form, name, destinations, fields, set, spam, lead, consent, tags, duplicate_window, notify and notify_fields"],
+                &["[[route]] #1: from: unknown key: a route has form, name, destinations, fields, set, spam, lead, consent, tags, lists, duplicate_window, notify and notify_fields"],
             ),
             (
                 "[[route]]\nform = \"f\"\n[route.fields]\nsize = \"numemployees\"\nemployees = \"numemployees\"\n",

@@ -50,6 +50,11 @@ pub struct Route {
     /// (Mailchimp's member tags): `tags = ["pricing"]`.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub tags: Vec<String>,
+    /// Lists every lead of the form joins where the destination has them
+    /// by number (Brevo's contact lists): `lists = [2, 7]`. With a consent
+    /// box, only a lead whose box is checked joins them.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub lists: Vec<u64>,
     /// `notify = false`: no new-lead notice for this form's leads
     /// (`crate::notice`); unset, they are announced where the stack has a
     /// notice URL.

@@ -228,6 +228,37 @@ fn tags(value: &toml::Value, place: &str, problems: &mut Problems) -> Vec<String
     tags
 }
 
+/// The largest list id a route may name: far above any account's lists,
+/// and exact in every JSON reader.
+pub const MAX_LIST_ID: i64 = 1_000_000_000;
+
+/// A route's `lists`: distinct whole numbers from 1 to [`MAX_LIST_ID`].
+fn lists(value: &toml::Value, place: &str, problems: &mut Problems) -> Vec<u64> {
+    let mut lists: Vec<u64> = Vec::new();
+    let Some(items) = value.as_array() else {
+        problems.add(place, "lists", "must be a list of list ids: lists = [2, 7]");
+        return lists;
+    };
+    for item in items {
+        match item.as_integer() {
+            Some(id @ 1..=MAX_LIST_ID) => {
+                let id = id.unsigned_abs();
+                if lists.contains(&id) {
+                    problems.add(place, "lists", &format!("{id} is listed twice"));
+                } else {
+                    lists.push(id);
+                }
+            }
+            _ => problems.add(
+                place,
+                "lists",
+                "each list is its id, a whole number from 1 (Contacts > Lists: the number beside its name)",
+            ),
+        }
+    }
+    lists
+}
+
 pub(super) const NOT_A_PROPERTY: &str =
     "must be a CRM property's internal name: letters, digits and _, at most 100";
 
@@ -263,6 +294,7 @@ fn route(entry: &Table, number: usize, problems: &mut Problems) -> Route {
             "lead",
             "consent",
             "tags",
+            "lists",
             "duplicate_window",
             "notify",
             "notify_fields",
@@ -273,7 +305,7 @@ fn route(entry: &Table, number: usize, problems: &mut Problems) -> Route {
             problems.add(
                 &place,
                 key,
-                "unknown key: a route has form, name, destinations, fields, set, spam, lead, consent, tags, duplicate_window, notify and notify_fields",
+                "unknown key: a route has form, name, destinations, fields, set, spam, lead, consent, tags, lists, duplicate_window, notify and notify_fields",
             );
         }
     }
@@ -288,6 +320,9 @@ fn route(entry: &Table, number: usize, problems: &mut Problems) -> Route {
     }
     if let Some(value) = entry.get("tags") {
         route.tags = tags(value, &place, problems);
+    }
+    if let Some(value) = entry.get("lists") {
+        route.lists = lists(value, &place, problems);
     }
     match entry.get("notify") {
         None => {}
