@@ -348,6 +348,7 @@ fn section<'a>(page: &'a str, title: &str) -> &'a str {
 /// What the README's and docs/deploy.md's lists of senders and
 /// destinations leave out of the catalog: none, or what to add where.
 fn left_out(readme: &str, deploy: &str) -> Vec<String> {
+    use shared::destination::CheckCall;
     let mut missing = Vec::new();
     let senders = section(readme, "Senders");
     let what_it_is = section(readme, "What it is");
@@ -375,21 +376,33 @@ fn left_out(readme: &str, deploy: &str) -> Vec<String> {
                 profile.name
             ));
         }
-        if kind.secrets().any(|secret| secret.check.is_some())
-            && !deploy_senders.contains(&format!("{}:", profile.title))
-        {
-            missing.push(format!(
-                "docs/deploy.md, credential checks: {}",
-                profile.title
-            ));
+        // Its page says which call `make deploy` tries its credential with.
+        let page = std::fs::read_to_string(
+            workspace().join(format!("docs/destinations/{}.md", profile.name)),
+        )
+        .unwrap_or_default();
+        for secret in kind.secrets() {
+            let Some(check) = secret.check else { continue };
+            let path = match check.call {
+                CheckCall::Read { path, .. }
+                | CheckCall::BasicRead { path, .. }
+                | CheckCall::Grant { path, .. } => path,
+            };
+            let path = path.split('?').next().unwrap_or(path);
+            if !page.contains(&format!("{path}`")) || page.contains("not tried before") {
+                missing.push(format!(
+                    "docs/destinations/{}.md, Set up: make deploy tries {} with `{path}`",
+                    profile.name, check.what
+                ));
+            }
         }
     }
     missing
 }
 
 /// README.md and docs/deploy.md name every sender and destination the
-/// catalog has (and which credentials `make deploy` tries), where a new
-/// user reads them.
+/// catalog has, where a new user reads them, and each destination's page
+/// names the call `make deploy` tries its credential with.
 #[test]
 fn the_docs_name_every_sender_and_destination_of_the_catalog() {
     let root = workspace();
