@@ -92,13 +92,7 @@ pub(crate) fn modes() -> Vec<Mode> {
                     overrides.push((setting.source.parameter().unwrap().to_owned(), value));
                 }
                 if field_map {
-                    // A property every destination that maps fields
-                    // accepts: its own e-mail property, or a merge tag.
-                    let map = match profile.name {
-                        "mailchimp" => r#"{"FNAME":"name"}"#,
-                        "zoho" => r#"{"Email":"email"}"#,
-                        _ => r#"{"email":"email"}"#,
-                    };
+                    let map = accepted_field_map(kind, &overrides);
                     overrides.push(("FieldMap".to_owned(), map.to_owned()));
                 }
                 modes.push(Mode {
@@ -117,6 +111,35 @@ pub(crate) fn modes() -> Vec<Mode> {
         }
     }
     modes
+}
+
+/// Field maps in the spellings the CRMs' properties take: lower case (an
+/// e-mail property), or capitals (a merge tag, a contact attribute).
+const FIELD_MAPS: [&str; 2] = [r#"{"email":"email"}"#, r#"{"FNAME":"name"}"#];
+
+/// The first of [`FIELD_MAPS`] the worker's own settings take for `kind`
+/// deployed with `overrides`: a new kind needs no line here unless its
+/// properties are spelled like none of them.
+fn accepted_field_map(kind: DestinationKind, overrides: &[(String, String)]) -> &'static str {
+    let template = template::load(&template::workspace_template()).unwrap();
+    FIELD_MAPS
+        .into_iter()
+        .find(|map| {
+            let mut parameters: Vec<(&str, &str)> = overrides
+                .iter()
+                .map(|(name, value)| (name.as_str(), value.as_str()))
+                .collect();
+            parameters.push(("FieldMap", map));
+            let env = Evaluator::new(&template, &parameters).environment(WORKER);
+            let get = |name: &str| env.get(name).filter(|value| !value.is_empty()).cloned();
+            worker::destinations::read(kind, &get, false).is_ok()
+        })
+        .unwrap_or_else(|| {
+            panic!(
+                "{}: none of these field maps is taken: {FIELD_MAPS:?}; add one spelled as its properties are",
+                kind.name()
+            )
+        })
 }
 
 /// What `template` gets wrong for each mode alone, and for a stack of
