@@ -3,6 +3,7 @@
 //! local pipeline starts for `DESTINATION`'s destinations (the CRM stub for
 //! `http`).
 
+pub mod brevo;
 pub mod hubspot;
 pub mod mailchimp;
 pub mod pipedrive;
@@ -19,6 +20,7 @@ use shared::destination::{set::DestinationSet, DestinationKind};
 pub use stand_in::{Counts, LocalDestination};
 
 use crate::crm_stub::CrmStub;
+use brevo::{BrevoFake, DEMO_BREVO_API_KEY};
 use hubspot::{HubSpotFake, DEMO_HUBSPOT_TOKEN};
 use mailchimp::{MailchimpFake, DEMO_MAILCHIMP_API_KEY, DEMO_MAILCHIMP_LIST_ID};
 use pipedrive::{PipedriveFake, DEMO_PIPEDRIVE_TOKEN, LOCAL_SEARCH_LAG};
@@ -142,6 +144,11 @@ async fn start_one(
             )
             .await
             .map_err(|e| format!("Zoho fake on port {port}: {e}"))?,
+        )),
+        DestinationKind::Brevo => Box::new(Arc::new(
+            BrevoFake::start_on(address, DEMO_BREVO_API_KEY)
+                .await
+                .map_err(|e| format!("Brevo fake on port {port}: {e}"))?,
         )),
         DestinationKind::LeadsTable => {
             return Err(format!(

@@ -13,6 +13,7 @@
 //! one `DestinationKind` variant with its entry in `ALL` and in `profile`;
 //! the compiler and the catalog test then name every other place.
 
+pub mod brevo;
 pub mod http;
 pub mod hubspot;
 pub mod leads_table;
@@ -46,6 +47,9 @@ pub enum DestinationKind {
     Mailchimp,
     /// Zoho CRM Leads (or Contacts), by e-mail or by submission.
     Zoho,
+    /// Brevo contacts, by e-mail, on the route's lists, with a note per
+    /// submission.
+    Brevo,
 }
 
 /// What makes a destination, declared once in its module.
@@ -291,7 +295,7 @@ pub enum Cleanup {
 }
 
 impl DestinationKind {
-    pub const ALL: [DestinationKind; 7] = [
+    pub const ALL: [DestinationKind; 8] = [
         DestinationKind::Http,
         DestinationKind::LeadsTable,
         DestinationKind::HubSpot,
@@ -299,6 +303,7 @@ impl DestinationKind {
         DestinationKind::Pipedrive,
         DestinationKind::Mailchimp,
         DestinationKind::Zoho,
+        DestinationKind::Brevo,
     ];
 
     /// The one place a destination is registered.
@@ -311,6 +316,7 @@ impl DestinationKind {
             DestinationKind::Pipedrive => &pipedrive::PROFILE,
             DestinationKind::Mailchimp => &mailchimp::PROFILE,
             DestinationKind::Zoho => &zoho::PROFILE,
+            DestinationKind::Brevo => &brevo::PROFILE,
         }
     }
 

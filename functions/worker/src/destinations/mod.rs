@@ -10,6 +10,7 @@
 //! the HTTP adapters share is `client` and `token`; the newest-wins gates'
 //! key, for any kind keyed by e-mail, is `gates`.
 
+pub mod brevo;
 pub mod client;
 pub mod gates;
 pub mod history;
@@ -177,6 +178,9 @@ fn read_one(
             &get, allow_http,
         )?),
         DestinationKind::Zoho => Box::new(zoho::build::ZohoConfig::from_lookup(&get, allow_http)?),
+        DestinationKind::Brevo => {
+            Box::new(brevo::build::BrevoConfig::from_lookup(&get, allow_http)?)
+        }
     };
     Ok(DestinationConfig(settings))
 }
