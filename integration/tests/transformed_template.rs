@@ -149,6 +149,9 @@ fn each_deployed_role_has_exactly_the_access_it_needs() {
             json!({"Fn::If": ["UseMailchimp",
                    {"Action": "secretsmanager:GetSecretValue", "Effect": "Allow", "Resource": {"Ref": "MailchimpApiKeySecretArn"}},
                    {"Ref": "AWS::NoValue"}]}),
+            json!({"Fn::If": ["UseBrevo",
+                   {"Action": "secretsmanager:GetSecretValue", "Effect": "Allow", "Resource": {"Ref": "BrevoApiKeySecretArn"}},
+                   {"Ref": "AWS::NoValue"}]}),
             // Mailchimp's call slots, shared by every instance: slot items only.
             json!({"Fn::If": ["UseMailchimp",
                    {"Action": "dynamodb:UpdateItem", "Effect": "Allow", "Resource": {"Fn::GetAtt": ["ReceiptsTable", "Arn"]},
