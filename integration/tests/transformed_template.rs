@@ -43,6 +43,47 @@ fn role_of(template: &Value, name: &str) -> (Value, Vec<Value>) {
     (properties["ManagedPolicyArns"].clone(), statements)
 }
 
+/// The destinations' secret parameters, as the catalog names them.
+fn catalog_secret_parameters() -> Vec<String> {
+    let mut parameters: Vec<String> = shared::destination::DestinationKind::ALL
+        .into_iter()
+        .flat_map(|kind| kind.secrets())
+        .map(|secret| secret.parameter.to_owned())
+        .collect();
+    parameters.sort();
+    parameters
+}
+
+/// Splits off the statements that read one destination's secret: each a
+/// `GetSecretValue` on that one parameter, under a condition (a stack reads
+/// only the secret of the destinations it delivers to). Returns the
+/// parameters read, sorted, and every other statement, in order. The
+/// contract test (contract/grants.rs) proves each condition holds exactly
+/// when its destination is chosen; this one that SAM kept them as written.
+fn destination_secret_grants(statements: Vec<Value>) -> (Vec<String>, Vec<Value>) {
+    let secrets = catalog_secret_parameters();
+    let mut granted = Vec::new();
+    let mut rest = Vec::new();
+    for statement in statements {
+        let conditional = &statement["Fn::If"];
+        let grant = &conditional[1];
+        let parameter = grant["Resource"]["Ref"].as_str().unwrap_or_default();
+        let is_grant = conditional[0].is_string()
+            && conditional[2] == json!({"Ref": "AWS::NoValue"})
+            && grant["Action"] == "secretsmanager:GetSecretValue"
+            && grant["Effect"] == "Allow"
+            && grant.as_object().is_some_and(|g| g.len() == 3)
+            && secrets.iter().any(|secret| secret == parameter);
+        if is_grant {
+            granted.push(parameter.to_owned());
+        } else {
+            rest.push(statement);
+        }
+    }
+    granted.sort();
+    (granted, rest)
+}
+
 fn receipts_arn() -> Value {
     json!({"Fn::GetAtt": ["ReceiptsTable", "Arn"]})
 }
@@ -106,6 +147,12 @@ fn each_deployed_role_has_exactly_the_access_it_needs() {
         "logs only: tracing is off by default"
     );
     let dead_letter = json!({"Action": "sqs:SendMessage", "Effect": "Allow", "Resource": {"Fn::GetAtt": ["DeadLetterQueue", "Arn"]}});
+    let (destination_grants, statements) = destination_secret_grants(statements);
+    assert_eq!(
+        destination_grants,
+        catalog_secret_parameters(),
+        "each destination's secrets are read under its own condition, and no other"
+    );
     assert_eq!(
         statements,
         [
@@ -128,39 +175,18 @@ fn each_deployed_role_has_exactly_the_access_it_needs() {
             json!({"Fn::If": ["UseLeadsTable",
                    {"Action": "dynamodb:PutItem", "Effect": "Allow", "Resource": {"Fn::GetAtt": ["LeadsTable", "Arn"]}},
                    {"Ref": "AWS::NoValue"}]}),
-            json!({"Fn::If": ["HasCrmToken",
-                   {"Action": "secretsmanager:GetSecretValue", "Effect": "Allow", "Resource": {"Ref": "CrmTokenSecretArn"}},
-                   {"Ref": "AWS::NoValue"}]}),
-            json!({"Fn::If": ["UseHubSpot",
-                   {"Action": "secretsmanager:GetSecretValue", "Effect": "Allow", "Resource": {"Ref": "HubSpotTokenSecretArn"}},
-                   {"Ref": "AWS::NoValue"}]}),
             // The gate key, which every stack has (double submits).
             json!({"Action": "secretsmanager:GetSecretValue", "Effect": "Allow", "Resource": {"Ref": "GateKeySecret"}}),
             // The notice URL, when the stack announces new leads.
             json!({"Fn::If": ["SendsNotices",
                    {"Action": "secretsmanager:GetSecretValue", "Effect": "Allow", "Resource": {"Ref": "NotifyUrlSecretArn"}},
                    {"Ref": "AWS::NoValue"}]}),
-            json!({"Fn::If": ["UseSalesforce",
-                   {"Action": "secretsmanager:GetSecretValue", "Effect": "Allow", "Resource": {"Ref": "SalesforceCredentialsSecretArn"}},
-                   {"Ref": "AWS::NoValue"}]}),
-            json!({"Fn::If": ["UsePipedrive",
-                   {"Action": "secretsmanager:GetSecretValue", "Effect": "Allow", "Resource": {"Ref": "PipedriveApiTokenSecretArn"}},
-                   {"Ref": "AWS::NoValue"}]}),
-            json!({"Fn::If": ["UseMailchimp",
-                   {"Action": "secretsmanager:GetSecretValue", "Effect": "Allow", "Resource": {"Ref": "MailchimpApiKeySecretArn"}},
-                   {"Ref": "AWS::NoValue"}]}),
-            json!({"Fn::If": ["UseBrevo",
-                   {"Action": "secretsmanager:GetSecretValue", "Effect": "Allow", "Resource": {"Ref": "BrevoApiKeySecretArn"}},
-                   {"Ref": "AWS::NoValue"}]}),
             // Mailchimp's call slots, shared by every instance: slot items only.
             json!({"Fn::If": ["UseMailchimp",
                    {"Action": "dynamodb:UpdateItem", "Effect": "Allow", "Resource": {"Fn::GetAtt": ["ReceiptsTable", "Arn"]},
                     "Condition": {"ForAllValues:StringLike": {"dynamodb:LeadingKeys": ["slot#mailchimp#*"]}}},
                    {"Ref": "AWS::NoValue"}]}),
-            // Zoho's credentials, and its shared access token's one item.
-            json!({"Fn::If": ["UseZoho",
-                   {"Action": "secretsmanager:GetSecretValue", "Effect": "Allow", "Resource": {"Ref": "ZohoCredentialsSecretArn"}},
-                   {"Ref": "AWS::NoValue"}]}),
+            // Zoho's shared access token's one item.
             json!({"Fn::If": ["UseZoho",
                    {"Action": ["dynamodb:GetItem", "dynamodb:UpdateItem"], "Effect": "Allow", "Resource": {"Fn::GetAtt": ["ReceiptsTable", "Arn"]},
                     "Condition": {"ForAllValues:StringEquals": {"dynamodb:LeadingKeys": ["token#zoho"]}}},
