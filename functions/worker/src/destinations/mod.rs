@@ -12,6 +12,7 @@
 
 pub mod brevo;
 pub mod client;
+pub mod connect;
 pub mod gates;
 pub mod history;
 pub mod http;

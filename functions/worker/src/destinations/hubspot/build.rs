@@ -8,14 +8,13 @@ use shared::config::ConfigError;
 
 use super::notes::NOTE_LAG;
 use super::{HubSpot, HubSpotSettings, HUBSPOT_BASE_URL, HUBSPOT_TOKEN_SECRET_ARN};
-use crate::destinations::gates::gate_secret;
+use crate::destinations::connect::{client_not_built, connect_keyed};
 use crate::destinations::memory::dynamodb::DynamoPersonMemory;
 use crate::destinations::memory::AnyMemory;
 use crate::destinations::token::{TokenSetting, TOKEN_REFRESH_INTERVAL};
 use crate::destinations::{
     Boxed, BuildEnv, ConfiguredDestination, DestinationKind, DestinationSettings,
 };
-use crate::secrets::token_and_source;
 
 /// `DESTINATION=hubspot`'s settings and where its token comes from, as
 /// read at init.
@@ -72,14 +71,18 @@ pub async fn connect(
     client: impl Fn() -> Client,
     refresh_interval: Duration,
 ) -> Result<HubSpot, ConfigError> {
-    let gate_secret = gate_secret(settings.gate_key.as_ref(), &client).await?;
-    let (token, source) = token_and_source(setting, HUBSPOT_TOKEN_SECRET_ARN, client).await?;
-    let hubspot = HubSpot::new(settings, token, gate_secret).map_err(|_| ConfigError::Invalid {
-        name: HUBSPOT_BASE_URL,
-        reason: "the HTTP client could not be built".to_owned(),
-    })?;
-    Ok(match source {
-        Some(source) => hubspot.refreshing_from(source, refresh_interval),
-        None => hubspot,
-    })
+    let gate_key = settings.gate_key.clone();
+    connect_keyed(
+        gate_key.as_ref(),
+        setting,
+        HUBSPOT_TOKEN_SECRET_ARN,
+        client,
+        refresh_interval,
+        |keys| {
+            HubSpot::new(settings, keys.token, keys.gate_secret)
+                .map_err(client_not_built(HUBSPOT_BASE_URL))
+        },
+        HubSpot::refreshing_from,
+    )
+    .await
 }

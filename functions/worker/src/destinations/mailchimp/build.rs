@@ -12,7 +12,7 @@ use super::{
     api_url, Mailchimp, MailchimpSettings, MAILCHIMP_API_KEY, MAILCHIMP_API_KEY_SECRET_ARN,
     MAX_CONNECTIONS,
 };
-use crate::destinations::gates::gate_secret;
+use crate::destinations::connect::{client_not_built, connect_keyed};
 use crate::destinations::memory::dynamodb::DynamoPersonMemory;
 use crate::destinations::memory::PersonMemory;
 use crate::destinations::slots::dynamodb::DynamoCallSlots;
@@ -21,7 +21,6 @@ use crate::destinations::token::{TokenSetting, TOKEN_REFRESH_INTERVAL};
 use crate::destinations::{
     Boxed, BuildEnv, ConfiguredDestination, DestinationKind, DestinationSettings,
 };
-use crate::secrets::token_and_source;
 
 /// `DESTINATION=mailchimp`'s settings and where its API key comes from,
 /// as read at init.
@@ -85,31 +84,32 @@ pub async fn connect<M: PersonMemory>(
     client: impl Fn() -> Client,
     refresh_interval: Duration,
 ) -> Result<Mailchimp<M>, ConfigError> {
-    let gate_secret = gate_secret(Some(&settings.gate_key), &client)
-        .await?
-        .ok_or(ConfigError::Missing("GATE_KEY or GATE_KEY_SECRET_ARN"))?;
-    let (key, source) = token_and_source(setting, MAILCHIMP_API_KEY_SECRET_ARN, client).await?;
-    let base_url = match settings.base_url.clone() {
-        Some(url) => url,
-        None => key
-            .as_ref()
-            .and_then(|key| api_url(key.expose()))
-            .ok_or_else(|| {
-                invalid(
-                    MAILCHIMP_API_KEY,
-                    "does not end in its data centre (…-us21): copy the whole key",
-                )
-            })?,
-    };
-    let mailchimp =
-        Mailchimp::new(settings, base_url, key, gate_secret, memory, slots).map_err(|_| {
-            ConfigError::Invalid {
-                name: MAILCHIMP_API_KEY,
-                reason: "the HTTP client could not be built".to_owned(),
-            }
-        })?;
-    Ok(match source {
-        Some(source) => mailchimp.refreshing_from(source, refresh_interval),
-        None => mailchimp,
-    })
+    let gate_key = settings.gate_key.clone();
+    connect_keyed(
+        Some(&gate_key),
+        setting,
+        MAILCHIMP_API_KEY_SECRET_ARN,
+        client,
+        refresh_interval,
+        |mut keys| {
+            let gate_secret = keys.required_gate_secret()?;
+            let base_url = match settings.base_url.clone() {
+                Some(url) => url,
+                None => keys
+                    .token
+                    .as_ref()
+                    .and_then(|key| api_url(key.expose()))
+                    .ok_or_else(|| {
+                        invalid(
+                            MAILCHIMP_API_KEY,
+                            "does not end in its data centre (…-us21): copy the whole key",
+                        )
+                    })?,
+            };
+            Mailchimp::new(settings, base_url, keys.token, gate_secret, memory, slots)
+                .map_err(client_not_built(MAILCHIMP_API_KEY))
+        },
+        Mailchimp::refreshing_from,
+    )
+    .await
 }

@@ -8,14 +8,13 @@ use aws_sdk_secretsmanager::Client;
 use shared::config::ConfigError;
 
 use super::{Pipedrive, PipedriveSettings, PIPEDRIVE_API_TOKEN_SECRET_ARN, PIPEDRIVE_BASE_URL};
-use crate::destinations::gates::gate_secret;
+use crate::destinations::connect::{client_not_built, connect_keyed};
 use crate::destinations::memory::dynamodb::DynamoPersonMemory;
 use crate::destinations::memory::PersonMemory;
 use crate::destinations::token::{TokenSetting, TOKEN_REFRESH_INTERVAL};
 use crate::destinations::{
     Boxed, BuildEnv, ConfiguredDestination, DestinationKind, DestinationSettings,
 };
-use crate::secrets::token_and_source;
 
 /// `DESTINATION=pipedrive`'s settings and where its token comes from, as
 /// read at init.
@@ -70,17 +69,19 @@ pub async fn connect<M: PersonMemory>(
     client: impl Fn() -> Client,
     refresh_interval: Duration,
 ) -> Result<Pipedrive<M>, ConfigError> {
-    let gate_secret = gate_secret(Some(&settings.gate_key), &client)
-        .await?
-        .ok_or(ConfigError::Missing("GATE_KEY or GATE_KEY_SECRET_ARN"))?;
-    let (token, source) = token_and_source(setting, PIPEDRIVE_API_TOKEN_SECRET_ARN, client).await?;
-    let pipedrive =
-        Pipedrive::new(settings, token, gate_secret, memory).map_err(|_| ConfigError::Invalid {
-            name: PIPEDRIVE_BASE_URL,
-            reason: "the HTTP client could not be built".to_owned(),
-        })?;
-    Ok(match source {
-        Some(source) => pipedrive.refreshing_from(source, refresh_interval),
-        None => pipedrive,
-    })
+    let gate_key = settings.gate_key.clone();
+    connect_keyed(
+        Some(&gate_key),
+        setting,
+        PIPEDRIVE_API_TOKEN_SECRET_ARN,
+        client,
+        refresh_interval,
+        |mut keys| {
+            let gate_secret = keys.required_gate_secret()?;
+            Pipedrive::new(settings, keys.token, gate_secret, memory)
+                .map_err(client_not_built(PIPEDRIVE_BASE_URL))
+        },
+        Pipedrive::refreshing_from,
+    )
+    .await
 }
