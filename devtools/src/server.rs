@@ -2,8 +2,9 @@
 //! its state only: a lock that survives a panicked test, a server on a
 //! loopback port that stops when dropped, and a queue of faults, each
 //! answering a number of calls, that tests fill by method and a person
-//! fills over HTTP (`POST /faults`, `DELETE /faults`); and `forward`, for
-//! a proxy in front of a real local server.
+//! fills over HTTP (`POST /faults`, `DELETE /faults`); an HTTP date for a
+//! `Retry-After`; and `forward`, for a proxy in front of a real local
+//! server.
 
 use std::collections::VecDeque;
 use std::net::SocketAddr;
@@ -15,8 +16,6 @@ use axum::routing::post;
 use axum::{Json, Router};
 use serde::de::DeserializeOwned;
 
-/// The guarded value, even when a thread panicked while holding it: a fake
-/// keeps answering after one test's assertion failed inside a handler.
 /// Takes one `what` from `queue` if it holds one: whether it did. A
 /// fake's answers to lose (`lose_answer`) are queued so.
 pub fn take_one<T: PartialEq>(queue: &Mutex<Vec<T>>, what: &T) -> bool {
@@ -30,10 +29,18 @@ pub fn take_one<T: PartialEq>(queue: &Mutex<Vec<T>>, what: &T) -> bool {
     }
 }
 
+/// The guarded value, even when a thread panicked while holding it: a fake
+/// keeps answering after one test's assertion failed inside a handler.
 pub fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// `at` as an HTTP date (`Sun, 06 Dec 2026 01:20:00 GMT`), for a fake
+/// whose vendor sends `Retry-After` as a date rather than seconds.
+pub fn http_date(at: std::time::SystemTime) -> String {
+    httpdate::fmt_http_date(at)
 }
 
 /// Forwards a request to `upstream` as it came (but for `Host` and
