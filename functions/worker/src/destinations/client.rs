@@ -189,6 +189,20 @@ where
         .await
 }
 
+/// `base` with each of `segments` appended as one path segment (an
+/// address is escaped, never read as a path) and the query.
+pub fn url_of(base: &str, segments: &[&str], query: &[(&str, &str)]) -> Option<reqwest::Url> {
+    let mut url = reqwest::Url::parse(base).ok()?;
+    url.path_segments_mut()
+        .ok()?
+        .pop_if_empty()
+        .extend(segments);
+    if !query.is_empty() {
+        url.query_pairs_mut().extend_pairs(query);
+    }
+    Some(url)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -267,5 +281,28 @@ mod tests {
                 "length given: {with_length}"
             );
         }
+    }
+
+    #[test]
+    fn an_address_is_one_escaped_path_segment() {
+        let rows = [
+            (
+                "https://api.brevo.com",
+                vec!["v3", "contacts", "ada+news@example.com"],
+                vec![("identifierType", "email_id")],
+                "https://api.brevo.com/v3/contacts/ada+news@example.com?identifierType=email_id",
+            ),
+            (
+                "http://127.0.0.1:4010",
+                vec!["v3", "contacts", "../account?x=1#y"],
+                vec![],
+                "http://127.0.0.1:4010/v3/contacts/..%2Faccount%3Fx=1%23y",
+            ),
+        ];
+        for (base, segments, query, expected) in rows {
+            let url = url_of(base, &segments, &query).unwrap();
+            assert_eq!(url.as_str(), expected);
+        }
+        assert!(url_of("not a url", &["v3"], &[]).is_none());
     }
 }

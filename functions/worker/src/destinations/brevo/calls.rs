@@ -11,7 +11,7 @@ use super::answers::{
     answer_for, contact_id, listed, note_id, note_with, reset_wait, Called, RESET_HEADER,
 };
 use super::{lists_to_join, Brevo, CONTACT_NOT_FOUND};
-use crate::destinations::client;
+use crate::destinations::client::{self, url_of};
 use crate::destinations::history::CreateOnce;
 use crate::destinations::memory::PersonMemory;
 use crate::destinations::port::{CallDeadline, DestinationError};
@@ -175,24 +175,6 @@ impl<M: PersonMemory> Brevo<M> {
     }
 }
 
-/// `base` with each of `segments` appended as one path segment (an
-/// address is escaped, never read as a path) and the query.
-pub(super) fn url_of(
-    base: &str,
-    segments: &[&str],
-    query: &[(&str, &str)],
-) -> Option<reqwest::Url> {
-    let mut url = reqwest::Url::parse(base).ok()?;
-    url.path_segments_mut()
-        .ok()?
-        .pop_if_empty()
-        .extend(segments);
-    if !query.is_empty() {
-        url.query_pairs_mut().extend_pairs(query);
-    }
-    Some(url)
-}
-
 /// Brevo's calls for one submission's note, within its delivery's
 /// deadline.
 pub(super) struct Notes<'a, M> {
@@ -243,33 +225,5 @@ impl<M: PersonMemory> CreateOnce for Notes<'_, M> {
             }
         }
         Err(DestinationError::retryable("note-lookup-too-many-notes"))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn an_address_is_one_escaped_path_segment() {
-        let rows = [
-            (
-                "https://api.brevo.com",
-                vec!["v3", "contacts", "ada+news@example.com"],
-                vec![("identifierType", "email_id")],
-                "https://api.brevo.com/v3/contacts/ada+news@example.com?identifierType=email_id",
-            ),
-            (
-                "http://127.0.0.1:4010",
-                vec!["v3", "contacts", "../account?x=1#y"],
-                vec![],
-                "http://127.0.0.1:4010/v3/contacts/..%2Faccount%3Fx=1%23y",
-            ),
-        ];
-        for (base, segments, query, expected) in rows {
-            let url = url_of(base, &segments, &query).unwrap();
-            assert_eq!(url.as_str(), expected);
-        }
-        assert!(url_of("not a url", &["v3"], &[]).is_none());
     }
 }
