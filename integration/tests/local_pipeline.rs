@@ -444,6 +444,23 @@ async fn the_local_pipeline_with_zoho_makes_one_lead_and_its_note() {
     assert_eq!(lead["Last_Name"], "Lovelace");
 }
 
+/// `DESTINATION=brevo make run`: 202, then 200, then exactly one contact,
+/// written once, with the submission's note; its receipt names it.
+#[tokio::test]
+async fn the_local_pipeline_with_brevo_makes_one_contact_and_its_note() {
+    let contact = one_record_and_its_note(
+        "brevo",
+        ("/contacts", "contacts"),
+        ("contactId", "text"),
+        ("id", "id"),
+        "Brevo",
+    )
+    .await;
+    assert_eq!(contact["email"], "ada@example.com");
+    assert_eq!(contact["attributes"]["FIRSTNAME"], "Ada");
+    assert_eq!(contact["attributes"]["LASTNAME"], "Lovelace");
+}
+
 /// Pipedrive's limits and refusals through the binaries, as the other
 /// destinations': a 429 waits and delivers; a 401 leaves the lead pending
 /// as `destination-auth` until the token is accepted again, then a pass

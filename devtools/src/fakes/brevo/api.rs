@@ -372,14 +372,25 @@ pub(super) async fn delete_note(
 }
 
 pub(super) async fn all_contacts(State(state): State<Arc<FakeState>>) -> Response {
-    let contacts: Vec<Value> = lock(&state.contacts).iter().map(contact_json).collect();
-    Json(json!({ "contacts": contacts })).into_response()
+    let contacts: Vec<Value> = lock(&state.contacts)
+        .iter()
+        .map(|contact| {
+            let mut listed = contact_json(contact);
+            listed["writes"] = json!(contact.writes);
+            listed
+        })
+        .collect();
+    Json(json!({"count": contacts.len(), "contacts": contacts})).into_response()
 }
 
+/// Each note with its first contact's id as `contactId`, for a reader.
 pub(super) async fn all_notes(State(state): State<Arc<FakeState>>) -> Response {
     let notes: Vec<Value> = lock(&state.notes)
         .iter()
-        .map(|note| json!({"id": note.id, "text": note.text, "contactIds": note.contact_ids}))
+        .map(|note| {
+            json!({"id": note.id, "text": note.text, "contactIds": note.contact_ids,
+                   "contactId": note.contact_ids.first()})
+        })
         .collect();
-    Json(json!({ "notes": notes })).into_response()
+    Json(json!({"count": notes.len(), "notes": notes})).into_response()
 }
