@@ -3,6 +3,7 @@
 //! local pipeline starts for `DESTINATION`'s destinations (the CRM stub for
 //! `http`).
 
+pub mod attio;
 pub mod brevo;
 pub mod hubspot;
 pub mod mailchimp;
@@ -20,6 +21,7 @@ use shared::destination::{set::DestinationSet, DestinationKind};
 pub use stand_in::{Counts, LocalDestination};
 
 use crate::crm_stub::CrmStub;
+use attio::{AttioFake, DEMO_ATTIO_API_TOKEN};
 use brevo::{BrevoFake, DEMO_BREVO_API_KEY};
 use hubspot::{HubSpotFake, DEMO_HUBSPOT_TOKEN};
 use mailchimp::{MailchimpFake, DEMO_MAILCHIMP_API_KEY, DEMO_MAILCHIMP_LIST_ID};
@@ -149,6 +151,11 @@ async fn start_one(
             BrevoFake::start_on(address, DEMO_BREVO_API_KEY)
                 .await
                 .map_err(|e| format!("Brevo fake on port {port}: {e}"))?,
+        )),
+        DestinationKind::Attio => Box::new(Arc::new(
+            AttioFake::start_on(address, DEMO_ATTIO_API_TOKEN)
+                .await
+                .map_err(|e| format!("Attio fake on port {port}: {e}"))?,
         )),
         DestinationKind::LeadsTable => {
             return Err(format!(

@@ -13,6 +13,7 @@
 //! one `DestinationKind` variant with its entry in `ALL` and in `profile`;
 //! the compiler and the catalog test then name every other place.
 
+pub mod attio;
 pub mod brevo;
 pub mod http;
 pub mod hubspot;
@@ -50,6 +51,8 @@ pub enum DestinationKind {
     /// Brevo contacts, by e-mail, on the route's lists, with a note per
     /// submission.
     Brevo,
+    /// Attio person records, by e-mail, with a note per submission.
+    Attio,
 }
 
 /// What makes a destination, declared once in its module.
@@ -295,7 +298,7 @@ pub enum Cleanup {
 }
 
 impl DestinationKind {
-    pub const ALL: [DestinationKind; 8] = [
+    pub const ALL: [DestinationKind; 9] = [
         DestinationKind::Http,
         DestinationKind::LeadsTable,
         DestinationKind::HubSpot,
@@ -304,6 +307,7 @@ impl DestinationKind {
         DestinationKind::Mailchimp,
         DestinationKind::Zoho,
         DestinationKind::Brevo,
+        DestinationKind::Attio,
     ];
 
     /// The one place a destination is registered.
@@ -317,6 +321,7 @@ impl DestinationKind {
             DestinationKind::Mailchimp => &mailchimp::PROFILE,
             DestinationKind::Zoho => &zoho::PROFILE,
             DestinationKind::Brevo => &brevo::PROFILE,
+            DestinationKind::Attio => &attio::PROFILE,
         }
     }
 

@@ -10,6 +10,7 @@
 //! the HTTP adapters share is `client` and `token`; the newest-wins gates'
 //! key, for any kind keyed by e-mail, is `gates`.
 
+pub mod attio;
 pub mod brevo;
 pub mod client;
 pub mod connect;
@@ -181,6 +182,9 @@ fn read_one(
         DestinationKind::Zoho => Box::new(zoho::build::ZohoConfig::from_lookup(&get, allow_http)?),
         DestinationKind::Brevo => {
             Box::new(brevo::build::BrevoConfig::from_lookup(&get, allow_http)?)
+        }
+        DestinationKind::Attio => {
+            Box::new(attio::build::AttioConfig::from_lookup(&get, allow_http)?)
         }
     };
     Ok(DestinationConfig(settings))
