@@ -461,6 +461,25 @@ async fn the_local_pipeline_with_brevo_makes_one_contact_and_its_note() {
     assert_eq!(contact["attributes"]["LASTNAME"], "Lovelace");
 }
 
+/// `DESTINATION=attio make run`: 202, then 200, then exactly one person
+/// record, written once, with the submission's note; its receipt names it.
+#[tokio::test]
+async fn the_local_pipeline_with_attio_makes_one_person_and_its_note() {
+    let person = one_record_and_its_note(
+        "attio",
+        ("/people", "people"),
+        ("parent_record_id", "content_plaintext"),
+        ("record_id", "record_id"),
+        "Attio",
+    )
+    .await;
+    assert_eq!(
+        person["values"]["email_addresses"][0]["email_address"],
+        "ada@example.com"
+    );
+    assert_eq!(person["values"]["name"][0]["full_name"], "Ada Lovelace");
+}
+
 /// Pipedrive's limits and refusals through the binaries, as the other
 /// destinations': a 429 waits and delivers; a 401 leaves the lead pending
 /// as `destination-auth` until the token is accepted again, then a pass
