@@ -21,6 +21,7 @@ pub mod exact_json;
 pub mod field_map;
 pub mod fields;
 pub mod fingerprint;
+pub mod form_body;
 pub mod history;
 pub mod idempotency;
 pub mod keys;

@@ -12,6 +12,7 @@ use lambda_http::{Body, Request, RequestExt, Response};
 use serde_json::json;
 use shared::clock::Clock;
 use shared::envelope::is_json_media_type;
+use shared::form_body::{self, BodyFormat, FormBodyError};
 use shared::idempotency::{KeyHeader, HEADER_NAME as IDEMPOTENCY_KEY_HEADER};
 use shared::outcome::{existing_receipt_outcome, Existing};
 use shared::spam::SpamRule;
@@ -40,6 +41,9 @@ pub enum IngestError {
     PayloadTooLarge { limit: usize },
     #[error("Content-Type must be application/json")]
     UnsupportedMediaType,
+    /// A form post this sender's webhooks are not (`Profile::body`).
+    #[error(transparent)]
+    FormBody(#[from] FormBodyError),
     #[error(transparent)]
     Envelope(#[from] EnvelopeError),
     #[error(transparent)]
@@ -59,7 +63,11 @@ impl IngestError {
             IngestError::SecretsUnavailable(_) => Outcome::SecretsUnavailable,
             IngestError::UnknownForm => Outcome::UnknownForm,
             IngestError::PayloadTooLarge { .. } => Outcome::PayloadTooLarge,
-            IngestError::UnsupportedMediaType => Outcome::UnsupportedMediaType,
+            IngestError::UnsupportedMediaType
+            | IngestError::FormBody(FormBodyError::NotAForm | FormBodyError::NoBoundary) => {
+                Outcome::UnsupportedMediaType
+            }
+            IngestError::FormBody(_) => Outcome::InvalidEnvelope,
             IngestError::Envelope(EnvelopeError::MalformedJson) => Outcome::MalformedJson,
             IngestError::Envelope(_) => Outcome::InvalidEnvelope,
             IngestError::IdempotencyKey(_) => Outcome::InvalidIdempotencyKey,
@@ -164,11 +172,25 @@ impl<S: ReceiptStore> Ingest<S> {
                 AuthError::Unauthenticated(refused) => IngestError::Unauthenticated(refused),
                 AuthError::SecretsUnavailable(why) => IngestError::SecretsUnavailable(why),
             })?;
-        if let Some(content_type) = request.headers().get(CONTENT_TYPE) {
-            if !content_type.to_str().is_ok_and(is_json_media_type) {
-                return Err(IngestError::UnsupportedMediaType);
+        let content_type = request.headers().get(CONTENT_TYPE);
+        let form_json;
+        let body = match self.sender.profile().body {
+            BodyFormat::Json => {
+                if let Some(content_type) = content_type {
+                    if !content_type.to_str().is_ok_and(is_json_media_type) {
+                        return Err(IngestError::UnsupportedMediaType);
+                    }
+                }
+                body
             }
-        }
+            BodyFormat::Form => {
+                let content_type = content_type
+                    .and_then(|value| value.to_str().ok())
+                    .ok_or(FormBodyError::NotAForm)?;
+                form_json = form_body::as_json(content_type, body)?;
+                form_json.as_slice()
+            }
+        };
 
         let headers = request.headers();
         let submission = self.sender.parse_delivery(body, |name| {

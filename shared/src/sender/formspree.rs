@@ -15,7 +15,9 @@ use serde_json::{json, Map, Value};
 
 use super::listing::{self, ApiAuth, ApiRequest, Listed, ListingError, Page, PageAsk, SenderApi};
 use super::signature::{Scheme, Signature};
-use super::{canonical_field, object, Answers, FormSubmission, Profile, Sample, Sender};
+use super::{
+    canonical_field, object, Answers, BodyFormat, FormSubmission, Profile, Sample, Sender,
+};
 use crate::envelope::{EnvelopeError, SubmissionId};
 
 pub const PROFILE: Profile = Profile {
@@ -26,6 +28,7 @@ pub const PROFILE: Profile = Profile {
     content_pointer: "/submission",
     form_id_pointer: Some("/form"),
     accepted_status: 202,
+    body: BodyFormat::Json,
     signature: Some(SIGNATURE),
     id_header: None,
     parse,

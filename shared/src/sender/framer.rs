@@ -11,7 +11,9 @@
 use serde_json::{json, Value};
 
 use super::signature::{Encoding, Scheme, Signature};
-use super::{canonical_field, id_at, object, Answers, FormSubmission, Profile, Sample, Sender};
+use super::{
+    canonical_field, id_at, object, Answers, BodyFormat, FormSubmission, Profile, Sample, Sender,
+};
 use crate::envelope::EnvelopeError;
 
 pub const PROFILE: Profile = Profile {
@@ -22,6 +24,7 @@ pub const PROFILE: Profile = Profile {
     content_pointer: "/data",
     form_id_pointer: None,
     accepted_status: 202,
+    body: BodyFormat::Json,
     signature: Some(SIGNATURE),
     id_header: Some(ID_HEADER),
     parse,

@@ -26,6 +26,7 @@ use std::time::SystemTime;
 use serde_json::{Map, Value};
 
 use crate::envelope::{EnvelopeError, FormKey, SubmissionId};
+pub use crate::form_body::BodyFormat;
 pub use signature::{Signature, SignatureError};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -60,6 +61,10 @@ pub struct Profile {
     /// The HTTP status a new receipt is answered with: 202, or 200 for a
     /// sender that counts anything else as a failure.
     pub accepted_status: u16,
+    /// How its webhooks carry a submission: JSON, or a form post that
+    /// ingest makes a JSON object of its fields (`form_body`) before
+    /// `parse` reads it.
+    pub body: BodyFormat,
     /// Its own signature scheme, when it signs.
     pub signature: Option<Signature>,
     /// The header that carries its stable id, for a sender that sends the

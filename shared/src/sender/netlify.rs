@@ -12,7 +12,8 @@ use serde_json::{json, Value};
 use super::listing::{self, ApiAuth, ApiRequest, Listed, ListingError, Page, PageAsk, SenderApi};
 use super::signature::{Scheme, Signature};
 use super::{
-    canonical_field, id_at, object, timestamp_at, Answers, FormSubmission, Profile, Sample, Sender,
+    canonical_field, id_at, object, timestamp_at, Answers, BodyFormat, FormSubmission, Profile,
+    Sample, Sender,
 };
 use crate::envelope::EnvelopeError;
 
@@ -24,6 +25,7 @@ pub const PROFILE: Profile = Profile {
     content_pointer: "/data",
     form_id_pointer: Some("/form_id"),
     accepted_status: 202,
+    body: BodyFormat::Json,
     signature: Some(SIGNATURE),
     id_header: None,
     parse,

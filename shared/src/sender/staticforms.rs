@@ -9,7 +9,7 @@
 
 use serde_json::{json, Map, Value};
 
-use super::{FormSubmission, Profile, Sample, Sender};
+use super::{BodyFormat, FormSubmission, Profile, Sample, Sender};
 use crate::envelope::{EnvelopeError, FormKey, SubmissionId};
 
 pub const EVENT: &str = "form.submitted";
@@ -22,6 +22,7 @@ pub const PROFILE: Profile = Profile {
     content_pointer: "/data",
     form_id_pointer: None,
     accepted_status: 202,
+    body: BodyFormat::Json,
     signature: None,
     id_header: None,
     parse,

@@ -14,8 +14,8 @@ use serde_json::json;
 use super::listing::{self, ApiAuth, ApiRequest, Listed, ListingError, Page, PageAsk, SenderApi};
 use super::signature::{Encoding, Scheme, Signature};
 use super::{
-    canonical_field, parse_shaped, timestamp_at, Answers, FormSubmission, Profile, Sample, Sender,
-    Shape,
+    canonical_field, parse_shaped, timestamp_at, Answers, BodyFormat, FormSubmission, Profile,
+    Sample, Sender, Shape,
 };
 use crate::envelope::EnvelopeError;
 
@@ -28,6 +28,7 @@ pub const PROFILE: Profile = Profile {
     content_pointer: "/form_response",
     form_id_pointer: Some("/form_response/form_id"),
     accepted_status: 202,
+    body: BodyFormat::Json,
     signature: Some(SIGNATURE),
     id_header: None,
     parse,

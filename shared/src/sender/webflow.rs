@@ -12,8 +12,8 @@ use serde_json::json;
 use super::listing::{self, ApiAuth, ApiRequest, Listed, ListingError, Page, PageAsk, SenderApi};
 use super::signature::{Encoding, Scheme, Signature, SignedTime};
 use super::{
-    canonical_field, parse_shaped, timestamp_at, Answers, FormSubmission, Profile, Sample, Sender,
-    Shape,
+    canonical_field, parse_shaped, timestamp_at, Answers, BodyFormat, FormSubmission, Profile,
+    Sample, Sender, Shape,
 };
 use crate::envelope::EnvelopeError;
 
@@ -27,6 +27,7 @@ pub const PROFILE: Profile = Profile {
     // gets 200 for a new receipt too (the body still says which).
     form_id_pointer: Some("/payload/formId"),
     accepted_status: 200,
+    body: BodyFormat::Json,
     signature: Some(SIGNATURE),
     id_header: None,
     parse,

@@ -42,7 +42,9 @@ pub(super) async fn admit_and_record(
         let at = SystemTime::now() + Duration::from_secs(seconds);
         response.headers_mut().insert(
             "retry-after",
-            crate::server::http_date(at).parse().expect("a header value"),
+            crate::server::http_date(at)
+                .parse()
+                .expect("a header value"),
         );
         response
     } else if let Some(refused) = admitted(&state, request.headers()) {
