@@ -69,6 +69,9 @@ def sender_setup(sender: str, url: str) -> str:
     """Where to paste the webhook URL, from the sender's own descriptor
     (its catalog entry's webhook_settings): a new sender needs no line here."""
     entry = next(s for s in CATALOG["senders"] if s["name"] == sender)
+    if not entry.get("signs"):
+        # It signs nothing: the stack's secret rides in the URL (query:token).
+        return f"In {entry['webhook_settings']}: the webhook URL {url}?token=<the secret>"
     signed = " (its signing key is the one you stored)" if entry.get("key_chosen_by_sender") else ""
     return f"In {entry['webhook_settings']}: the webhook URL {url}{signed}"
 

@@ -343,9 +343,9 @@ pub(super) fn sender_and_auth(stack: &Stack) -> Result<(Sender, SenderAuth), Fai
         })?,
     };
     // Empty: the template's default, the sender's own signature (a token
-    // in the URL for Static Forms, which signs nothing and sends no header).
+    // in the URL for a sender that signs nothing).
     let auth = match (stack.parameter(parameter::WEBHOOK_AUTH), sender) {
-        ("", Sender::StaticForms) => SenderAuth::Query("token".to_owned()),
+        ("", sender) if sender.signature().is_none() => SenderAuth::Query("token".to_owned()),
         ("", _) => SenderAuth::OwnSignature,
         (mode, _) => SenderAuth::parse(mode).map_err(run_error)?,
     };
