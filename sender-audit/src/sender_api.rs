@@ -31,6 +31,13 @@ pub enum SenderApiError {
         status: u16,
         help: &'static str,
     },
+    #[error(
+        "the token for {sender}'s API holds characters no header can carry: it must be {help}"
+    )]
+    UnsendableToken {
+        sender: &'static str,
+        help: &'static str,
+    },
     #[error("{sender}'s API knows no form {form:?} (HTTP 404), or the token cannot read it")]
     NoSuchForm { sender: &'static str, form: String },
     #[error("{sender}'s API answered HTTP {status} to {path}")]
@@ -332,6 +339,21 @@ impl SenderApiClient {
             let asked = match self.api.auth {
                 ApiAuth::Bearer => asked.bearer_auth(&self.token),
                 ApiAuth::BasicPassword => asked.basic_auth("", Some(&self.token)),
+                ApiAuth::Header(name) => {
+                    match reqwest::header::HeaderValue::from_str(&self.token) {
+                        // Marked sensitive, as bearer_auth marks its own.
+                        Ok(mut value) => {
+                            value.set_sensitive(true);
+                            asked.header(name, value)
+                        }
+                        Err(_) => {
+                            return Err(SenderApiError::UnsendableToken {
+                                sender,
+                                help: self.api.token_help,
+                            })
+                        }
+                    }
+                }
             };
             let sent = asked.header("accept", "application/json").send().await;
             let response = sent.map_err(|error| SenderApiError::Unreachable {

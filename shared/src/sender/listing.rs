@@ -75,6 +75,9 @@ pub enum ApiAuth {
     /// HTTP Basic with an empty user and the token as the password
     /// (`curl -u :API_KEY`, Formspree's).
     BasicPassword,
+    /// The token alone in a header of the vendor's own (Jotform's
+    /// `APIKEY`).
+    Header(&'static str),
 }
 
 /// Reads a page's body, given what was asked.
