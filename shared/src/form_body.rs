@@ -61,6 +61,26 @@ pub fn as_json(content_type: &str, body: &[u8]) -> Result<Vec<u8>, FormBodyError
     Ok(Value::Object(object_of(fields)).to_string().into_bytes())
 }
 
+/// A JSON object of fields (as `as_json` makes one) as a urlencoded form
+/// body, the way a browser sends it: a list is its name repeated; a value
+/// that is not text is sent as its JSON.
+pub fn urlencoded_of(fields: &Value) -> String {
+    let mut form = url::form_urlencoded::Serializer::new(String::new());
+    for (name, value) in fields.as_object().into_iter().flatten() {
+        let values = match value {
+            Value::Array(values) => values.iter().collect(),
+            value => vec![value],
+        };
+        for value in values {
+            match value {
+                Value::String(text) => form.append_pair(name, text),
+                other => form.append_pair(name, &other.to_string()),
+            };
+        }
+    }
+    form.finish()
+}
+
 /// Fields in order, a repeated name gathered into a list where it first
 /// came.
 fn object_of(fields: Vec<(String, String)>) -> Map<String, Value> {
@@ -124,24 +144,32 @@ fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
 
 fn multipart(body: &[u8], boundary: &str) -> Result<Vec<(String, String)>, FormBodyError> {
     let delimiter = format!("--{boundary}");
-    let next_part = format!("\r\n--{boundary}");
     let start = find(body, delimiter.as_bytes()).ok_or(FormBodyError::Malformed("no boundary"))?;
     let mut rest = &body[start + delimiter.len()..];
+    // Lines end in CRLF, as RFC 7578 says; a body written with bare LFs
+    // (a captured delivery saved by an editor) is read the same way.
+    let newline: &[u8] = if rest.starts_with(b"\r\n") {
+        b"\r\n"
+    } else {
+        b"\n"
+    };
+    let blank_line = [newline, newline].concat();
+    let next_part = [newline, delimiter.as_bytes()].concat();
     let mut fields = Vec::new();
     loop {
         if rest.starts_with(b"--") {
             return Ok(fields);
         }
         rest = rest
-            .strip_prefix(b"\r\n")
+            .strip_prefix(newline)
             .ok_or(FormBodyError::Malformed("a boundary line"))?;
         let headers_end =
-            find(rest, b"\r\n\r\n").ok_or(FormBodyError::Malformed("a part's headers"))?;
+            find(rest, &blank_line).ok_or(FormBodyError::Malformed("a part's headers"))?;
         let headers =
             std::str::from_utf8(&rest[..headers_end]).map_err(|_| FormBodyError::NotText)?;
-        rest = &rest[headers_end + 4..];
-        let content_end = find(rest, next_part.as_bytes())
-            .ok_or(FormBodyError::Malformed("the last boundary"))?;
+        rest = &rest[headers_end + blank_line.len()..];
+        let content_end =
+            find(rest, &next_part).ok_or(FormBodyError::Malformed("the last boundary"))?;
         let content = &rest[..content_end];
         rest = &rest[content_end + next_part.len()..];
         let (name, filename) = disposition(headers)?;
@@ -162,7 +190,7 @@ fn multipart(body: &[u8], boundary: &str) -> Result<Vec<(String, String)>, FormB
 /// A part's field name and its file name, if it is a file.
 fn disposition(headers: &str) -> Result<(String, Option<String>), FormBodyError> {
     let line = headers
-        .split("\r\n")
+        .lines()
         .find_map(|line| {
             let (name, value) = line.split_once(':')?;
             name.trim()
@@ -265,6 +293,14 @@ mod tests {
                 "message": "line one\r\nline two"
             }))
         );
+        // Bare LFs, as a delivery saved by an editor has them.
+        assert_eq!(
+            parsed(MULTIPART, &body.replace("\r\n", "\n")),
+            parsed(MULTIPART, &body).map(|mut fields| {
+                fields["message"] = json!("line one\nline two");
+                fields
+            })
+        );
         let quoted = "multipart/form-data; charset=utf-8; boundary=\"----WebKitFormBoundary7MA4YWxkTrZu0gW\"";
         assert_eq!(
             parsed(quoted, &format!("{}{END}", part("a", "", "1"))),
@@ -317,6 +353,17 @@ mod tests {
         assert_eq!(
             parsed("application/x-www-form-urlencoded", &many),
             Err(FormBodyError::TooManyFields)
+        );
+    }
+
+    #[test]
+    fn a_urlencoded_body_reads_back_as_its_fields() {
+        let fields = json!({"formID": "2412", "rawRequest": "{\"q3_email\":\"a+b@example.com\"}",
+                            "topics": ["a b", "c&d"], "empty": ""});
+        let body = urlencoded_of(&fields);
+        assert_eq!(
+            parsed("application/x-www-form-urlencoded", &body),
+            Ok(fields)
         );
     }
 

@@ -133,8 +133,8 @@ pub fn request_as(
     let key = shared::IdempotencyKey::for_submission(sender, &submission.submission_id)
         .as_str()
         .to_owned();
-    let body = sender.sent_body(&envelope).to_string();
-    let mut headers = vec![("content-type".to_owned(), "application/json".to_owned())];
+    let (content_type, body) = sender.sent_request(&envelope);
+    let mut headers = vec![("content-type".to_owned(), content_type.to_owned())];
     headers.extend(
         sender
             .sample_headers(&submission_id)

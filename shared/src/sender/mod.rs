@@ -213,6 +213,20 @@ impl Sender {
         }
     }
 
+    /// A delivery as the sender sends it, its Content-Type and its body:
+    /// `sent_body` as JSON, or, for a sender whose webhooks are form posts,
+    /// its fields urlencoded.
+    pub fn sent_request(self, envelope: &Value) -> (&'static str, String) {
+        let body = self.sent_body(envelope);
+        match self.profile().body {
+            BodyFormat::Json => ("application/json", body.to_string()),
+            BodyFormat::Form => (
+                "application/x-www-form-urlencoded",
+                crate::form_body::urlencoded_of(&body),
+            ),
+        }
+    }
+
     pub fn accepted_status(self) -> u16 {
         self.profile().accepted_status
     }
