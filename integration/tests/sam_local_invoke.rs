@@ -46,7 +46,10 @@ fn sender_env_file(env: &Path, sender: &str) -> PathBuf {
     let mut vars: Value = serde_json::from_str(&std::fs::read_to_string(env).unwrap()).unwrap();
     let ingest = &mut vars["IngestFunction"];
     ingest["SENDER"] = Value::from(sender);
-    ingest["WEBHOOK_AUTH"] = Value::from("");
+    // As the template gives it: the sender's own signature, or, for one
+    // that signs nothing, the secret in the URL.
+    let signs = shared::Sender::parse(sender).is_some_and(|s| s.signature().is_some());
+    ingest["WEBHOOK_AUTH"] = Value::from(if signs { "" } else { "query:token" });
     ingest["WEBHOOK_SECRETS"] = Value::from(devtools::local::DEMO_SIGNING_SECRET);
     ingest["IDEMPOTENCY_KEY"] = Value::from("");
     ingest["WEBHOOK_API_KEYS"] = Value::from("");
@@ -65,6 +68,15 @@ fn key_of(sender: shared::Sender, event: &Value) -> String {
             .iter()
             .find(|(n, _)| n.eq_ignore_ascii_case(name))
             .and_then(|(_, v)| v.as_str())
+    };
+    // A form post is read as ingest reads it: its fields as JSON first.
+    let form_json;
+    let body = match sender.profile().body {
+        shared::form_body::BodyFormat::Json => body,
+        shared::form_body::BodyFormat::Form => {
+            form_json = shared::form_body::as_json(header("content-type").unwrap(), body).unwrap();
+            form_json.as_slice()
+        }
     };
     let submission = sender.parse_delivery(body, header).unwrap();
     shared::IdempotencyKey::for_submission(sender, &submission.submission_id)
