@@ -78,13 +78,13 @@ async fn run() -> Result<(), String> {
     let sender = shared::Sender::parse(&setting("SENDER", "staticforms"))
         .ok_or_else(|| format!("SENDER must be {}", shared::Sender::names()))?;
     let webhook_path = format!("/webhooks/{}", sender.name());
-    // Static Forms signs nothing and sends no header: the secret in the
-    // URL, as a deployed stack's default (WEBHOOK_AUTH chooses another
+    // A sender that signs nothing (Static Forms, Jotform): the secret in
+    // the URL, as a deployed stack's default (WEBHOOK_AUTH chooses another
     // mode; IDEMPOTENCY_KEY=required makes the function refuse deliveries
     // without the header, as a stack deployed so would). The others: their
     // own signature, with the demo signing secret.
     let (mut ingest_auth, how) = match sender {
-        shared::Sender::StaticForms => {
+        unsigned if unsigned.signature().is_none() => {
             let mode = setting("WEBHOOK_AUTH", "query:token");
             let how = match mode.strip_prefix("query:") {
                 Some(param) => format!("the secret in the URL: ?{param}={DEMO_TOKEN}"),
@@ -92,6 +92,7 @@ async fn run() -> Result<(), String> {
             };
             (
                 vec![
+                    ("SENDER", unsigned.name().to_owned()),
                     ("WEBHOOK_AUTH", mode),
                     ("WEBHOOK_SECRETS", DEMO_TOKEN.to_owned()),
                 ],
