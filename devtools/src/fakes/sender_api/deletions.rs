@@ -28,7 +28,7 @@ use crate::server::lock;
 
 /// The fault or refusal answered instead of a deletion, if any; the call
 /// recorded.
-fn refusal(state: &FakeState, headers: &HeaderMap, called: String) -> Option<Response> {
+pub(super) fn refusal(state: &FakeState, headers: &HeaderMap, called: String) -> Option<Response> {
     let refusal = if let Some(fault) = state.faults.next() {
         let status =
             StatusCode::from_u16(fault.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
@@ -51,7 +51,7 @@ fn refusal(state: &FakeState, headers: &HeaderMap, called: String) -> Option<Res
 
 /// Removes the submissions `ids` of `form` (any form when `None`); how
 /// many it held.
-fn remove(state: &FakeState, form: Option<&str>, ids: &[&str]) -> usize {
+pub(super) fn remove(state: &FakeState, form: Option<&str>, ids: &[&str]) -> usize {
     let mut forms = lock(&state.forms);
     let mut removed = 0;
     for (name, kept) in forms.iter_mut() {
