@@ -88,7 +88,7 @@ fn vendor_signature(
             ("framer-webhook-submission-id".into(), id.to_owned()),
             ("framer-signature".into(), signature),
         ],
-        Sender::StaticForms => unreachable!("Static Forms signs nothing"),
+        Sender::StaticForms | Sender::Jotform => unreachable!("it signs nothing"),
     }
 }
 
@@ -116,7 +116,7 @@ fn vendor_body(sender: Sender, id: &str, email: &str, first: &str) -> String {
         Sender::Framer => {
             format!(r#"{{"First name":"{first}","Email":"{email}","utm_campaign":"spring"}}"#)
         }
-        Sender::StaticForms => unreachable!(),
+        Sender::StaticForms | Sender::Jotform => unreachable!("it signs nothing: its own test"),
     }
 }
 
@@ -385,4 +385,137 @@ process.stdout.write(String(ok && body === event.body));
         );
         assert_eq!(String::from_utf8_lossy(&output.stdout), "true", "{sample}");
     }
+}
+
+/// Jotform's delivery as it sends one: `multipart/form-data`, encoded by an
+/// independent encoder (urllib3's `encode_multipart_formdata`, which
+/// Python's requests uses), its answers a JSON string in `rawRequest`
+/// keyed `q<N>_<name>`, as a captured delivery shows them. Returns the
+/// Content-Type and the body.
+fn jotform_multipart(submission_id: &str, email: &str, with_file: bool) -> (String, Vec<u8>) {
+    let raw = serde_json::json!({
+        "slug": "submit/243231271343446",
+        "q3_fullName": {"first": "Grace", "last": "Hopper"},
+        "q4_email": email,
+        "q5_yourMessage": "Please call me about COBOL.",
+        "q6_utm_campaign": "spring",
+    });
+    let fields = serde_json::json!({
+        "action": "", "webhookURL": "https://example.com/webhooks/jotform?token=form-sender-secret-0001",
+        "username": "grace", "formID": "243231271343446", "type": "WEB",
+        "formTitle": "Contact", "submissionID": submission_id,
+        "rawRequest": raw.to_string(), "pretty": "Name:Grace Hopper", "ip": "192.0.2.10",
+    });
+    let script = "import sys, json\n\
+                  from urllib3 import encode_multipart_formdata\n\
+                  fields = list(json.loads(sys.argv[1]).items())\n\
+                  if sys.argv[2] == 'file':\n    fields.append(('cv', ('cv.pdf', b'%PDF-1.4', 'application/pdf')))\n\
+                  body, content_type = encode_multipart_formdata(fields)\n\
+                  sys.stdout.buffer.write(content_type.encode() + b'\\n' + body)\n";
+    let output = Command::new(python())
+        .args([
+            "-c",
+            script,
+            &fields.to_string(),
+            if with_file { "file" } else { "" },
+        ])
+        .output()
+        .expect("python runs");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let split = output.stdout.iter().position(|b| *b == b'\n').unwrap();
+    let content_type = String::from_utf8(output.stdout[..split].to_vec()).unwrap();
+    (content_type, output.stdout[split + 1..].to_vec())
+}
+
+fn jotform_post(query: &str, (content_type, body): (String, Vec<u8>)) -> Request {
+    http::Request::builder()
+        .method("POST")
+        .uri(format!("/webhooks/jotform{query}"))
+        .header("content-type", content_type)
+        .body(Body::from(body))
+        .unwrap()
+}
+
+/// Issue 62, done when: a Jotform `multipart/form-data` delivery with the
+/// right URL secret is stored once (a repeat is `200`); a wrong or missing
+/// secret is `401`, and a file upload `400`, with nothing stored; the lead
+/// carries the name, the e-mail and the message from the typed answers.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_jotform_multipart_delivery_with_the_url_secret_is_stored_once_and_delivered() {
+    let moto = endpoint(DYNAMODB_ENDPOINT);
+    let client = ingest_client(&moto).await;
+    let crm = CrmStub::start().await.unwrap();
+    let table = create_table(&client, "ReceiptsTable").await;
+    let config = ingest::Config::from_lookup(|variable| match variable {
+        "RECEIPTS_TABLE" => Some(table.clone()),
+        "SENDER" => Some("jotform".to_owned()),
+        "WEBHOOK_AUTH" => Some("query:token".to_owned()),
+        "WEBHOOK_SECRETS" => Some(SECRET.to_owned()),
+        _ => None,
+    })
+    .unwrap();
+    let ingest = ingest_over(
+        ingest::dynamo::DynamoReceiptStore::new(client.clone(), &table),
+        &config,
+    )
+    .await;
+    let right = format!("?token={SECRET}");
+    let delivery = || jotform_multipart("6084250982513018472", "grace@example.com", false);
+
+    let (status, answer) = status_and_body(&ingest, jotform_post(&right, delivery())).await;
+    assert_eq!(status, 202, "{answer}");
+    let (status, answer) = status_and_body(&ingest, jotform_post(&right, delivery())).await;
+    assert_eq!(
+        (status, &answer["duplicate"]),
+        (200, &serde_json::json!(true))
+    );
+
+    let other = || jotform_multipart("6084250982513018999", "eve@example.com", false);
+    for (what, query) in [
+        ("no secret", String::new()),
+        ("another secret", "?token=not-the-secret-00001".to_owned()),
+    ] {
+        let (status, _) = status_and_body(&ingest, jotform_post(&query, other())).await;
+        assert_eq!(status, 401, "{what}");
+    }
+    let with_file = jotform_multipart("6084250982513018998", "eve@example.com", true);
+    let (status, answer) = status_and_body(&ingest, jotform_post(&right, with_file)).await;
+    assert_eq!(status, 400, "a file: {answer}");
+    assert!(
+        answer.to_string().contains("file"),
+        "the answer says why: {answer}"
+    );
+
+    let items = scan(&client, &table).await;
+    assert_eq!(items.len(), 1, "one receipt, nothing else stored");
+    assert_eq!(
+        text(&items[0], "pk"),
+        "jotform:submission:6084250982513018472"
+    );
+    let stored = text(&items[0], "payload");
+    for never in ["form-sender-secret", "192.0.2.10", "webhookURL", "pretty"] {
+        assert!(!stored.contains(never), "{never} stored: {stored}");
+    }
+
+    let worker = Worker::new(
+        HttpCrm::new(crm.leads_url(), None).unwrap(),
+        DynamoLedger::new(worker_client(&moto).await, &table),
+        8,
+    );
+    drain_stream(&moto, &client, &table, &worker).await;
+    let lead = crm.lead("6084250982513018472").expect("the lead");
+    assert_eq!(lead.writes, 1);
+    assert_eq!(lead.body["email"], "grace@example.com");
+    assert_eq!(lead.body["name"], "Grace Hopper");
+    assert_eq!(lead.body["fields"]["firstName"], "Grace");
+    assert_eq!(
+        lead.body["message"], "Please call me about COBOL.",
+        "{}",
+        lead.body
+    );
+    assert_eq!(lead.body["fields"]["utm_campaign"], "spring");
 }

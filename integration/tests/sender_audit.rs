@@ -1058,30 +1058,40 @@ async fn an_import_holds_back_what_a_spam_rule_holds_back() {
     assert_eq!(status("person").await, "RECEIVED");
 }
 
-/// The webhook Netlify or Formspree sends for `kept` of `form`: Netlify's
-/// is the submission as its API lists it; Formspree's names the form and
-/// the fields with their `_date`, from which its id is derived.
-fn listing_sender_webhook(sender: shared::Sender, form: &str, kept: &Kept) -> String {
+/// The webhook Netlify, Formspree or Jotform sends for `kept` of `form`:
+/// Netlify's is the submission as its API lists it; Formspree's names the
+/// form and the fields with their `_date`, from which its id is derived.
+fn listing_sender_webhook(sender: shared::Sender, form: &str, kept: &Kept) -> serde_json::Value {
     match sender {
         shared::Sender::Netlify => json!({"id": kept.id, "number": 1, "email": kept.email,
             "name": kept.name, "data": {"name": kept.name, "email": kept.email, "message": kept.message,
                 "ip": "192.0.2.1"},
             "created_at": format_timestamp(kept.submitted_at), "form_id": form, "form_name": "contact"}),
+        // Jotform's parts (its answers a JSON string keyed q<N>_<name>);
+        // sent urlencoded, as the stack reads any form post.
+        shared::Sender::Jotform => json!({"formID": form, "submissionID": kept.id, "type": "WEB",
+            "rawRequest": json!({"slug": format!("submit/{form}"),
+                "q3_name": {"first": "Person", "last": kept.name.trim_start_matches("Person ")},
+                "q4_email": kept.email, "q5_message": kept.message}).to_string()}),
         _ => json!({"form": form, "keys": ["name", "email", "message"], "submission": {
             "_date": devtools::fakes::sender_api::formspree_date(kept.submitted_at),
             "name": kept.name, "email": kept.email, "message": kept.message}}),
     }
-    .to_string()
 }
 
-/// Netlify Forms and Formspree keep their submissions too: of 4 a form
-/// kept, 2 came by webhook (signed as each signs); the audit names exactly
-/// the other 2 (Formspree's by the id derived from its form and `_date`),
-/// the import stores them, the worker delivers each once, and a second
-/// import and a late webhook add nothing.
+/// Netlify Forms, Formspree and Jotform keep their submissions too: of 4
+/// a form kept, 2 came by webhook (signed as each signs; Jotform's with
+/// the secret in its URL, a form post); the audit names exactly the other
+/// 2 (Formspree's by the id derived from its form and `_date`), the import
+/// stores them, the worker delivers each once, and a second import and a
+/// late webhook add nothing.
 #[tokio::test]
-async fn netlify_and_formspree_audits_find_what_never_came_and_import_it_once() {
-    for sender in [shared::Sender::Netlify, shared::Sender::Formspree] {
+async fn netlify_formspree_and_jotform_audits_find_what_never_came_and_import_it_once() {
+    for sender in [
+        shared::Sender::Netlify,
+        shared::Sender::Formspree,
+        shared::Sender::Jotform,
+    ] {
         let name = sender.name();
         let now = SystemTime::now();
         let fake = SenderApiFake::start(API_TOKEN).await.unwrap();
@@ -1094,19 +1104,28 @@ async fn netlify_and_formspree_audits_find_what_never_came_and_import_it_once() 
         let (pipeline, webhook_port, crm_port, _printed) =
             start_pipeline_with("http", &receipts_table, &[("SENDER", name)]).await;
         let http = reqwest::Client::new();
-        let post = |body: String| {
-            let signature = sender.signature().unwrap();
-            let signed = signature.sign(
-                DEMO_SIGNING_SECRET.as_bytes(),
-                body.as_bytes(),
-                SystemTime::now(),
-                &[],
-            );
+        let post = |webhook: serde_json::Value| {
+            let (content_type, body) = sender.sent_request(&webhook);
+            // make run's unsigned sender: the secret in the URL.
+            let secret = match sender.signature() {
+                Some(_) => String::new(),
+                None => format!("?token={}", devtools::local::DEMO_TOKEN),
+            };
             let mut request = http
-                .post(format!("http://127.0.0.1:{webhook_port}/webhooks/{name}"))
-                .header("content-type", "application/json");
-            for (header, value) in signed {
-                request = request.header(header, value);
+                .post(format!(
+                    "http://127.0.0.1:{webhook_port}/webhooks/{name}{secret}"
+                ))
+                .header("content-type", content_type);
+            if let Some(signature) = sender.signature() {
+                let signed = signature.sign(
+                    DEMO_SIGNING_SECRET.as_bytes(),
+                    body.as_bytes(),
+                    SystemTime::now(),
+                    &[],
+                );
+                for (header, value) in signed {
+                    request = request.header(header, value);
+                }
             }
             request.body(body).send()
         };
@@ -1127,7 +1146,7 @@ async fn netlify_and_formspree_audits_find_what_never_came_and_import_it_once() 
         let expected: Vec<String> = [3, 4]
             .into_iter()
             .map(|n| match sender {
-                shared::Sender::Netlify => format!("aud{n}"),
+                shared::Sender::Netlify | shared::Sender::Jotform => format!("aud{n}"),
                 _ => {
                     let at = kept(n, now).submitted_at;
                     let micros = at
@@ -1174,8 +1193,9 @@ async fn netlify_and_formspree_audits_find_what_never_came_and_import_it_once() 
 }
 
 /// The senders' deletions (`forget --everywhere`), by each API's own
-/// request: Typeform's names several responses at once, Tally's and
-/// Netlify's one each; an id already gone (404) is no error and no
+/// request: Typeform's names several responses at once, Tally's,
+/// Netlify's, Webflow's and Jotform's (its key in an `APIKEY` header) one
+/// each; an id already gone (404) is no error and no
 /// deletion; a refusal names what the token needs to delete.
 #[tokio::test]
 async fn each_sender_deletes_by_its_own_request_and_a_refusal_names_the_scope() {
@@ -1187,6 +1207,7 @@ async fn each_sender_deletes_by_its_own_request_and_a_refusal_names_the_scope() 
         (Sender::Tally, 3),
         (Sender::Netlify, 3),
         (Sender::Webflow, 3),
+        (Sender::Jotform, 3),
     ] {
         let fake = SenderApiFake::start(API_TOKEN).await.unwrap();
         for n in 1..=3 {

@@ -13,6 +13,7 @@
 
 pub mod formspree;
 pub mod framer;
+pub mod jotform;
 pub mod listing;
 pub mod netlify;
 pub mod signature;
@@ -38,6 +39,7 @@ pub enum Sender {
     Formspree,
     Netlify,
     Framer,
+    Jotform,
 }
 
 /// What makes a sender, declared once in its module.
@@ -100,7 +102,7 @@ pub struct Sample<'a> {
 }
 
 impl Sender {
-    pub const ALL: [Sender; 7] = [
+    pub const ALL: [Sender; 8] = [
         Sender::StaticForms,
         Sender::Tally,
         Sender::Typeform,
@@ -108,6 +110,7 @@ impl Sender {
         Sender::Formspree,
         Sender::Netlify,
         Sender::Framer,
+        Sender::Jotform,
     ];
 
     /// The one place a sender is registered.
@@ -120,6 +123,7 @@ impl Sender {
             Sender::Formspree => &formspree::PROFILE,
             Sender::Netlify => &netlify::PROFILE,
             Sender::Framer => &framer::PROFILE,
+            Sender::Jotform => &jotform::PROFILE,
         }
     }
 

@@ -25,9 +25,14 @@
 //!   `offset`, `order`; `fields`, `submissions[]` with `_date` to the
 //!   microsecond and no id), HTTP Basic with the key as the password:
 //!   <https://help.formspree.io/articles/the-forms-api/form-submissions-api>.
+//! - Jotform, `GET /v1/form/{id}/submissions` (`offset`, `limit`, `filter`
+//!   `{"created_at:gt": "YYYY-MM-DD HH:MM:SS"}`, `orderby`; `content[]`
+//!   with `answers` by question id, `resultSet`), the key in an `APIKEY`
+//!   header, from Jotform's own client (jotform-api-python) and
+//!   <https://api.jotform.com/docs/#form-id-submissions>.
 //!
-//! What it enforces: the token (bearer, or Formspree's Basic; 401
-//! otherwise), a known form (404).
+//! What it enforces: the token (bearer, Formspree's Basic or Jotform's
+//! `APIKEY`; 401 otherwise), a known form (404).
 //! `POST /faults` with `{"status": 429, "retryAfter": "1", "times": 1}`
 //! makes the next calls fail so; `DELETE /faults` restores it. The
 //! deletions of Typeform, Tally, Netlify and Webflow are in `deletions`. A page
@@ -52,6 +57,7 @@ use shared::receipt::{format_timestamp, parse_timestamp};
 use crate::server::{self, lock, FaultQueue, Listener, Server};
 
 mod deletions;
+mod jotform;
 mod offset_listings;
 
 /// The token the local fake accepts (`make run`).
@@ -145,6 +151,11 @@ impl SenderApiFake {
             .route(
                 "/api/0/forms/{form}/submissions",
                 get(offset_listings::formspree_submissions),
+            )
+            .route("/v1/form/{form}/submissions", get(jotform::submissions))
+            .route(
+                "/v1/submission/{id}",
+                axum::routing::delete(jotform::delete),
             )
             .route("/v2/sites", get(offset_listings::webflow_sites))
             .route(
@@ -300,14 +311,16 @@ fn admit(
     answer
 }
 
-/// Whether the request carries the token: as a bearer token, or as
-/// Formspree takes its key (HTTP Basic, an empty user and the key).
+/// Whether the request carries the token: as a bearer token, as Formspree
+/// takes its key (HTTP Basic, an empty user and the key), or as Jotform
+/// takes its key (an `APIKEY` header).
 fn presents_token(headers: &HeaderMap, token: &str) -> bool {
     use base64::Engine;
     let basic = base64::engine::general_purpose::STANDARD.encode(format!(":{token}"));
     let sent = headers.get("authorization").and_then(|v| v.to_str().ok());
     sent == Some(format!("Bearer {token}").as_str())
         || sent == Some(format!("Basic {basic}").as_str())
+        || headers.get("apikey").and_then(|v| v.to_str().ok()) == Some(token)
 }
 
 /// A listing request's query and the form's submissions, or the answer
