@@ -126,7 +126,7 @@ fn hubspot_and_mailchimp() -> Destination {
     }
 }
 
-const DESTINATIONS: [Destination; 7] = [
+const DESTINATIONS: [Destination; 9] = [
     Destination {
         name: "`http` (no token)",
         parameters: &[
@@ -204,7 +204,53 @@ const DESTINATIONS: [Destination; 7] = [
         write_units: 15.0,
         destinations: 1,
     },
+    Destination {
+        name: "`brevo`",
+        parameters: &[
+            ("Destination", "brevo"),
+            (
+                "BrevoApiKeySecretArn",
+                "arn:aws:secretsmanager:us-east-1:123456789012:secret:b",
+            ),
+        ],
+        credential_secrets: 1,
+        write_units: 14.0,
+        destinations: 1,
+    },
+    Destination {
+        name: "`attio`",
+        parameters: &[
+            ("Destination", "attio"),
+            (
+                "AttioApiTokenSecretArn",
+                "arn:aws:secretsmanager:us-east-1:123456789012:secret:a",
+            ),
+        ],
+        credential_secrets: 1,
+        write_units: 14.0,
+        destinations: 1,
+    },
 ];
+
+/// Every destination of the catalog has its rows: a new kind without its
+/// counted write units fails here, not on a user's bill.
+#[test]
+fn every_destination_of_the_catalog_has_its_rows() {
+    for kind in shared::destination::DestinationKind::ALL {
+        let named = DESTINATIONS.iter().any(|destination| {
+            destination
+                .parameters
+                .iter()
+                .any(|(name, value)| *name == "Destination" && *value == kind.name())
+        });
+        assert!(
+            named,
+            "integration/tests/cost_page.rs: DESTINATIONS has no row for `{}` \
+             (its write units counted in local_pipeline.rs), nor docs/cost.md",
+            kind.name()
+        );
+    }
+}
 
 /// The secrets a stack holds: the generated webhook secret, the gate key
 /// (every stack: double submits), and the CRM's credentials.

@@ -1423,6 +1423,55 @@ async fn a_mailchimp_member_costs_its_gate_two_small_writes_of_its_note_and_a_ca
     ]);
 }
 
+/// `DESTINATION=brevo` and `attio`, through the real binaries and
+/// DynamoDB: one record and one note per lead; on the gate item, its
+/// newest-wins gate, then the note started and its id (each upserts by
+/// address, so no create is recorded).
+#[tokio::test]
+async fn a_brevo_contact_or_attio_person_costs_its_gate_and_two_small_writes_of_its_note() {
+    for (destination, records, what) in [
+        ("brevo", "/contacts", "a Brevo contact"),
+        ("attio", "/people", "an Attio person"),
+    ] {
+        let (receipts, others) = metered_steps(destination, records, 3, 4).await;
+        let mut by_gate: std::collections::BTreeMap<&str, Vec<(&str, u32, u32)>> =
+            Default::default();
+        for write in &others {
+            assert!(
+                write.key.starts_with("gate#hmac:"),
+                "{destination}: {write:?}"
+            );
+            by_gate.entry(write.key.as_str()).or_default().push((
+                write.operation.as_str(),
+                write.table_units,
+                write.index_units,
+            ));
+        }
+        assert_eq!(by_gate.len(), 3, "{destination}: one gate item per person");
+        for steps in by_gate.values() {
+            assert_eq!(
+                steps,
+                &[
+                    ("TransactWriteItems:Update", 2, 0),
+                    ("UpdateItem", 1, 0),
+                    ("UpdateItem", 1, 0)
+                ],
+                "{destination}: the gate, then the note started, its id"
+            );
+        }
+        let gate: u32 = by_gate
+            .values()
+            .next()
+            .unwrap()
+            .iter()
+            .map(|(_, t, i)| t + i)
+            .sum();
+        let per_lead: u32 =
+            receipts[0].iter().map(|m| m.units()).sum::<u32>() + gate + DOUBLE_SUBMIT_UNITS;
+        assert_cost_page_says(&[format!("{what} costs **{per_lead} write units**")]);
+    }
+}
+
 /// `DESTINATION=zoho` by e-mail, through the real binaries and DynamoDB:
 /// one Lead and one note per lead; on the gate item, its newest-wins
 /// gate, the record's id, the note started and its id; and the shared
