@@ -30,6 +30,7 @@ pub const PROFILE: Profile = Profile {
     form_id_pointer: Some("/formID"),
     accepted_status: 202,
     body: BodyFormat::Form,
+    browser: false,
     signature: None,
     id_header: None,
     parse,

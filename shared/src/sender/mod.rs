@@ -67,6 +67,11 @@ pub struct Profile {
     /// ingest makes a JSON object of its fields (`form_body`) before
     /// `parse` reads it.
     pub body: BodyFormat,
+    /// Posted by a visitor's browser from the user's own page rather than
+    /// by a form backend: a page can keep no secret, so the page's origin
+    /// and a bot check prove it instead, and the browser is answered with
+    /// a redirect (or JSON to a script).
+    pub browser: bool,
     /// Its own signature scheme, when it signs.
     pub signature: Option<Signature>,
     /// The header that carries its stable id, for a sender that sends the

@@ -26,6 +26,7 @@ pub const PROFILE: Profile = Profile {
     form_id_pointer: Some("/form_id"),
     accepted_status: 202,
     body: BodyFormat::Json,
+    browser: false,
     signature: Some(SIGNATURE),
     id_header: None,
     parse,

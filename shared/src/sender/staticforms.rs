@@ -23,6 +23,7 @@ pub const PROFILE: Profile = Profile {
     form_id_pointer: None,
     accepted_status: 202,
     body: BodyFormat::Json,
+    browser: false,
     signature: None,
     id_header: None,
     parse,

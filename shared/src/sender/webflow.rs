@@ -28,6 +28,7 @@ pub const PROFILE: Profile = Profile {
     form_id_pointer: Some("/payload/formId"),
     accepted_status: 200,
     body: BodyFormat::Json,
+    browser: false,
     signature: Some(SIGNATURE),
     id_header: None,
     parse,
