@@ -31,6 +31,7 @@ pub mod logging;
 pub mod metrics;
 pub mod newest;
 pub mod notice;
+pub mod origin;
 pub mod outcome;
 pub mod receipt;
 pub mod record;

@@ -39,11 +39,19 @@ pub enum Outcome {
     /// malformed) or could not be read for too long: every delivery is
     /// refused, and the sender retries, until they can be read again.
     SecretsUnavailable,
+    /// A browser's post from a page origin the stack does not allow
+    /// (`ALLOWED_ORIGINS`): nothing is stored.
+    OriginNotAllowed,
+    /// A browser's post whose bot check token is missing, invalid, expired
+    /// or already spent: nothing is stored.
+    BotCheckFailed,
+    /// The bot check could not be asked: no durable receipt, retry later.
+    BotCheckUnavailable,
 }
 
 impl Outcome {
     /// Every outcome, for the metrics contract and the dashboard.
-    pub const ALL: [Outcome; 16] = [
+    pub const ALL: [Outcome; 19] = [
         Outcome::Accepted,
         Outcome::Quarantined,
         Outcome::Duplicate,
@@ -60,6 +68,9 @@ impl Outcome {
         Outcome::StoreUnavailable,
         Outcome::StoreFailed,
         Outcome::SecretsUnavailable,
+        Outcome::OriginNotAllowed,
+        Outcome::BotCheckFailed,
+        Outcome::BotCheckUnavailable,
     ];
 
     pub fn status(self) -> u16 {
@@ -67,14 +78,17 @@ impl Outcome {
             Outcome::Accepted | Outcome::Quarantined => 202,
             Outcome::Duplicate | Outcome::ExpiredReplay => 200,
             Outcome::Unauthorized => 401,
-            Outcome::UnknownForm => 403,
+            Outcome::UnknownForm | Outcome::OriginNotAllowed | Outcome::BotCheckFailed => 403,
             Outcome::PayloadTooLarge => 413,
             Outcome::UnsupportedMediaType => 415,
             Outcome::MalformedJson | Outcome::InvalidEnvelope | Outcome::InvalidIdempotencyKey => {
                 400
             }
             Outcome::KeyReusedForDifferentPayload | Outcome::ReceiptWithoutFingerprint => 422,
-            Outcome::StoreUnavailable | Outcome::StoreFailed | Outcome::SecretsUnavailable => 503,
+            Outcome::StoreUnavailable
+            | Outcome::StoreFailed
+            | Outcome::SecretsUnavailable
+            | Outcome::BotCheckUnavailable => 503,
         }
     }
 
@@ -97,6 +111,9 @@ impl Outcome {
             Outcome::StoreUnavailable => "store_unavailable",
             Outcome::StoreFailed => "store_failed",
             Outcome::SecretsUnavailable => "secrets_unavailable",
+            Outcome::OriginNotAllowed => "origin_not_allowed",
+            Outcome::BotCheckFailed => "bot_check_failed",
+            Outcome::BotCheckUnavailable => "bot_check_unavailable",
         }
     }
 
@@ -160,6 +177,9 @@ mod tests {
             (Outcome::StoreUnavailable, 503, false),
             (Outcome::StoreFailed, 503, false),
             (Outcome::SecretsUnavailable, 503, false),
+            (Outcome::OriginNotAllowed, 403, false),
+            (Outcome::BotCheckFailed, 403, false),
+            (Outcome::BotCheckUnavailable, 503, false),
         ];
         assert_eq!(rows.len(), Outcome::ALL.len(), "every outcome has a row");
         for (outcome, status, accepted) in rows {

@@ -11,6 +11,7 @@ pub mod pipedrive;
 pub mod salesforce;
 pub mod sender_api;
 pub mod stand_in;
+pub mod turnstile;
 pub mod zoho;
 
 use std::net::SocketAddr;
