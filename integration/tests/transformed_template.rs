@@ -84,6 +84,16 @@ fn destination_secret_grants(statements: Vec<Value>) -> (Vec<String>, Vec<Value>
     (granted, rest)
 }
 
+/// The worker's receipt keys, one `<sender>:*` per sender of the catalog,
+/// and the gates'.
+fn receipt_and_gate_keys() -> Vec<String> {
+    shared::Sender::ALL
+        .iter()
+        .map(|sender| format!("{}:*", sender.name()))
+        .chain(["gate#*".to_owned()])
+        .collect()
+}
+
 fn receipts_arn() -> Value {
     json!({"Fn::GetAtt": ["ReceiptsTable", "Arn"]})
 }
@@ -160,8 +170,7 @@ fn each_deployed_role_has_exactly_the_access_it_needs() {
             // Receipts of every sender and gates only: never the routes or
             // the audit's progress (contract/catalog.rs holds the list to Sender::ALL).
             json!({"Action": "dynamodb:UpdateItem", "Effect": "Allow", "Resource": receipts_arn(),
-                   "Condition": {"ForAllValues:StringLike": {"dynamodb:LeadingKeys":
-                       ["staticforms:*", "tally:*", "typeform:*", "webflow:*", "formspree:*", "netlify:*", "framer:*", "gate#*"]}}}),
+                   "Condition": {"ForAllValues:StringLike": {"dynamodb:LeadingKeys": receipt_and_gate_keys()}}}),
             json!({"Action": "dynamodb:Query", "Effect": "Allow",
                    "Resource": {"Fn::Sub": "${ReceiptsTable.Arn}/index/queue-by-due"}}),
             // The stored routes: that one item's routes attribute only.
