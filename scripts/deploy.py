@@ -69,6 +69,10 @@ def sender_setup(sender: str, url: str) -> str:
     """Where to paste the webhook URL, from the sender's own descriptor
     (its catalog entry's webhook_settings): a new sender needs no line here."""
     entry = next(s for s in CATALOG["senders"] if s["name"] == sender)
+    if entry.get("browser"):
+        # The user's own page posts it: no secret (its origin and Turnstile prove it).
+        return (f'In {entry["webhook_settings"]}: <form action="{url}" method="post">, '
+                "with your Turnstile site key in its widget")
     if not entry.get("signs"):
         # It signs nothing: the stack's secret rides in the URL (query:token).
         return f"In {entry['webhook_settings']}: the webhook URL {url}?token=<the secret>"
@@ -114,7 +118,8 @@ REGION = re.compile(r"^[a-z]{2}(-[a-z]+)+-[0-9]$")
 # The secrets of the senders' side, by template parameter; each
 # destination's come from the catalog.
 SENDER_SECRET_NAMES = {"WebhookSecretArn": "webflow-signing-key", "SenderApiTokenSecretArn": "sender-api-token",
-                       "NotifyUrlSecretArn": "notify-url"}
+                       "NotifyUrlSecretArn": "notify-url", "TurnstileSecretArn": "turnstile-secret"}
+ORIGIN = re.compile(r"^(https://[A-Za-z0-9.-]+(:[0-9]{1,5})?|http://(localhost|127\.0\.0\.1)(:[0-9]{1,5})?)/?$")
 STACK_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9-]{0,127}$")
 EMAIL = re.compile(r"^[^\s@]+@[^\s@]+$")
 
@@ -185,6 +190,40 @@ class Answers:
 def one_of(options):
     """A check of a name, in any case (Tally, tally)."""
     return lambda answer: None if answer.lower() in options else f"{answer!r} is not one of {', '.join(options)}"
+
+
+def check_origins(answer):
+    origins = [o.strip() for o in answer.split(",") if o.strip()]
+    if not origins:
+        return "give at least one page origin: https://example.com"
+    bad = [o for o in origins if not ORIGIN.match(o)]
+    return f"{bad[0]} is no page origin: https://host[:port], nothing after it" if bad else None
+
+
+def html_form(a: "Answers", args, asker: "Asker") -> None:
+    """A plain HTML form posts from the user's own pages: which may post,
+    where the visitor goes next, and the Turnstile widget's secret."""
+    a.asked["AllowedOrigins"] = ",".join(o.strip().rstrip("/") for o in (args.allowed_origins or asker.ask(
+        "The pages whose form posts here, by origin (scheme and host), comma-separated: "
+        "a post from any other page is refused.",
+        "Allowed origins", "", check_origins, give="give --allowed-origins")).split(",") if o.strip())
+    if check_origins(a.asked["AllowedOrigins"]):
+        raise Refused(f"--allowed-origins: {check_origins(a.asked['AllowedOrigins'])}")
+    allowed = a.asked["AllowedOrigins"].split(",")
+    on_page = lambda url: None if not url or any(url.startswith(o + "/") for o in allowed) else \
+        "an https address on one of the allowed origins (never another site)"
+    thanks = args.thank_you_url if args.thank_you_url is not None else asker.ask(
+        "Where the visitor goes once the form is stored, on one of those pages (empty: a short text answer).",
+        "Thank-you page", "", on_page, give="give --thank-you-url (or --thank-you-url= for none)")
+    if on_page(thanks):
+        raise Refused(f"--thank-you-url: {on_page(thanks)}")
+    if thanks:
+        a.asked["ThankYouUrl"] = thanks
+    secret(a, asker, "TurnstileSecretArn", args.turnstile_secret_arn, [(
+        "TURNSTILE_SECRET",
+        "The Cloudflare Turnstile widget's secret key (Cloudflare dashboard > Turnstile > the widget > "
+        "Settings); stored in Secrets Manager. Its site key goes into your page (docs/senders/html.md).",
+        "Turnstile secret key", None)], "--turnstile-secret-arn")
 
 
 def check_destinations(answer):
@@ -274,6 +313,12 @@ def gather(args, asker: Asker, routes=None) -> Answers:
             raise Refused(f"--webflow-webhook: {one_of(WEBFLOW_WEBHOOKS)(a.webflow_webhook)}")
     elif args.webflow_webhook:
         raise Refused(f"--webflow-webhook is Webflow's choice, not {a.sender}'s")
+    if a.sender == "html":
+        html_form(a, args, asker)
+    else:
+        for flag in ("allowed_origins", "thank_you_url", "turnstile_secret_arn"):
+            if getattr(args, flag):
+                raise Refused(f"--{flag.replace('_', '-')} is the plain HTML form's, not {a.sender}'s")
     if a.sender == "staticforms":
         a.auth = args.auth or asker.ask(
             "How Static Forms proves itself: url (a secret token in the webhook URL, as Static "
@@ -903,6 +948,9 @@ def main(argv=None, stdin=sys.stdin) -> int:
     parser.add_argument("--auth", choices=sorted(AUTH_MODES), type=str.lower, help="Static Forms only. url: a token in the webhook URL; header: Authorization: Bearer")
     parser.add_argument("--webflow-webhook", choices=WEBFLOW_WEBHOOKS, type=str.lower,
                         help="webflow: dashboard (unsigned; a token in the URL), api (site token; its key is asked after the deploy) or app (OAuth app's client secret)")
+    parser.add_argument("--allowed-origins", metavar="ORIGINS", help="html: the origins of the pages whose form posts here, comma-separated")
+    parser.add_argument("--thank-you-url", help="html: where the visitor goes once the form is stored (on an allowed origin)")
+    parser.add_argument("--turnstile-secret-arn", help="html: an existing secret holding the Turnstile widget's secret, instead of TURNSTILE_SECRET")
     parser.add_argument("--webhook-secret-arn", help="webflow app or api, formspree: an existing secret holding the sender's signing key, instead of WEBFLOW_WEBHOOK_SECRET or FORMSPREE_SIGNING_SECRET")
     parser.add_argument("--destination", metavar="NAME[,NAME...]",
                         help=f"one or several of {', '.join(DESTINATIONS)}, comma-separated")
@@ -1012,7 +1060,8 @@ def main(argv=None, stdin=sys.stdin) -> int:
             store_sender_key(answers, secrets_client, asker, url)
         else:
             say(f"Deployed. {sender_setup(answers.sender, url)}")
-            if not next(s for s in CATALOG["senders"] if s["name"] == answers.sender).get("key_chosen_by_sender"):
+            entry = next(s for s in CATALOG["senders"] if s["name"] == answers.sender)
+            if not entry.get("key_chosen_by_sender") and not entry.get("browser"):
                 say(f"  The secret, to paste there (at a terminal): {print_url}")
         if (ROOT / "docs" / "senders" / f"{answers.sender}.md").is_file():
             say(f"  Step by step: docs/senders/{answers.sender}.md")

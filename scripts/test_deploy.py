@@ -308,9 +308,11 @@ class Wizard(unittest.TestCase):
         catalog = json.loads((ROOT / ".tools" / "catalog.json").read_text())
         # What a sender with a flow of its own needs to deploy without a
         # prompt; any other sender needs nothing more.
-        extra_flags = {"staticforms": ["--auth", "url"], "webflow": ["--webflow-webhook", "app"]}
+        extra_flags = {"staticforms": ["--auth", "url"], "webflow": ["--webflow-webhook", "app"],
+                       "html": ["--allowed-origins", "https://example.com", "--thank-you-url=https://example.com/thanks"]}
         extra_env = {"webflow": {"WEBFLOW_WEBHOOK_SECRET": "wf-key"},
-                     "formspree": {"FORMSPREE_SIGNING_SECRET": "fs-key"}}
+                     "formspree": {"FORMSPREE_SIGNING_SECRET": "fs-key"},
+                     "html": {"TURNSTILE_SECRET": "0x4AAAAAAA-turnstile-secret"}}
         self.assertGreaterEqual(len(catalog["senders"]), 7)
         for sender in catalog["senders"]:
             name = sender["name"]
@@ -323,8 +325,30 @@ class Wizard(unittest.TestCase):
                 self.assertIn("Deployed.", result.stdout)
                 if name != "staticforms":  # the README's own section
                     self.assertIn(f"docs/senders/{name}.md", result.stdout)
-                if name not in ("staticforms", "formspree"):
+                if sender.get("browser"):
+                    self.assertIn(f"In {sender['webhook_settings']}: <form action=", result.stdout)
+                    self.assertNotIn("?token=", result.stdout, "a page keeps no secret")
+                elif name not in ("staticforms", "formspree"):
                     self.assertIn(f"In {sender['webhook_settings']}: the webhook URL", result.stdout)
+
+    def test_a_plain_html_form_asks_its_pages_and_stores_its_turnstile_secret(self):
+        flags = ["--sender", "html", "--stack-name", self.stack, "--region", "eu-west-1",
+                 "--destination", "dynamodb", "--alarm-email=", "--allowed-origins", "https://example.com/"]
+        refused = self.wizard(*flags, "--thank-you-url=https://evil.example/thanks",
+                              env={"TURNSTILE_SECRET": "0x4AAAAAAA-turnstile-secret"})
+        self.assertNotEqual(refused.returncode, 0)
+        self.assertIn("never another site", refused.stdout + refused.stderr)
+        result = self.wizard(*flags, "--thank-you-url=https://example.com/thanks",
+                             env={"TURNSTILE_SECRET": "0x4AAAAAAA-turnstile-secret"})
+        self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
+        arn, value = self.secret(f"{self.stack}/turnstile-secret")
+        self.assertEqual(value, "0x4AAAAAAA-turnstile-secret")
+        overrides = self.overrides(self.sam_calls()[1])
+        self.assertEqual(overrides["Sender"], "'html'")
+        self.assertEqual(overrides["AllowedOrigins"], "'https://example.com'")
+        self.assertEqual(overrides["ThankYouUrl"], "'https://example.com/thanks'")
+        self.assertEqual(overrides["TurnstileSecretArn"], f"'{arn}'")
+        self.assertNotIn("0x4AAAAAAA", result.stdout, "the secret is never printed")
 
     def test_webflow_dashboard_webhooks_take_a_url_token(self):
         result = self.wizard("--sender", "webflow", "--webflow-webhook", "dashboard", "--stack-name", self.stack,

@@ -88,7 +88,7 @@ fn vendor_signature(
             ("framer-webhook-submission-id".into(), id.to_owned()),
             ("framer-signature".into(), signature),
         ],
-        Sender::StaticForms | Sender::Jotform => unreachable!("it signs nothing"),
+        Sender::StaticForms | Sender::Jotform | Sender::Html => unreachable!("it signs nothing"),
     }
 }
 
@@ -116,7 +116,9 @@ fn vendor_body(sender: Sender, id: &str, email: &str, first: &str) -> String {
         Sender::Framer => {
             format!(r#"{{"First name":"{first}","Email":"{email}","utm_campaign":"spring"}}"#)
         }
-        Sender::StaticForms | Sender::Jotform => unreachable!("it signs nothing: its own test"),
+        Sender::StaticForms | Sender::Jotform | Sender::Html => {
+            unreachable!("it signs nothing: its own test")
+        }
     }
 }
 

@@ -42,14 +42,24 @@ fn env_file(dynamodb: &str, crm: &str, table: &str) -> PathBuf {
 /// stack with `Sender=<sender>` sets it: its own signature (WEBHOOK_AUTH
 /// blank), the demo signing secret the samples are signed with, and no
 /// Static Forms-only variable.
-fn sender_env_file(env: &Path, sender: &str) -> PathBuf {
+fn sender_env_file(env: &Path, sender: &str, turnstile: &str) -> PathBuf {
     let mut vars: Value = serde_json::from_str(&std::fs::read_to_string(env).unwrap()).unwrap();
     let ingest = &mut vars["IngestFunction"];
     ingest["SENDER"] = Value::from(sender);
+    let of = shared::Sender::parse(sender).unwrap();
     // As the template gives it: the sender's own signature, or, for one
-    // that signs nothing, the secret in the URL.
-    let signs = shared::Sender::parse(sender).is_some_and(|s| s.signature().is_some());
-    ingest["WEBHOOK_AUTH"] = Value::from(if signs { "" } else { "query:token" });
+    // that signs nothing, the secret in the URL; a form a browser posts,
+    // its page and its bot check (the Turnstile fake's passing test secret).
+    let auth = match (of.signature(), of.profile().browser) {
+        (Some(_), _) | (None, true) => "",
+        (None, false) => "query:token",
+    };
+    ingest["WEBHOOK_AUTH"] = Value::from(auth);
+    if of.profile().browser {
+        ingest["ALLOWED_ORIGINS"] = Value::from("https://example.com");
+        ingest["TURNSTILE_SECRET"] = Value::from(devtools::fakes::turnstile::ALWAYS_PASSES_SECRET);
+        ingest["TURNSTILE_VERIFY_URL"] = Value::from(turnstile);
+    }
     ingest["WEBHOOK_SECRETS"] = Value::from(devtools::local::DEMO_SIGNING_SECRET);
     ingest["IDEMPOTENCY_KEY"] = Value::from("");
     ingest["WEBHOOK_API_KEYS"] = Value::from("");
@@ -157,6 +167,12 @@ async fn every_event_in_events_works_under_sam_local_invoke() {
         .await
         .expect("the CRM stub listens on Docker's bridge");
     let env = env_file(&dynamodb, &format!("http://{}", crm.address()), &table);
+    let turnstile = devtools::fakes::turnstile::TurnstileFake::start_on(
+        SocketAddr::new(bridge, 0),
+        devtools::fakes::turnstile::ALWAYS_PASSES_SECRET,
+    )
+    .await
+    .expect("the Turnstile fake listens on Docker's bridge");
 
     let status = |answer: &Value| answer["statusCode"].as_u64();
     let ingest_events = [
@@ -200,7 +216,12 @@ async fn every_event_in_events_works_under_sam_local_invoke() {
     let mut stored_keys =
         vec!["staticforms:form.submitted:sub_01JDEMO00000000000000000001".to_owned()];
     for (event, sender, expected) in &other_senders {
-        let answer = invoke("IngestFunction", event, &sender_env_file(&env, sender)).await;
+        let answer = invoke(
+            "IngestFunction",
+            event,
+            &sender_env_file(&env, sender, &turnstile.verify_url()),
+        )
+        .await;
         assert_eq!(status(&answer), Some(*expected), "{event}: {answer}");
         if *expected < 300 {
             let sample: Value = serde_json::from_str(
@@ -230,7 +251,12 @@ async fn every_event_in_events_works_under_sam_local_invoke() {
         .unwrap();
         let path = env.with_extension(format!("{sender}-signed-now.json"));
         std::fs::write(&path, fresh.to_string()).unwrap();
-        let answer = invoke_file("IngestFunction", &path, &sender_env_file(&env, sender)).await;
+        let answer = invoke_file(
+            "IngestFunction",
+            &path,
+            &sender_env_file(&env, sender, &turnstile.verify_url()),
+        )
+        .await;
         assert_eq!(
             status(&answer),
             Some(accepted),

@@ -137,8 +137,15 @@ fn each_deployed_role_has_exactly_the_access_it_needs() {
             json!({"Action": "dynamodb:GetItem", "Effect": "Allow", "Resource": receipts_arn(),
                    "Condition": {"ForAllValues:StringEquals": {"dynamodb:Attributes": ["pk", "payloadFingerprint"]},
                                  "StringEqualsIfExists": {"dynamodb:Select": "SPECIFIC_ATTRIBUTES"}}}),
-            json!({"Action": "secretsmanager:GetSecretValue", "Effect": "Allow",
-                   "Resource": {"Fn::If": ["CreateWebhookSecret", {"Ref": "WebhookSecret"}, {"Ref": "WebhookSecretArn"}]}}),
+            // The webhook secret, for every sender but a form a browser
+            // posts, which carries none; that one's Turnstile secret.
+            json!({"Fn::If": ["UsesWebhookSecret",
+                   {"Action": "secretsmanager:GetSecretValue", "Effect": "Allow",
+                    "Resource": {"Fn::If": ["CreateWebhookSecret", {"Ref": "WebhookSecret"}, {"Ref": "WebhookSecretArn"}]}},
+                   {"Ref": "AWS::NoValue"}]}),
+            json!({"Fn::If": ["IsHtml",
+                   {"Action": "secretsmanager:GetSecretValue", "Effect": "Allow", "Resource": {"Ref": "TurnstileSecretArn"}},
+                   {"Ref": "AWS::NoValue"}]}),
             // The stored routes: that one item's routes attribute only.
             json!({"Action": "dynamodb:GetItem", "Effect": "Allow", "Resource": receipts_arn(),
                    "Condition": {"ForAllValues:StringEquals": {"dynamodb:Attributes": ["routes"],

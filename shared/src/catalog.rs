@@ -43,6 +43,7 @@ fn catalog() -> Value {
                 "title": profile.title,
                 "webhook_settings": profile.webhook_settings,
                 "signs": profile.signature.is_some(),
+                "browser": profile.browser,
                 "key_chosen_by_sender": profile.signature.is_some_and(|s| s.key_chosen_by_sender),
                 "audit_token": profile.api.map(|api| api.token_help),
             })

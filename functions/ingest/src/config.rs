@@ -62,6 +62,8 @@ pub struct Config {
     pub retention: shared::Retention,
     /// `ROUTES_REREAD_SECONDS`: how often the routes are read again.
     pub routes_reread: Duration,
+    /// A browser-posted sender's origins, thank-you page and bot check.
+    pub browser: Option<crate::browser::config::BrowserConfig>,
 }
 
 impl Config {
@@ -124,6 +126,7 @@ impl Config {
         let metrics = shared::config::metrics(&get)?;
         let retention = shared::config::retention_days(&get)?;
         let routes_reread = shared::config::routes_reread(&get)?;
+        let browser = crate::browser::config::BrowserConfig::from_lookup(&get, sender)?;
 
         Ok(Config {
             receipts_table,
@@ -136,6 +139,7 @@ impl Config {
             metrics,
             retention,
             routes_reread,
+            browser,
         })
     }
 }
@@ -208,9 +212,12 @@ fn parse_auth(
 ) -> Result<AuthConfig, ConfigError> {
     // A sender's own signature is its default; Static Forms signs nothing,
     // so its mode is always chosen.
+    // A browser's post carries no secret (a page keeps none): its origin
+    // and bot check prove it (`browser`).
     let mode_text = match (get(WEBHOOK_AUTH), sender.signature()) {
         (Some(mode), _) => mode,
         (None, Some(own)) => own.mode.to_owned(),
+        (None, None) if sender.profile().browser => "none".to_owned(),
         (None, None) => return Err(ConfigError::Missing(WEBHOOK_AUTH)),
     };
     let inline = get(WEBHOOK_SECRETS);

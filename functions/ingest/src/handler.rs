@@ -21,6 +21,8 @@ use shared::{
 };
 
 use crate::auth::{AuthError, Authenticator, Presented, SecretSet, Unauthenticated, Unavailable};
+use crate::browser::turnstile::BotCheck;
+use crate::browser::{Browser, BrowserRefusal};
 use crate::config::Config;
 use crate::store::{PutOutcome, ReceiptStore, StoreError};
 use aws_edge::routes::RoutesInForce;
@@ -44,6 +46,9 @@ pub enum IngestError {
     /// A form post this sender's webhooks are not (`Profile::body`).
     #[error(transparent)]
     FormBody(#[from] FormBodyError),
+    /// A browser's post from a foreign page, or without a passing token.
+    #[error(transparent)]
+    Browser(#[from] BrowserRefusal),
     #[error(transparent)]
     Envelope(#[from] EnvelopeError),
     #[error(transparent)]
@@ -68,6 +73,11 @@ impl IngestError {
                 Outcome::UnsupportedMediaType
             }
             IngestError::FormBody(_) => Outcome::InvalidEnvelope,
+            IngestError::Browser(BrowserRefusal::OriginNotAllowed) => Outcome::OriginNotAllowed,
+            IngestError::Browser(BrowserRefusal::BotCheckFailed(_)) => Outcome::BotCheckFailed,
+            IngestError::Browser(BrowserRefusal::BotCheckUnavailable(_)) => {
+                Outcome::BotCheckUnavailable
+            }
             IngestError::Envelope(EnvelopeError::MalformedJson) => Outcome::MalformedJson,
             IngestError::Envelope(_) => Outcome::InvalidEnvelope,
             IngestError::IdempotencyKey(_) => Outcome::InvalidIdempotencyKey,
@@ -92,6 +102,8 @@ pub struct Ingest<S> {
     clock: Clock,
     metrics: shared::metrics::Metrics,
     routes: RoutesInForce,
+    /// For a sender a browser posts: its origins, bot check and answers.
+    browser: Option<Browser>,
 }
 
 impl<S: ReceiptStore> Ingest<S> {
@@ -108,7 +120,17 @@ impl<S: ReceiptStore> Ingest<S> {
             clock: shared::clock::system(),
             metrics: config.metrics.clone(),
             routes: RoutesInForce::fixed(Arc::default()),
+            browser: config.browser.as_ref().map(Browser::new),
         }
+    }
+
+    /// The bot check a browser's posts pass, when its secret was read from
+    /// Secrets Manager at init (`startup::bot_check_for`).
+    pub fn with_bot_check(mut self, check: Option<Arc<dyn BotCheck>>) -> Self {
+        if let (Some(browser), Some(check)) = (self.browser.take(), check) {
+            self.browser = Some(browser.with_bot_check(check));
+        }
+        self
     }
 
     /// The routes (and their spam rules) in force: read at init, then again
@@ -133,6 +155,18 @@ impl<S: ReceiptStore> Ingest<S> {
     /// Handles one delivery and logs one line about it. Never fails: every
     /// error is an HTTP answer.
     pub async fn handle(&self, request: Request) -> Response<Body> {
+        if request.method() == http::Method::OPTIONS {
+            return match &self.browser {
+                Some(browser) => browser.preflight(request.headers()),
+                // Only a browser-posted form has pages to answer (never
+                // 404 or 410, which Typeform takes as "disable this webhook").
+                None => Response::builder()
+                    .status(405)
+                    .header(http::header::ALLOW, "POST")
+                    .body(Body::Empty)
+                    .unwrap_or_default(),
+            };
+        }
         let started = Instant::now();
         let mut submission_id = None;
         let result = self.accept(&request, &mut submission_id).await;
@@ -144,7 +178,15 @@ impl<S: ReceiptStore> Ingest<S> {
             started,
         );
         self.measure_delivery(&result, started);
-        respond(&result, self.sender)
+        let answer = respond(&result, self.sender);
+        match &self.browser {
+            Some(browser) => {
+                let stored = result.as_ref().is_ok_and(|outcome| outcome.is_accepted());
+                let reason = result.as_ref().err().map(ToString::to_string);
+                browser.answer(request.headers(), answer, stored, reason)
+            }
+            None => answer,
+        }
     }
 
     async fn accept(
@@ -152,6 +194,9 @@ impl<S: ReceiptStore> Ingest<S> {
         request: &Request,
         submission_id: &mut Option<SubmissionId>,
     ) -> Result<Outcome, IngestError> {
+        if let Some(browser) = &self.browser {
+            browser.check_origin(request.headers())?;
+        }
         // Raw bytes only: a signature is checked before anything parses them.
         let body: &[u8] = request.body().as_ref();
         // The size first: an oversized body costs no HMAC over it.
@@ -205,6 +250,19 @@ impl<S: ReceiptStore> Ingest<S> {
             if !known {
                 return Err(IngestError::UnknownForm);
             }
+        }
+
+        if let Some(browser) = &self.browser {
+            let token = serde_json::from_slice::<serde_json::Value>(body)
+                .ok()
+                .and_then(|fields| {
+                    fields[shared::sender::html::TOKEN_FIELD]
+                        .as_str()
+                        .map(str::to_owned)
+                });
+            browser
+                .check_token(token.as_deref(), submission.submission_id.as_str())
+                .await?;
         }
 
         let key = IdempotencyKey::for_submission(submission.sender, &submission.submission_id);

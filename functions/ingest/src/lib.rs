@@ -6,6 +6,7 @@
 //! the receipt store so it runs in tests without AWS.
 
 pub mod auth;
+pub mod browser;
 pub mod config;
 pub mod dynamo;
 pub mod handler;

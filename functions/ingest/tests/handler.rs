@@ -624,6 +624,8 @@ async fn every_ingest_event_in_events_is_handled() {
     fn sample_time() -> SystemTime {
         UNIX_EPOCH + Duration::from_millis(1_795_941_528_250)
     }
+    /// The page a browser-posted sample comes from (its `Origin`).
+    const SAMPLE_PAGE_ORIGIN: &str = "https://example.com";
     // Every other sender (Static Forms' sample is ingest-valid.json,
     // above): its sample is events/ingest-<name>.json; one that signs
     // nothing has the secret in its URL, as the template's default.
@@ -632,12 +634,27 @@ async fn every_ingest_event_in_events_is_handled() {
         .filter(|sender| *sender != shared::Sender::StaticForms)
         .map(|sender| (format!("ingest-{}.json", sender.name()), sender))
         .collect();
+    // A form a browser posts is checked by Turnstile: its fake, with the
+    // test secret that passes the widget's dummy token, and the sample's page.
+    let turnstile = devtools::fakes::turnstile::TurnstileFake::start(
+        devtools::fakes::turnstile::ALWAYS_PASSES_SECRET,
+    )
+    .await
+    .unwrap();
     for (file, sender) in &senders {
+        let browser = sender.profile().browser;
         let config = ingest::Config::from_lookup(|name| match name {
             "RECEIPTS_TABLE" => Some("receipts".to_owned()),
             "SENDER" => Some(sender.name().to_owned()),
-            "WEBHOOK_SECRETS" => Some(DEMO_SIGNING_SECRET.to_owned()),
-            "WEBHOOK_AUTH" if sender.signature().is_none() => Some("query:token".to_owned()),
+            "WEBHOOK_SECRETS" if !browser => Some(DEMO_SIGNING_SECRET.to_owned()),
+            "WEBHOOK_AUTH" if sender.signature().is_none() && !browser => {
+                Some("query:token".to_owned())
+            }
+            "ALLOWED_ORIGINS" if browser => Some(SAMPLE_PAGE_ORIGIN.to_owned()),
+            "TURNSTILE_SECRET" if browser => {
+                Some(devtools::fakes::turnstile::ALWAYS_PASSES_SECRET.to_owned())
+            }
+            "TURNSTILE_VERIFY_URL" if browser => Some(turnstile.verify_url()),
             _ => None,
         })
         .unwrap();

@@ -255,16 +255,27 @@ fn each_sender_gets_its_own_signature_key_rule_and_url() {
         "arn:aws:secretsmanager:us-east-1:123456789012:secret:signing",
     );
     for sender in shared::Sender::ALL {
-        let evaluator = Evaluator::new(&template, &[("Sender", sender.name()), existing_secret]);
+        let browser = sender.profile().browser;
+        // A form a browser posts: its pages and its Turnstile secret.
+        let mut overrides = vec![("Sender", sender.name()), existing_secret];
+        if browser {
+            overrides.push(("AllowedOrigins", "https://example.com"));
+            overrides.push((
+                "TurnstileSecretArn",
+                "arn:aws:secretsmanager:us-east-1:123456789012:secret:turnstile",
+            ));
+        }
+        let evaluator = Evaluator::new(&template, &overrides);
         let env = evaluator.environment("IngestFunction");
         let config = ingest::Config::from_lookup(|name| env.get(name).cloned())
             .unwrap_or_else(|e| panic!("{}: {e}", sender.name()));
         assert_eq!(config.sender, sender);
         // A sender that signs gets its own scheme by default; one that
-        // signs nothing, the template's chosen mode.
+        // signs nothing, the template's chosen mode; a browser's form, none
+        // (its page and bot check prove it).
         assert_eq!(
             env.contains_key("WEBHOOK_AUTH"),
-            sender.signature().is_none(),
+            sender.signature().is_none() && !browser,
             "{}: WEBHOOK_AUTH",
             sender.name()
         );

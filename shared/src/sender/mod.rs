@@ -13,6 +13,7 @@
 
 pub mod formspree;
 pub mod framer;
+pub mod html;
 pub mod jotform;
 pub mod listing;
 pub mod netlify;
@@ -40,6 +41,7 @@ pub enum Sender {
     Netlify,
     Framer,
     Jotform,
+    Html,
 }
 
 /// What makes a sender, declared once in its module.
@@ -107,7 +109,7 @@ pub struct Sample<'a> {
 }
 
 impl Sender {
-    pub const ALL: [Sender; 8] = [
+    pub const ALL: [Sender; 9] = [
         Sender::StaticForms,
         Sender::Tally,
         Sender::Typeform,
@@ -116,6 +118,7 @@ impl Sender {
         Sender::Netlify,
         Sender::Framer,
         Sender::Jotform,
+        Sender::Html,
     ];
 
     /// The one place a sender is registered.
@@ -129,6 +132,7 @@ impl Sender {
             Sender::Netlify => &netlify::PROFILE,
             Sender::Framer => &framer::PROFILE,
             Sender::Jotform => &jotform::PROFILE,
+            Sender::Html => &html::PROFILE,
         }
     }
 
