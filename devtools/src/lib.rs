@@ -4,6 +4,7 @@
 //! Never deployed.
 
 pub mod crm_stub;
+pub mod demo_page;
 pub mod fakes;
 pub mod fault_proxy;
 pub mod http_api;

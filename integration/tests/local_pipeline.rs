@@ -480,6 +480,78 @@ async fn the_local_pipeline_with_attio_makes_one_person_and_its_note() {
     assert_eq!(person["values"]["name"][0]["full_name"], "Ada Lovelace");
 }
 
+/// `SENDER=html make run`: a page on the loopback with the snippet, whose
+/// form (posted as a browser posts it, with Turnstile's test token) is
+/// stored once, the browser sent on to the thank-you page, and the lead
+/// written once; a post from another page is refused.
+#[tokio::test]
+async fn the_local_pipeline_serves_a_form_page_whose_post_becomes_one_lead() {
+    let receipts = unique_name("html-receipts");
+    let (pipeline, webhook_port, crm_port, printed) =
+        start_pipeline_with("http", &receipts, &[("SENDER", "html"), ("PAGE_PORT", "0")]).await;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let page = loop {
+        let found = printed.lock().unwrap().iter().find_map(|line| {
+            let at = line.find("open http://")?;
+            line[at + 5..].split_whitespace().next().map(str::to_owned)
+        });
+        if let Some(page) = found {
+            break page;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the page's address: {:?}",
+            printed.lock().unwrap()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    let origin = page.trim_end_matches('/').to_owned();
+    let http = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let html = http.get(&page).send().await.unwrap().text().await.unwrap();
+    let action = format!("http://127.0.0.1:{webhook_port}/webhooks/html");
+    assert!(html.contains(&format!("action=\"{action}\"")), "{html}");
+    assert!(
+        html.contains("cf-turnstile") && html.contains("_submission_id"),
+        "{html}"
+    );
+
+    let post = |from: &str| {
+        http.post(&action)
+            .header("origin", from)
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body("_form=contact&_submission_id=5b1c7f0e-2a44-4d1f-9e0c-6a7b8c9d0e1f&name=Ada+Lovelace&email=ada%40example.com&message=Hello&cf-turnstile-response=XXXX.DUMMY.TOKEN.XXXX")
+            .send()
+    };
+    let sent = post(&origin).await.unwrap();
+    let status = sent.status();
+    let headers = sent.headers().clone();
+    assert_eq!(status, 303, "{headers:?} {}", sent.text().await.unwrap());
+    assert_eq!(
+        sent.headers()["location"],
+        format!("{origin}/thanks").as_str()
+    );
+    let again = post(&origin).await.unwrap();
+    assert_eq!(again.status(), 303, "the same page again");
+    let foreign = post("https://evil.example").await.unwrap();
+    assert_eq!(foreign.status(), 403);
+    let thanks = http.get(format!("{origin}/thanks")).send().await.unwrap();
+    assert_eq!(thanks.status(), 200);
+
+    let leads = leads_once_there(
+        &http,
+        &format!("http://127.0.0.1:{crm_port}/leads"),
+        1,
+        Duration::from_secs(30),
+    )
+    .await;
+    assert_eq!(leads["count"], 1, "{leads}");
+    assert_eq!(leads["calls"], 1, "written once: {leads}");
+    stop(pipeline).await;
+}
+
 /// Pipedrive's limits and refusals through the binaries, as the other
 /// destinations': a 429 waits and delivers; a 401 leaves the lead pending
 /// as `destination-auth` until the token is accepted again, then a pass

@@ -83,7 +83,25 @@ async fn run() -> Result<(), String> {
     // mode; IDEMPOTENCY_KEY=required makes the function refuse deliveries
     // without the header, as a stack deployed so would). The others: their
     // own signature, with the demo signing secret.
+    // A form a browser posts: a page on the loopback that posts it.
+    let demo_page = match sender.profile().browser {
+        true => Some(
+            devtools::demo_page::DemoPage::start(
+                port("PAGE_PORT", 9002)?,
+                &format!("http://127.0.0.1:{webhook_port}{webhook_path}"),
+            )
+            .await?,
+        ),
+        false => None,
+    };
     let (mut ingest_auth, how) = match sender {
+        _ if demo_page.is_some() => {
+            let page = demo_page.as_ref().expect("a demo page");
+            (
+                page.ingest_env(),
+                format!("open {} and send its form", page.url()),
+            )
+        }
         unsigned if unsigned.signature().is_none() => {
             let mode = setting("WEBHOOK_AUTH", "query:token");
             let how = match mode.strip_prefix("query:") {
@@ -433,7 +451,8 @@ async fn http_api_front(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    if method != Method::POST || uri.path() != path.as_str() {
+    // POST, and a browser's CORS preflight (a route of its own in AWS).
+    if !(method == Method::POST || method == Method::OPTIONS) || uri.path() != path.as_str() {
         // API Gateway answers 404 too; here the terminal also says why.
         println!(
             "local-pipeline: {method} {} answered 404: this pipeline takes POST {path} (SENDER chooses the sender)",

@@ -127,8 +127,8 @@ impl<S: ReceiptStore> Ingest<S> {
     /// The bot check a browser's posts pass, when its secret was read from
     /// Secrets Manager at init (`startup::bot_check_for`).
     pub fn with_bot_check(mut self, check: Option<Arc<dyn BotCheck>>) -> Self {
-        if let (Some(browser), Some(check)) = (self.browser.take(), check) {
-            self.browser = Some(browser.with_bot_check(check));
+        if let Some(check) = check {
+            self.browser = self.browser.map(|browser| browser.with_bot_check(check));
         }
         self
     }
