@@ -261,3 +261,52 @@ fn text_of(
 ) -> String {
     text(item, name)
 }
+
+/// A form's route may send its visitors to its own thank-you page, on an
+/// allowed origin only: one on another site is never followed, the
+/// stack's is.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_forms_route_chooses_its_thank_you_page_on_an_allowed_origin_only() {
+    let moto = endpoint(DYNAMODB_ENDPOINT);
+    let client = ingest_client(&moto).await;
+    let turnstile = TurnstileFake::start(SECRET).await.unwrap();
+    let table = create_table(&client, "ReceiptsTable").await;
+    let config = ingest::Config::from_lookup(|variable| match variable {
+        "RECEIPTS_TABLE" => Some(table.clone()),
+        "SENDER" => Some("html".to_owned()),
+        "ALLOWED_ORIGINS" => Some(PAGE.to_owned()),
+        "THANK_YOU_URL" => Some(THANKS.to_owned()),
+        "TURNSTILE_SECRET" => Some(SECRET.to_owned()),
+        "TURNSTILE_VERIFY_URL" => Some(turnstile.verify_url()),
+        _ => None,
+    })
+    .unwrap();
+    let routes = shared::routes::parse(
+        "[[route]]\nform = \"contact\"\nthank_you_url = \"https://example.com/thanks/contact\"\n\n\
+         [[route]]\nform = \"newsletter\"\nthank_you_url = \"https://evil.example/phish\"\n",
+    )
+    .unwrap();
+    let ingest = ingest_over(
+        ingest::dynamo::DynamoReceiptStore::new(client.clone(), &table),
+        &config,
+    )
+    .await
+    .with_routes(aws_edge::routes::RoutesInForce::fixed(std::sync::Arc::new(
+        routes,
+    )));
+    let (status, headers, _) = send(
+        &ingest,
+        form("page-c", Some(&turnstile.issue()), "a@example.com"),
+    )
+    .await;
+    assert_eq!(status, 303);
+    assert_eq!(headers["location"], "https://example.com/thanks/contact");
+    let mut newsletter = form("page-n", Some(&turnstile.issue()), "b@example.com");
+    newsletter.body = String::from_utf8(newsletter.body)
+        .unwrap()
+        .replace("_form=contact", "_form=newsletter")
+        .into_bytes();
+    let (status, headers, _) = send(&ingest, newsletter).await;
+    assert_eq!(status, 303);
+    assert_eq!(headers["location"], THANKS, "never another site");
+}

@@ -169,7 +169,8 @@ impl<S: ReceiptStore> Ingest<S> {
         }
         let started = Instant::now();
         let mut submission_id = None;
-        let result = self.accept(&request, &mut submission_id).await;
+        let mut form = None;
+        let result = self.accept(&request, &mut submission_id, &mut form).await;
         log_delivery(
             &request,
             submission_id.as_ref(),
@@ -183,7 +184,17 @@ impl<S: ReceiptStore> Ingest<S> {
             Some(browser) => {
                 let stored = result.as_ref().is_ok_and(|outcome| outcome.is_accepted());
                 let reason = result.as_ref().err().map(ToString::to_string);
-                browser.answer(request.headers(), answer, stored, reason)
+                let routed = match &form {
+                    Some(form) => self
+                        .routes
+                        .now()
+                        .await
+                        .unwrap_or_default()
+                        .route(form)
+                        .and_then(|route| route.thank_you_url.clone()),
+                    None => None,
+                };
+                browser.answer(request.headers(), answer, stored, reason, routed.as_deref())
             }
             None => answer,
         }
@@ -193,6 +204,7 @@ impl<S: ReceiptStore> Ingest<S> {
         &self,
         request: &Request,
         submission_id: &mut Option<SubmissionId>,
+        form: &mut Option<String>,
     ) -> Result<Outcome, IngestError> {
         if let Some(browser) = &self.browser {
             browser.check_origin(request.headers())?;
@@ -242,6 +254,7 @@ impl<S: ReceiptStore> Ingest<S> {
             crate::sender_signatures::single(headers, name).ok()
         })?;
         *submission_id = Some(submission.submission_id.clone());
+        *form = submission.form_id().map(str::to_owned);
         if let Some(accepted) = &self.form_keys {
             let known = submission
                 .form_key

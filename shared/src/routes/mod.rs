@@ -178,6 +178,7 @@ honeypot = ["fax"]
 
 [[route]]
 form = "lT4Z3j"
+thank_you_url = "https://example.com/thanks/contact"
 tags = ["newsletter", "website"]
 lists = [2, 7]
 duplicate_window = "0s"
@@ -324,7 +325,11 @@ marketing_permission = "3c9a1b2e5f"
 
     #[test]
     fn every_problem_is_named_by_route_and_key() {
-        let rows: [(&str, &[&str]); 25] = [
+        let rows: [(&str, &[&str]); 26] = [
+            (
+                "[[route]]\nform = \"f\"\nthank_you_url = \"http://evil.example/t\"\n",
+                &["[[route]] #1: thank_you_url: must be an https address (a page on one of the stack's allowed origins)"],
+            ),
             (
                 "[[route]]\nform = \"f\"\nnotify = \"no\"\n",
                 &["[[route]] #1: notify: must be true or false"],
@@ -395,7 +400,7 @@ marketing_permission = "3c9a1b2e5f"
             ),
             (
                 "[[route]]\nform = \"f\"\nfrom = \"typo\"\n",
-                &["[[route]] #1: from: unknown key: a route has form, name, destinations, fields, set, spam, lead, consent, tags, lists, duplicate_window, notify and notify_fields"],
+                &["[[route]] #1: from: unknown key: a route has form, name, destinations, fields, set, spam, lead, consent, tags, lists, duplicate_window, notify, notify_fields and thank_you_url"],
             ),
             (
                 "[[route]]\nform = \"f\"\n[route.fields]\nsize = \"numemployees\"\nemployees = \"numemployees\"\n",

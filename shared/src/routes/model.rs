@@ -72,6 +72,11 @@ pub struct Route {
     /// (`destinations = ["mailchimp"]`); empty: the file's.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub destinations: Vec<String>,
+    /// Where a visitor's browser goes once this form is stored, for a form
+    /// a browser posts (`SENDER=html`), over the stack's `THANK_YOU_URL`:
+    /// taken only on an allowed page origin (ingest checks).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub thank_you_url: Option<String>,
 }
 
 /// One thing wrong with a routes file: where (`[spam]`,

@@ -123,13 +123,16 @@ impl Browser {
     /// What the browser is answered: `answer` (the JSON every sender
     /// gets) to a script that asked for JSON, with CORS for an allowed
     /// origin; to a form post, the thank-you page (303) once stored, or a
-    /// short page saying why not.
+    /// short page saying why not. The form's route's thank-you page
+    /// (`routed`) comes first when it is on an allowed origin; never
+    /// another site.
     pub fn answer(
         &self,
         headers: &HeaderMap,
         answer: Response<Body>,
         stored: bool,
         reason: Option<String>,
+        routed: Option<&str>,
     ) -> Response<Body> {
         let wants_json = headers
             .get_all(ACCEPT)
@@ -150,10 +153,14 @@ impl Browser {
             return answer;
         }
         let status = answer.status();
-        let response = match (stored, &self.thank_you_url) {
-            (true, Some(url)) => Response::builder()
-                .status(303)
-                .header(LOCATION, url.as_str()),
+        let on_our_pages = |url: &&str| {
+            shared::origin::origin_of(url).is_some_and(|origin| self.origins.contains(&origin))
+        };
+        let thank_you = routed
+            .filter(on_our_pages)
+            .or(self.thank_you_url.as_deref());
+        let response = match (stored, thank_you) {
+            (true, Some(url)) => Response::builder().status(303).header(LOCATION, url),
             (true, None) => Response::builder()
                 .status(status)
                 .header(CONTENT_TYPE, "text/plain; charset=utf-8"),

@@ -299,13 +299,14 @@ fn route(entry: &Table, number: usize, problems: &mut Problems) -> Route {
             "notify",
             "notify_fields",
             "destinations",
+            "thank_you_url",
         ]
         .contains(&key.as_str())
         {
             problems.add(
                 &place,
                 key,
-                "unknown key: a route has form, name, destinations, fields, set, spam, lead, consent, tags, lists, duplicate_window, notify and notify_fields",
+                "unknown key: a route has form, name, destinations, fields, set, spam, lead, consent, tags, lists, duplicate_window, notify, notify_fields and thank_you_url",
             );
         }
     }
@@ -323,6 +324,17 @@ fn route(entry: &Table, number: usize, problems: &mut Problems) -> Route {
     }
     if let Some(value) = entry.get("lists") {
         route.lists = lists(value, &place, problems);
+    }
+    match entry.get("thank_you_url") {
+        None => {}
+        Some(toml::Value::String(url)) if crate::origin::origin_of(url).is_some() => {
+            route.thank_you_url = Some(url.trim().to_owned())
+        }
+        Some(_) => problems.add(
+            &place,
+            "thank_you_url",
+            "must be an https address (a page on one of the stack's allowed origins)",
+        ),
     }
     match entry.get("notify") {
         None => {}
