@@ -78,6 +78,34 @@ async fn send(
     (status, headers, body)
 }
 
+/// Ingest for `SENDER=html` on a fresh table, as main.rs builds it (an
+/// inline secret: no check handed over at start-up), with the Turnstile
+/// fake and, when given, the stack's thank-you page.
+async fn html_ingest(
+    client: &aws_sdk_dynamodb::Client,
+    turnstile: &TurnstileFake,
+    thank_you: Option<&str>,
+) -> (ingest::Ingest<ingest::dynamo::DynamoReceiptStore>, String) {
+    let table = create_table(client, "ReceiptsTable").await;
+    let config = ingest::Config::from_lookup(|variable| match variable {
+        "RECEIPTS_TABLE" => Some(table.clone()),
+        "SENDER" => Some("html".to_owned()),
+        "ALLOWED_ORIGINS" => Some(format!("{PAGE},http://localhost:8080")),
+        "THANK_YOU_URL" => thank_you.map(str::to_owned),
+        "TURNSTILE_SECRET" => Some(SECRET.to_owned()),
+        "TURNSTILE_VERIFY_URL" => Some(turnstile.verify_url()),
+        _ => None,
+    })
+    .unwrap();
+    let ingest = ingest_over(
+        ingest::dynamo::DynamoReceiptStore::new(client.clone(), &table),
+        &config,
+    )
+    .await
+    .with_bot_check(None);
+    (ingest, table)
+}
+
 /// Issue 62, done when: a urlencoded post from an allowed origin with a
 /// valid token is stored once and answered 303 to the thank-you page; the
 /// same page posted twice is one receipt; a foreign origin, a missing or
@@ -89,22 +117,7 @@ async fn a_browser_form_is_checked_stored_once_and_sent_on_to_its_thank_you_page
     let client = ingest_client(&moto).await;
     let turnstile = TurnstileFake::start(SECRET).await.unwrap();
     let crm = CrmStub::start().await.unwrap();
-    let table = create_table(&client, "ReceiptsTable").await;
-    let config = ingest::Config::from_lookup(|variable| match variable {
-        "RECEIPTS_TABLE" => Some(table.clone()),
-        "SENDER" => Some("html".to_owned()),
-        "ALLOWED_ORIGINS" => Some(format!("{PAGE},http://localhost:8080")),
-        "THANK_YOU_URL" => Some(THANKS.to_owned()),
-        "TURNSTILE_SECRET" => Some(SECRET.to_owned()),
-        "TURNSTILE_VERIFY_URL" => Some(turnstile.verify_url()),
-        _ => None,
-    })
-    .unwrap();
-    let ingest = ingest_over(
-        ingest::dynamo::DynamoReceiptStore::new(client.clone(), &table),
-        &config,
-    )
-    .await;
+    let (ingest, table) = html_ingest(&client, &turnstile, Some(THANKS)).await;
     let page_id = "3f2b8c1e-9a7d-4c55-b1e2-0d9f6a7c8b10";
     let token = turnstile.issue();
     // Its first answer is lost: ingest asks again with the same key.
@@ -198,24 +211,7 @@ async fn a_script_gets_json_and_only_allowed_pages_pass_the_preflight() {
     let moto = endpoint(DYNAMODB_ENDPOINT);
     let client = ingest_client(&moto).await;
     let turnstile = TurnstileFake::start(SECRET).await.unwrap();
-    let table = create_table(&client, "ReceiptsTable").await;
-    let config = ingest::Config::from_lookup(|variable| match variable {
-        "RECEIPTS_TABLE" => Some(table.clone()),
-        "SENDER" => Some("html".to_owned()),
-        "ALLOWED_ORIGINS" => Some(PAGE.to_owned()),
-        "TURNSTILE_SECRET" => Some(SECRET.to_owned()),
-        "TURNSTILE_VERIFY_URL" => Some(turnstile.verify_url()),
-        _ => None,
-    })
-    .unwrap();
-    // As main.rs builds it: no check from Secrets Manager with an inline
-    // secret, which must keep the inline one (and every check with it).
-    let ingest = ingest_over(
-        ingest::dynamo::DynamoReceiptStore::new(client.clone(), &table),
-        &config,
-    )
-    .await
-    .with_bot_check(None);
+    let (ingest, table) = html_ingest(&client, &turnstile, None).await;
     let token = turnstile.issue();
     for expected in [202, 200] {
         let mut post = form("page-json", Some(&token), "ada@example.com");
@@ -270,28 +266,13 @@ async fn a_forms_route_chooses_its_thank_you_page_on_an_allowed_origin_only() {
     let moto = endpoint(DYNAMODB_ENDPOINT);
     let client = ingest_client(&moto).await;
     let turnstile = TurnstileFake::start(SECRET).await.unwrap();
-    let table = create_table(&client, "ReceiptsTable").await;
-    let config = ingest::Config::from_lookup(|variable| match variable {
-        "RECEIPTS_TABLE" => Some(table.clone()),
-        "SENDER" => Some("html".to_owned()),
-        "ALLOWED_ORIGINS" => Some(PAGE.to_owned()),
-        "THANK_YOU_URL" => Some(THANKS.to_owned()),
-        "TURNSTILE_SECRET" => Some(SECRET.to_owned()),
-        "TURNSTILE_VERIFY_URL" => Some(turnstile.verify_url()),
-        _ => None,
-    })
-    .unwrap();
     let routes = shared::routes::parse(
         "[[route]]\nform = \"contact\"\nthank_you_url = \"https://example.com/thanks/contact\"\n\n\
          [[route]]\nform = \"newsletter\"\nthank_you_url = \"https://evil.example/phish\"\n",
     )
     .unwrap();
-    let ingest = ingest_over(
-        ingest::dynamo::DynamoReceiptStore::new(client.clone(), &table),
-        &config,
-    )
-    .await
-    .with_routes(aws_edge::routes::RoutesInForce::fixed(std::sync::Arc::new(
+    let (ingest, _) = html_ingest(&client, &turnstile, Some(THANKS)).await;
+    let ingest = ingest.with_routes(aws_edge::routes::RoutesInForce::fixed(std::sync::Arc::new(
         routes,
     )));
     let (status, headers, _) = send(
