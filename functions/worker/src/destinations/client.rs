@@ -189,6 +189,87 @@ where
         .await
 }
 
+/// Where an adapter's calls carry its token.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TokenPlace {
+    /// `Authorization: Bearer <token>`.
+    Bearer,
+    /// The token alone in a header of the vendor's own (`api-key`).
+    Header(&'static str),
+}
+
+/// A CRM's answer as the adapters read it: its status, its `Retry-After`,
+/// its headers (a vendor's own rate limit ones), and its body as JSON
+/// (`json_capped`).
+#[derive(Debug)]
+pub struct Answered {
+    pub status: u16,
+    pub retry_after: Option<Duration>,
+    pub headers: reqwest::header::HeaderMap,
+    pub body: serde_json::Value,
+}
+
+impl Answered {
+    /// A header's value as whole seconds (a vendor's rate limit reset).
+    pub fn seconds_in(&self, header: &str) -> Option<u64> {
+        self.headers
+            .get(header)
+            .and_then(|value| value.to_str().ok())
+            .and_then(|value| value.trim().parse().ok())
+    }
+}
+
+/// The adapters' one request path: `request` with `body` as JSON and the
+/// token in force where `place` says, sent; its answer read. A token
+/// withdrawn at its source, or a call that got no answer, is the error.
+pub async fn send_json(
+    request: reqwest::RequestBuilder,
+    body: Option<&serde_json::Value>,
+    token: &BearerToken,
+    place: TokenPlace,
+) -> Result<Answered, DestinationError> {
+    let mut request = request;
+    if let Some(body) = body {
+        request = request.json(body);
+    }
+    match token.current() {
+        Ok(Some(token)) => {
+            request = match place {
+                TokenPlace::Bearer => request.bearer_auth(token.expose()),
+                // Marked sensitive, as bearer_auth marks its own: never in
+                // a debug print of the request.
+                TokenPlace::Header(name) => {
+                    let Ok(mut value) = reqwest::header::HeaderValue::from_str(token.expose())
+                    else {
+                        return Err(DestinationError::Permanent {
+                            status: None,
+                            reason: "request could not be built".to_owned(),
+                        });
+                    };
+                    value.set_sensitive(true);
+                    request.header(name, value)
+                }
+            }
+        }
+        Ok(None) => {}
+        Err(unavailable) => return Err(DestinationError::CredentialsUnavailable(unavailable)),
+    }
+    let response = request
+        .send()
+        .await
+        .map_err(|error| transport_error(&error))?;
+    let status = response.status().as_u16();
+    let retry_after = retry_after(&response);
+    let headers = response.headers().clone();
+    let body = json_capped(response).await;
+    Ok(Answered {
+        status,
+        retry_after,
+        headers,
+        body,
+    })
+}
+
 /// `base` with each of `segments` appended as one path segment (an
 /// address is escaped, never read as a path) and the query.
 pub fn url_of(base: &str, segments: &[&str], query: &[(&str, &str)]) -> Option<reqwest::Url> {

@@ -8,7 +8,7 @@ use serde_json::{json, Map, Value};
 
 use super::answers::{answer_for, first_person, note_id, note_with, notes_in, person_of, Called};
 use super::{Attio, PersonRecord, RECORD_NOT_FOUND};
-use crate::destinations::client::{self, url_of};
+use crate::destinations::client::{self, url_of, TokenPlace};
 use crate::destinations::history::CreateOnce;
 use crate::destinations::memory::PersonMemory;
 use crate::destinations::port::{CallDeadline, DestinationError};
@@ -149,25 +149,11 @@ impl<M: PersonMemory> Attio<M> {
                 reason: "request could not be built".to_owned(),
             });
         };
-        let mut request = self.client.request(method, url);
-        if let Some(body) = body {
-            request = request.json(body);
+        let request = self.client.request(method, url);
+        match client::send_json(request, body, &self.token, TokenPlace::Bearer).await {
+            Ok(answered) => answer_for(answered.status, answered.retry_after, answered.body),
+            Err(error) => Called::Failed(error),
         }
-        match self.token.current() {
-            Ok(Some(token)) => request = request.bearer_auth(token.expose()),
-            Ok(None) => {}
-            Err(unavailable) => {
-                return Called::Failed(DestinationError::CredentialsUnavailable(unavailable))
-            }
-        }
-        let response = match request.send().await {
-            Ok(response) => response,
-            Err(error) => return Called::Failed(client::transport_error(&error)),
-        };
-        let status = response.status().as_u16();
-        let retry_after = client::retry_after(&response);
-        let body = client::json_capped(response).await;
-        answer_for(status, retry_after, body)
     }
 }
 

@@ -11,7 +11,7 @@ use super::answers::{
     answer_for, contact_id, listed, note_id, note_with, reset_wait, Called, RESET_HEADER,
 };
 use super::{lists_to_join, Brevo, CONTACT_NOT_FOUND};
-use crate::destinations::client::{self, url_of};
+use crate::destinations::client::{self, url_of, TokenPlace};
 use crate::destinations::history::CreateOnce;
 use crate::destinations::memory::PersonMemory;
 use crate::destinations::port::{CallDeadline, DestinationError};
@@ -148,30 +148,20 @@ impl<M: PersonMemory> Brevo<M> {
                 reason: "request could not be built".to_owned(),
             });
         };
-        let mut request = self.client.request(method, url);
-        if let Some(body) = body {
-            request = request.json(body);
+        let request = self.client.request(method, url);
+        match client::send_json(request, body, &self.key, TokenPlace::Header("api-key")).await {
+            Ok(answered) => answer_for(
+                answered.status,
+                answered
+                    .headers
+                    .get(RESET_HEADER)
+                    .and_then(|value| value.to_str().ok())
+                    .and_then(reset_wait),
+                answered.retry_after,
+                answered.body,
+            ),
+            Err(error) => Called::Failed(error),
         }
-        match self.key.current() {
-            Ok(Some(key)) => request = request.header("api-key", key.expose()),
-            Ok(None) => {}
-            Err(unavailable) => {
-                return Called::Failed(DestinationError::CredentialsUnavailable(unavailable))
-            }
-        }
-        let response = match request.send().await {
-            Ok(response) => response,
-            Err(error) => return Called::Failed(client::transport_error(&error)),
-        };
-        let status = response.status().as_u16();
-        let reset = response
-            .headers()
-            .get(RESET_HEADER)
-            .and_then(|value| value.to_str().ok())
-            .and_then(reset_wait);
-        let retry_after = client::retry_after(&response);
-        let body = client::json_capped(response).await;
-        answer_for(status, reset, retry_after, body)
     }
 }
 

@@ -11,7 +11,7 @@ use shared::Lead;
 
 use super::answers::{answer_for, created_id, found_person, Called};
 use super::{person_path, Pipedrive};
-use crate::destinations::client;
+use crate::destinations::client::{self, TokenPlace};
 use crate::destinations::memory::PersonMemory;
 use crate::destinations::port::{CallDeadline, DestinationError};
 
@@ -191,30 +191,25 @@ impl<M: PersonMemory> Pipedrive<M> {
                 })
             }
         };
-        let mut request = self.client.request(method, url);
-        if let Some(body) = body {
-            request = request.json(body);
+        let request = self.client.request(method, url);
+        match client::send_json(
+            request,
+            body,
+            &self.token,
+            TokenPlace::Header("x-api-token"),
+        )
+        .await
+        {
+            Ok(answered) => answer_for(
+                answered.status,
+                answered.retry_after,
+                answered
+                    .seconds_in("x-ratelimit-reset")
+                    .map(Duration::from_secs),
+                answered.body,
+                sent_keys,
+            ),
+            Err(error) => Called::Failed(error),
         }
-        match self.token.current() {
-            Ok(Some(token)) => request = request.header("x-api-token", token.expose()),
-            Ok(None) => {}
-            Err(unavailable) => {
-                return Called::Failed(DestinationError::CredentialsUnavailable(unavailable))
-            }
-        }
-        let response = match request.send().await {
-            Ok(response) => response,
-            Err(error) => return Called::Failed(client::transport_error(&error)),
-        };
-        let status = response.status().as_u16();
-        let retry_after = client::retry_after(&response);
-        let reset_after = response
-            .headers()
-            .get("x-ratelimit-reset")
-            .and_then(|value| value.to_str().ok())
-            .and_then(|value| value.trim().parse::<u64>().ok())
-            .map(Duration::from_secs);
-        let body = client::json_capped(response).await;
-        answer_for(status, retry_after, reset_after, body, sent_keys)
     }
 }
