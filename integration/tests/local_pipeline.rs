@@ -971,6 +971,68 @@ async fn smoke_signs_as_the_stacks_sender_does() {
     stop(pipeline).await;
 }
 
+/// `receipts smoke` against a plain HTML form's stack posts the snippet's
+/// fields from the stack's first allowed page with the widget test keys'
+/// dummy token: a stack that takes it (here the local pipeline, whose
+/// Turnstile passes test tokens) is called out, as a deployed stack with a
+/// test secret would be; one that refuses it for the token passes (the
+/// verdict's table test).
+#[tokio::test(flavor = "multi_thread")]
+async fn smoke_of_a_browser_form_calls_out_a_stack_that_takes_test_tokens() {
+    let receipts_table = unique_name("smoke-html-receipts");
+    let (pipeline, webhook_port, _, printed) = start_pipeline_with(
+        "http",
+        &receipts_table,
+        &[("SENDER", "html"), ("PAGE_PORT", "0")],
+    )
+    .await;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let origin = loop {
+        let found = printed.lock().unwrap().iter().find_map(|line| {
+            let at = line.find("open http://")?;
+            line[at + 5..]
+                .split_whitespace()
+                .next()
+                .map(|page| page.trim_end_matches('/').to_owned())
+        });
+        if let Some(origin) = found {
+            break origin;
+        }
+        assert!(Instant::now() < deadline, "the page's address");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    let endpoint = endpoint(DYNAMODB_ENDPOINT);
+    let stack = unique_name("smoke-html-stack");
+    create_stack(
+        &endpoint,
+        &stack,
+        &[
+            ("Sender", "html"),
+            ("AllowedOrigins", &origin),
+            ("Destination", "http"),
+        ],
+        &[
+            (
+                "WebhookUrl",
+                &format!("http://127.0.0.1:{webhook_port}/webhooks/html"),
+            ),
+            ("ReceiptsTableName", &receipts_table),
+        ],
+    )
+    .await;
+    let (ok, out, err) = receipts_cli(&[], &["--stack", &stack, "smoke", "--timeout", "30s"]);
+    assert!(!ok, "{out}{err}");
+    assert!(
+        out.contains(&format!("posting the form from {origin}")),
+        "{out}"
+    );
+    assert!(
+        (out.clone() + &err).contains("its Turnstile secret is a test secret"),
+        "{out}{err}"
+    );
+    stop(pipeline).await;
+}
+
 /// `make run` with a routes file: the file is stored as `routes apply`
 /// stores it, the real ingest binary reads its spam rules at start and
 /// holds bots back (answered as a person is), the real worker gives a

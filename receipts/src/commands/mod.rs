@@ -3,6 +3,7 @@
 //! stdout; progress and problems to stderr.
 
 mod audit;
+mod browser_smoke;
 mod console;
 mod forget;
 mod gates;
