@@ -237,3 +237,47 @@ async fn print_human(from: impl tokio::io::AsyncRead + Unpin, name: String) {
         }
     }
 }
+
+/// How the local ingest takes `sender`'s deliveries, and a line saying so:
+/// a form a browser posts, from the demo page (`page`); a sender that signs
+/// nothing (Static Forms, Jotform), the secret in the URL as a deployed
+/// stack's default (`webhook_auth` chooses another mode); the others, their
+/// own signature with the demo signing secret.
+pub fn sender_env(
+    sender: shared::Sender,
+    page: Option<&crate::demo_page::DemoPage>,
+    webhook_auth: Option<String>,
+) -> (Vec<(&'static str, String)>, String) {
+    if let Some(page) = page {
+        return (
+            page.ingest_env(),
+            format!("open {} and send its form", page.url()),
+        );
+    }
+    if sender.signature().is_none() {
+        let mode = webhook_auth.unwrap_or_else(|| "query:token".to_owned());
+        let how = match mode.strip_prefix("query:") {
+            Some(param) => format!("the secret in the URL: ?{param}={DEMO_TOKEN}"),
+            None => format!("WEBHOOK_AUTH={mode}, secret {DEMO_TOKEN}"),
+        };
+        return (
+            vec![
+                ("SENDER", sender.name().to_owned()),
+                ("WEBHOOK_AUTH", mode),
+                ("WEBHOOK_SECRETS", DEMO_TOKEN.to_owned()),
+            ],
+            how,
+        );
+    }
+    (
+        vec![
+            ("SENDER", sender.name().to_owned()),
+            ("WEBHOOK_SECRETS", DEMO_SIGNING_SECRET.to_owned()),
+        ],
+        format!(
+            "signed as {} signs, with secret {DEMO_SIGNING_SECRET} (events/ingest-{}.json)",
+            sender.name(),
+            sender.name()
+        ),
+    )
+}

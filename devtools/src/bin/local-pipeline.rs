@@ -24,7 +24,7 @@ use axum::Router;
 use devtools::fakes::LocalCrm;
 use devtools::http_api::{answer_from, event_for};
 use devtools::lambda_emulator::LambdaEmulator;
-use devtools::local::{self, DEMO_SIGNING_SECRET, DEMO_TOKEN, LEADS_TABLE, RECEIPTS_TABLE};
+use devtools::local::{self, LEADS_TABLE, RECEIPTS_TABLE};
 use devtools::pump::StreamPump;
 use devtools::server::{lock, Listener};
 
@@ -78,11 +78,6 @@ async fn run() -> Result<(), String> {
     let sender = shared::Sender::parse(&setting("SENDER", "staticforms"))
         .ok_or_else(|| format!("SENDER must be {}", shared::Sender::names()))?;
     let webhook_path = format!("/webhooks/{}", sender.name());
-    // A sender that signs nothing (Static Forms, Jotform): the secret in
-    // the URL, as a deployed stack's default (WEBHOOK_AUTH chooses another
-    // mode; IDEMPOTENCY_KEY=required makes the function refuse deliveries
-    // without the header, as a stack deployed so would). The others: their
-    // own signature, with the demo signing secret.
     // A form a browser posts: a page on the loopback that posts it.
     let demo_page = match sender.profile().browser {
         true => Some(
@@ -94,41 +89,11 @@ async fn run() -> Result<(), String> {
         ),
         false => None,
     };
-    let (mut ingest_auth, how) = match sender {
-        _ if demo_page.is_some() => {
-            let page = demo_page.as_ref().expect("a demo page");
-            (
-                page.ingest_env(),
-                format!("open {} and send its form", page.url()),
-            )
-        }
-        unsigned if unsigned.signature().is_none() => {
-            let mode = setting("WEBHOOK_AUTH", "query:token");
-            let how = match mode.strip_prefix("query:") {
-                Some(param) => format!("the secret in the URL: ?{param}={DEMO_TOKEN}"),
-                None => format!("WEBHOOK_AUTH={mode}, secret {DEMO_TOKEN}"),
-            };
-            (
-                vec![
-                    ("SENDER", unsigned.name().to_owned()),
-                    ("WEBHOOK_AUTH", mode),
-                    ("WEBHOOK_SECRETS", DEMO_TOKEN.to_owned()),
-                ],
-                how,
-            )
-        }
-        other => (
-            vec![
-                ("SENDER", other.name().to_owned()),
-                ("WEBHOOK_SECRETS", DEMO_SIGNING_SECRET.to_owned()),
-            ],
-            format!(
-                "signed as {} signs, with secret {DEMO_SIGNING_SECRET} (events/ingest-{}.json)",
-                other.name(),
-                other.name()
-            ),
-        ),
-    };
+    let (mut ingest_auth, how) = local::sender_env(
+        sender,
+        demo_page.as_ref(),
+        std::env::var("WEBHOOK_AUTH").ok(),
+    );
 
     if let Ok(rule) = std::env::var("IDEMPOTENCY_KEY") {
         ingest_auth.push(("IDEMPOTENCY_KEY", rule));

@@ -319,7 +319,14 @@ pub async fn run(config: &SdkConfig, target: &Target, command: Command) -> Resul
                 Some(raw) => forget::address(&raw)?,
                 None => smoke::SMOKE_EMAIL.to_owned(),
             };
-            smoke::smoke_test(config, &stack, &table, timeout, keep, &email, &mut out).await?;
+            // A form a browser posts carries a Turnstile token only a
+            // browser can get: its own test.
+            let (sender, _) = smoke::sender_and_auth(&stack)?;
+            if sender.profile().browser {
+                browser_smoke::smoke_test(&stack, sender, &email, &mut out).await?;
+            } else {
+                smoke::smoke_test(config, &stack, &table, timeout, keep, &email, &mut out).await?;
+            }
         }
         Command::Reindex { dry_run } => reindex::reindex(&table, dry_run, &mut out).await?,
         Command::Release { ids } => {

@@ -383,11 +383,6 @@ pub(super) async fn smoke_test(
 ) -> Result<(), Failed> {
     let url = stack.output(output::WEBHOOK_URL).map_err(run_error)?;
     let (sender, auth) = sender_and_auth(stack)?;
-    // A form a browser posts carries a Turnstile token only a browser can
-    // get: its own test.
-    if sender.profile().browser {
-        return super::browser_smoke::smoke_test(stack, sender, email, out).await;
-    }
     let secret = webhook_secret(config, stack, &auth).await?;
     let request = request_as(
         url,
