@@ -59,8 +59,14 @@ fn sender_env_file(env: &Path, sender: &str, turnstile: &str) -> PathBuf {
         ingest["ALLOWED_ORIGINS"] = Value::from("https://example.com");
         ingest["TURNSTILE_SECRET"] = Value::from(devtools::fakes::turnstile::ALWAYS_PASSES_SECRET);
         ingest["TURNSTILE_VERIFY_URL"] = Value::from(turnstile);
+        ingest["TURNSTILE_ALLOW_HTTP"] = Value::from("true");
     }
-    ingest["WEBHOOK_SECRETS"] = Value::from(devtools::local::DEMO_SIGNING_SECRET);
+    // A form a browser posts carries no webhook secret: none is given.
+    ingest["WEBHOOK_SECRETS"] = Value::from(if of.profile().browser {
+        ""
+    } else {
+        devtools::local::DEMO_SIGNING_SECRET
+    });
     ingest["IDEMPOTENCY_KEY"] = Value::from("");
     ingest["WEBHOOK_API_KEYS"] = Value::from("");
     let path = env.with_extension(format!("{sender}.json"));

@@ -12,6 +12,9 @@ pub const THANK_YOU_URL: &str = "THANK_YOU_URL";
 pub const TURNSTILE_SECRET: &str = "TURNSTILE_SECRET";
 pub const TURNSTILE_SECRET_ARN: &str = "TURNSTILE_SECRET_ARN";
 pub const TURNSTILE_VERIFY_URL: &str = "TURNSTILE_VERIFY_URL";
+/// `true`: `TURNSTILE_VERIFY_URL` may be plain http anywhere, for a local
+/// fake on Docker's bridge (`sam local invoke`); never set in AWS.
+pub const TURNSTILE_ALLOW_HTTP: &str = "TURNSTILE_ALLOW_HTTP";
 
 /// Cloudflare's siteverify:
 /// <https://developers.cloudflare.com/turnstile/get-started/server-side-validation/>.
@@ -46,12 +49,13 @@ pub struct BrowserConfig {
     pub verify_url: String,
 }
 
-const NAMES: [&str; 5] = [
+const NAMES: [&str; 6] = [
     ALLOWED_ORIGINS,
     THANK_YOU_URL,
     TURNSTILE_SECRET,
     TURNSTILE_SECRET_ARN,
     TURNSTILE_VERIFY_URL,
+    TURNSTILE_ALLOW_HTTP,
 ];
 
 impl BrowserConfig {
@@ -126,7 +130,13 @@ impl BrowserConfig {
         };
         let verify_url = get(TURNSTILE_VERIFY_URL)
             .map_or_else(|| DEFAULT_VERIFY_URL.to_owned(), |u| u.trim().to_owned());
-        if origin_of(&verify_url).is_none() {
+        let allow_http = match get(TURNSTILE_ALLOW_HTTP).as_deref().map(str::trim) {
+            None | Some("false") => false,
+            Some("true") => true,
+            Some(_) => return Err(invalid(TURNSTILE_ALLOW_HTTP, "expected true or false")),
+        };
+        let local_http = allow_http && verify_url.starts_with("http://");
+        if origin_of(&verify_url).is_none() && !local_http {
             return Err(invalid(
                 TURNSTILE_VERIFY_URL,
                 "must be an https URL (http only on the loopback, for a local fake)",
@@ -198,6 +208,22 @@ mod tests {
         assert_eq!(local.thank_you_url, None);
         assert!(!format!("{local:?}").contains("0x4AAAAAAA"), "never shown");
         assert_eq!(load(Sender::Tally, &[]).unwrap(), None);
+        let bridge = load(
+            Sender::Html,
+            &[
+                (ALLOWED_ORIGINS, "https://example.com"),
+                (TURNSTILE_SECRET, "s"),
+                (
+                    TURNSTILE_VERIFY_URL,
+                    "http://172.17.0.1:4010/turnstile/v0/siteverify",
+                ),
+                (TURNSTILE_ALLOW_HTTP, "true"),
+            ],
+        );
+        assert!(
+            bridge.is_ok(),
+            "a local fake on Docker's bridge: {bridge:?}"
+        );
     }
 
     #[test]
