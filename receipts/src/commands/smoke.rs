@@ -345,6 +345,9 @@ pub(super) fn sender_and_auth(stack: &Stack) -> Result<(Sender, SenderAuth), Fai
     // Empty: the template's default, the sender's own signature (a token
     // in the URL for a sender that signs nothing).
     let auth = match (stack.parameter(parameter::WEBHOOK_AUTH), sender) {
+        // A form a browser posts carries no secret: its page and token
+        // prove it.
+        ("", sender) if sender.profile().browser => SenderAuth::None,
         ("", sender) if sender.signature().is_none() => SenderAuth::Query("token".to_owned()),
         ("", _) => SenderAuth::OwnSignature,
         (mode, _) => SenderAuth::parse(mode).map_err(run_error)?,

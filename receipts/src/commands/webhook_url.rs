@@ -100,6 +100,23 @@ pub fn paste_instructions(
 mod tests {
     use super::*;
 
+    /// A plain HTML form's stack has no webhook secret: its URL alone,
+    /// for the page's `<form action>`.
+    #[test]
+    fn a_browser_forms_stack_gives_its_url_and_no_secret() {
+        let stack = crate::stack::Stack {
+            name: "site".into(),
+            outputs: Default::default(),
+            parameters: [("Sender".to_owned(), "html".to_owned())].into(),
+        };
+        let (sender, auth) = sender_and_auth(&stack).unwrap();
+        assert_eq!((sender, &auth), (Sender::Html, &SenderAuth::None));
+        let url = "https://abc.execute-api.eu-west-1.amazonaws.com/webhooks/html";
+        let shown = paste_instructions(url, sender, &auth, None);
+        assert!(shown.contains(&format!("{url}\n")), "{shown}");
+        assert!(!shown.contains("secret"), "{shown}");
+    }
+
     #[test]
     fn paste_instructions_put_the_secret_where_the_mode_wants_it_or_a_placeholder() {
         let url = "https://abc.execute-api.eu-west-1.amazonaws.com/webhooks/staticforms";
