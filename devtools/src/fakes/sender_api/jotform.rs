@@ -11,12 +11,32 @@ use std::sync::Arc;
 use axum::extract::{Path, RawQuery, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::Json;
+use axum::routing::{delete as delete_route, get};
+use axum::{Json, Router};
 use serde_json::{json, Value};
 use shared::receipt::{format_timestamp, parse_timestamp};
 
-use super::{deletions, listing, number, FakeState};
+use super::{deletions, listing, number, FakeState, Kept, VendorApi};
 use crate::server::lock;
+
+/// Jotform's part of the fake: its listing and deletion, and its webhook.
+pub(super) const VENDOR: VendorApi = VendorApi { routes, webhook };
+
+fn routes(app: Router<Arc<FakeState>>) -> Router<Arc<FakeState>> {
+    app.route("/v1/form/{form}/submissions", get(submissions))
+        .route("/v1/submission/{id}", delete_route(delete))
+}
+
+/// The webhook Jotform sends for `kept` of `form`: its parts (the answers
+/// a JSON string keyed `q<N>_<name>`), as a JSON object; the stack reads
+/// them from a form post (`Sender::sent_request` sends them as one).
+fn webhook(form: &str, kept: &Kept) -> Value {
+    let (first, last) = kept.name.rsplit_once(' ').unwrap_or((&kept.name, ""));
+    json!({"formID": form, "submissionID": kept.id, "type": "WEB",
+        "rawRequest": json!({"slug": format!("submit/{form}"),
+            "q3_name": {"first": first, "last": last},
+            "q4_email": kept.email, "q5_message": kept.message}).to_string()})
+}
 
 /// Jotform's endpoints take the key in `APIKEY` only: a request without
 /// that header is refused whatever else it carries.
@@ -37,7 +57,7 @@ fn jotform_time(at: std::time::SystemTime) -> String {
     text.split('.').next().unwrap_or(&text).replace('T', " ")
 }
 
-pub(super) async fn submissions(
+async fn submissions(
     State(state): State<Arc<FakeState>>,
     Path(form): Path<String>,
     RawQuery(query): RawQuery,
@@ -87,7 +107,7 @@ pub(super) async fn submissions(
     .into_response()
 }
 
-pub(super) async fn delete(
+async fn delete(
     State(state): State<Arc<FakeState>>,
     Path(id): Path<String>,
     headers: HeaderMap,

@@ -59,6 +59,7 @@ use crate::server::{self, lock, FaultQueue, Listener, Server};
 mod deletions;
 mod jotform;
 mod offset_listings;
+mod webhooks;
 
 /// The token the local fake accepts (`make run`).
 pub const DEMO_SENDER_API_TOKEN: &str = "local-demo-sender-api-token";
@@ -97,6 +98,82 @@ impl server::Fault for Fault {
     }
 }
 
+/// One sender's part of the fake: the routes of its API (listing and
+/// deletion) and the webhook it sends for a submission it keeps, each
+/// written from its vendor's pages.
+struct VendorApi {
+    routes: fn(Router<Arc<FakeState>>) -> Router<Arc<FakeState>>,
+    webhook: fn(&str, &Kept) -> Value,
+}
+
+/// The senders whose API the fake serves: exactly those with
+/// `Profile::api` (`every_sender_with_an_api_is_served`), so a new sender
+/// is named here by the compiler and its audit tested with the others.
+fn vendor_api(sender: shared::Sender) -> Option<VendorApi> {
+    use axum::routing::delete;
+    use shared::Sender;
+    let vendor = match sender {
+        Sender::Tally => VendorApi {
+            routes: |app| {
+                app.route("/forms/{form}/submissions", get(tally_submissions))
+                    .route("/forms/{form}/submissions/{id}", delete(deletions::tally))
+            },
+            webhook: webhooks::tally,
+        },
+        Sender::Typeform => VendorApi {
+            routes: |app| {
+                app.route("/forms/{form}", get(typeform_form)).route(
+                    "/forms/{form}/responses",
+                    get(typeform_responses).delete(deletions::typeform),
+                )
+            },
+            webhook: webhooks::typeform,
+        },
+        Sender::Netlify => VendorApi {
+            routes: |app| {
+                app.route("/api/v1/submissions/{id}", delete(deletions::netlify))
+                    .route(
+                        "/api/v1/forms/{form}/submissions",
+                        get(offset_listings::netlify_submissions),
+                    )
+            },
+            webhook: webhooks::netlify,
+        },
+        Sender::Formspree => VendorApi {
+            routes: |app| {
+                app.route(
+                    "/api/0/forms/{form}/submissions",
+                    get(offset_listings::formspree_submissions),
+                )
+            },
+            webhook: webhooks::formspree,
+        },
+        Sender::Webflow => VendorApi {
+            routes: |app| {
+                app.route("/v2/sites", get(offset_listings::webflow_sites))
+                    .route(
+                        "/v2/sites/{site}/form_submissions/{id}",
+                        delete(deletions::webflow),
+                    )
+                    .route(
+                        "/v2/sites/{site}/forms/{form}/submissions",
+                        get(offset_listings::webflow_submissions),
+                    )
+            },
+            webhook: webhooks::webflow,
+        },
+        Sender::Jotform => jotform::VENDOR,
+        Sender::StaticForms | Sender::Framer | Sender::Html => return None,
+    };
+    Some(vendor)
+}
+
+/// The webhook `sender` sends for `kept` of `form`, as its vendor's pages
+/// show it; `None` for a sender whose API the fake does not serve.
+pub fn webhook_for(sender: shared::Sender, form: &str, kept: &Kept) -> Option<Value> {
+    vendor_api(sender).map(|vendor| (vendor.webhook)(form, kept))
+}
+
 struct FakeState {
     token: String,
     forms: Mutex<BTreeMap<String, Vec<Kept>>>,
@@ -129,43 +206,10 @@ impl SenderApiFake {
             faults: FaultQueue::new("sender API fake"),
             calls: Mutex::new(Vec::new()),
         });
-        let app = Router::new()
-            .route("/forms/{form}", get(typeform_form))
-            .route(
-                "/forms/{form}/responses",
-                get(typeform_responses).delete(deletions::typeform),
-            )
-            .route("/forms/{form}/submissions", get(tally_submissions))
-            .route(
-                "/forms/{form}/submissions/{id}",
-                axum::routing::delete(deletions::tally),
-            )
-            .route(
-                "/api/v1/submissions/{id}",
-                axum::routing::delete(deletions::netlify),
-            )
-            .route(
-                "/api/v1/forms/{form}/submissions",
-                get(offset_listings::netlify_submissions),
-            )
-            .route(
-                "/api/0/forms/{form}/submissions",
-                get(offset_listings::formspree_submissions),
-            )
-            .route("/v1/form/{form}/submissions", get(jotform::submissions))
-            .route(
-                "/v1/submission/{id}",
-                axum::routing::delete(jotform::delete),
-            )
-            .route("/v2/sites", get(offset_listings::webflow_sites))
-            .route(
-                "/v2/sites/{site}/form_submissions/{id}",
-                axum::routing::delete(deletions::webflow),
-            )
-            .route(
-                "/v2/sites/{site}/forms/{form}/submissions",
-                get(offset_listings::webflow_submissions),
-            )
+        let app = shared::Sender::ALL
+            .into_iter()
+            .filter_map(vendor_api)
+            .fold(Router::new(), |app, vendor| (vendor.routes)(app))
             .with_state(Arc::clone(&state))
             .merge(state.faults.routes());
         Ok(SenderApiFake {
@@ -470,4 +514,50 @@ pub fn formspree_date(at: SystemTime) -> String {
         .to_string()
         .trim_end_matches('Z')
         .to_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The fake serves the API of exactly the senders that have one, and
+    /// each one's webhook parses as that sender's submission with the
+    /// kept id: the audit tests loop over these senders.
+    #[test]
+    fn every_sender_with_an_api_is_served() {
+        let kept = Kept {
+            id: "k1".to_owned(),
+            submitted_at: SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_796_112_000),
+            name: "Ada Lovelace".to_owned(),
+            email: "ada@example.com".to_owned(),
+            message: "Hello".to_owned(),
+            partial: false,
+        };
+        for sender in shared::Sender::ALL {
+            let webhook = webhook_for(sender, "f1", &kept);
+            assert_eq!(
+                webhook.is_some(),
+                sender.api().is_some(),
+                "{}: served by the fake exactly when it has an API",
+                sender.name()
+            );
+            let Some(webhook) = webhook else { continue };
+            let submission = sender
+                .parse_submission(webhook.to_string().as_bytes())
+                .unwrap_or_else(|e| panic!("{}: {e}", sender.name()));
+            let answers = sender.answers(&submission.payload);
+            assert_eq!(
+                answers.fields["email"],
+                "ada@example.com",
+                "{}",
+                sender.name()
+            );
+            let id = submission.submission_id.as_str().to_owned();
+            assert!(
+                id == "k1" || id.starts_with("f1."),
+                "{}: {id}",
+                sender.name()
+            );
+        }
+    }
 }
