@@ -1,16 +1,18 @@
-//! Tally, Typeform and Webflow deliveries end to end, against a real
+//! Every signing sender's deliveries end to end, against a real
 //! DynamoDB-protocol server with the real SDK and an HTTP CRM on loopback:
-//! each body written the way its vendor writes it (compact JSON, as the
-//! vendors' examples show), signed by an independent signer that follows
-//! the vendor's documented steps on the bytes sent (Python's hmac, as in the
+//! each body written the way its vendor writes it (the fakes' webhook for
+//! it, compact JSON), signed by an independent signer that follows the
+//! vendor's documented steps on the bytes sent (Python's hmac, as in the
 //! vendors' own Python snippets), then stored once, refused when changed or
 //! unsigned, and delivered as a lead whose e-mail and name come from the
 //! sender's own fields, with its attribution (a hidden UTM field) kept.
+//! Jotform's form post has its own test here.
 
 use std::process::Command;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use devtools::crm_stub::CrmStub;
+use devtools::fakes::sender_api::{vendor, webhook_for, Kept};
 use integration::*;
 use lambda_http::{Body, Request};
 use shared::Sender;
@@ -30,11 +32,11 @@ fn python() -> String {
 
 /// The signature header(s) a vendor sends with `body` (and, for Framer,
 /// the id header it signs), computed by the vendor's documented steps in
-/// Python over the exact bytes: Tally base64(HMAC), Typeform `sha256=` +
-/// base64(HMAC), Webflow hex(HMAC("<ms timestamp>:" + body)), Formspree
-/// `t=<s>,v1=` + hex(HMAC("<t>." + body)), Framer `sha256=` +
-/// hex(HMAC(body + id)), Netlify a JWS made by PyJWT (an independent JWT
-/// library) with `iss` netlify and the body's SHA-256.
+/// Python over the exact bytes (each sender's steps are its `Signer` in
+/// the fakes: Tally base64(HMAC), Typeform `sha256=` + base64(HMAC),
+/// Webflow hex(HMAC("<ms timestamp>:" + body)), Formspree `t=<s>,v1=` +
+/// hex(HMAC("<t>." + body)), Framer `sha256=` + hex(HMAC(body + id)),
+/// Netlify a JWS made by PyJWT, an independent JWT library).
 fn vendor_signature(
     sender: Sender,
     secret: &str,
@@ -42,18 +44,19 @@ fn vendor_signature(
     body: &str,
     id: &str,
 ) -> Vec<(String, String)> {
-    let script = "import sys, hmac, hashlib, base64\n\
-                  vendor, secret, ts, sid = sys.argv[1:5]\n\
-                  body = sys.stdin.buffer.read()\n\
-                  key = secret.encode()\n\
-                  if vendor == 'tally':\n    print(base64.b64encode(hmac.new(key, body, hashlib.sha256).digest()).decode())\n\
-                  elif vendor == 'typeform':\n    print('sha256=' + base64.b64encode(hmac.new(key, body, hashlib.sha256).digest()).decode())\n\
-                  elif vendor == 'formspree':\n    t = str(int(ts) // 1000)\n    print('t=' + t + ',v1=' + hmac.new(key, t.encode() + b'.' + body, hashlib.sha256).hexdigest())\n\
-                  elif vendor == 'framer':\n    print('sha256=' + hmac.new(key, body + sid.encode(), hashlib.sha256).hexdigest())\n\
-                  elif vendor == 'netlify':\n    import jwt\n    print(jwt.encode({'iss': 'netlify', 'sha256': hashlib.sha256(body).hexdigest()}, secret, algorithm='HS256'))\n\
-                  else:\n    print(hmac.new(key, ts.encode() + b':' + body, hashlib.sha256).hexdigest())\n";
+    let signer = vendor(sender)
+        .signer
+        .unwrap_or_else(|| panic!("{} signs nothing", sender.name()));
+    let script = format!(
+        "import sys, hmac, hashlib, base64\n\
+         secret, ts, sid = sys.argv[1:4]\n\
+         body = sys.stdin.buffer.read()\n\
+         key = secret.encode()\n\
+         print({})\n",
+        signer.python
+    );
     let mut child = Command::new(python())
-        .args(["-c", script, sender.name(), secret, &millis.to_string(), id])
+        .args(["-c", &script, secret, &millis.to_string(), id])
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
@@ -75,58 +78,34 @@ fn vendor_signature(
         String::from_utf8_lossy(&output.stderr)
     );
     let signature = String::from_utf8(output.stdout).unwrap().trim().to_owned();
-    match sender {
-        Sender::Tally => vec![("tally-signature".into(), signature)],
-        Sender::Typeform => vec![("typeform-signature".into(), signature)],
-        Sender::Webflow => vec![
-            ("x-webflow-timestamp".into(), millis.to_string()),
-            ("x-webflow-signature".into(), signature),
-        ],
-        Sender::Formspree => vec![("formspree-signature".into(), signature)],
-        Sender::Netlify => vec![("x-webhook-signature".into(), signature)],
-        Sender::Framer => vec![
-            ("framer-webhook-submission-id".into(), id.to_owned()),
-            ("framer-signature".into(), signature),
-        ],
-        Sender::StaticForms | Sender::Jotform | Sender::Html => unreachable!("it signs nothing"),
-    }
+    (signer.headers)(&signature, millis, id)
 }
 
-/// A body as the vendor writes it: compact JSON, in the vendor's field
-/// order, with `id` as the stable id (Framer's travels in its header;
-/// Formspree's is derived: `id` is the form, see `stable_id`) and
-/// `email`/`name` in the vendor's own answer shapes.
+/// A body as the vendor writes it (the fakes' webhook for the sender,
+/// compact JSON), for a submission `id` of a form of the same name (so
+/// Formspree's derived ids differ too, see `stable_id`), made on
+/// 2026-12-01, by `first` Example at `email`, from the spring campaign.
 fn vendor_body(sender: Sender, id: &str, email: &str, first: &str) -> String {
-    match sender {
-        Sender::Tally => format!(
-            r#"{{"eventId":"ev-{id}","eventType":"FORM_RESPONSE","createdAt":"2026-12-01T08:00:00.123Z","data":{{"responseId":"{id}","submissionId":"{id}","respondentId":"r1","formId":"VwbNEw","formName":"Contact","createdAt":"2026-12-01T08:00:00.000Z","fields":[{{"key":"question_1","label":"Full name","type":"INPUT_TEXT","value":"{first} Example"}},{{"key":"question_2","label":"Work address","type":"INPUT_EMAIL","value":"{email}"}},{{"key":"question_3","label":"Plan","type":"MULTIPLE_CHOICE","value":["o2"],"options":[{{"id":"o1","text":"Starter"}},{{"id":"o2","text":"Business"}}]}},{{"key":"question_4","label":"utm_campaign","type":"HIDDEN_FIELDS","value":"spring"}}]}}}}"#
-        ),
-        Sender::Typeform => format!(
-            r#"{{"event_id":"01KBYWTTXW2SXX86TBH2SGNCCS","event_type":"form_response","form_response":{{"form_id":"lT4Z3j","token":"{id}","landed_at":"2026-12-01T07:59:00Z","submitted_at":"2026-12-01T08:00:00Z","hidden":{{"utm_campaign":"spring"}},"definition":{{"id":"lT4Z3j","title":"Contact","fields":[{{"id":"f1","title":"What is your first name?","type":"short_text","ref":"first_name","properties":{{}}}},{{"id":"f2","title":"Your email?","type":"email","ref":"email","properties":{{}}}}]}},"answers":[{{"type":"text","text":"{first}","field":{{"id":"f1","type":"short_text","ref":"first_name"}}}},{{"type":"email","email":"{email}","field":{{"id":"f2","type":"email","ref":"email"}}}}]}}}}"#
-        ),
-        Sender::Webflow => format!(
-            r#"{{"triggerType":"form_submission","payload":{{"name":"Contact Us","siteId":"65427cf400e02b306eaa049c","data":{{"First Name":"{first}","Last Name":"Example","email":"{email}","UTM Campaign":"spring"}},"schema":[],"submittedAt":"2026-12-01T08:00:00.117Z","id":"{id}","formId":"65429eadebe8a9f3a30f62d0","formElementId":"4e038d2c"}}}}"#
-        ),
-        Sender::Formspree => format!(
-            r#"{{"form":"{id}","keys":["first_name","email","utm_campaign"],"submission":{{"_date":"2026-12-01T08:00:00.123456","first_name":"{first}","email":"{email}","utm_campaign":"spring"}}}}"#
-        ),
-        Sender::Netlify => format!(
-            r#"{{"number":3,"title":null,"email":"{email}","name":"{first} Example","first_name":"{first}","last_name":"Example","company":null,"summary":"","body":"","data":{{"first_name":"{first}","email":"{email}","utm_campaign":"spring","ip":"192.0.2.10","user_agent":"Mozilla/5.0","referrer":"https://example.com/contact"}},"created_at":"2026-12-01T08:00:00.123Z","human_fields":{{"First name":"{first}","Email":"{email}"}},"ordered_human_fields":[{{"title":"First name","name":"first_name","value":"{first}"}},{{"title":"Email","name":"email","value":"{email}"}}],"id":"{id}","form_id":"6749a1e9c2d3e4f5a6b7c8d0","site_url":"https://example.com","form_name":"contact"}}"#
-        ),
-        Sender::Framer => {
-            format!(r#"{{"First name":"{first}","Email":"{email}","utm_campaign":"spring"}}"#)
-        }
-        Sender::StaticForms | Sender::Jotform | Sender::Html => {
-            unreachable!("it signs nothing: its own test")
-        }
-    }
+    let kept = Kept {
+        id: id.to_owned(),
+        submitted_at: UNIX_EPOCH + Duration::from_micros(SUBMITTED_MICROS),
+        name: format!("{first} Example"),
+        email: email.to_owned(),
+        message: "Hello".to_owned(),
+        partial: false,
+        campaign: Some("spring".to_owned()),
+    };
+    webhook_for(sender, id, &kept).to_string()
 }
+
+/// 2026-12-01T08:00:00.123456Z.
+const SUBMITTED_MICROS: u64 = 1_796_112_000_123_456;
 
 /// The stable id the stack keeps for a body made with `id`: Formspree's
 /// is the form and its `_date` to the microsecond.
 fn stable_id(sender: Sender, id: &str) -> String {
     match sender {
-        Sender::Formspree => format!("{id}.1796112000123456"),
+        Sender::Formspree => format!("{id}.{SUBMITTED_MICROS}"),
         _ => id.to_owned(),
     }
 }
@@ -324,13 +303,23 @@ async fn each_sender_is_verified_stored_once_and_delivered_as_its_lead() {
             .unwrap_or_else(|| panic!("{name}: no lead {stable}"));
         assert_eq!(lead.writes, 1, "{name}");
         assert_eq!(lead.body["email"], "grace@example.com", "{name}");
-        let first = match sender {
-            Sender::Tally => lead.body["name"]
-                .as_str()
-                .map(|n| n.split(' ').next().unwrap()),
-            _ => lead.body["fields"]["firstName"].as_str(),
-        };
-        assert_eq!(first, Some("Grace"), "{name}: {}", lead.body);
+        // The name, whole or as the form split it (Webflow's First and
+        // Last Name fields).
+        let fields = &lead.body["fields"];
+        let whole = lead.body["name"]
+            .as_str()
+            .filter(|n| !n.is_empty())
+            .map(str::to_owned)
+            .or_else(|| {
+                let first = fields["firstName"].as_str()?;
+                Some(format!("{first} {}", fields["lastName"].as_str()?))
+            });
+        assert_eq!(
+            whole.as_deref(),
+            Some("Grace Example"),
+            "{name}: {}",
+            lead.body
+        );
         // Attribution, however the sender carries it (Tally's hidden
         // field, Typeform's `hidden`, a Webflow field), under its own name.
         assert_eq!(

@@ -595,6 +595,7 @@ async fn forget_everywhere_erases_at_the_crm_and_the_sender_and_resumes_where_it
                 email: email.to_owned(),
                 message: "Call me".to_owned(),
                 partial: false,
+                campaign: None,
             },
         );
         let body = (shared::Sender::Typeform.profile().sample)(&shared::sender::Sample {

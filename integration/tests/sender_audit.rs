@@ -27,13 +27,14 @@ fn kept(n: u64, now: SystemTime) -> Kept {
         email: format!("person{n}@example.com"),
         message: "Hello".to_owned(),
         partial: false,
+        campaign: None,
     }
 }
 
 /// The webhook Tally sends for `kept` (the fake's, as its pages show it),
 /// with `event_id` as its delivery's id.
 fn webhook_body(kept: &Kept, event_id: &str) -> String {
-    let mut webhook = webhook_for(shared::Sender::Tally, FORM, kept).unwrap();
+    let mut webhook = webhook_for(shared::Sender::Tally, FORM, kept);
     webhook["eventId"] = json!(event_id);
     webhook.to_string()
 }
@@ -1101,7 +1102,7 @@ async fn every_audited_senders_audit_finds_what_never_came_and_imports_it_once()
             request.body(body).send()
         };
         for n in 1..=2 {
-            let answer = post(webhook_for(sender, form, &kept(n, now)).unwrap())
+            let answer = post(webhook_for(sender, form, &kept(n, now)))
                 .await
                 .unwrap();
             let status = answer.status().as_u16();
@@ -1120,7 +1121,7 @@ async fn every_audited_senders_audit_finds_what_never_came_and_imports_it_once()
         let expected: Vec<String> = [3, 4]
             .into_iter()
             .map(|n| {
-                let webhook = webhook_for(sender, form, &kept(n, now)).unwrap();
+                let webhook = webhook_for(sender, form, &kept(n, now));
                 let submission = sender.parse_submission(webhook.to_string().as_bytes());
                 submission.unwrap().submission_id.as_str().to_owned()
             })
@@ -1149,7 +1150,7 @@ async fn every_audited_senders_audit_finds_what_never_came_and_imports_it_once()
         assert_eq!(code, Some(0), "{name}: {out}\n{err}");
         assert!(out.contains("imported 0;"), "{name}: {out}");
         // The imported one's webhook, late: a duplicate, no second lead.
-        let late = post(webhook_for(sender, form, &kept(4, now)).unwrap())
+        let late = post(webhook_for(sender, form, &kept(4, now)))
             .await
             .unwrap();
         assert_eq!(late.status().as_u16(), 200, "{name}");

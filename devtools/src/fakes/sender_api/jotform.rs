@@ -16,11 +16,15 @@ use axum::{Json, Router};
 use serde_json::{json, Value};
 use shared::receipt::{format_timestamp, parse_timestamp};
 
-use super::{deletions, listing, number, FakeState, Kept, VendorApi};
+use super::{deletions, listing, number, FakeState, Kept, Vendor};
 use crate::server::lock;
 
 /// Jotform's part of the fake: its listing and deletion, and its webhook.
-pub(super) const VENDOR: VendorApi = VendorApi { routes, webhook };
+pub(super) const VENDOR: Vendor = Vendor {
+    webhook,
+    signer: None,
+    api: Some(routes),
+};
 
 fn routes(app: Router<Arc<FakeState>>) -> Router<Arc<FakeState>> {
     app.route("/v1/form/{form}/submissions", get(submissions))
@@ -35,7 +39,8 @@ fn webhook(form: &str, kept: &Kept) -> Value {
     json!({"formID": form, "submissionID": kept.id, "type": "WEB",
         "rawRequest": json!({"slug": format!("submit/{form}"),
             "q3_name": {"first": first, "last": last},
-            "q4_email": kept.email, "q5_message": kept.message}).to_string()})
+            "q4_email": kept.email, "q5_message": kept.message,
+            "q6_utm_campaign": kept.campaign}).to_string()})
 }
 
 /// Jotform's endpoints take the key in `APIKEY` only: a request without

@@ -1,6 +1,9 @@
-//! The senders' submission APIs on 127.0.0.1, for `receipts audit` and
-//! `import` in tests and `make run`: one store of submissions, listed in
-//! the shape of whichever sender's endpoint is asked.
+//! The senders as the tests know them, each registered once in
+//! [`vendor`]: the webhook it sends and how it signs it (`webhooks`, or a
+//! sender's own file), and its submission API on 127.0.0.1, for
+//! `receipts audit`, `import` and `forget --everywhere` in tests and
+//! `make run`: one store of submissions, listed in the shape of whichever
+//! sender's endpoint is asked.
 //!
 //! - Tally, `GET /forms/{formId}/submissions` (`filter`, `startDate`,
 //!   `endDate`, `page`; `hasMore`, `questions`, `submissions[]` with
@@ -45,20 +48,21 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
-use axum::extract::{Path, RawQuery, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
 use serde::Deserialize;
 use serde_json::{json, Value};
-use shared::receipt::{format_timestamp, parse_timestamp};
+use shared::receipt::parse_timestamp;
 
 use crate::server::{self, lock, FaultQueue, Listener, Server};
 
 mod deletions;
 mod jotform;
 mod offset_listings;
+mod tally;
+mod typeform;
 mod webhooks;
 
 /// The token the local fake accepts (`make run`).
@@ -78,6 +82,9 @@ pub struct Kept {
     pub message: String,
     /// Started but never submitted.
     pub partial: bool,
+    /// A campaign it came from (`utm_campaign`), carried as the sender
+    /// carries attribution: a hidden field, Typeform's `hidden`, a field.
+    pub campaign: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
@@ -98,58 +105,62 @@ impl server::Fault for Fault {
     }
 }
 
-/// One sender's part of the fake: the routes of its API (listing and
-/// deletion) and the webhook it sends for a submission it keeps, each
-/// written from its vendor's pages.
-struct VendorApi {
-    routes: fn(Router<Arc<FakeState>>) -> Router<Arc<FakeState>>,
-    webhook: fn(&str, &Kept) -> Value,
+/// What the tests know of one sender, written from its vendor's pages and
+/// apart from the stack's own code: the webhook it sends for a submission,
+/// how it signs one (if it does), and the routes of its API (listing and
+/// deletion) if it keeps its submissions.
+pub struct Vendor {
+    pub webhook: fn(&str, &Kept) -> Value,
+    pub signer: Option<Signer>,
+    api: Option<Routes>,
 }
 
-/// The senders whose API the fake serves: exactly those with
-/// `Profile::api` (`every_sender_with_an_api_is_served`), so a new sender
-/// is named here by the compiler and its audit tested with the others.
-fn vendor_api(sender: shared::Sender) -> Option<VendorApi> {
+type Routes = fn(Router<Arc<FakeState>>) -> Router<Arc<FakeState>>;
+
+/// A sender's signing steps as its pages give them: a Python expression
+/// over `key`, `secret`, `body`, `ts` and `sid` (see `webhooks`), and the
+/// headers that carry its value (the signature, the signed time in
+/// milliseconds, the submission id).
+#[derive(Clone, Copy)]
+pub struct Signer {
+    pub python: &'static str,
+    pub headers: fn(&str, u128, &str) -> Vec<(String, String)>,
+}
+
+/// Every sender's part, the one place a sender is registered here: the
+/// compiler names it for a new sender, and `every_sender_is_known_to_the_fakes`
+/// holds it to the sender's profile (its API, its signature).
+pub fn vendor(sender: shared::Sender) -> Vendor {
     use axum::routing::delete;
     use shared::Sender;
-    let vendor = match sender {
-        Sender::Tally => VendorApi {
-            routes: |app| {
-                app.route("/forms/{form}/submissions", get(tally_submissions))
-                    .route("/forms/{form}/submissions/{id}", delete(deletions::tally))
-            },
+    match sender {
+        Sender::StaticForms => Vendor {
+            webhook: webhooks::staticforms,
+            signer: None,
+            api: None,
+        },
+        Sender::Tally => Vendor {
             webhook: webhooks::tally,
+            signer: Some(webhooks::TALLY),
+            api: Some(|app| {
+                app.route("/forms/{form}/submissions", get(tally::submissions))
+                    .route("/forms/{form}/submissions/{id}", delete(deletions::tally))
+            }),
         },
-        Sender::Typeform => VendorApi {
-            routes: |app| {
-                app.route("/forms/{form}", get(typeform_form)).route(
-                    "/forms/{form}/responses",
-                    get(typeform_responses).delete(deletions::typeform),
-                )
-            },
+        Sender::Typeform => Vendor {
             webhook: webhooks::typeform,
-        },
-        Sender::Netlify => VendorApi {
-            routes: |app| {
-                app.route("/api/v1/submissions/{id}", delete(deletions::netlify))
-                    .route(
-                        "/api/v1/forms/{form}/submissions",
-                        get(offset_listings::netlify_submissions),
-                    )
-            },
-            webhook: webhooks::netlify,
-        },
-        Sender::Formspree => VendorApi {
-            routes: |app| {
-                app.route(
-                    "/api/0/forms/{form}/submissions",
-                    get(offset_listings::formspree_submissions),
+            signer: Some(webhooks::TYPEFORM),
+            api: Some(|app| {
+                app.route("/forms/{form}", get(typeform::form)).route(
+                    "/forms/{form}/responses",
+                    get(typeform::responses).delete(deletions::typeform),
                 )
-            },
-            webhook: webhooks::formspree,
+            }),
         },
-        Sender::Webflow => VendorApi {
-            routes: |app| {
+        Sender::Webflow => Vendor {
+            webhook: webhooks::webflow,
+            signer: Some(webhooks::WEBFLOW),
+            api: Some(|app| {
                 app.route("/v2/sites", get(offset_listings::webflow_sites))
                     .route(
                         "/v2/sites/{site}/form_submissions/{id}",
@@ -159,19 +170,48 @@ fn vendor_api(sender: shared::Sender) -> Option<VendorApi> {
                         "/v2/sites/{site}/forms/{form}/submissions",
                         get(offset_listings::webflow_submissions),
                     )
-            },
-            webhook: webhooks::webflow,
+            }),
+        },
+        Sender::Formspree => Vendor {
+            webhook: webhooks::formspree,
+            signer: Some(webhooks::FORMSPREE),
+            api: Some(|app| {
+                app.route(
+                    "/api/0/forms/{form}/submissions",
+                    get(offset_listings::formspree_submissions),
+                )
+            }),
+        },
+        Sender::Netlify => Vendor {
+            webhook: webhooks::netlify,
+            signer: Some(webhooks::NETLIFY),
+            api: Some(|app| {
+                app.route("/api/v1/submissions/{id}", delete(deletions::netlify))
+                    .route(
+                        "/api/v1/forms/{form}/submissions",
+                        get(offset_listings::netlify_submissions),
+                    )
+            }),
+        },
+        Sender::Framer => Vendor {
+            webhook: webhooks::framer,
+            signer: Some(webhooks::FRAMER),
+            api: None,
         },
         Sender::Jotform => jotform::VENDOR,
-        Sender::StaticForms | Sender::Framer | Sender::Html => return None,
-    };
-    Some(vendor)
+        Sender::Html => Vendor {
+            webhook: webhooks::html,
+            signer: None,
+            api: None,
+        },
+    }
 }
 
 /// The webhook `sender` sends for `kept` of `form`, as its vendor's pages
-/// show it; `None` for a sender whose API the fake does not serve.
-pub fn webhook_for(sender: shared::Sender, form: &str, kept: &Kept) -> Option<Value> {
-    vendor_api(sender).map(|vendor| (vendor.webhook)(form, kept))
+/// show it (a form post's fields as a JSON object: `Sender::sent_request`
+/// sends it as the sender does).
+pub fn webhook_for(sender: shared::Sender, form: &str, kept: &Kept) -> Value {
+    (vendor(sender).webhook)(form, kept)
 }
 
 struct FakeState {
@@ -208,8 +248,8 @@ impl SenderApiFake {
         });
         let app = shared::Sender::ALL
             .into_iter()
-            .filter_map(vendor_api)
-            .fold(Router::new(), |app, vendor| (vendor.routes)(app))
+            .filter_map(|sender| vendor(sender).api)
+            .fold(Router::new(), |app, routes| routes(app))
             .with_state(Arc::clone(&state))
             .merge(state.faults.routes());
         Ok(SenderApiFake {
@@ -240,6 +280,7 @@ impl SenderApiFake {
                     email: format!("demo{n}@example.com"),
                     message: "Sent while the stack was down".to_owned(),
                     partial: false,
+                    campaign: None,
                 },
             );
         }
@@ -402,112 +443,6 @@ fn within<'a>(
         .collect()
 }
 
-async fn tally_submissions(
-    State(state): State<Arc<FakeState>>,
-    Path(form): Path<String>,
-    RawQuery(query): RawQuery,
-    headers: HeaderMap,
-) -> Response {
-    let path = format!("/forms/{form}/submissions");
-    let (params, kept) = match listing(&state, &headers, &form, path, query) {
-        Ok(listed) => listed,
-        Err(response) => return *response,
-    };
-    let completed_only = params.get("filter").map(String::as_str) == Some("completed");
-    let selected = within(&kept, &params, ["startDate", "endDate"], completed_only);
-    let limit = *lock(&state.page_size);
-    let page: usize = params
-        .get("page")
-        .and_then(|p| p.parse().ok())
-        .unwrap_or(1)
-        .max(1);
-    let listed: Vec<Value> = selected
-        .iter()
-        .skip((page - 1) * limit)
-        .take(limit)
-        .map(|k| json!({
-            "id": k.id, "formId": form, "respondentId": format!("r_{}", k.id), "isCompleted": !k.partial,
-            "submittedAt": format_timestamp(k.submitted_at), "responses": [
-                {"id": format!("{}_1", k.id), "questionId": "qName", "answer": k.name},
-                {"id": format!("{}_2", k.id), "questionId": "qEmail", "answer": k.email},
-                {"id": format!("{}_3", k.id), "questionId": "qMessage", "answer": k.message}]}))
-        .collect();
-    let partial = kept.iter().filter(|k| k.partial).count();
-    let mut answer = json!({
-        "page": page, "limit": limit, "hasMore": page * limit < selected.len(),
-        "totalNumberOfSubmissionsPerFilter": {"all": kept.len(), "completed": kept.len() - partial, "partial": partial},
-        "questions": [
-            {"id": "qName", "type": "INPUT_TEXT", "title": "Name", "fields": []},
-            {"id": "qEmail", "type": "INPUT_EMAIL", "title": "Email", "fields": []},
-            {"id": "qMessage", "type": "TEXTAREA", "title": "Message", "fields": []}],
-        "submissions": listed
-    });
-    if *lock(&state.no_end_marker) {
-        if let Some(page) = answer.as_object_mut() {
-            page.remove("hasMore");
-        }
-    }
-    Json(answer).into_response()
-}
-
-async fn typeform_form(
-    State(state): State<Arc<FakeState>>,
-    Path(form): Path<String>,
-    headers: HeaderMap,
-) -> Response {
-    if let Err(response) = admit(&state, &headers, &form, format!("/forms/{form}")) {
-        return *response;
-    }
-    Json(json!({"id": form, "title": "Contact", "fields": [
-        {"id": "fName", "title": "Name", "type": "short_text", "ref": "name"},
-        {"id": "fEmail", "title": "Email", "type": "email", "ref": "email"},
-        {"id": "fMessage", "title": "Message", "type": "long_text", "ref": "message"}]}))
-    .into_response()
-}
-
-async fn typeform_responses(
-    State(state): State<Arc<FakeState>>,
-    Path(form): Path<String>,
-    RawQuery(query): RawQuery,
-    headers: HeaderMap,
-) -> Response {
-    let path = format!("/forms/{form}/responses");
-    let (params, kept) = match listing(&state, &headers, &form, path, query) {
-        Ok(listed) => listed,
-        Err(response) => return *response,
-    };
-    let completed_only = params.get("response_type").map(String::as_str) == Some("completed");
-    let mut selected = within(&kept, &params, ["since", "until"], completed_only);
-    if let Some(before) = params.get("before") {
-        if let Some(at) = selected.iter().position(|k| &k.id == before) {
-            selected.drain(..=at);
-        }
-    }
-    let asked: usize = params
-        .get("page_size")
-        .and_then(|p| p.parse().ok())
-        .unwrap_or(25);
-    let size = asked.min(*lock(&state.page_size)).max(1);
-    let items: Vec<Value> = selected
-        .iter()
-        .take(size)
-        .map(|k| {
-            let field = |id: &str, kind: &str, reference: &str| json!({"id": id, "type": kind, "ref": reference});
-            json!({
-                "landing_id": k.id, "token": k.id, "response_id": k.id,
-                "response_type": if k.partial { "partial" } else { "completed" },
-                "landed_at": format_timestamp(k.submitted_at),
-                "submitted_at": if k.partial { String::new() } else { format_timestamp(k.submitted_at) },
-                "hidden": {}, "answers": [
-                    {"type": "text", "text": k.name, "field": field("fName", "short_text", "name")},
-                    {"type": "email", "email": k.email, "field": field("fEmail", "email", "email")},
-                    {"type": "text", "text": k.message, "field": field("fMessage", "long_text", "message")}]})
-        })
-        .collect();
-    Json(json!({"total_items": selected.len(), "page_count": selected.len().div_ceil(size), "items": items}))
-        .into_response()
-}
-
 /// A time as Formspree's `_date`: UTC to the microsecond, without a zone.
 pub fn formspree_date(at: SystemTime) -> String {
     humantime::format_rfc3339_micros(at)
@@ -520,11 +455,11 @@ pub fn formspree_date(at: SystemTime) -> String {
 mod tests {
     use super::*;
 
-    /// The fake serves the API of exactly the senders that have one, and
-    /// each one's webhook parses as that sender's submission with the
-    /// kept id: the audit tests loop over these senders.
+    /// Each sender's part here agrees with its profile: an API served
+    /// exactly when it has one, a signer exactly when it signs, and its
+    /// webhook read by its own parser as the submission it was made from.
     #[test]
-    fn every_sender_with_an_api_is_served() {
+    fn every_sender_is_known_to_the_fakes() {
         let kept = Kept {
             id: "k1".to_owned(),
             submitted_at: SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_796_112_000),
@@ -532,32 +467,26 @@ mod tests {
             email: "ada@example.com".to_owned(),
             message: "Hello".to_owned(),
             partial: false,
+            campaign: Some("spring".to_owned()),
         };
         for sender in shared::Sender::ALL {
-            let webhook = webhook_for(sender, "f1", &kept);
+            let name = sender.name();
+            let known = vendor(sender);
+            assert_eq!(known.api.is_some(), sender.api().is_some(), "{name}: API");
             assert_eq!(
-                webhook.is_some(),
-                sender.api().is_some(),
-                "{}: served by the fake exactly when it has an API",
-                sender.name()
+                known.signer.is_some(),
+                sender.signature().is_some(),
+                "{name}: signer"
             );
-            let Some(webhook) = webhook else { continue };
+            let webhook = webhook_for(sender, "f1", &kept).to_string();
             let submission = sender
-                .parse_submission(webhook.to_string().as_bytes())
-                .unwrap_or_else(|e| panic!("{}: {e}", sender.name()));
+                .parse_delivery(webhook.as_bytes(), |_| Some("k1"))
+                .unwrap_or_else(|e| panic!("{name}: {e}"));
             let answers = sender.answers(&submission.payload);
-            assert_eq!(
-                answers.fields["email"],
-                "ada@example.com",
-                "{}",
-                sender.name()
-            );
+            assert_eq!(answers.fields["email"], "ada@example.com", "{name}");
+            assert_eq!(answers.fields["utm_campaign"], "spring", "{name}");
             let id = submission.submission_id.as_str().to_owned();
-            assert!(
-                id == "k1" || id.starts_with("f1."),
-                "{}: {id}",
-                sender.name()
-            );
+            assert!(id == "k1" || id.starts_with("f1."), "{name}: {id}");
         }
     }
 }
