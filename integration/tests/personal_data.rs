@@ -727,14 +727,18 @@ async fn forget_everywhere_erases_at_the_crm_and_the_sender_and_resumes_where_it
     assert!(status.contains("finished 20"), "{status}");
 }
 
-/// Issue 59, done when: a person delivered to Pipedrive, Zoho, Mailchimp
-/// and Salesforce at once is deleted at each by its vendor's deletion,
-/// found by the record id the stack kept (Pipedrive's and Zoho's person
-/// memories, the Salesforce lead's id on the receipt, Mailchimp's member
-/// by the address's hash), with no search; the sender (Static Forms)
-/// deletes nothing by API, and the output says what to do there.
+/// Issue 59, done when: a person delivered to Pipedrive, Zoho, Mailchimp,
+/// Salesforce, Brevo and Attio at once is deleted at each by its vendor's
+/// deletion, her notes first, found by the record id the stack kept
+/// (Pipedrive's and Zoho's person memories, the Salesforce lead's id on
+/// the receipt, Mailchimp's member by the address's hash) with no search,
+/// or by her address where the vendor finds by it (Brevo's contact,
+/// Attio's person); the sender (Static Forms) deletes nothing by API, and
+/// the output says what to do there.
 #[tokio::test]
 async fn forget_everywhere_deletes_at_each_crm_by_the_id_the_stack_kept() {
+    use devtools::fakes::attio::{AttioFake, DEMO_ATTIO_API_TOKEN};
+    use devtools::fakes::brevo::{BrevoFake, DEMO_BREVO_API_KEY};
     use devtools::fakes::mailchimp::{
         MailchimpFake, DEMO_MAILCHIMP_API_KEY, DEMO_MAILCHIMP_LIST_ID,
     };
@@ -776,10 +780,12 @@ async fn forget_everywhere_deletes_at_each_crm_by_the_id_the_stack_kept() {
             .await
             .unwrap(),
     );
+    let brevo = Arc::new(BrevoFake::start(DEMO_BREVO_API_KEY).await.unwrap());
+    let attio = Arc::new(AttioFake::start(DEMO_ATTIO_API_TOKEN).await.unwrap());
     let mut env: Vec<(&str, String)> = vec![
         (
             "DESTINATION",
-            "pipedrive,zoho,mailchimp,salesforce".to_owned(),
+            "pipedrive,zoho,mailchimp,salesforce,brevo,attio".to_owned(),
         ),
         ("GATE_KEY", devtools::local::DEMO_GATE_KEY.to_owned()),
         ("CRM_ALLOW_HTTP", "true".to_owned()),
@@ -788,6 +794,8 @@ async fn forget_everywhere_deletes_at_each_crm_by_the_id_the_stack_kept() {
     env.extend(zoho.worker_env());
     env.extend(mailchimp.worker_env());
     env.extend(salesforce.worker_env());
+    env.extend(brevo.worker_env());
+    env.extend(attio.worker_env());
 
     // Delivered by the worker, its receipt keeping its form data
     // (KEEP_PAYLOAD_AFTER_DELIVERY), so the lead's Salesforce id is found.
@@ -828,6 +836,8 @@ async fn forget_everywhere_deletes_at_each_crm_by_the_id_the_stack_kept() {
     assert_eq!(zoho.records().len(), 1);
     assert_eq!(mailchimp.members().len(), 1);
     assert_eq!(salesforce.records().len(), 1);
+    assert_eq!((brevo.contacts().len(), brevo.notes().len()), (1, 1));
+    assert_eq!((attio.people().len(), attio.notes().len()), (1, 1));
     let searches = |calls: Vec<(String, String)>| {
         calls
             .into_iter()
@@ -870,6 +880,13 @@ async fn forget_everywhere_deletes_at_each_crm_by_the_id_the_stack_kept() {
             "{place}: {out}"
         );
     }
+    // Brevo's and Attio's count her note and her record.
+    for place in ["brevo", "attio"] {
+        assert!(
+            out.contains(&format!("destination {place}: deleted (2)")),
+            "{place}: {out}"
+        );
+    }
     assert!(
         out.contains("destination pipedrive: 1 record(s) the stack kept")
             && out.contains("destination zoho: 1 record(s) the stack kept")
@@ -893,6 +910,8 @@ async fn forget_everywhere_deletes_at_each_crm_by_the_id_the_stack_kept() {
     assert!(mailchimp.members().is_empty());
     assert!(mailchimp.notes().is_empty());
     assert!(salesforce.records().is_empty());
+    assert!(brevo.contacts().is_empty() && brevo.notes().is_empty());
+    assert!(attio.people().is_empty() && attio.notes().is_empty());
     assert_eq!(
         (searches(pipedrive_calls()), searches(zoho_calls())),
         searched,
