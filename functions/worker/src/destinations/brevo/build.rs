@@ -1,87 +1,48 @@
-//! The `brevo` destination as `main` builds it: its API key and the
-//! newest-wins gates' key, read from Secrets Manager when so configured,
-//! and its person memory on the receipts table.
+//! The `brevo` destination as `main` builds it: a CRM reached with one
+//! API key that keeps newest-wins gates and a person memory on the receipts
+//! table, started as the others are (`connect::GatedTokenConfig`).
 
 use std::time::Duration;
 
-use aws_sdk_secretsmanager::Client;
 use shared::config::ConfigError;
+use shared::newest::{GateKeySetting, GateSecret};
 
 use super::{Brevo, BrevoSettings, BREVO_API_KEY_SECRET_ARN, BREVO_BASE_URL};
-use crate::destinations::connect::{client_not_built, connect_keyed};
+use crate::destinations::connect::{GatedTokenConfig, GatedTokenCrm, TokenSource};
 use crate::destinations::memory::dynamodb::DynamoPersonMemory;
-use crate::destinations::memory::PersonMemory;
-use crate::destinations::token::{TokenSetting, TOKEN_REFRESH_INTERVAL};
-use crate::destinations::{
-    Boxed, BuildEnv, ConfiguredDestination, DestinationKind, DestinationSettings,
-};
+use crate::destinations::token::{CrmToken, TokenSetting};
+use crate::destinations::DestinationKind;
 
-/// `DESTINATION=brevo`'s settings and where its API key comes from, as
-/// read at init.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct BrevoConfig {
-    pub settings: BrevoSettings,
-    pub key: TokenSetting,
-}
+/// `DESTINATION=brevo`'s settings and where its API key comes from.
+pub type BrevoConfig = GatedTokenConfig<Brevo<DynamoPersonMemory>>;
 
-impl BrevoConfig {
-    pub fn from_lookup(
-        get: &impl Fn(&str) -> Option<String>,
+impl GatedTokenCrm for Brevo<DynamoPersonMemory> {
+    type Settings = BrevoSettings;
+    const KIND: DestinationKind = DestinationKind::Brevo;
+    const TOKEN_SECRET_ARN: &'static str = BREVO_API_KEY_SECRET_ARN;
+    const BASE_URL: &'static str = BREVO_BASE_URL;
+
+    fn read_settings(
+        get: &dyn Fn(&str) -> Option<String>,
         allow_http: bool,
-    ) -> Result<Self, ConfigError> {
-        let (settings, key) = BrevoSettings::from_lookup(get, allow_http)?;
-        Ok(BrevoConfig { settings, key })
-    }
-}
-
-impl DestinationSettings for BrevoConfig {
-    fn kind(&self) -> DestinationKind {
-        DestinationKind::Brevo
+    ) -> Result<(BrevoSettings, TokenSetting), ConfigError> {
+        BrevoSettings::from_lookup(&get, allow_http)
     }
 
-    fn build<'a>(
-        self: Box<Self>,
-        env: BuildEnv<'a>,
-    ) -> Boxed<'a, Result<ConfiguredDestination, ConfigError>> {
-        Box::pin(async move {
-            let memory = DynamoPersonMemory::new(env.dynamodb.clone(), env.receipts_table);
-            let mut settings = self.settings;
-            settings.gate_key = env.own_gates(settings.gate_key);
-            let brevo = connect(
-                settings,
-                self.key,
-                memory,
-                || env.secrets_client(),
-                TOKEN_REFRESH_INTERVAL,
-            )
-            .await?;
-            Ok(ConfiguredDestination::new(brevo))
-        })
+    fn gate_key(settings: &mut BrevoSettings) -> &mut GateKeySetting {
+        &mut settings.gate_key
     }
-}
 
-/// The `brevo` destination, its key read as the other CRMs' tokens and the
-/// gates' key read now.
-pub async fn connect<M: PersonMemory>(
-    settings: BrevoSettings,
-    setting: TokenSetting,
-    memory: M,
-    client: impl Fn() -> Client,
-    refresh_interval: Duration,
-) -> Result<Brevo<M>, ConfigError> {
-    let gate_key = settings.gate_key.clone();
-    connect_keyed(
-        Some(&gate_key),
-        setting,
-        BREVO_API_KEY_SECRET_ARN,
-        client,
-        refresh_interval,
-        |mut keys| {
-            let gate_secret = keys.required_gate_secret()?;
-            Brevo::new(settings, keys.token, gate_secret, memory)
-                .map_err(client_not_built(BREVO_BASE_URL))
-        },
-        Brevo::refreshing_from,
-    )
-    .await
+    fn open(
+        settings: BrevoSettings,
+        key: Option<CrmToken>,
+        gate_secret: GateSecret,
+        memory: DynamoPersonMemory,
+    ) -> Result<Self, reqwest::Error> {
+        Brevo::new(settings, key, gate_secret, memory)
+    }
+
+    fn renewing(self, source: TokenSource, interval: Duration) -> Self {
+        self.refreshing_from(source, interval)
+    }
 }

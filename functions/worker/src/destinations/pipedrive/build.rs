@@ -1,87 +1,48 @@
-//! The `pipedrive` destination as `main` builds it: its token and the
-//! newest-wins gates' key, read from Secrets Manager when so configured,
-//! and its memory on the receipts table.
+//! The `pipedrive` destination as `main` builds it: a CRM reached with one
+//! token that keeps newest-wins gates and a person memory on the receipts
+//! table, started as the others are (`connect::GatedTokenConfig`).
 
 use std::time::Duration;
 
-use aws_sdk_secretsmanager::Client;
 use shared::config::ConfigError;
+use shared::newest::{GateKeySetting, GateSecret};
 
 use super::{Pipedrive, PipedriveSettings, PIPEDRIVE_API_TOKEN_SECRET_ARN, PIPEDRIVE_BASE_URL};
-use crate::destinations::connect::{client_not_built, connect_keyed};
+use crate::destinations::connect::{GatedTokenConfig, GatedTokenCrm, TokenSource};
 use crate::destinations::memory::dynamodb::DynamoPersonMemory;
-use crate::destinations::memory::PersonMemory;
-use crate::destinations::token::{TokenSetting, TOKEN_REFRESH_INTERVAL};
-use crate::destinations::{
-    Boxed, BuildEnv, ConfiguredDestination, DestinationKind, DestinationSettings,
-};
+use crate::destinations::token::{CrmToken, TokenSetting};
+use crate::destinations::DestinationKind;
 
-/// `DESTINATION=pipedrive`'s settings and where its token comes from, as
-/// read at init.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PipedriveConfig {
-    pub settings: PipedriveSettings,
-    pub token: TokenSetting,
-}
+/// `DESTINATION=pipedrive`'s settings and where its token comes from.
+pub type PipedriveConfig = GatedTokenConfig<Pipedrive<DynamoPersonMemory>>;
 
-impl PipedriveConfig {
-    pub fn from_lookup(
-        get: &impl Fn(&str) -> Option<String>,
+impl GatedTokenCrm for Pipedrive<DynamoPersonMemory> {
+    type Settings = PipedriveSettings;
+    const KIND: DestinationKind = DestinationKind::Pipedrive;
+    const TOKEN_SECRET_ARN: &'static str = PIPEDRIVE_API_TOKEN_SECRET_ARN;
+    const BASE_URL: &'static str = PIPEDRIVE_BASE_URL;
+
+    fn read_settings(
+        get: &dyn Fn(&str) -> Option<String>,
         allow_http: bool,
-    ) -> Result<Self, ConfigError> {
-        let (settings, token) = PipedriveSettings::from_lookup(get, allow_http)?;
-        Ok(PipedriveConfig { settings, token })
-    }
-}
-
-impl DestinationSettings for PipedriveConfig {
-    fn kind(&self) -> DestinationKind {
-        DestinationKind::Pipedrive
+    ) -> Result<(PipedriveSettings, TokenSetting), ConfigError> {
+        PipedriveSettings::from_lookup(&get, allow_http)
     }
 
-    fn build<'a>(
-        self: Box<Self>,
-        env: BuildEnv<'a>,
-    ) -> Boxed<'a, Result<ConfiguredDestination, ConfigError>> {
-        Box::pin(async move {
-            let memory = DynamoPersonMemory::new(env.dynamodb.clone(), env.receipts_table);
-            let mut settings = self.settings;
-            settings.gate_key = env.own_gates(settings.gate_key);
-            let pipedrive = connect(
-                settings,
-                self.token,
-                memory,
-                || env.secrets_client(),
-                TOKEN_REFRESH_INTERVAL,
-            )
-            .await?;
-            Ok(ConfiguredDestination::new(pipedrive))
-        })
+    fn gate_key(settings: &mut PipedriveSettings) -> &mut GateKeySetting {
+        &mut settings.gate_key
     }
-}
 
-/// The `pipedrive` destination, its token read as for the other CRMs and
-/// the gates' key read now.
-pub async fn connect<M: PersonMemory>(
-    settings: PipedriveSettings,
-    setting: TokenSetting,
-    memory: M,
-    client: impl Fn() -> Client,
-    refresh_interval: Duration,
-) -> Result<Pipedrive<M>, ConfigError> {
-    let gate_key = settings.gate_key.clone();
-    connect_keyed(
-        Some(&gate_key),
-        setting,
-        PIPEDRIVE_API_TOKEN_SECRET_ARN,
-        client,
-        refresh_interval,
-        |mut keys| {
-            let gate_secret = keys.required_gate_secret()?;
-            Pipedrive::new(settings, keys.token, gate_secret, memory)
-                .map_err(client_not_built(PIPEDRIVE_BASE_URL))
-        },
-        Pipedrive::refreshing_from,
-    )
-    .await
+    fn open(
+        settings: PipedriveSettings,
+        token: Option<CrmToken>,
+        gate_secret: GateSecret,
+        memory: DynamoPersonMemory,
+    ) -> Result<Self, reqwest::Error> {
+        Pipedrive::new(settings, token, gate_secret, memory)
+    }
+
+    fn renewing(self, source: TokenSource, interval: Duration) -> Self {
+        self.refreshing_from(source, interval)
+    }
 }
