@@ -5,6 +5,7 @@
 //! chromium and chromium-driver and sets it); without it the test fails,
 //! saying what to install.
 
+use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -30,7 +31,10 @@ impl Browser {
             )
         });
         let port = crate::pipeline::two_free_ports().0;
+        // A process group of its own: Chromium is the driver's child, and
+        // ends with it (see `drop`).
         let driver = Command::new(&driver_path)
+            .process_group(0)
             .arg(format!("--port={port}"))
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -187,7 +191,14 @@ impl Browser {
 }
 
 impl Drop for Browser {
+    /// The driver and every browser process it started: killing the
+    /// driver alone leaves Chromium running after the test.
     fn drop(&mut self) {
+        let group = format!("-{}", self.driver.id());
+        let _ = Command::new("kill")
+            .args(["-KILL", "--", &group])
+            .stderr(Stdio::null())
+            .status();
         let _ = self.driver.kill();
         let _ = self.driver.wait();
     }
