@@ -11,7 +11,7 @@ use std::time::{Duration, SystemTime};
 use aws_edge::routes::RoutesInForce;
 use devtools::fakes::attio::{AttioFake, Lost, Throttle};
 use shared::newest::{GateKeySetting, GateSecret};
-use shared::{FormSubmission, Receipt, ReceiptStatus};
+use shared::{Receipt, ReceiptStatus};
 use worker::destinations::attio::{default_field_map, Attio, AttioSettings};
 use worker::destinations::memory::in_process::InProcessMemory;
 use worker::destinations::port::{Destination, Forgotten, Person};
@@ -39,13 +39,7 @@ fn receipt(
     if let (Some(fields), Some(extra)) = (fields.as_object_mut(), extra.as_object()) {
         fields.extend(extra.clone());
     }
-    let body = serde_json::json!({
-        "event": "form.submitted",
-        "timestamp": timestamp,
-        "data": {"submissionId": submission_id, "apiKey": "contact_form", "formData": fields}
-    });
-    let submission = FormSubmission::parse(body.to_string().as_bytes()).unwrap();
-    Receipt::new(&submission, SystemTime::now())
+    static_forms_receipt(submission_id, Some("contact_form"), fields, Some(timestamp))
 }
 
 fn attio(fake: &AttioFake) -> Attio<InProcessMemory> {

@@ -11,7 +11,7 @@ use std::time::{Duration, SystemTime};
 use aws_edge::routes::RoutesInForce;
 use devtools::fakes::brevo::{BrevoFake, Lost, Throttle};
 use shared::newest::{GateKeySetting, GateSecret};
-use shared::{FormSubmission, Receipt, ReceiptStatus};
+use shared::{Receipt, ReceiptStatus};
 use worker::destinations::brevo::{default_field_map, Brevo, BrevoSettings};
 use worker::destinations::memory::in_process::InProcessMemory;
 use worker::destinations::port::{Destination, Forgotten, Person};
@@ -44,13 +44,7 @@ fn receipt(
     if let (Some(fields), Some(extra)) = (fields.as_object_mut(), extra.as_object()) {
         fields.extend(extra.clone());
     }
-    let body = serde_json::json!({
-        "event": "form.submitted",
-        "timestamp": timestamp,
-        "data": {"submissionId": submission_id, "apiKey": form, "formData": fields}
-    });
-    let submission = FormSubmission::parse(body.to_string().as_bytes()).unwrap();
-    Receipt::new(&submission, SystemTime::now())
+    static_forms_receipt(submission_id, Some(form), fields, Some(timestamp))
 }
 
 fn brevo(fake: &BrevoFake) -> Brevo<InProcessMemory> {

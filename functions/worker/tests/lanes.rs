@@ -14,12 +14,12 @@ use std::time::{Duration, SystemTime};
 use shared::clock::Adjustable;
 use shared::lanes::LaneState;
 use shared::record::DeliveredRecord;
-use shared::{FormSubmission, IdempotencyKey, Lead, Receipt, ReceiptStatus};
+use shared::{IdempotencyKey, Lead, Receipt, ReceiptStatus};
 use worker::destinations::{Destination, DestinationError, Upserted};
 use worker::ledger::memory::{MemoryLedger, WatchedLedger};
 use worker::Worker;
 
-use common::{fast_retries, in_seconds, inserts};
+use common::{fast_retries, in_seconds, inserts, static_forms_receipt};
 
 /// A destination that answers from a script (then `Written` for ever) and
 /// counts its calls per receipt.
@@ -93,12 +93,8 @@ fn receipt(submission_id: &str) -> Receipt {
 
 /// A Static Forms receipt of the form whose apiKey is `form`.
 fn of_form(submission_id: &str, form: &str) -> Receipt {
-    let body = serde_json::json!({
-        "event": "form.submitted",
-        "data": {"submissionId": submission_id, "apiKey": form, "formData": {"name": "Ada", "email": "ada@example.com", "message": "Hello"}}
-    });
-    let submission = FormSubmission::parse(body.to_string().as_bytes()).unwrap();
-    Receipt::new(&submission, SystemTime::now())
+    let fields = serde_json::json!({"name": "Ada", "email": "ada@example.com", "message": "Hello"});
+    static_forms_receipt(submission_id, Some(form), fields, None)
 }
 
 fn worker_of<L: worker::ledger::ReceiptLedger + worker::ledger::PendingQueue>(

@@ -12,7 +12,7 @@ use aws_edge::routes::RoutesInForce;
 use devtools::fakes::mailchimp::{KeptAway, Lost, MailchimpFake};
 use shared::destination::mailchimp::subscriber_hash;
 use shared::newest::{GateKeySetting, GateSecret};
-use shared::{FormSubmission, Receipt, ReceiptStatus};
+use shared::{Receipt, ReceiptStatus};
 use worker::destinations::mailchimp::{
     default_field_map, Mailchimp, MailchimpSettings, MAX_CONNECTIONS,
 };
@@ -47,13 +47,7 @@ fn receipt(
     if let (Some(fields), Some(extra)) = (fields.as_object_mut(), extra.as_object()) {
         fields.extend(extra.clone());
     }
-    let body = serde_json::json!({
-        "event": "form.submitted",
-        "timestamp": timestamp,
-        "data": {"submissionId": submission_id, "apiKey": form, "formData": fields}
-    });
-    let submission = FormSubmission::parse(body.to_string().as_bytes()).unwrap();
-    Receipt::new(&submission, SystemTime::now())
+    static_forms_receipt(submission_id, Some(form), fields, Some(timestamp))
 }
 
 fn mailchimp(fake: &MailchimpFake) -> Mailchimp<InProcessMemory> {

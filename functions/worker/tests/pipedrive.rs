@@ -9,11 +9,11 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
 use devtools::fakes::pipedrive::{Fault, Lost, PipedriveFake, COMPANY_FIELD_KEY};
 use shared::newest::{GateKeySetting, GateSecret};
-use shared::{FormSubmission, Receipt, ReceiptStatus};
+use shared::{Receipt, ReceiptStatus};
 use worker::destinations::memory::in_process::InProcessMemory;
 use worker::destinations::pipedrive::{default_field_map, Pipedrive, PipedriveSettings};
 use worker::destinations::token::{CrmToken, Source, TokenError};
@@ -32,16 +32,8 @@ const WORKER_LAG: Duration = Duration::from_secs(2);
 
 /// A receipt from `name` whose sender sent it at `timestamp` (Unix seconds).
 fn receipt(submission_id: &str, email: &str, name: &str, message: &str, timestamp: u64) -> Receipt {
-    let body = serde_json::json!({
-        "event": "form.submitted",
-        "timestamp": timestamp,
-        "data": {
-            "submissionId": submission_id,
-            "formData": {"name": name, "email": email, "message": message, "phone": "+44 20 7946 0000", "guests": "40"}
-        }
-    });
-    let submission = FormSubmission::parse(body.to_string().as_bytes()).unwrap();
-    Receipt::new(&submission, SystemTime::now())
+    let fields = serde_json::json!({"name": name, "email": email, "message": message, "phone": "+44 20 7946 0000", "guests": "40"});
+    static_forms_receipt(submission_id, None, fields, Some(timestamp))
 }
 
 fn settings(fake: &PipedriveFake) -> PipedriveSettings {

@@ -8,31 +8,24 @@ mod common;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use aws_edge::routes::{RoutesInForce, RoutesUnreadable};
 use devtools::crm_stub::CrmStub;
 use shared::refresh::Source;
 use shared::routes::Routes;
-use shared::{FormSubmission, Receipt, ReceiptStatus};
+use shared::{Receipt, ReceiptStatus};
 use worker::destinations::http::HttpCrm;
 use worker::ledger::memory::MemoryLedger;
 use worker::Worker;
 
-use common::{fast_retries, in_seconds, inserts, status_of};
+use common::{fast_retries, in_seconds, inserts, static_forms_receipt, status_of};
 
 /// A Static Forms receipt of the form whose apiKey is `form`.
 fn receipt(submission_id: &str, form: &str) -> Receipt {
-    let body = serde_json::json!({
-        "event": "form.submitted",
-        "data": {
-            "submissionId": submission_id,
-            "apiKey": form,
-            "formData": {"name": "Ada", "email": "ada@example.com", "lead_source": "typed"}
-        }
-    });
-    let submission = FormSubmission::parse(body.to_string().as_bytes()).unwrap();
-    Receipt::new(&submission, SystemTime::now())
+    let fields =
+        serde_json::json!({"name": "Ada", "email": "ada@example.com", "lead_source": "typed"});
+    static_forms_receipt(submission_id, Some(form), fields, None)
 }
 
 const ROUTES: &str = "[[route]]\nform = \"pricing_form\"\nname = \"Pricing\"\n\

@@ -11,7 +11,7 @@ use std::time::{Duration, SystemTime};
 use devtools::fakes::salesforce::{Fault, SalesforceFake, EXTERNAL_ID_FIELD};
 use shared::field_map::FieldMap;
 use shared::refresh::Source;
-use shared::{FormSubmission, Receipt, ReceiptStatus};
+use shared::{Receipt, ReceiptStatus};
 use worker::destinations::salesforce::{ClientCredentials, Salesforce, SalesforceSettings};
 use worker::destinations::token::TokenError;
 use worker::ledger::memory::MemoryLedger;
@@ -23,12 +23,7 @@ const CLIENT_ID: &str = "3MVG9fake.client.id";
 const CLIENT_SECRET: &str = "fake-client-secret-0001";
 
 fn receipt_with(submission_id: &str, form: serde_json::Value) -> Receipt {
-    let body = serde_json::json!({
-        "event": "form.submitted",
-        "data": {"submissionId": submission_id, "formData": form}
-    });
-    let submission = FormSubmission::parse(body.to_string().as_bytes()).unwrap();
-    Receipt::new(&submission, SystemTime::now())
+    static_forms_receipt(submission_id, None, form, None)
 }
 
 fn receipt(submission_id: &str) -> Receipt {

@@ -52,3 +52,24 @@ pub fn status_of<D: Destination>(
         .expect("the receipt exists");
     (stored.status, stored.failure_reason.or(stored.last_error))
 }
+
+/// A Static Forms receipt whose answers are `fields`, of the form whose
+/// key (`data.apiKey`) is `form` if given, sent at `timestamp` (Unix
+/// seconds) if given, received now.
+pub fn static_forms_receipt(
+    submission_id: &str,
+    form: Option<&str>,
+    fields: serde_json::Value,
+    timestamp: Option<u64>,
+) -> Receipt {
+    let mut data = serde_json::json!({"submissionId": submission_id, "formData": fields});
+    if let Some(form) = form {
+        data["apiKey"] = serde_json::json!(form);
+    }
+    let mut body = serde_json::json!({"event": "form.submitted", "data": data});
+    if let Some(timestamp) = timestamp {
+        body["timestamp"] = serde_json::json!(timestamp);
+    }
+    let submission = shared::FormSubmission::parse(body.to_string().as_bytes()).unwrap();
+    Receipt::new(&submission, std::time::SystemTime::now())
+}
