@@ -11,14 +11,19 @@ RELEASE_DIR (make package's folder, built for x86_64) and FUNCTION_BIN_DIR
 (the debug build of local-pipeline and receipts).
 """
 
+import functools
+import http.server
 import json
 import os
+import platform
 import shutil
 import signal
 import subprocess
 import sys
+import tarfile
 import tempfile
 import textwrap
+import threading
 import unittest
 import uuid
 from pathlib import Path
@@ -107,6 +112,13 @@ def path_without_cargo(first: Path) -> str:
     kept = [d for d in os.environ["PATH"].split(os.pathsep)
             if d and not (Path(d) / "cargo").exists() and not (Path(d) / "rustup").exists()]
     return os.pathsep.join([str(first), *kept])
+
+
+class QuietFiles(http.server.SimpleHTTPRequestHandler):
+    """A folder served over HTTP, without a log line per request."""
+
+    def log_message(self, format, *args):
+        pass
 
 
 class FromRelease(unittest.TestCase):
@@ -238,6 +250,58 @@ class FromRelease(unittest.TestCase):
         self.assertIn("no AWS credentials", result.stderr)
         self.assertNotIn("cargo", result.stdout + result.stderr)
         self.assertNotIn("installing", result.stdout + result.stderr)
+
+    def test_the_readmes_commands_run_as_written_fetch_a_release_that_deploys(self):
+        """README's "Deploy without Rust" block, word for word but for the
+        releases page (a server on the loopback holding the two archives as
+        the release workflow attaches them), in a clone, for a user whose
+        HOME has no ~/.local/bin yet; `make` a stand-in that records what
+        it was asked, the release it names then deployed as above."""
+        readme = (ROOT / "README.md").read_text()
+        section = readme.split("\n## Deploy without Rust\n", 1)[1].split("\n## ", 1)[0]
+        block = section.split("```sh\n", 1)[1].split("```", 1)[0]
+        releases = "https://github.com/$REPO/releases/latest/download/"
+        self.assertEqual(block.count(releases), 2, block)
+
+        served = self.dir / "served"
+        served.mkdir()
+        machine = {"arm64": "aarch64"}.get(platform.machine(), platform.machine())
+        system = {"Linux": "unknown-linux-gnu", "Darwin": "apple-darwin"}[platform.system()]
+        # As taiki-e/upload-rust-binary-action archives it: the binary alone,
+        # no leading folder; and make package's folder as release.yml tars it.
+        with tarfile.open(served / f"receipts-{machine}-{system}.tar.gz", "w:gz") as archive:
+            archive.add(FUNCTION_BIN_DIR / "receipts", arcname="receipts")
+        with tarfile.open(served / "staticforms-to-crm-release.tar.gz", "w:gz") as archive:
+            archive.add(RELEASE_DIR, arcname="staticforms-to-crm-release")
+        handler = functools.partial(QuietFiles, directory=str(served))
+        server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        self.addCleanup(server.server_close)
+        self.addCleanup(server.shutdown)
+        script = block.replace(releases, f"http://127.0.0.1:{server.server_port}/")
+
+        clone = self.dir / "clone"
+        subprocess.run(["git", "clone", "-q", str(ROOT), str(clone)], check=True)
+        home = self.dir / "home"
+        home.mkdir()
+        asked = self.dir / "make-asked"
+        (self.dir / "bin" / "make").write_text(
+            f"#!/bin/sh\nprintf '%s\\n' \"$PWD\" \"$@\" > {asked}\n")
+        (self.dir / "bin" / "make").chmod(0o755)
+        env = {**self.env, "HOME": str(home),
+               "PATH": os.pathsep.join([str(home / ".local" / "bin"), self.env["PATH"]])}
+        del env["RECEIPTS_BIN"]
+        ran = subprocess.run(["bash", "-euo", "pipefail", "-c", script], cwd=clone, env=env,
+                             capture_output=True, text=True, timeout=120)
+        self.assertEqual(ran.returncode, 0, ran.stdout + ran.stderr)
+        installed = home / ".local" / "bin" / "receipts"
+        self.assertTrue(os.access(installed, os.X_OK), "the receipts CLI, installed on PATH")
+        self.assertEqual(asked.read_text().splitlines(),
+                         [str(clone), "deploy", "RELEASE=staticforms-to-crm-release"])
+
+        result = self.deploy(clone / "staticforms-to-crm-release")
+        self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
+        self.assertIn("COMPLETED after", result.stdout + result.stderr)
 
     def test_the_package_holds_each_functions_zip_and_a_template_that_names_it(self):
         release = json.loads((RELEASE_DIR / "release.json").read_text())
