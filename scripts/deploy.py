@@ -661,6 +661,29 @@ def release_template(release: Path, architecture: str) -> Path:
     return template
 
 
+def release_checkout(release: Path) -> str | None:
+    """Why this checkout cannot deploy `release`, or None: the wizard, the
+    template's questions and the release's catalog must be of one commit,
+    so a checkout of another (a clone of main, a release of last month) is
+    sent to the release's own, before anything is installed or deployed."""
+    try:
+        packaged = json.loads((release / "release.json").read_text())
+    except (OSError, ValueError):
+        return None
+    commit = packaged.get("commit")
+    try:
+        here = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True,
+                              timeout=10).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if not commit or not here or here == commit:
+        return None
+    version = str(packaged.get("version", ""))
+    wanted = f"v{version}" if re.fullmatch(r"\d+\.\d+\.\d+\S*", version) else commit
+    return (f"--release {release} was built from {wanted}, this checkout is {here[:12]}: "
+            f"git fetch --tags && git checkout {wanted}, then make deploy again")
+
+
 def preflight(architecture: str, release: Path | None = None) -> None:
     """What the deploy needs that make deploy cannot install, checked before
     it installs anything, each missing thing in one line. From a release
@@ -673,6 +696,8 @@ def preflight(architecture: str, release: Path | None = None) -> None:
             release_template(release, architecture)
         except Refused as problem:
             problems.append(str(problem))
+        else:
+            problems.extend(filter(None, [release_checkout(release)]))
     elif shutil.which("cargo") is None:
         problems.append("cargo is missing: install the Rust toolchain (rustup), or deploy a release without "
                         "Rust: make deploy RELEASE=<folder> (README)")

@@ -151,8 +151,13 @@ def main() -> int:
     catalog = subprocess.run(["cargo", "run", "--quiet", "--locked", "-p", "shared", "--bin", "catalog"],
                              cwd=ROOT, check=True, capture_output=True, text=True).stdout
     (out / "catalog.json").write_text(catalog)
+    # The commit it was built from: make deploy runs this checkout's wizard
+    # on the release, and refuses a checkout of another commit.
+    commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, check=True, capture_output=True,
+                            text=True).stdout.strip()
     (out / "release.json").write_text(json.dumps(
-        {"name": "staticforms-to-crm", "version": version, "architectures": asked}, indent=2) + "\n")
+        {"name": "staticforms-to-crm", "version": version, "commit": commit, "architectures": asked},
+        indent=2) + "\n")
     files = sorted(p for p in out.rglob("*") if p.is_file() and p.name != "SHA256SUMS")
     (out / "SHA256SUMS").write_text(
         "".join(f"{sha256(p)}  {p.relative_to(out).as_posix()}\n" for p in files))

@@ -12,6 +12,7 @@ RELEASE_DIR (make package's folder, built for x86_64) and FUNCTION_BIN_DIR
 """
 
 import functools
+import hashlib
 import http.server
 import json
 import os
@@ -203,6 +204,26 @@ class FromRelease(unittest.TestCase):
         self.assertEqual(arm.returncode, 1)
         self.assertIn("holds no arm64 build: give --architecture x86_64", arm.stderr)
         self.assertEqual(self.sam_calls(), [])
+
+    def test_a_release_of_another_commit_sends_the_checkout_to_its_tag_before_anything(self):
+        """The wizard is this checkout's and the catalog the release's: a
+        clone of another commit (main, while the release is last month's)
+        is told which to check out, in one line, and nothing is deployed."""
+        packaged = json.loads((RELEASE_DIR / "release.json").read_text())
+        here = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True,
+                              text=True, check=True).stdout.strip()
+        self.assertEqual(packaged["commit"], here, "make package records the commit it built")
+        older = self.dir / "older"
+        shutil.copytree(RELEASE_DIR, older)
+        (older / "release.json").write_text(json.dumps({**packaged, "version": "9.9.9", "commit": "0" * 40}))
+        digest = hashlib.sha256((older / "release.json").read_bytes()).hexdigest()
+        sums = (older / "SHA256SUMS").read_text().splitlines()
+        (older / "SHA256SUMS").write_text("".join(
+            (f"{digest}  release.json" if line.endswith("  release.json") else line) + "\n" for line in sums))
+        result = self.deploy(older)
+        self.assertEqual(result.returncode, 1, result.stdout + result.stderr)
+        self.assertIn("git fetch --tags && git checkout v9.9.9, then make deploy again", result.stderr)
+        self.assertEqual(self.sam_calls(), [], "nothing deployed")
 
     def test_the_receipts_cli_is_looked_for_in_the_folder_before_anything_is_installed(self):
         del self.env["RECEIPTS_BIN"]
