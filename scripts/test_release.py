@@ -283,6 +283,8 @@ class FromRelease(unittest.TestCase):
         block = section.split("```sh\n", 1)[1].split("```", 1)[0]
         releases = "https://github.com/$REPO/releases/latest/download/"
         self.assertEqual(block.count(releases), 2, block)
+        self.assertIsNotNone(shutil.which("curl"), "curl is missing: the README's commands use it "
+                             "(apt-get install curl)")
 
         served = self.dir / "served"
         served.mkdir()
