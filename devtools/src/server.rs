@@ -43,6 +43,48 @@ pub fn http_date(at: std::time::SystemTime) -> String {
     httpdate::fmt_http_date(at)
 }
 
+/// One request a fake answered: its method, its path with its query, and
+/// the status it got.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Call {
+    pub method: String,
+    pub path: String,
+    pub status: u16,
+}
+
+/// A fake's door for each call of its API: `refused` answers instead of
+/// the handler (a throttle, a refused credential, a queued fault), else
+/// the call waits the fake's `delay` and reaches the handler; either way it
+/// is recorded in `calls` with the status it got.
+pub async fn answer_and_record(
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+    refused: Option<axum::response::Response>,
+    delay: std::time::Duration,
+    calls: &Mutex<Vec<Call>>,
+) -> axum::response::Response {
+    let method = request.method().to_string();
+    let path = request.uri().path_and_query().map_or_else(
+        || request.uri().path().to_owned(),
+        |p| p.as_str().to_owned(),
+    );
+    let response = match refused {
+        Some(refused) => refused,
+        None => {
+            if !delay.is_zero() {
+                tokio::time::sleep(delay).await;
+            }
+            next.run(request).await
+        }
+    };
+    lock(calls).push(Call {
+        method,
+        path,
+        status: response.status().as_u16(),
+    });
+    response
+}
+
 /// Forwards a request to `upstream` as it came (but for `Host` and
 /// `Content-Length`, which the client sets) and answers with what it
 /// answered; 502 when it cannot be reached.

@@ -13,7 +13,7 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde_json::{json, Map, Value};
 
-use super::{Call, FakeState, Lost, Note, PersonRecord, KNOWN_ATTRIBUTES};
+use super::{FakeState, Lost, Note, PersonRecord, KNOWN_ATTRIBUTES};
 use crate::server::lock;
 
 const WORKSPACE_ID: &str = "14beef7a-99f7-4534-a87e-70b564330a4c";
@@ -27,41 +27,26 @@ pub(super) async fn admit_and_record(
     request: Request,
     next: Next,
 ) -> Response {
-    let method = request.method().to_string();
-    let path = match request.uri().query() {
-        Some(query) => format!("{}?{query}", request.uri().path()),
-        None => request.uri().path().to_owned(),
-    };
-    let response = if let Some(seconds) = throttled(&state) {
-        let mut response = error(
-            StatusCode::TOO_MANY_REQUESTS,
-            "rate_limit_error",
-            "rate_limit_exceeded",
-            "Rate limit exceeded, please try again later",
-        );
-        let at = SystemTime::now() + Duration::from_secs(seconds);
-        response.headers_mut().insert(
-            "retry-after",
-            crate::server::http_date(at)
-                .parse()
-                .expect("a header value"),
-        );
-        response
-    } else if let Some(refused) = admitted(&state, request.headers()) {
-        refused
-    } else {
-        let delay = *lock(&state.delay);
-        if !delay.is_zero() {
-            tokio::time::sleep(delay).await;
-        }
-        next.run(request).await
-    };
-    lock(&state.calls).push(Call {
-        method,
-        path,
-        status: response.status().as_u16(),
-    });
-    response
+    let refused = throttled(&state)
+        .map(|seconds| {
+            let mut response = error(
+                StatusCode::TOO_MANY_REQUESTS,
+                "rate_limit_error",
+                "rate_limit_exceeded",
+                "Rate limit exceeded, please try again later",
+            );
+            let at = SystemTime::now() + Duration::from_secs(seconds);
+            response.headers_mut().insert(
+                "retry-after",
+                crate::server::http_date(at)
+                    .parse()
+                    .expect("a header value"),
+            );
+            response
+        })
+        .or_else(|| admitted(&state, request.headers()));
+    let delay = *lock(&state.delay);
+    crate::server::answer_and_record(request, next, refused, delay, &state.calls).await
 }
 
 /// The `Retry-After` of a throttled call, counting it.

@@ -12,7 +12,7 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde_json::{json, Map, Value};
 
-use super::{Call, Contact, FakeState, Lost, Note, KNOWN_ATTRIBUTES};
+use super::{Contact, FakeState, Lost, Note, KNOWN_ATTRIBUTES};
 use crate::server::lock;
 
 /// What every API call goes through: a throttled call (429 with its
@@ -23,46 +23,31 @@ pub(super) async fn admit_and_record(
     request: Request,
     next: Next,
 ) -> Response {
-    let method = request.method().to_string();
-    let path = match request.uri().query() {
-        Some(query) => format!("{}?{query}", request.uri().path()),
-        None => request.uri().path().to_owned(),
-    };
-    let response = if let Some(reset) = throttled(&state) {
-        let mut response = error(
-            StatusCode::TOO_MANY_REQUESTS,
-            "too_many_requests",
-            "Too many requests",
-        );
-        let headers = response.headers_mut();
-        headers.insert(
-            "x-sib-ratelimit-limit",
-            "10".parse().expect("a header value"),
-        );
-        headers.insert(
-            "x-sib-ratelimit-remaining",
-            "0".parse().expect("a header value"),
-        );
-        headers.insert(
-            "x-sib-ratelimit-reset",
-            reset.to_string().parse().expect("a header value"),
-        );
-        response
-    } else if let Some(refused) = admitted(&state, request.headers()) {
-        refused
-    } else {
-        let delay = *lock(&state.delay);
-        if !delay.is_zero() {
-            tokio::time::sleep(delay).await;
-        }
-        next.run(request).await
-    };
-    lock(&state.calls).push(Call {
-        method,
-        path,
-        status: response.status().as_u16(),
-    });
-    response
+    let refused = throttled(&state)
+        .map(|reset| {
+            let mut response = error(
+                StatusCode::TOO_MANY_REQUESTS,
+                "too_many_requests",
+                "Too many requests",
+            );
+            let headers = response.headers_mut();
+            headers.insert(
+                "x-sib-ratelimit-limit",
+                "10".parse().expect("a header value"),
+            );
+            headers.insert(
+                "x-sib-ratelimit-remaining",
+                "0".parse().expect("a header value"),
+            );
+            headers.insert(
+                "x-sib-ratelimit-reset",
+                reset.to_string().parse().expect("a header value"),
+            );
+            response
+        })
+        .or_else(|| admitted(&state, request.headers()));
+    let delay = *lock(&state.delay);
+    crate::server::answer_and_record(request, next, refused, delay, &state.calls).await
 }
 
 /// The reset of a throttled call, counting it.

@@ -73,13 +73,7 @@ pub struct Note {
     pub contact_ids: Vec<u64>,
 }
 
-/// One request: its method, path and query, and the status answered.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Call {
-    pub method: String,
-    pub path: String,
-    pub status: u16,
-}
+pub use crate::server::Call;
 
 /// A failure to answer instead of working.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
