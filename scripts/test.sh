@@ -95,6 +95,10 @@ sam validate --lint --region us-east-1
 TRANSFORMED_TEMPLATE="$TOOLS/transformed-template.json" \
 TRANSFORMED_TEMPLATE_TRACED="$TOOLS/transformed-template-traced.json" \
   cargo test -p integration --locked --test transformed_template -- --ignored 2>&1 | tee -a "$results"
+# Both release binaries in one cargo run first: their link-time
+# optimisations (one codegen unit each) run side by side on two cores, and
+# sam build's one run per function then finds them built.
+cargo lambda build --release --bin ingest --bin worker
 # This machine has only the x86_64 standard library; users build arm64 (README).
 # --no-cached: a cached build first hashes the whole workspace, target/
 # included (minutes); cargo already builds only what changed.
