@@ -65,6 +65,13 @@ CATALOG = (json.loads(CATALOG_FILE.read_text()) if CATALOG_FILE.is_file()
 SENDERS = [sender["name"] for sender in CATALOG["senders"]]
 
 
+def posted_by_browser(sender: str) -> bool:
+    """Whether a visitor's browser posts this sender's forms (its profile's
+    `browser`): its pages' origins, a thank-you page and a Turnstile secret
+    are asked instead of a webhook secret."""
+    return any(s["name"] == sender and s.get("browser") for s in CATALOG["senders"])
+
+
 def sender_setup(sender: str, url: str) -> str:
     """Where to paste the webhook URL, from the sender's own descriptor
     (its catalog entry's webhook_settings): a new sender needs no line here."""
@@ -313,12 +320,12 @@ def gather(args, asker: Asker, routes=None) -> Answers:
             raise Refused(f"--webflow-webhook: {one_of(WEBFLOW_WEBHOOKS)(a.webflow_webhook)}")
     elif args.webflow_webhook:
         raise Refused(f"--webflow-webhook is Webflow's choice, not {a.sender}'s")
-    if a.sender == "html":
+    if posted_by_browser(a.sender):
         html_form(a, args, asker)
     else:
         for flag in ("allowed_origins", "thank_you_url", "turnstile_secret_arn"):
             if getattr(args, flag):
-                raise Refused(f"--{flag.replace('_', '-')} is the plain HTML form's, not {a.sender}'s")
+                raise Refused(f"--{flag.replace('_', '-')} is a browser form's (html), not {a.sender}'s")
     if a.sender == "staticforms":
         a.auth = args.auth or asker.ask(
             "How Static Forms proves itself: url (a secret token in the webhook URL, as Static "
